@@ -1,0 +1,87 @@
+# Duraflow's developer targets:
+#
+#   make test       go test -race ./... (Postgres tests skip when it is unreachable)
+#   make generate   regenerate the sqlc code (installs sqlc when missing)
+#   make verify     gofmt, go vet, generated code in sync
+#   make tidy-check go.mod and go.sum tidy
+#   make bench      the Go benchmarks, then duraflow bench on BENCH_DB (see docs/benchmarks.md)
+#   make examples   run the example programs (SQLite unless DURAFLOW_DATABASE_URL is set)
+
+GO ?= go
+
+# The database tests use; set it to use another one.
+export DURAFLOW_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
+# The database the example programs use: unset, they use the SQLite file
+# ./duraflow.db; set DURAFLOW_DATABASE_URL to run them on Postgres.
+
+# sqlc is installed where `go install` puts binaries: GOBIN, or the bin
+# folder of the first GOPATH entry.
+SQLC_VERSION ?= v1.31.1
+GOBIN_DIR := $(or $(shell $(GO) env GOBIN),$(firstword $(subst :, ,$(shell $(GO) env GOPATH)))/bin)
+SQLC ?= $(GOBIN_DIR)/sqlc
+
+# Extra flags for go test, such as TESTFLAGS=-count=1 or TESTFLAGS=-v.
+TESTFLAGS ?=
+# What make bench runs, and for how long: the Go benchmarks (bench-go)...
+BENCH ?= .
+BENCHTIME ?= 1s
+BENCH_PKGS ?= ./...
+# ...and duraflow bench (bench-run) on this database with these arguments,
+# built into BENCH_BIN with the commit stamped in, e.g.
+#   make bench-run BENCH_DB=sqlite BENCH_ARGS='--workload steps10 -n 5000'
+BENCH_DB ?= $(DURAFLOW_TEST_DATABASE_URL)
+BENCH_ARGS ?= --ceiling
+BENCH_BIN ?= $(or $(TMPDIR),/tmp)/duraflow-bench
+
+.PHONY: test generate sqlc sqlc-diff verify tidy-check bench bench-go bench-run examples
+
+test:
+	$(GO) test -race $(TESTFLAGS) ./...
+
+# generate regenerates the sqlc code of every backend from db/queries and the
+# goose migrations in db/migrations.
+generate: sqlc
+	$(SQLC) generate
+
+# sqlc installs sqlc $(SQLC_VERSION) unless $(SQLC) is that version already.
+# It builds with cgo and takes a couple of minutes the first time.
+sqlc:
+	@if [ "$$($(SQLC) version 2>/dev/null)" != "$(SQLC_VERSION)" ]; then \
+		echo "installing sqlc $(SQLC_VERSION) into $(GOBIN_DIR)"; \
+		$(GO) install github.com/sqlc-dev/sqlc/cmd/sqlc@$(SQLC_VERSION) || exit 1; \
+		v="$$($(SQLC) version)"; if [ "$$v" != "$(SQLC_VERSION)" ]; then \
+			echo "$(SQLC) is $$v after installing $(SQLC_VERSION); set SQLC or GOBIN" >&2; exit 1; \
+		fi; \
+	fi
+
+# sqlc-diff fails when the committed generated code is stale.
+sqlc-diff: sqlc
+	$(SQLC) diff
+
+# verify fails on unformatted code, vet findings, stale generated code and an
+# untidy go.mod.
+verify: sqlc-diff tidy-check
+	@echo "gofmt -l ."; files="$$(gofmt -l .)"; if [ -n "$$files" ]; then \
+		echo "these files need gofmt:"; echo "$$files"; exit 1; \
+	fi
+	$(GO) vet ./...
+
+# tidy-check fails when go.mod or go.sum is not tidy; it changes nothing.
+tidy-check:
+	$(GO) mod tidy -e -diff
+
+bench: bench-go bench-run
+
+# bench-go runs the Go benchmarks: the claim, checkpoint and replay paths
+# (./bench) and the end-to-end ones (./internal/benchmarks), on both backends.
+bench-go:
+	$(GO) test -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHTIME) $(BENCH_PKGS)
+
+# bench-run runs the workloads of duraflow bench; the table goes to stdout.
+bench-run:
+	$(GO) build -buildvcs=auto -o '$(BENCH_BIN)' ./cmd/duraflow
+	'$(BENCH_BIN)' bench --db '$(BENCH_DB)' $(BENCH_ARGS)
+
+examples:
+	$(GO) run ./examples/quickstart
+	$(GO) run ./examples/billing

@@ -1,0 +1,179 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/dispatcher"
+	"github.com/duraflow/duraflow/runner"
+)
+
+// hostOptions say what one process of a run holds.
+type hostOptions struct {
+	backend      dburl.Backend
+	url          string
+	wakeChannel  string
+	runner       bool
+	concurrency  int
+	pollInterval time.Duration
+	logger       *slog.Logger
+	// tracer, when set, counts the statements of the store (Postgres).
+	tracer *sqlTracer
+}
+
+// host is one process's share of a run, wired as duraflow serve and worker
+// wire theirs: a store, a client with in-process wake-ups, and optionally a
+// runner that also LISTENs for wake-ups from other processes on Postgres.
+type host struct {
+	store        db.Store
+	client       *client.Client
+	runner       *runner.Runner
+	poolMaxConns int
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+}
+
+// startHost opens the store and starts what opts ask for.
+func startHost(ctx context.Context, opts hostOptions) (_ *host, err error) {
+	h := &host{}
+	defer func() {
+		if err != nil {
+			h.stop(context.WithoutCancel(ctx))
+		}
+	}()
+	if h.store, h.poolMaxConns, err = openStore(ctx, opts); err != nil {
+		return nil, err
+	}
+	clientReg, err := newRegistry(true)
+	if err != nil {
+		return nil, err
+	}
+	local := dispatcher.NewLocal()
+	if h.client, err = client.New(&client.Config{Store: h.store, Registry: clientReg, WakeFunc: local.Wake}); err != nil {
+		return nil, err
+	}
+	if !opts.runner {
+		return h, nil
+	}
+	runnerReg, err := newRegistry(false)
+	if err != nil {
+		return nil, err
+	}
+	h.runner, err = runner.New(&runner.Config{
+		Store: h.store, Registry: runnerReg, Logger: opts.logger, WakeFunc: local.Wake,
+		MaxConcurrency: opts.concurrency, PollInterval: opts.pollInterval,
+	})
+	if err != nil {
+		return nil, err
+	}
+	local.Add(h.runner)
+	if err := h.runner.Start(context.WithoutCancel(ctx)); err != nil {
+		return nil, err
+	}
+	if opts.backend == dburl.Postgres {
+		l, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
+			ConnString: opts.url, Channel: opts.wakeChannel, WakeFunc: local.Wake, Logger: opts.logger,
+		})
+		if err != nil {
+			return nil, err
+		}
+		listenCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		h.stopListen, h.listenDone = cancel, make(chan struct{})
+		go func() {
+			defer close(h.listenDone)
+			_ = l.Run(listenCtx)
+		}()
+		// A wake-up sent before the listener listens would wait for a poll.
+		select {
+		case <-l.Connected():
+		case <-time.After(10 * time.Second):
+			return nil, errors.New("the wake listener did not connect within 10 seconds")
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h, nil
+}
+
+// openStore opens the run's store as duraflow worker does, through the
+// backend's Open; with a tracer, over a copy of the pool configuration Open
+// chose with the tracer added.
+func openStore(ctx context.Context, opts hostOptions) (db.Store, int, error) {
+	if opts.backend != dburl.Postgres {
+		_, dsn, err := dburl.Parse(opts.url)
+		if err != nil {
+			return nil, 0, err
+		}
+		s, err := sqlite.Open(ctx, dsn)
+		if err != nil {
+			return nil, 0, fmt.Errorf("opening SQLite: %w", err)
+		}
+		return s, 0, nil
+	}
+	s, err := postgres.Open(ctx, opts.url, postgres.WithWakeChannel(opts.wakeChannel))
+	if err != nil {
+		return nil, 0, err
+	}
+	maxConns := int(s.Pool().Config().MaxConns)
+	if opts.tracer == nil {
+		return s, maxConns, nil
+	}
+	pc := s.Pool().Config()
+	_ = s.Close()
+	pc.ConnConfig.Tracer = opts.tracer
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, 0, fmt.Errorf("opening postgres pool: %w", err)
+	}
+	return &ownedStore{Store: postgres.New(pool, postgres.WithWakeChannel(opts.wakeChannel)), pool: pool}, maxConns, nil
+}
+
+// ownedStore is a postgres.Store over a pool the bench opened, closed with
+// it.
+type ownedStore struct {
+	*postgres.Store
+	pool *pgxpool.Pool
+}
+
+// Close closes the pool.
+func (s *ownedStore) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// groupCommits returns the in-process runner's group commits so far and the
+// step checkpoints they held (zero without a runner).
+func (h *host) groupCommits() (commits, checkpoints int64) {
+	if h.runner == nil {
+		return 0, 0
+	}
+	return h.runner.GroupCommitStats()
+}
+
+// stop stops the runner (letting running work finish for up to 30 seconds),
+// the listener and the store.
+func (h *host) stop(ctx context.Context) {
+	if h.runner != nil {
+		stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_ = h.runner.Stop(stopCtx)
+		cancel()
+	}
+	if h.stopListen != nil {
+		h.stopListen()
+		<-h.listenDone
+	}
+	if h.store != nil {
+		_ = h.store.Close()
+	}
+}

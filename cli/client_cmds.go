@@ -1,0 +1,548 @@
+package cli
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// clientFlags are the flags of every command that talks to a server.
+type clientFlags struct {
+	server  string
+	token   string
+	prefix  string
+	timeout time.Duration
+	json    bool
+}
+
+// addClientFlags adds the client flags to a command group, for all its
+// subcommands.
+func addClientFlags(cmd *cobra.Command, cf *clientFlags) {
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&cf.server, "server", "http://127.0.0.1:8080", "base URL of the Duraflow server")
+	bindEnv(fs, "server", "DURAFLOW_SERVER")
+	fs.StringVar(&cf.token, "token", "", "bearer token (the secret of a token the server accepts)")
+	bindEnv(fs, "token", "DURAFLOW_TOKEN")
+	fs.StringVar(&cf.prefix, "api-prefix", "/api", "path the server mounts its API under")
+	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
+	fs.Var(newDurationValue(&cf.timeout, 30*time.Second), "timeout", "bound of each HTTP request")
+	fs.BoolVar(&cf.json, "json", false, "print JSON instead of tables")
+}
+
+func (cf *clientFlags) client() *httpapi.Client {
+	return httpapi.NewClient(cf.server, cf.token, &http.Client{Timeout: cf.timeout}).WithPrefix(cf.prefix)
+}
+
+func newWorkflowsCommand(o *Options) *cobra.Command {
+	cf := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:   "workflows",
+		Short: "List the workflows a server runs",
+		Args:  args(cobra.NoArgs),
+		RunE:  groupHelp,
+	}
+	addClientFlags(cmd, cf)
+	cmd.AddCommand(&cobra.Command{
+		Use:   "list",
+		Short: "List the registered workflows: Go workflows and flows (with the version new instances run)",
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := cf.client().Workflows(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return writeJSON(o.Stdout, list)
+			}
+			t := newTable(o.Stdout, "NAME", "KIND", "VERSION")
+			for _, w := range list.Workflows {
+				t.row(w.Name, orDash(w.Kind), orDash(w.Version))
+			}
+			return t.flush()
+		},
+	})
+	return cmd
+}
+
+func newInstancesCommand(o *Options) *cobra.Command {
+	cf := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:     "instances",
+		Aliases: []string{"instance"},
+		Short:   "List, inspect, create and control workflow instances",
+		Args:    args(cobra.NoArgs),
+		RunE:    groupHelp,
+	}
+	addClientFlags(cmd, cf)
+	cmd.AddCommand(
+		newInstancesListCommand(o, cf),
+		newInstancesGetCommand(o, cf),
+		newInstancesCreateCommand(o, cf),
+		newInstancesHistoryCommand(o, cf),
+		newInstancesChangeCommand(o, cf, "pause", "Pause an instance (at its next step boundary when it is running)", (*httpapi.Client).Pause),
+		newInstancesChangeCommand(o, cf, "resume", "Resume a paused instance", (*httpapi.Client).Resume),
+		newInstancesChangeCommand(o, cf, "terminate", "Terminate an instance that is not terminal", (*httpapi.Client).Terminate),
+		newInstancesChangeCommand(o, cf, "restart", "Start a new run of an instance from the top", (*httpapi.Client).Restart),
+	)
+	return cmd
+}
+
+// listOutput is the JSON of instances list.
+type listOutput struct {
+	Instances []*workflow.InstanceInfo `json:"instances"`
+	// NextCursor continues a one-workflow listing.
+	NextCursor string `json:"nextCursor,omitempty"`
+	// NextCursors continue, per workflow, a listing of every workflow.
+	NextCursors map[string]string `json:"nextCursors,omitempty"`
+}
+
+func newInstancesListCommand(o *Options, cf *clientFlags) *cobra.Command {
+	var (
+		statuses []string
+		pageSize int
+		cursor   string
+		all      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "list [workflow]",
+		Short: "List instances, newest update first",
+		Long: `list lists the instances of a workflow, or of every workflow when none is
+named, newest update first, one page at a time (--page-size, default 50).
+When there are more, it prints the --cursor of the next page on standard
+error; --all follows every page.`,
+		Args: args(cobra.MaximumNArgs(1)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c := cf.client()
+			p := client.ListParams{PageSize: pageSize, Cursor: cursor}
+			for _, s := range statuses {
+				for st := range strings.SplitSeq(s, ",") {
+					if st = strings.TrimSpace(st); st != "" {
+						p.Statuses = append(p.Statuses, workflow.InstanceStatus(st))
+					}
+				}
+			}
+			var names []string
+			if len(a) == 1 {
+				names = a
+			} else {
+				if cursor != "" {
+					return usageError(errors.New("--cursor needs a workflow argument: a cursor continues one workflow's list"))
+				}
+				list, err := c.Workflows(cmd.Context())
+				if err != nil {
+					return err
+				}
+				for _, w := range list.Workflows {
+					names = append(names, w.Name)
+				}
+			}
+			out := listOutput{Instances: []*workflow.InstanceInfo{}}
+			for _, name := range names {
+				p.WorkflowName = name
+				p.Cursor = cursor
+				for {
+					page, err := c.List(cmd.Context(), p)
+					if err != nil {
+						return err
+					}
+					out.Instances = append(out.Instances, page.Instances...)
+					if page.NextCursor == "" {
+						break
+					}
+					if !all {
+						if len(a) == 1 {
+							out.NextCursor = page.NextCursor
+						} else {
+							if out.NextCursors == nil {
+								out.NextCursors = map[string]string{}
+							}
+							out.NextCursors[name] = page.NextCursor
+						}
+						break
+					}
+					p.Cursor = page.NextCursor
+				}
+			}
+			if len(names) > 1 {
+				slices.SortStableFunc(out.Instances, func(x, y *workflow.InstanceInfo) int {
+					return y.UpdatedAt.Compare(x.UpdatedAt)
+				})
+			}
+			if cf.json {
+				return writeJSON(o.Stdout, out)
+			}
+			t := newTable(o.Stdout, "WORKFLOW", "ID", "STATUS", "RUN", "CREATED", "UPDATED", "OUTPUT/ERROR")
+			for _, i := range out.Instances {
+				t.row(i.WorkflowName, i.ID, string(i.Status), fmt.Sprint(i.RunNumber), formatTime(i.CreatedAt), formatTime(i.UpdatedAt), outcome(i, 60))
+			}
+			if err := t.flush(); err != nil {
+				return err
+			}
+			if out.NextCursor != "" {
+				fmt.Fprintf(o.Stderr, "more: %s instances list %s --cursor %s (or --all)\n", o.Name, a[0], out.NextCursor)
+			}
+			for _, name := range names {
+				if cur := out.NextCursors[name]; cur != "" {
+					fmt.Fprintf(o.Stderr, "more %s instances: %s instances list %s --cursor %s (or --all)\n", name, o.Name, name, cur)
+				}
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringArrayVar(&statuses, "status", nil, "only instances with this status (repeatable, or comma-separated): queued, running, waiting, waitingForPause, paused, complete, errored, terminated")
+	fs.IntVar(&pageSize, "page-size", 0, "instances per page, 1 to 1000 (default 50)")
+	fs.StringVar(&cursor, "cursor", "", "continue after a previous page")
+	fs.BoolVar(&all, "all", false, "follow every page")
+	return cmd
+}
+
+// outcome is an instance's output, or its error, on one line.
+func outcome(i *workflow.InstanceInfo, max int) string {
+	if i.Error != nil {
+		s := i.Error.Name + ": " + i.Error.Message
+		if max > 0 && len([]rune(s)) > max {
+			s = string([]rune(s)[:max-1]) + "…"
+		}
+		return s
+	}
+	if len(i.Output) == 0 || string(i.Output) == "null" && !i.Status.Terminal() {
+		return "-"
+	}
+	return compactJSON(i.Output, max)
+}
+
+func newInstancesGetCommand(o *Options, cf *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "get <workflow> <id>",
+		Short: "Show an instance: status, params, output or error",
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			info, err := cf.client().Get(cmd.Context(), a[0], a[1])
+			if err != nil {
+				return err
+			}
+			return printInstance(o.Stdout, cf.json, info)
+		},
+	}
+}
+
+// printInstance writes one instance as JSON or as a list of fields.
+func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
+	if asJSON {
+		return writeJSON(w, i)
+	}
+	t := newTable(w)
+	t.row("Workflow:", i.WorkflowName)
+	t.row("ID:", i.ID)
+	t.row("Status:", string(i.Status))
+	t.row("Run:", fmt.Sprint(i.RunNumber))
+	t.row("Created:", formatTime(i.CreatedAt))
+	t.row("Updated:", formatTime(i.UpdatedAt))
+	t.row("Started:", formatTimePtr(i.StartedAt))
+	t.row("Completed:", formatTimePtr(i.CompletedAt))
+	t.row("Params:", compactJSON(i.Params, 0))
+	if i.Status == workflow.StatusComplete || len(i.Output) > 0 && string(i.Output) != "null" {
+		t.row("Output:", compactJSON(i.Output, 0))
+	}
+	if i.Error != nil {
+		t.row("Error:", i.Error.Name+": "+i.Error.Message)
+	}
+	return t.flush()
+}
+
+func newInstancesCreateCommand(o *Options, cf *clientFlags) *cobra.Command {
+	var (
+		id     string
+		params string
+		wait   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "create <workflow> [id]",
+		Short: "Create an instance and show it once it settles",
+		Long: `create creates an instance of a workflow with JSON params (--params, or
+--params @file, or --params - for standard input) and an id (the argument or
+--id; a random one when neither is given).
+
+It then waits up to --wait (default 2 seconds) for the instance to settle,
+that is, to be neither queued nor running, and shows it: a short workflow is
+complete with its output, one that sleeps or waits for an event is waiting.
+--wait 0 shows it as created.`,
+		Args: args(cobra.RangeArgs(1, 2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			if len(a) == 2 {
+				if id != "" && id != a[1] {
+					return usageError(fmt.Errorf("the id is given twice: %q and --id %q", a[1], id))
+				}
+				id = a[1]
+			}
+			raw, err := readJSONArg("--params", params, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			c := cf.client()
+			info, err := c.Create(cmd.Context(), a[0], workflow.CreateRequest{ID: id, Params: raw})
+			if err != nil {
+				return err
+			}
+			if wait > 0 {
+				if info, err = waitSettled(cmd.Context(), c, info, wait); err != nil {
+					return err
+				}
+			}
+			return printInstance(o.Stdout, cf.json, info)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&id, "id", "", "instance id (default: a random one)")
+	fs.StringVar(&params, "params", "", "params as JSON, @file to read a file, or - to read standard input")
+	fs.Var(newDurationValue(&wait, 2*time.Second), "wait", "how long to wait for the instance to settle before showing it; 0 shows it as created")
+	return cmd
+}
+
+// waitSettled polls an instance until it is neither queued, running nor
+// waitingForPause, or until d has passed, and returns it as last seen.
+func waitSettled(ctx context.Context, c *httpapi.Client, info *workflow.InstanceInfo, d time.Duration) (*workflow.InstanceInfo, error) {
+	deadline := time.Now().Add(d)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		switch info.Status {
+		case workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaitingForPause:
+		default:
+			return info, nil
+		}
+		if time.Now().After(deadline) {
+			return info, nil
+		}
+		select {
+		case <-ctx.Done():
+			return info, nil
+		case <-tick.C:
+		}
+		next, err := c.Get(ctx, info.WorkflowName, info.ID)
+		if err != nil {
+			return nil, err
+		}
+		info = next
+	}
+}
+
+// readJSONArg reads a JSON argument: the value itself, @file, or - for in.
+// It checks that the JSON is well-formed; empty means none.
+func readJSONArg(flag, v string, in io.Reader) (json.RawMessage, error) {
+	var (
+		b   []byte
+		err error
+	)
+	switch {
+	case v == "":
+		return nil, nil
+	case v == "-":
+		b, err = io.ReadAll(io.LimitReader(in, workflow.MaxPayloadBytes+1))
+	case strings.HasPrefix(v, "@"):
+		b, err = os.ReadFile(v[1:])
+	default:
+		b = []byte(v)
+	}
+	if err != nil {
+		return nil, withCode(ExitInvalid, fmt.Errorf("%s: %w", flag, err))
+	}
+	if !json.Valid(b) {
+		return nil, withCode(ExitInvalid, fmt.Errorf("%s: not valid JSON: %s", flag, compactJSON(b, 80)))
+	}
+	return json.RawMessage(b), nil
+}
+
+func newInstancesHistoryCommand(o *Options, cf *clientFlags) *cobra.Command {
+	var (
+		run      int
+		pageSize int
+		cursor   string
+	)
+	cmd := &cobra.Command{
+		Use:   "history <workflow> <id>",
+		Short: "Show the steps and events of a run of an instance",
+		Long: `history shows the steps (name, type, status, attempts, result or error) and
+the events of the current run of an instance, or of --run n. It reads every
+page, unless --page-size or --cursor ask for one page, in which case it prints
+the cursor of the next on standard error.`,
+		Args: args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			c := cf.client()
+			onePage := pageSize != 0 || cursor != ""
+			p := client.HistoryParams{Run: run, PageSize: pageSize, Cursor: cursor}
+			var h *httpapi.History
+			for {
+				page, err := c.History(cmd.Context(), a[0], a[1], p)
+				if err != nil {
+					return err
+				}
+				if h == nil {
+					h = page
+				} else {
+					h.Steps = append(h.Steps, page.Steps...)
+					h.Events = append(h.Events, page.Events...)
+					h.NextCursor = page.NextCursor
+				}
+				if page.NextCursor == "" || onePage {
+					break
+				}
+				p.Cursor, p.Run = page.NextCursor, page.RunNumber
+			}
+			if cf.json {
+				return writeJSON(o.Stdout, h)
+			}
+			if err := printHistory(o.Stdout, h); err != nil {
+				return err
+			}
+			if h.NextCursor != "" {
+				fmt.Fprintf(o.Stderr, "more: %s instances history %s %s --cursor %s\n", o.Name, a[0], a[1], h.NextCursor)
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.IntVar(&run, "run", 0, "run number (default: the current run)")
+	fs.IntVar(&pageSize, "page-size", 0, "steps and events per page; reads one page")
+	fs.StringVar(&cursor, "cursor", "", "continue after a previous page; reads one page")
+	return cmd
+}
+
+func printHistory(w io.Writer, h *httpapi.History) error {
+	i := h.Instance
+	fmt.Fprintf(w, "%s/%s run %d: %s", i.WorkflowName, i.ID, h.RunNumber, i.Status)
+	if h.RunNumber == i.RunNumber && (i.Status == workflow.StatusComplete || i.Error != nil) {
+		fmt.Fprintf(w, " %s", outcome(i, 0))
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w)
+	t := newTable(w, "STEP", "TYPE", "STATUS", "ATTEMPTS", "UPDATED", "RESULT/ERROR/WAIT")
+	for _, s := range h.Steps {
+		detail := "-"
+		switch {
+		case s.Error != nil:
+			detail = s.Error.Name + ": " + s.Error.Message
+			if s.NextRetryAt != nil && s.Status != "complete" && s.Status != "errored" {
+				detail += " (retry at " + formatTime(*s.NextRetryAt) + ")"
+			}
+		case len(s.Result) > 0 && s.Type == "waitForEvent":
+			// The result is the received event; its payload is what matters.
+			var ev struct {
+				Payload json.RawMessage `json:"payload"`
+			}
+			if json.Unmarshal(s.Result, &ev) == nil && len(ev.Payload) > 0 {
+				detail = compactJSON(ev.Payload, 80)
+			} else {
+				detail = compactJSON(s.Result, 80)
+			}
+		case len(s.Result) > 0:
+			detail = compactJSON(s.Result, 80)
+		case s.WaitEventType != "" && s.WakeAt != nil:
+			detail = "event " + s.WaitEventType + " until " + formatTime(*s.WakeAt)
+		case s.WakeAt != nil:
+			detail = "until " + formatTime(*s.WakeAt)
+		}
+		attempts := "-"
+		if s.Type == "do" {
+			attempts = fmt.Sprint(s.Attempts)
+			if s.MaxAttempts > 0 {
+				attempts += "/" + fmt.Sprint(s.MaxAttempts)
+			}
+		}
+		t.row(s.Name, s.Type, s.Status, attempts, formatTime(s.UpdatedAt), detail)
+	}
+	if len(h.Steps) == 0 {
+		t.row("(none)")
+	}
+	if err := t.flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w)
+	t = newTable(w, "EVENT", "SENT", "DELIVERED", "CONSUMED BY", "PAYLOAD")
+	for _, e := range h.Events {
+		t.row(e.Type, formatTime(e.CreatedAt), formatTimePtr(e.DeliveredAt), cmp.Or(e.ConsumedBy, "-"), compactJSON(e.Payload, 80))
+	}
+	if len(h.Events) == 0 {
+		t.row("(none)")
+	}
+	return t.flush()
+}
+
+type changeFunc func(c *httpapi.Client, ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)
+
+func newInstancesChangeCommand(o *Options, cf *clientFlags, verb, short string, f changeFunc) *cobra.Command {
+	return &cobra.Command{
+		Use:   verb + " <workflow> <id>",
+		Short: short,
+		Args:  args(cobra.ExactArgs(2)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			info, err := f(cf.client(), cmd.Context(), a[0], a[1])
+			if err != nil {
+				return err
+			}
+			if cf.json {
+				return writeJSON(o.Stdout, info)
+			}
+			fmt.Fprintf(o.Stdout, "%s/%s: %s (run %d)\n", info.WorkflowName, info.ID, info.Status, info.RunNumber)
+			return nil
+		},
+	}
+}
+
+func newEventsCommand(o *Options) *cobra.Command {
+	cf := &clientFlags{}
+	cmd := &cobra.Command{
+		Use:     "events",
+		Aliases: []string{"event"},
+		Short:   "Send events to instances",
+		Args:    args(cobra.NoArgs),
+		RunE:    groupHelp,
+	}
+	addClientFlags(cmd, cf)
+	var payload string
+	send := &cobra.Command{
+		Use:   "send <workflow> <id> <type>",
+		Short: "Send an event to an instance",
+		Long: `send sends an event of a type to an instance, with a JSON payload (--payload,
+or @file, or - for standard input). The event is buffered: the first
+WaitForEvent of that type in the instance's current run receives it, now if
+the instance waits for it, or when it gets there.`,
+		Args: args(cobra.ExactArgs(3)),
+		RunE: func(cmd *cobra.Command, a []string) error {
+			raw, err := readJSONArg("--payload", payload, cmd.InOrStdin())
+			if err != nil {
+				return err
+			}
+			if err := cf.client().SendEvent(cmd.Context(), a[0], a[1], a[2], raw); err != nil {
+				return err
+			}
+			if cf.json {
+				return writeJSON(o.Stdout, httpapi.Accepted{OK: true})
+			}
+			fmt.Fprintf(o.Stdout, "sent %s to %s/%s\n", a[2], a[0], a[1])
+			return nil
+		},
+	}
+	send.Flags().StringVar(&payload, "payload", "", "payload as JSON, @file to read a file, or - to read standard input")
+	cmd.AddCommand(send)
+	return cmd
+}
+
+// groupHelp is the RunE of a command that only groups others: it shows the
+// help, and an argument (a mistyped subcommand) is refused by Args.
+func groupHelp(cmd *cobra.Command, _ []string) error { return cmd.Help() }

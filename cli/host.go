@@ -1,0 +1,488 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/dispatcher"
+	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/hook"
+	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/internal/devstub"
+	"github.com/duraflow/duraflow/runner"
+	"github.com/duraflow/duraflow/schedule"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// hostConfig is the configuration of dev, serve and worker, filled from
+// flags and DURAFLOW_* variables.
+type hostConfig struct {
+	databaseURL     string
+	migrate         bool
+	addr            string // "" serves no HTTP (worker)
+	prefix          string
+	tokens          []string
+	triggers        []string
+	triggersFile    string
+	httpAllow       []string
+	flowRefresh     time.Duration
+	flowsDir        string // dev
+	stub            bool   // dev
+	tick            bool
+	runner          bool
+	lease           time.Duration
+	pollInterval    time.Duration
+	concurrency     int
+	notify          bool
+	wakeChannel     string
+	shutdownTimeout time.Duration
+	logFormat       string
+	logLevel        string
+}
+
+func addDatabaseFlags(fs *pflag.FlagSet, c *hostConfig, def string) {
+	fs.StringVar(&c.databaseURL, "db", def, "database URL: postgres://…, sqlite:path, a bare path, or sqlite::memory:")
+	bindEnv(fs, "db", "DURAFLOW_DATABASE_URL")
+	fs.BoolVar(&c.migrate, "migrate", true, "apply pending migrations on start")
+	bindEnv(fs, "migrate", "DURAFLOW_MIGRATE")
+}
+
+func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address of the HTTP API; without --token only loopback addresses are allowed")
+	bindEnv(fs, "addr", "DURAFLOW_ADDR")
+	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes", scopes from read,create,manage,events,tick or * (repeatable; the variable takes several separated by spaces or ';')`)
+	bindEnv(fs, "token", "DURAFLOW_TOKENS")
+	fs.StringVar(&c.prefix, "api-prefix", "/api", "path the API routes are mounted under")
+	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
+	fs.BoolVar(&c.tick, "tick", false, "enable POST <prefix>/_runner/tick, which fires due schedules and runs due work once (needs a token with the tick scope)")
+	bindEnv(fs, "tick", "DURAFLOW_TICK")
+	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[,key=source...]": a request to the path (at the root) starts the workflow with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x (repeatable; needs the create scope)`)
+	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","params":{key: source}}]`)
+	bindEnv(fs, "triggers-file", "DURAFLOW_TRIGGERS_FILE")
+}
+
+func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
+	fs.Var(newDurationValue(&c.lease, 30*time.Second), "lease", "how long a claimed task stays locked without a heartbeat; a crashed runner's work is taken over after it")
+	bindEnv(fs, "lease", "DURAFLOW_LEASE")
+	fs.Var(newDurationValue(&c.pollInterval, time.Second), "poll-interval", "how often the runner looks for due work when nothing woke it")
+	bindEnv(fs, "poll-interval", "DURAFLOW_POLL_INTERVAL")
+	fs.IntVar(&c.concurrency, "concurrency", 16, "how many instances the runner executes at once")
+	bindEnv(fs, "concurrency", "DURAFLOW_CONCURRENCY")
+	fs.BoolVar(&c.notify, "notify", true, "on Postgres, LISTEN for wake-ups from other processes (--notify=false: poll only)")
+	bindEnv(fs, "notify", "DURAFLOW_NOTIFY")
+	fs.StringVar(&c.wakeChannel, "wake-channel", postgres.WakeChannel, "on Postgres, the NOTIFY channel; deployments sharing a database use different ones")
+	bindEnv(fs, "wake-channel", "DURAFLOW_WAKE_CHANNEL")
+	fs.Var(newDurationValue(&c.shutdownTimeout, 30*time.Second), "shutdown-timeout", "on SIGTERM or SIGINT, how long running work may take to finish before it is handed back")
+	bindEnv(fs, "shutdown-timeout", "DURAFLOW_SHUTDOWN_TIMEOUT")
+	addFlowFlags(fs, c)
+}
+
+func addLogFlags(fs *pflag.FlagSet, c *hostConfig, level string) {
+	fs.StringVar(&c.logFormat, "log-format", "text", "log format: text or json")
+	bindEnv(fs, "log-format", "DURAFLOW_LOG_FORMAT")
+	fs.StringVar(&c.logLevel, "log-level", level, "log level: debug, info, warn or error")
+	bindEnv(fs, "log-level", "DURAFLOW_LOG_LEVEL")
+}
+
+// host is a running dev, serve or worker process: a store, the workflows, a
+// client, a runner, the wake-ups, the hook deliverer and the HTTP server.
+type host struct {
+	cfg     *hostConfig
+	opts    *Options
+	log     *slog.Logger
+	backend dburl.Backend
+
+	store     db.Store
+	registry  *workflow.Registry
+	client    *client.Client
+	runner    *runner.Runner // nil when neither the loop nor the tick runs
+	scheduler *schedule.Scheduler
+	flows     *flowreg.Registry
+	stub      *devstub.Server // dev
+	deliverer *hook.Deliverer
+	api       *httpapi.Server
+	listener  net.Listener
+	url       string // the API's base URL, "" without HTTP
+
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+
+	flowFiles, skippedFlowFiles []string // dev --flows
+}
+
+// openStore opens (and, unless told not to, migrates) the database. On
+// Postgres it sends wake notifications on the configured channel.
+func openStore(ctx context.Context, url, wakeChannel string) (db.Store, dburl.Backend, string, error) {
+	backend, dsn, err := dburl.Parse(url)
+	if err != nil {
+		return nil, "", "", usageError(fmt.Errorf("--db: %w", err))
+	}
+	var s db.Store
+	if backend == dburl.Postgres {
+		s, err = postgres.Open(ctx, dsn, postgres.WithWakeChannel(wakeChannel))
+	} else {
+		s, err = dburl.Open(ctx, url)
+	}
+	if err != nil {
+		return nil, "", "", err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := s.Ping(pingCtx); err != nil {
+		_ = s.Close()
+		return nil, "", "", fmt.Errorf("database %s is unreachable: %w", redactURL(url), err)
+	}
+	return s, backend, dsn, nil
+}
+
+// startHost builds and starts everything cfg asks for; serveHTTP says
+// whether it serves the API (dev, serve) or not (worker).
+func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logger, serveHTTP bool) (_ *host, err error) {
+	h := &host{cfg: cfg, opts: o, log: log}
+	defer func() {
+		if err != nil {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if h.scheduler != nil {
+				_ = h.scheduler.Stop(stopCtx)
+			}
+			if h.flows != nil {
+				_ = h.flows.Stop(stopCtx)
+			}
+			if h.runner != nil {
+				_ = h.runner.Stop(stopCtx)
+			}
+			cancel()
+			h.close()
+		}
+	}()
+	if cfg.concurrency < 1 {
+		return nil, usageError(fmt.Errorf("--concurrency %d must be at least 1", cfg.concurrency))
+	}
+	var tokens []httpapi.Token
+	for _, spec := range cfg.tokens {
+		t, err := httpapi.ParseToken(spec)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--token: %w", err))
+		}
+		tokens = append(tokens, t)
+	}
+	var triggers []httpapi.Trigger
+	if serveHTTP {
+		if err := httpapi.CheckListenAddr(cfg.addr, len(tokens) > 0 || o.Authorize != nil); err != nil {
+			return nil, usageError(fmt.Errorf("--addr: %w", err))
+		}
+		if triggers, err = loadTriggers(cfg); err != nil {
+			return nil, err
+		}
+	}
+
+	var dsn string
+	h.store, h.backend, dsn, err = openStore(ctx, cfg.databaseURL, cfg.wakeChannel)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.migrate {
+		if err := dburl.Migrate(ctx, h.store); err != nil {
+			return nil, fmt.Errorf("migrating %s: %w", redactURL(cfg.databaseURL), err)
+		}
+	}
+
+	h.registry = workflow.NewRegistry()
+	if o.Register != nil {
+		if err := o.Register(h.registry); err != nil {
+			return nil, fmt.Errorf("registering workflows: %w", err)
+		}
+	}
+	if len(h.registry.Names()) == 0 {
+		log.Warn(errNoWorkflows.Error())
+	}
+
+	hooks := o.OnWorkflowEnqueued != nil
+	local := dispatcher.NewLocal()
+	if hooks {
+		h.deliverer, err = hook.NewDeliverer(&hook.Config{Store: h.store, OnWorkflowEnqueued: o.OnWorkflowEnqueued, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		local.AddFunc(h.deliverer.Notify)
+	}
+	if err := h.startFlows(ctx, local); err != nil {
+		return nil, err
+	}
+	h.client, err = client.New(&client.Config{
+		Store: h.store, Registry: h.registry, WakeFunc: local.Wake, RecordHooks: hooks, MetadataFunc: h.flows.Metadata,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if cfg.runner || (serveHTTP && cfg.tick) {
+		h.runner, err = runner.New(&runner.Config{
+			Store: h.store, Registry: h.registry, Logger: log, WakeFunc: local.Wake, RecordHooks: hooks,
+			LeaseDuration: cfg.lease, PollInterval: cfg.pollInterval, MaxConcurrency: cfg.concurrency,
+		})
+		if err != nil {
+			return nil, usageError(err)
+		}
+		local.Add(h.runner)
+	}
+	h.scheduler, err = schedule.New(&schedule.Config{
+		Store: h.store, Registry: h.registry, Logger: log, PollInterval: cfg.pollInterval,
+		WakeFunc: local.Wake, RecordHooks: hooks, ResolveFunc: h.flows.Resolve,
+	})
+	if err != nil {
+		return nil, usageError(err)
+	}
+
+	// Background pieces run until close, not until ctx: ctx ends when the
+	// process is asked to drain, and draining is close's job.
+	bg := context.WithoutCancel(ctx)
+	if h.runner != nil && cfg.runner {
+		if err := h.runner.Start(bg); err != nil {
+			return nil, err
+		}
+		// Schedules fire wherever a runner runs; every due time fires once
+		// however many processes race for it.
+		if err := h.scheduler.Start(bg); err != nil {
+			return nil, err
+		}
+	}
+	// Every host refreshes its flows: a runner to claim the instances of
+	// flows applied elsewhere, an API to list and create them.
+	if err := h.flows.Start(bg); err != nil {
+		return nil, err
+	}
+	if h.deliverer != nil {
+		if err := h.deliverer.Start(bg); err != nil {
+			return nil, err
+		}
+	}
+	if h.backend == dburl.Postgres && cfg.notify && (cfg.runner || hooks) {
+		l, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
+			ConnString: dsn, Channel: cfg.wakeChannel, WakeFunc: local.Wake, Logger: log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		listenCtx, cancel := context.WithCancel(bg)
+		h.stopListen, h.listenDone = cancel, make(chan struct{})
+		go func() {
+			defer close(h.listenDone)
+			_ = l.Run(listenCtx)
+		}()
+	}
+
+	if serveHTTP {
+		apiCfg := &httpapi.Config{
+			Client: h.client, Prefix: cfg.prefix, Tokens: tokens, Authorize: o.Authorize,
+			Ready: h.ready, Logger: log, Schedules: h.scheduler, Triggers: triggers, Flows: h.flows,
+		}
+		if cfg.tick {
+			apiCfg.Tick = h.tickFunc(dispatcher.TickFunc(h.runner))
+		}
+		h.api, err = httpapi.New(apiCfg)
+		if err != nil {
+			return nil, usageError(err)
+		}
+		h.listener, err = net.Listen("tcp", cfg.addr)
+		if err != nil {
+			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.addr, err))
+		}
+		h.url = "http://" + h.listener.Addr().String()
+	}
+
+	auth := "none (loopback only)"
+	switch {
+	case !serveHTTP:
+		auth = "no API"
+	case o.Authorize != nil:
+		auth = "custom"
+	case len(tokens) > 0:
+		names := make([]string, len(tokens))
+		for i, t := range tokens {
+			names[i] = t.Name
+		}
+		auth = "tokens " + strings.Join(names, ",")
+	}
+	log.Info("started",
+		"database", redactURL(cfg.databaseURL), "backend", string(h.backend),
+		"workflows", strings.Join(h.registry.Names(), ","),
+		"runner", cfg.runner, "notify", h.listenDone != nil, "hooks", hooks, "api", h.url, "auth", auth,
+		"triggers", len(triggers), "flows", len(h.flowNames()))
+	return h, nil
+}
+
+// loadTriggers reads the HTTP triggers of --triggers-file and --trigger.
+func loadTriggers(cfg *hostConfig) ([]httpapi.Trigger, error) {
+	var triggers []httpapi.Trigger
+	if cfg.triggersFile != "" {
+		data, err := os.ReadFile(cfg.triggersFile)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--triggers-file: %w", err))
+		}
+		if triggers, err = httpapi.ParseTriggersJSON(data); err != nil {
+			return nil, usageError(fmt.Errorf("--triggers-file %s: %w", cfg.triggersFile, err))
+		}
+	}
+	for _, spec := range cfg.triggers {
+		t, err := httpapi.ParseTrigger(spec)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--trigger: %w", err))
+		}
+		triggers = append(triggers, t)
+	}
+	return triggers, nil
+}
+
+// tickFunc makes a tick fire the due schedules before it runs due work, so
+// a host driven by ticks alone starts scheduled instances too.
+func (h *host) tickFunc(run httpapi.TickFunc) httpapi.TickFunc {
+	return func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+		if _, err := h.scheduler.FireDue(ctx); err != nil {
+			h.log.Warn("tick: firing due schedules failed", "error", err)
+		}
+		return run(ctx, maxInstances, maxSteps)
+	}
+}
+
+// apiURL is the base URL of the API routes.
+func (h *host) apiURL() string {
+	p := strings.TrimSuffix(h.cfg.prefix, "/")
+	if p == "" || p == "/" {
+		return h.url
+	}
+	return h.url + p
+}
+
+// ready is /readyz: the database answers and every migration is applied.
+func (h *host) ready(ctx context.Context) error {
+	if err := h.store.Ping(ctx); err != nil {
+		return err
+	}
+	st, err := dburl.MigrateStatus(ctx, h.store)
+	if err != nil {
+		return err
+	}
+	for _, m := range st {
+		if !m.Applied {
+			return fmt.Errorf("migration %s is not applied (run migrate up)", m.Name)
+		}
+	}
+	return nil
+}
+
+// serve serves HTTP (if the host has a listener) until ctx is done or the
+// server fails, then drains.
+func (h *host) serve(ctx context.Context) error {
+	var (
+		srv     *http.Server
+		srvErr  = make(chan error, 1)
+		srvDone sync.WaitGroup
+	)
+	if h.listener != nil {
+		srv = &http.Server{
+			Handler:           h.api.Handler(),
+			ReadHeaderTimeout: 10 * time.Second,
+			ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		}
+		srvDone.Add(1)
+		go func() {
+			defer srvDone.Done()
+			if err := srv.Serve(h.listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				srvErr <- err
+			}
+		}()
+		h.log.Info("serving the HTTP API", "url", h.url, "api", h.apiURL())
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		h.log.Info("shutting down: draining")
+	case runErr = <-srvErr:
+		h.log.Error("the HTTP server failed", "error", runErr)
+	}
+
+	drainCtx, cancel := context.WithTimeout(context.Background(), h.cfg.shutdownTimeout)
+	defer cancel()
+	if srv != nil {
+		// Stop accepting, and let requests in flight (a tick, say) finish.
+		if err := srv.Shutdown(drainCtx); err != nil {
+			h.log.Warn("HTTP requests still running at the shutdown timeout were cut off", "error", err)
+			_ = srv.Close()
+		}
+		srvDone.Wait()
+	}
+	if err := h.scheduler.Stop(drainCtx); err != nil {
+		h.log.Warn("the scheduler did not stop before the shutdown timeout", "error", err)
+	}
+	if err := h.flows.Stop(drainCtx); err != nil {
+		h.log.Warn("the flow refresh did not stop before the shutdown timeout", "error", err)
+	}
+	if h.runner != nil {
+		if err := h.runner.Stop(drainCtx); err != nil {
+			h.log.Warn("work still running at the shutdown timeout was handed back to the queue", "error", err)
+		}
+	}
+	h.close()
+	h.log.Info("stopped")
+	if runErr != nil {
+		return fmt.Errorf("serving HTTP: %w", runErr)
+	}
+	return nil
+}
+
+// close releases what startHost acquired; the runner must be stopped first.
+func (h *host) close() {
+	if h.listener != nil {
+		_ = h.listener.Close()
+	}
+	if h.deliverer != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := h.deliverer.Stop(stopCtx); err != nil {
+			h.log.Warn("stopping the hook deliverer", "error", err)
+		}
+		cancel()
+	}
+	if h.stopListen != nil {
+		h.stopListen()
+		<-h.listenDone
+	}
+	if h.stub != nil {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = h.stub.Shutdown(stopCtx)
+		cancel()
+	}
+	if h.store != nil {
+		_ = h.store.Close()
+	}
+}
+
+// redactURL hides the password of a database URL.
+func redactURL(u string) string {
+	scheme, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return u
+	}
+	userinfo, after, ok := strings.Cut(rest, "@")
+	if !ok || strings.Contains(userinfo, "/") {
+		return u
+	}
+	if user, _, hasPass := strings.Cut(userinfo, ":"); hasPass {
+		return scheme + "://" + user + ":***@" + after
+	}
+	return u
+}

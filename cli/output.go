@@ -1,0 +1,75 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+)
+
+// table writes aligned columns with text/tabwriter.
+type table struct {
+	tw *tabwriter.Writer
+}
+
+func newTable(w io.Writer, header ...string) *table {
+	t := &table{tw: tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)}
+	if len(header) > 0 {
+		t.row(header...)
+	}
+	return t
+}
+
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = strings.NewReplacer("\t", " ", "\n", " ").Replace(c)
+	}
+	fmt.Fprintln(t.tw, strings.Join(cells, "\t"))
+}
+
+func (t *table) flush() error { return t.tw.Flush() }
+
+// writeJSON writes v as indented JSON, for --json.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// formatTime writes a time in UTC, to the second; "-" for none.
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func formatTimePtr(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return formatTime(*t)
+}
+
+// compactJSON writes raw JSON on one line, "-" for none, shortened to max
+// characters when max > 0.
+func compactJSON(raw json.RawMessage, max int) string {
+	if len(raw) == 0 {
+		return "-"
+	}
+	var b bytes.Buffer
+	s := string(raw)
+	if err := json.Compact(&b, raw); err == nil {
+		s = b.String()
+	}
+	if max > 0 && utf8.RuneCountInString(s) > max {
+		r := []rune(s)
+		s = string(r[:max-1]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func newDevCommand(o *Options) *cobra.Command {
+	cfg := &hostConfig{runner: true}
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the API, a runner and this binary's workflows on a local SQLite file",
+		Long: `dev runs everything in one process for trying Duraflow out: the HTTP API on
+127.0.0.1:8080, a runner, and the workflows built into this binary, on the
+SQLite file ./duraflow.db (created and migrated on start). It prints the URL
+and commands to try. Stop it with Ctrl-C: running work finishes or is handed
+back, and everything is kept in the file for the next start.
+
+--flows <folder> applies every *.json flow definition in the folder at start
+(a file that does not validate, or that changes a stored version, is
+reported on standard error and skipped). dev also serves the stub service of
+the example flows (examples/flows) on a loopback port of its own, which http
+steps reach as http://stub.localhost; no other internal address is reachable
+from them unless --http-allow lists it.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(o.Stderr, cfg.logFormat, cfg.logLevel)
+			if err != nil {
+				return err
+			}
+			h, err := startHost(cmd.Context(), o, cfg, log, true)
+			if err != nil {
+				return hostError(err)
+			}
+			printDevBanner(o.Stdout, o.Name, h)
+			return hostError(h.serve(cmd.Context()))
+		},
+	}
+	fs := cmd.Flags()
+	addDatabaseFlags(fs, cfg, "./duraflow.db")
+	addHTTPFlags(fs, cfg)
+	addRunnerFlags(fs, cfg)
+	addDevFlowFlags(fs, cfg)
+	addLogFlags(fs, cfg, "warn")
+	return cmd
+}
+
+// printDevBanner says where the API is and how to try it.
+func printDevBanner(w io.Writer, name string, h *host) {
+	names := h.registry.Names()
+	fmt.Fprintf(w, "Duraflow dev server: %s (database %s)\n", h.apiURL(), redactURL(h.cfg.databaseURL))
+	printDevFlows(w, h)
+	if len(names) == 0 {
+		fmt.Fprintf(w, "No workflows are registered in this binary.\n")
+		return
+	}
+	fmt.Fprintf(w, "Workflows: %s\n\n", strings.Join(names, ", "))
+	wf, params := names[0], `{}`
+	if slices.Contains(names, "hello") {
+		wf, params = "hello", `{"name":"Ada"}`
+	}
+	server := ""
+	if h.url != "http://127.0.0.1:8080" || h.cfg.prefix != "/api" {
+		server = " --server " + h.url
+		if h.cfg.prefix != "/api" {
+			server += " --api-prefix " + h.cfg.prefix
+		}
+	}
+	fmt.Fprintf(w, "Try it in another shell:\n")
+	fmt.Fprintf(w, "  curl -s -X POST %s/workflows/%s/instances -H 'Content-Type: application/json' -d '{\"params\":%s}'\n", h.apiURL(), wf, params)
+	fmt.Fprintf(w, "  curl -s %s/workflows/%s/instances/<id>\n", h.apiURL(), wf)
+	fmt.Fprintf(w, "or with the command line:\n")
+	fmt.Fprintf(w, "  %s instances create %s --params '%s'%s\n", name, wf, params, server)
+	fmt.Fprintf(w, "  %s instances list%s\n", name, server)
+	if name == "duraflow" {
+		fmt.Fprintf(w, "(from a checkout of Duraflow: go run ./cmd/duraflow instances create %s --params '%s'%s)\n", wf, params, server)
+	}
+	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
+}
+
+func newServeCommand(o *Options) *cobra.Command {
+	cfg := &hostConfig{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API and run workflows (production)",
+		Long: `serve runs the HTTP API and a runner for the workflows built into this
+binary. Run as many as you like against one Postgres database, together with
+worker processes: work is claimed under fenced leases, and on Postgres every
+process LISTENs for wake-ups (--notify), so an event or a new instance starts
+running at once wherever there is a free runner.
+
+Without --token (or DURAFLOW_TOKENS) the API is unauthenticated and serve
+refuses any --addr but a loopback one. SIGTERM or SIGINT drain: the API stops
+accepting requests, running work gets --shutdown-timeout to finish and is
+then handed back to the queue for another runner.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runHost(cmd, o, cfg, true)
+		},
+	}
+	fs := cmd.Flags()
+	addDatabaseFlags(fs, cfg, "./duraflow.db")
+	addHTTPFlags(fs, cfg)
+	fs.BoolVar(&cfg.runner, "runner", true, "run workflows in this process (--runner=false serves the API only)")
+	bindEnv(fs, "runner", "DURAFLOW_RUNNER")
+	addRunnerFlags(fs, cfg)
+	addLogFlags(fs, cfg, "info")
+	return cmd
+}
+
+func newWorkerCommand(o *Options) *cobra.Command {
+	cfg := &hostConfig{runner: true}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run workflows without serving the API (production)",
+		Long: `worker runs a runner for the workflows built into this binary, and no HTTP
+API. Start as many as the load needs, next to one or more serve processes on
+the same database. SIGTERM or SIGINT drain as for serve.`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runHost(cmd, o, cfg, false)
+		},
+	}
+	fs := cmd.Flags()
+	addDatabaseFlags(fs, cfg, "./duraflow.db")
+	addRunnerFlags(fs, cfg)
+	addLogFlags(fs, cfg, "info")
+	return cmd
+}
+
+func runHost(cmd *cobra.Command, o *Options, cfg *hostConfig, serveHTTP bool) error {
+	log, err := newLogger(o.Stderr, cfg.logFormat, cfg.logLevel)
+	if err != nil {
+		return err
+	}
+	h, err := startHost(cmd.Context(), o, cfg, log, serveHTTP)
+	if err != nil {
+		return hostError(err)
+	}
+	return hostError(h.serve(cmd.Context()))
+}
+
+// hostError gives a failure of dev, serve, worker or migrate the exit code
+// ExitError unless it has one: a database that refuses connections is not
+// the unreachable server of the client commands.
+func hostError(err error) error {
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) {
+		return err
+	}
+	return withCode(ExitError, err)
+}

@@ -1,0 +1,551 @@
+package client
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// Config configures a Client.
+type Config struct {
+	// Store is the database. Required.
+	Store db.Store
+	// Registry holds the workflows that may be created. Required. The client
+	// binds itself to it, so the registry's bindings work.
+	Registry *workflow.Registry
+	// Clock supplies "now" for everything the client writes.
+	//
+	// Defaults to the real clock.
+	Clock clock.Clock
+	// WakeFunc is called after a commit made a task due now (create, resume,
+	// restart, an event for a waiting instance), so a runner picks it up
+	// without waiting for its poll.
+	//
+	// Defaults to nothing.
+	WakeFunc func(workflowName string)
+	// RecordHooks records an OnWorkflowEnqueued outbox entry in the same
+	// transaction as every change that enqueues work (see package hook).
+	//
+	// Defaults to false.
+	RecordHooks bool
+	// MetadataFunc, when set, is called by Create and CreateBatch for every
+	// instance before it is written, with the workflow name and the metadata
+	// of the request, and returns the metadata to store instead (an error
+	// fails the call). It runs after the name is validated and before it is
+	// looked up in the registry, so it may register the workflow: a flow
+	// registry (package flowreg) pins the flow version an instance runs and
+	// loads a flow that another process applied.
+	//
+	// Defaults to nil: metadata is stored as given.
+	MetadataFunc func(ctx context.Context, workflowName string, metadata json.RawMessage) (json.RawMessage, error)
+}
+
+// Client is the management service. It implements workflow.Engine.
+type Client struct {
+	store    db.Store
+	registry *workflow.Registry
+	clock    clock.Clock
+	wake     func(string)
+	hooks    bool
+	metadata func(context.Context, string, json.RawMessage) (json.RawMessage, error)
+}
+
+var _ workflow.Engine = (*Client)(nil)
+
+// New returns a client over cfg.Store and binds cfg.Registry to it.
+func New(cfg *Config) (*Client, error) {
+	if cfg == nil || cfg.Store == nil || cfg.Registry == nil {
+		return nil, errors.New("client: Store and Registry are required")
+	}
+	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc}
+	if c.clock == nil {
+		c.clock = clock.New()
+	}
+	if c.wake == nil {
+		c.wake = func(string) {}
+	}
+	cfg.Registry.Bind(c)
+	return c, nil
+}
+
+// SetWakeFunc replaces the function called when work becomes due. Hosts call
+// it once, while wiring a runner, before the client is used concurrently.
+func (c *Client) SetWakeFunc(f func(workflowName string)) {
+	if f == nil {
+		f = func(string) {}
+	}
+	c.wake = f
+}
+
+// WorkflowNames returns the names of the registered workflows, sorted.
+func (c *Client) WorkflowNames() []string { return c.registry.Names() }
+
+// Registry returns the registry the client serves.
+func (c *Client) Registry() *workflow.Registry { return c.registry }
+
+func (c *Client) now() *time.Time {
+	t := c.clock.Now().UTC().Truncate(time.Microsecond)
+	return &t
+}
+
+func (c *Client) checkWorkflow(name string) error {
+	if err := workflow.ValidateWorkflowName(name); err != nil {
+		return err
+	}
+	return c.lookupWorkflow(name)
+}
+
+func (c *Client) lookupWorkflow(name string) error {
+	if _, ok := c.registry.Lookup(name); !ok {
+		return fmt.Errorf("%w: %q", workflow.ErrWorkflowNotFound, name)
+	}
+	return nil
+}
+
+// createMetadata returns the metadata to store with a new instance: what
+// MetadataFunc makes of the request's, checked against the payload limit.
+func (c *Client) createMetadata(ctx context.Context, workflowName string, md json.RawMessage) (json.RawMessage, error) {
+	if c.metadata != nil {
+		var err error
+		if md, err = c.metadata(ctx, workflowName, md); err != nil {
+			return nil, err
+		}
+	}
+	if err := workflow.ValidatePayload("metadata", md); err != nil {
+		return nil, err
+	}
+	return md, nil
+}
+
+func (c *Client) checkInstance(name, id string) error {
+	if err := c.checkWorkflow(name); err != nil {
+		return err
+	}
+	return workflow.ValidateInstanceID(id)
+}
+
+// NewInstanceID returns a random instance id (32 hex characters).
+func NewInstanceID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func normalizeParams(p json.RawMessage) (json.RawMessage, error) {
+	if len(p) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if err := workflow.ValidatePayload("params", p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Create creates one queued instance with a task due now.
+func (c *Client) Create(ctx context.Context, workflowName string, req workflow.CreateRequest) (*workflow.InstanceInfo, error) {
+	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
+		return nil, err
+	}
+	metadata, err := c.createMetadata(ctx, workflowName, req.Metadata)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.lookupWorkflow(workflowName); err != nil {
+		return nil, err
+	}
+	if req.ID == "" {
+		req.ID = NewInstanceID()
+	}
+	if err := workflow.ValidateInstanceID(req.ID); err != nil {
+		return nil, err
+	}
+	params, err := normalizeParams(req.Params)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := c.store.InstanceCreate(ctx, &db.InstanceCreateParams{
+		WorkflowName: workflowName, ID: req.ID, Params: params, Metadata: metadata, Now: c.now(), RecordHooks: c.hooks,
+	})
+	if err != nil {
+		return nil, mapError(err, workflowName, req.ID)
+	}
+	c.wake(workflowName)
+	return InstanceInfo(inst), nil
+}
+
+// CreateBatch creates up to workflow.MaxBatchSize instances; existing ids are
+// skipped and left out of the answer. Every request is validated before
+// anything is written.
+func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, error) {
+	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
+		return nil, err
+	}
+	if len(reqs) > 0 && c.metadata != nil {
+		// The hook goes first, as for Create, so it may register the
+		// workflow; the other items get theirs in the loop below.
+		md, err := c.metadata(ctx, workflowName, reqs[0].Metadata)
+		if err != nil {
+			return nil, fmt.Errorf("instance 0: %w", err)
+		}
+		reqs = slices.Clone(reqs)
+		reqs[0].Metadata = md
+	}
+	if err := c.lookupWorkflow(workflowName); err != nil {
+		return nil, err
+	}
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("%w: a batch needs at least one instance", workflow.ErrInvalidRequest)
+	}
+	if len(reqs) > workflow.MaxBatchSize {
+		return nil, fmt.Errorf("%w: a batch holds at most %d instances, got %d", workflow.ErrInvalidRequest, workflow.MaxBatchSize, len(reqs))
+	}
+	items := make([]db.InstanceCreateItem, 0, len(reqs))
+	seen := make(map[string]bool, len(reqs))
+	for i, r := range reqs {
+		id := r.ID
+		if id == "" {
+			id = NewInstanceID()
+		}
+		if err := workflow.ValidateInstanceID(id); err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		if seen[id] {
+			return nil, fmt.Errorf("%w: instance id %q appears twice in the batch", workflow.ErrInvalidRequest, id)
+		}
+		seen[id] = true
+		params, err := normalizeParams(r.Params)
+		if err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		metadata := r.Metadata
+		if i > 0 && c.metadata != nil {
+			if metadata, err = c.metadata(ctx, workflowName, metadata); err != nil {
+				return nil, fmt.Errorf("instance %d: %w", i, err)
+			}
+		}
+		if err := workflow.ValidatePayload("metadata", metadata); err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		items = append(items, db.InstanceCreateItem{ID: id, Params: params, Metadata: metadata})
+	}
+	created, err := c.store.InstanceCreateMany(ctx, &db.InstanceCreateManyParams{
+		WorkflowName: workflowName, Instances: items, Now: c.now(), RecordHooks: c.hooks,
+	})
+	if err != nil {
+		return nil, mapError(err, workflowName, "")
+	}
+	out := make([]*workflow.InstanceInfo, len(created))
+	for i, inst := range created {
+		out[i] = InstanceInfo(inst)
+	}
+	if len(out) > 0 {
+		c.wake(workflowName)
+	}
+	return out, nil
+}
+
+// Get returns one instance.
+func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+	if err := c.checkInstance(workflowName, id); err != nil {
+		return nil, err
+	}
+	inst, err := c.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
+	if err != nil {
+		return nil, mapError(err, workflowName, id)
+	}
+	return InstanceInfo(inst), nil
+}
+
+type changeFunc func(context.Context, *db.InstanceChangeParams) (*db.Instance, error)
+
+func (c *Client) change(ctx context.Context, workflowName, id string, f changeFunc, wakes bool) (*workflow.InstanceInfo, error) {
+	if err := c.checkInstance(workflowName, id); err != nil {
+		return nil, err
+	}
+	inst, err := f(ctx, &db.InstanceChangeParams{WorkflowName: workflowName, ID: id, Now: c.now(), RecordHooks: c.hooks})
+	if err != nil {
+		return nil, mapError(err, workflowName, id)
+	}
+	if wakes && inst.Status == db.StatusQueued {
+		c.wake(workflowName)
+	}
+	return InstanceInfo(inst), nil
+}
+
+// Pause pauses an instance (see workflow.Instance.Pause).
+func (c *Client) Pause(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+	return c.change(ctx, workflowName, id, c.store.InstancePause, false)
+}
+
+// Resume resumes a paused instance.
+func (c *Client) Resume(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+	return c.change(ctx, workflowName, id, c.store.InstanceResume, true)
+}
+
+// Terminate terminates a non-terminal instance.
+func (c *Client) Terminate(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+	return c.change(ctx, workflowName, id, c.store.InstanceTerminate, false)
+}
+
+// Restart starts a new run of an instance.
+func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+	return c.change(ctx, workflowName, id, c.store.InstanceRestart, true)
+}
+
+// SendEvent buffers an event for the instance's current run.
+func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) error {
+	if err := c.checkInstance(workflowName, id); err != nil {
+		return err
+	}
+	if err := workflow.ValidateEventType(eventType); err != nil {
+		return err
+	}
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	if err := workflow.ValidatePayload("event payload", payload); err != nil {
+		return err
+	}
+	res, err := c.store.EventSend(ctx, &db.EventSendParams{
+		WorkflowName: workflowName, InstanceID: id, Type: eventType, Payload: payload, Now: c.now(), RecordHooks: c.hooks,
+	})
+	if err != nil {
+		return mapError(err, workflowName, id)
+	}
+	if res.Woken {
+		c.wake(workflowName)
+	}
+	return nil
+}
+
+// ListParams select a page of instances.
+type ListParams struct {
+	// WorkflowName filters by workflow; empty lists all.
+	WorkflowName string
+	// Statuses filters by status; empty lists all.
+	Statuses []workflow.InstanceStatus
+	// PageSize is the page length, 1 to 1000.
+	//
+	// Defaults to 50.
+	PageSize int
+	// Cursor continues a previous page (ListResult.NextCursor).
+	Cursor string
+}
+
+// ListResult is one page of instances.
+type ListResult struct {
+	Instances []*workflow.InstanceInfo `json:"instances"`
+	// NextCursor is empty on the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// List returns a page of instances, newest update first.
+func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
+	if p.WorkflowName != "" {
+		if err := c.checkWorkflow(p.WorkflowName); err != nil {
+			return nil, err
+		}
+	}
+	if p.PageSize == 0 {
+		p.PageSize = 50
+	}
+	if p.PageSize < 1 || p.PageSize > 1000 {
+		return nil, fmt.Errorf("%w: pageSize must be between 1 and 1000", workflow.ErrInvalidRequest)
+	}
+	lp := &db.InstanceListParams{WorkflowName: p.WorkflowName, Limit: p.PageSize + 1}
+	for _, s := range p.Statuses {
+		if !knownStatus(s) {
+			return nil, fmt.Errorf("%w: unknown status %q", workflow.ErrInvalidRequest, s)
+		}
+		lp.Statuses = append(lp.Statuses, db.InstanceStatus(s))
+	}
+	if p.Cursor != "" {
+		cur, err := decodeCursor(p.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		lp.Cursor = cur
+	}
+	rows, err := c.store.InstanceList(ctx, lp)
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", err)
+	}
+	res := &ListResult{Instances: []*workflow.InstanceInfo{}}
+	if len(rows) > p.PageSize {
+		rows = rows[:p.PageSize]
+		last := rows[len(rows)-1]
+		res.NextCursor = encodeCursor(&db.InstanceCursor{UpdatedAt: last.UpdatedAt, WorkflowName: last.WorkflowName, ID: last.ID})
+	}
+	for _, r := range rows {
+		res.Instances = append(res.Instances, InstanceInfo(r))
+	}
+	return res, nil
+}
+
+// StepInfo is one step of an instance's history.
+type StepInfo struct {
+	Name          string              `json:"name"`
+	Type          string              `json:"type"`
+	Status        string              `json:"status"`
+	Attempts      int                 `json:"attempts"`
+	MaxAttempts   int                 `json:"maxAttempts,omitempty"`
+	Result        json.RawMessage     `json:"result,omitempty"`
+	Error         *workflow.ErrorInfo `json:"error,omitempty"`
+	NextRetryAt   *time.Time          `json:"nextRetryAt,omitempty"`
+	WakeAt        *time.Time          `json:"wakeAt,omitempty"`
+	WaitEventType string              `json:"waitEventType,omitempty"`
+	CreatedAt     time.Time           `json:"createdAt"`
+	UpdatedAt     time.Time           `json:"updatedAt"`
+	CompletedAt   *time.Time          `json:"completedAt,omitempty"`
+}
+
+// EventInfo is one event of an instance's history.
+type EventInfo struct {
+	ID          int64           `json:"id"`
+	Type        string          `json:"type"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	RunNumber   int             `json:"runNumber"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	DeliveredAt *time.Time      `json:"deliveredAt,omitempty"`
+	ConsumedBy  string          `json:"consumedBy,omitempty"`
+}
+
+// History is one page of the record of one run of an instance.
+type History struct {
+	Instance  *workflow.InstanceInfo `json:"instance"`
+	RunNumber int                    `json:"runNumber"`
+	Steps     []*StepInfo            `json:"steps"`
+	Events    []*EventInfo           `json:"events"`
+	// NextCursor continues with the next page of steps and events; empty on
+	// the last page.
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// HistoryParams select a page of an instance's history.
+type HistoryParams struct {
+	// Run is the run number; 0 means the current run.
+	Run int
+	// PageSize bounds the steps and the events of one page (each up to
+	// PageSize); 0 returns everything in one page.
+	PageSize int
+	// Cursor continues a previous page (History.NextCursor).
+	Cursor string
+}
+
+// History returns a page of the steps and events of a run of an instance,
+// both in the order they were recorded.
+func (c *Client) History(ctx context.Context, workflowName, id string, p HistoryParams) (*History, error) {
+	info, err := c.Get(ctx, workflowName, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.PageSize < 0 || p.PageSize > 1000 {
+		return nil, fmt.Errorf("%w: pageSize must be between 1 and 1000", workflow.ErrInvalidRequest)
+	}
+	run := p.Run
+	var cur historyCursor
+	if p.Cursor != "" {
+		if cur, err = decodeHistoryCursor(p.Cursor); err != nil {
+			return nil, err
+		}
+		if run == 0 {
+			run = cur.Run
+		}
+		if run != cur.Run {
+			return nil, fmt.Errorf("%w: the cursor belongs to run %d", workflow.ErrInvalidRequest, cur.Run)
+		}
+	}
+	if run <= 0 {
+		run = info.RunNumber
+	}
+	if run > info.RunNumber {
+		return nil, fmt.Errorf("%w: instance %q has %d run(s)", workflow.ErrInvalidRequest, id, info.RunNumber)
+	}
+	steps, err := c.store.StepList(ctx, &db.StepListParams{
+		WorkflowName: workflowName, InstanceID: id, RunNumber: run, AfterID: cur.Step, Limit: p.PageSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing steps: %w", err)
+	}
+	events, err := c.store.EventList(ctx, &db.EventListParams{
+		WorkflowName: workflowName, InstanceID: id, RunNumber: run, AfterID: cur.Event, Limit: p.PageSize,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing events: %w", err)
+	}
+	h := &History{Instance: info, RunNumber: run, Steps: []*StepInfo{}, Events: []*EventInfo{}}
+	next := historyCursor{Run: run, Step: cur.Step, Event: cur.Event}
+	for _, s := range steps {
+		si := &StepInfo{
+			Name: s.Key, Type: string(s.Type), Status: string(s.Status), Attempts: s.Attempts,
+			MaxAttempts: s.MaxAttempts, Result: s.Result, NextRetryAt: s.NextRetryAt, WakeAt: s.WakeAt,
+			WaitEventType: s.WaitEventType, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, CompletedAt: s.CompletedAt,
+		}
+		if s.ErrorName != "" || s.ErrorMessage != "" {
+			si.Error = &workflow.ErrorInfo{Name: s.ErrorName, Message: s.ErrorMessage}
+		}
+		h.Steps = append(h.Steps, si)
+		next.Step = s.ID
+	}
+	for _, e := range events {
+		h.Events = append(h.Events, &EventInfo{
+			ID: e.ID, Type: e.Type, Payload: e.Payload, RunNumber: e.RunNumber,
+			CreatedAt: e.CreatedAt, DeliveredAt: e.DeliveredAt, ConsumedBy: e.ConsumedByStepKey,
+		})
+		next.Event = e.ID
+	}
+	if p.PageSize > 0 && (len(steps) == p.PageSize || len(events) == p.PageSize) {
+		h.NextCursor = encodeHistoryCursor(next)
+	}
+	return h, nil
+}
+
+// InstanceInfo converts a stored instance into the engine's report.
+func InstanceInfo(i *db.Instance) *workflow.InstanceInfo {
+	info := &workflow.InstanceInfo{
+		WorkflowName: i.WorkflowName, ID: i.ID, Status: workflow.InstanceStatus(i.Status),
+		Params: i.Params, Metadata: i.Metadata, Output: i.Output, RunNumber: i.RunNumber,
+		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt,
+	}
+	if !knownStatus(info.Status) {
+		info.Status = workflow.StatusUnknown
+	}
+	if i.ErrorName != "" || i.ErrorMessage != "" {
+		info.Error = &workflow.ErrorInfo{Name: i.ErrorName, Message: i.ErrorMessage}
+	}
+	return info
+}
+
+func knownStatus(s workflow.InstanceStatus) bool {
+	switch s {
+	case workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause,
+		workflow.StatusPaused, workflow.StatusComplete, workflow.StatusErrored, workflow.StatusTerminated:
+		return true
+	}
+	return false
+}
+
+// mapError turns the store's sentinels into the workflow package's errors.
+func mapError(err error, workflowName, id string) error {
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return fmt.Errorf("%w: %s/%s", workflow.ErrInstanceNotFound, workflowName, id)
+	case errors.Is(err, db.ErrAlreadyExists):
+		return fmt.Errorf("%w: %s/%s", workflow.ErrInstanceAlreadyExists, workflowName, id)
+	case errors.Is(err, db.ErrTerminal):
+		return fmt.Errorf("%w: %s/%s", workflow.ErrInstanceTerminal, workflowName, id)
+	}
+	return err
+}

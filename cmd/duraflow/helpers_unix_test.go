@@ -1,0 +1,14 @@
+//go:build unix
+
+package main_test
+
+import (
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+func listParams(workflowName string, statuses ...workflow.InstanceStatus) client.ListParams {
+	return client.ListParams{WorkflowName: workflowName, Statuses: statuses, PageSize: 100}
+}
+
+func listHistory() client.HistoryParams { return client.HistoryParams{} }

@@ -1,0 +1,117 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+)
+
+// errBatchItem reports an item CheckpointBatch cannot take.
+var errBatchItem = errors.New("checkpoint batch items must be OutcomeContinue without ConsumeEvent")
+
+// CheckpointBatch commits a group of Continue checkpoints of different
+// instances in one transaction of two statements: one locks the instances in
+// key order and fences every item, one writes the fenced items' step rows,
+// instance updates and lease renewals together. Items whose fence failed
+// report db.ErrLeaseLost and change nothing.
+func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
+	results := make([]db.CheckpointBatchResult, len(ps))
+	if len(ps) == 0 {
+		return results, nil
+	}
+	lock := pgsqlc.CheckpointBatchLockParams{
+		WorkflowNames: make([]string, len(ps)),
+		InstanceIds:   make([]string, len(ps)),
+		RunNumbers:    make([]int32, len(ps)),
+		TaskIds:       make([]int64, len(ps)),
+		Versions:      make([]int64, len(ps)),
+	}
+	index := make(map[[2]string]int, len(ps))
+	var now time.Time
+	for i, p := range ps {
+		if p.Outcome != db.OutcomeContinue || p.ConsumeEvent != nil {
+			return nil, errBatchItem
+		}
+		key := [2]string{p.WorkflowName, p.InstanceID}
+		if _, dup := index[key]; dup {
+			return nil, fmt.Errorf("checkpoint batch: instance %s/%s appears twice", p.WorkflowName, p.InstanceID)
+		}
+		index[key] = i
+		lock.WorkflowNames[i], lock.InstanceIds[i] = p.WorkflowName, p.InstanceID
+		lock.RunNumbers[i] = int32(p.RunNumber)
+		lock.TaskIds[i], lock.Versions[i] = p.Task.ID, p.Task.Version
+		if p.Now.After(now) {
+			now = p.Now
+		}
+		results[i].Err = db.ErrLeaseLost // until its fence is seen to hold
+	}
+	if now.IsZero() {
+		return nil, errors.New("checkpoint batch: Now is required")
+	}
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		rows, err := q.CheckpointBatchLock(ctx, lock)
+		if err != nil {
+			return err
+		}
+		w := pgsqlc.CheckpointBatchWriteParams{Now: now}
+		for _, row := range rows {
+			if !row.Held {
+				continue
+			}
+			i := index[[2]string{row.WorkflowName, row.InstanceID}]
+			p := ps[i]
+			results[i] = db.CheckpointBatchResult{Result: &db.CheckpointResult{
+				PauseRequested: row.PauseRequested,
+				Status:         db.InstanceStatus(row.Status),
+			}}
+			w.WorkflowNames = append(w.WorkflowNames, p.WorkflowName)
+			w.InstanceIds = append(w.InstanceIds, p.InstanceID)
+			if !p.LockedUntil.IsZero() {
+				w.TaskIds = append(w.TaskIds, p.Task.ID)
+				w.LockedUntil = append(w.LockedUntil, p.LockedUntil)
+			}
+			for _, st := range p.Steps {
+				appendStep(&w, p, &st)
+			}
+		}
+		if len(w.WorkflowNames) == 0 {
+			return nil
+		}
+		return q.CheckpointBatchWrite(ctx, w)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
+	}
+	return results, nil
+}
+
+func appendStep(w *pgsqlc.CheckpointBatchWriteParams, p *db.CheckpointParams, st *db.StepWrite) {
+	w.SWorkflowNames = append(w.SWorkflowNames, p.WorkflowName)
+	w.SInstanceIds = append(w.SInstanceIds, p.InstanceID)
+	w.SRunNumbers = append(w.SRunNumbers, int32(p.RunNumber))
+	w.SStepKeys = append(w.SStepKeys, st.Key)
+	w.STypes = append(w.STypes, string(st.Type))
+	w.SStatuses = append(w.SStatuses, string(st.Status))
+	w.SAttempts = append(w.SAttempts, int32(st.Attempts))
+	w.SMaxAttempts = append(w.SMaxAttempts, int32(st.MaxAttempts))
+	w.STimeoutsMs = append(w.STimeoutsMs, st.Timeout.Milliseconds())
+	w.SNextRetryAt = append(w.SNextRetryAt, timeOrZero(st.NextRetryAt))
+	w.SWakeAt = append(w.SWakeAt, timeOrZero(st.WakeAt))
+	w.SWaitEventTypes = append(w.SWaitEventTypes, st.WaitEventType)
+	w.SResults = append(w.SResults, string(st.Result))
+	w.SErrorNames = append(w.SErrorNames, st.ErrorName)
+	w.SErrorMessages = append(w.SErrorMessages, st.ErrorMessage)
+}
+
+// timeOrZero is the batch arrays' encoding of a nullable time: the zero time
+// (year 1) stands for NULL.
+func timeOrZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}

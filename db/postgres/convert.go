@@ -1,0 +1,160 @@
+package postgres
+
+import (
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+)
+
+func instanceFromRow(r *pgsqlc.WorkflowInstance) *db.Instance {
+	return &db.Instance{
+		WorkflowName:   r.WorkflowName,
+		ID:             r.InstanceID,
+		Status:         db.InstanceStatus(r.Status),
+		Params:         rawJSON(r.Params),
+		Metadata:       rawJSON(r.Metadata),
+		Output:         rawJSON(r.Output),
+		ErrorName:      deref(r.ErrorName),
+		ErrorMessage:   deref(r.ErrorMessage),
+		PauseRequested: r.PauseRequested,
+		RunNumber:      int(r.RunNumber),
+		CreatedAt:      r.CreatedAt.UTC(),
+		UpdatedAt:      r.UpdatedAt.UTC(),
+		StartedAt:      utcPtr(r.StartedAt),
+		CompletedAt:    utcPtr(r.CompletedAt),
+		RetentionUntil: utcPtr(r.RetentionUntil),
+	}
+}
+
+func stepFromRow(r *pgsqlc.WorkflowStep) *db.Step {
+	return &db.Step{
+		ID:            r.ID,
+		WorkflowName:  r.WorkflowName,
+		InstanceID:    r.InstanceID,
+		RunNumber:     int(r.RunNumber),
+		Key:           r.StepKey,
+		Type:          db.StepType(r.Type),
+		Status:        db.StepStatus(r.Status),
+		Attempts:      int(r.Attempts),
+		MaxAttempts:   int(r.MaxAttempts),
+		Timeout:       time.Duration(r.TimeoutMs) * time.Millisecond,
+		NextRetryAt:   utcPtr(r.NextRetryAt),
+		WakeAt:        utcPtr(r.WakeAt),
+		WaitEventType: deref(r.WaitEventType),
+		Result:        rawJSON(r.Result),
+		ErrorName:     deref(r.ErrorName),
+		ErrorMessage:  deref(r.ErrorMessage),
+		CreatedAt:     r.CreatedAt.UTC(),
+		UpdatedAt:     r.UpdatedAt.UTC(),
+		CompletedAt:   utcPtr(r.CompletedAt),
+	}
+}
+
+func eventFromRow(r *pgsqlc.WorkflowEvent) *db.Event {
+	return &db.Event{
+		ID:                r.ID,
+		WorkflowName:      r.WorkflowName,
+		InstanceID:        r.InstanceID,
+		RunNumber:         int(r.RunNumber),
+		Type:              r.Type,
+		Payload:           rawJSON(r.Payload),
+		CreatedAt:         r.CreatedAt.UTC(),
+		DeliveredAt:       utcPtr(r.DeliveredAt),
+		ConsumedByStepKey: deref(r.ConsumedByStepKey),
+	}
+}
+
+func taskFromRow(r *pgsqlc.WorkflowTask) *db.Task {
+	return &db.Task{
+		ID:           r.ID,
+		WorkflowName: r.WorkflowName,
+		InstanceID:   r.InstanceID,
+		RunNumber:    int(r.RunNumber),
+		Kind:         db.TaskKind(r.Kind),
+		RunAt:        r.RunAt.UTC(),
+		Status:       db.TaskStatus(r.Status),
+		LockOwner:    deref(r.LockOwner),
+		LockedUntil:  utcPtr(r.LockedUntil),
+		Version:      r.Version,
+		Attempts:     int(r.Attempts),
+		LastError:    deref(r.LastError),
+	}
+}
+
+func outboxEntryFromRow(r *pgsqlc.WorkflowHookOutbox) *db.OutboxEntry {
+	return &db.OutboxEntry{
+		ID:            r.ID,
+		WorkflowName:  r.WorkflowName,
+		InstanceID:    r.InstanceID,
+		Reason:        db.HookReason(r.Reason),
+		RunAt:         r.RunAt.UTC(),
+		CreatedAt:     r.CreatedAt.UTC(),
+		Attempts:      int(r.Attempts),
+		LastError:     deref(r.LastError),
+		NextAttemptAt: r.NextAttemptAt.UTC(),
+		LockedUntil:   utcPtr(r.LockedUntil),
+		Version:       r.Version,
+		DeliveredAt:   utcPtr(r.DeliveredAt),
+	}
+}
+
+// limitArg is the optional LIMIT of a history page: 0 (or less) lists
+// everything, which is LIMIT NULL.
+func limitArg(limit int) *int32 {
+	if limit <= 0 {
+		return nil
+	}
+	n := int32(min(limit, math.MaxInt32))
+	return &n
+}
+
+// rawJSON returns the stored JSON text as is; NULL becomes nil.
+func rawJSON(b []byte) json.RawMessage {
+	if b == nil {
+		return nil
+	}
+	return json.RawMessage(b)
+}
+
+// jsonArg passes JSON text through unchanged; empty means SQL NULL.
+func jsonArg(raw json.RawMessage) []byte {
+	if len(raw) == 0 {
+		return nil
+	}
+	return []byte(raw)
+}
+
+// nowArg turns a time into the optional "now" parameter of a query: the zero
+// time means "use the database clock".
+func nowArg(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// textArg stores the empty string as NULL.
+func textArg(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,102 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+)
+
+// EventSend buffers an event for the instance's current run and, when the
+// instance waits for that type and is not paused, makes its task due now,
+// records an event hook entry when p.RecordHooks is set, and notifies the
+// wake channel. It returns db.ErrNotFound for an unknown instance and
+// db.ErrTerminal for a terminal one; in both cases nothing is written.
+func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
+	var res *db.EventSendResult
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		inst, err := q.InstanceTouch(ctx, pgsqlc.InstanceTouchParams{
+			Now:          p.Now,
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+		})
+		if err != nil {
+			return err
+		}
+		status := db.InstanceStatus(inst.Status)
+		if status.Terminal() {
+			return db.ErrTerminal
+		}
+		row, err := q.EventInsert(ctx, pgsqlc.EventInsertParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+			RunNumber:    inst.RunNumber,
+			Type:         p.Type,
+			Payload:      jsonArg(p.Payload),
+			Now:          p.Now,
+		})
+		if err != nil {
+			return err
+		}
+		res = &db.EventSendResult{Event: eventFromRow(&row)}
+		if status == db.StatusPaused || status == db.StatusWaitingForPause {
+			return nil
+		}
+		woken, err := q.TaskWakeForEvent(ctx, pgsqlc.TaskWakeForEventParams{
+			Now:          p.Now,
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+			RunNumber:    inst.RunNumber,
+			Type:         p.Type,
+		})
+		if err != nil {
+			return err
+		}
+		res.Woken = woken > 0
+		if !res.Woken {
+			return nil
+		}
+		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, db.HookReasonEvent, p.Now); err != nil {
+			return err
+		}
+		return s.notifyWake(ctx, q, p.WorkflowName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sending event: %w", interpretError(err))
+	}
+	return res, nil
+}
+
+// EventList returns a page of the events of an instance, oldest first, after
+// the event p.AfterID; RunNumber 0 lists every run and Limit 0 every event.
+func (s *Store) EventList(ctx context.Context, p *db.EventListParams) ([]*db.Event, error) {
+	var (
+		rows []pgsqlc.WorkflowEvent
+		err  error
+	)
+	if p.RunNumber == 0 {
+		rows, err = s.queries.EventList(ctx, pgsqlc.EventListParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+			AfterID:      p.AfterID,
+			Max:          limitArg(p.Limit),
+		})
+	} else {
+		rows, err = s.queries.EventListRun(ctx, pgsqlc.EventListRunParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+			RunNumber:    int32(p.RunNumber),
+			AfterID:      p.AfterID,
+			Max:          limitArg(p.Limit),
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing events: %w", interpretError(err))
+	}
+	list := make([]*db.Event, len(rows))
+	for i := range rows {
+		list[i] = eventFromRow(&rows[i])
+	}
+	return list, nil
+}

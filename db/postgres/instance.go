@@ -1,0 +1,344 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+)
+
+// defaultListLimit is the page size of InstanceList when none is given.
+const defaultListLimit = 50
+
+// InstanceCreate inserts a queued instance and its first task (kind run, due
+// now) in one transaction, with a create hook entry when p.RecordHooks is set,
+// and notifies the wake channel. It returns db.ErrAlreadyExists when the id is
+// taken.
+func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
+	var inst *db.Instance
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		row, err := q.InstanceInsert(ctx, pgsqlc.InstanceInsertParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.ID,
+			Params:       jsonArg(p.Params),
+			Metadata:     jsonArg(p.Metadata),
+			Now:          p.Now,
+		})
+		if err != nil {
+			return err
+		}
+		if err := q.TaskInsert(ctx, pgsqlc.TaskInsertParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.ID,
+			Now:          p.Now,
+		}); err != nil {
+			return err
+		}
+		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now); err != nil {
+			return err
+		}
+		inst = instanceFromRow(&row)
+		return s.notifyWake(ctx, q, p.WorkflowName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+	}
+	return inst, nil
+}
+
+// InstanceCreateMany inserts, in one transaction, the instances whose ids are
+// free together with their tasks (and, when p.RecordHooks is set, a create
+// hook entry each), and returns those in input order. Existing ids, and
+// repeats of an id within the batch, are skipped. When any was created, the
+// wake channel is notified once.
+func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]*db.Instance, error) {
+	if len(p.Instances) == 0 {
+		return []*db.Instance{}, nil
+	}
+	ids := make([]string, len(p.Instances))
+	params := make([][]byte, len(p.Instances))
+	metadata := make([][]byte, len(p.Instances))
+	for i, item := range p.Instances {
+		ids[i] = item.ID
+		params[i] = jsonArg(item.Params)
+		metadata[i] = jsonArg(item.Metadata)
+	}
+	var created []*db.Instance
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
+			WorkflowName: p.WorkflowName,
+			Now:          p.Now,
+			InstanceIds:  ids,
+			Params:       params,
+			Metadata:     metadata,
+		})
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			created = []*db.Instance{}
+			return nil
+		}
+		byID := make(map[string]*pgsqlc.WorkflowInstance, len(rows))
+		for i := range rows {
+			byID[rows[i].InstanceID] = &rows[i]
+		}
+		created = make([]*db.Instance, 0, len(rows))
+		newIDs := make([]string, 0, len(rows))
+		for _, id := range ids {
+			if row, ok := byID[id]; ok {
+				created = append(created, instanceFromRow(row))
+				newIDs = append(newIDs, id)
+				delete(byID, id)
+			}
+		}
+		if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
+			WorkflowName: p.WorkflowName,
+			Now:          p.Now,
+			InstanceIds:  newIDs,
+		}); err != nil {
+			return err
+		}
+		if p.RecordHooks {
+			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
+				Reason:       string(db.HookReasonCreate),
+				Now:          p.Now,
+				InstanceIds:  newIDs,
+				WorkflowName: p.WorkflowName,
+			}); err != nil {
+				return err
+			}
+		}
+		return s.notifyWake(ctx, q, p.WorkflowName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
+	}
+	return created, nil
+}
+
+// InstanceGet returns one instance or db.ErrNotFound.
+func (s *Store) InstanceGet(ctx context.Context, ref db.InstanceRef) (*db.Instance, error) {
+	row, err := s.queries.InstanceGet(ctx, pgsqlc.InstanceGetParams{
+		WorkflowName: ref.WorkflowName,
+		InstanceID:   ref.ID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("getting instance: %w", interpretError(err))
+	}
+	return instanceFromRow(&row), nil
+}
+
+// InstanceList returns a page of instances, newest update first, continuing
+// after p.Cursor when it is set.
+func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*db.Instance, error) {
+	arg := pgsqlc.InstanceListParams{
+		WorkflowName: textArg(p.WorkflowName),
+		Max:          int32(p.Limit),
+	}
+	if p.Limit <= 0 {
+		arg.Max = defaultListLimit
+	}
+	if len(p.Statuses) > 0 {
+		arg.Statuses = make([]string, len(p.Statuses))
+		for i, st := range p.Statuses {
+			arg.Statuses[i] = string(st)
+		}
+	}
+	if c := p.Cursor; c != nil {
+		updated := c.UpdatedAt
+		name, id := c.WorkflowName, c.ID
+		arg.CursorUpdatedAt = &updated
+		arg.CursorWorkflowName = &name
+		arg.CursorInstanceID = &id
+	}
+	rows, err := s.queries.InstanceList(ctx, arg)
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", interpretError(err))
+	}
+	list := make([]*db.Instance, len(rows))
+	for i := range rows {
+		list[i] = instanceFromRow(&rows[i])
+	}
+	return list, nil
+}
+
+// InstancePause pauses an instance: queued and waiting become paused at once,
+// running becomes waitingForPause (the runner parks it at the next step
+// boundary), paused and waitingForPause stay as they are. It returns
+// db.ErrTerminal for terminal instances.
+func (s *Store) InstancePause(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
+	inst, err := s.instanceChange(ctx, p, false, func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
+		var (
+			status         db.InstanceStatus
+			pauseRequested bool
+		)
+		switch db.InstanceStatus(row.Status) {
+		case db.StatusRunning:
+			status, pauseRequested = db.StatusWaitingForPause, true
+		case db.StatusQueued, db.StatusWaiting:
+			status = db.StatusPaused
+		default:
+			return row, nil
+		}
+		return setStatus(ctx, q, p, status, pauseRequested)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pausing instance: %w", err)
+	}
+	return inst, nil
+}
+
+// InstanceResume turns a paused instance into a queued one whose task is due
+// now with a new version, which fences out a runner that loaded the paused
+// instance and is about to park it; it records a resume hook entry when
+// p.RecordHooks is set and notifies the wake channel. Every other status,
+// terminal ones included, is left alone.
+func (s *Store) InstanceResume(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
+	inst, err := s.instanceChange(ctx, p, true, func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
+		if db.InstanceStatus(row.Status) != db.StatusPaused {
+			return row, nil
+		}
+		after, err := setStatus(ctx, q, p, db.StatusQueued, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.ID,
+			RunNumber:    row.RunNumber,
+			Kind:         string(db.TaskKindResume),
+			Priority:     int16(db.TaskKindResume.Priority()),
+			Now:          p.Now,
+		}); err != nil {
+			return nil, err
+		}
+		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonResume, p.Now); err != nil {
+			return nil, err
+		}
+		return after, s.notifyWake(ctx, q, p.WorkflowName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("resuming instance: %w", err)
+	}
+	return inst, nil
+}
+
+// InstanceTerminate terminates a non-terminal instance and deletes its task,
+// so a runner still holding it is fenced out. It returns db.ErrTerminal for
+// terminal instances.
+func (s *Store) InstanceTerminate(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
+	inst, err := s.instanceChange(ctx, p, false, func(q *pgsqlc.Queries, _ *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
+		after, err := setStatus(ctx, q, p, db.StatusTerminated, false)
+		if err != nil {
+			return nil, err
+		}
+		if err := q.TaskDelete(ctx, pgsqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.ID}); err != nil {
+			return nil, err
+		}
+		return after, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("terminating instance: %w", err)
+	}
+	return inst, nil
+}
+
+// InstanceRestart starts a new run of any instance, terminal or not: run
+// number + 1, queued, output, error and pause cleared, and a task due now
+// whose version moved on so that a runner of the old run is fenced out. Steps
+// and events of earlier runs are kept for audit and never delivered again.
+// The new run is recorded as a create hook entry when p.RecordHooks is set,
+// and the wake channel is notified.
+func (s *Store) InstanceRestart(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
+	var inst *db.Instance
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		if _, err := q.InstanceGetForUpdate(ctx, pgsqlc.InstanceGetForUpdateParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.ID,
+		}); err != nil {
+			return err
+		}
+		row, err := q.InstanceRestart(ctx, pgsqlc.InstanceRestartParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.ID,
+			Now:          p.Now,
+		})
+		if err != nil {
+			return err
+		}
+		if err := q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
+			WorkflowName:  p.WorkflowName,
+			InstanceID:    p.ID,
+			RunNumber:     row.RunNumber,
+			Kind:          string(db.TaskKindRun),
+			Priority:      int16(db.TaskKindRun.Priority()),
+			Now:           p.Now,
+			ResetAttempts: true,
+		}); err != nil {
+			return err
+		}
+		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now); err != nil {
+			return err
+		}
+		inst = instanceFromRow(&row)
+		return s.notifyWake(ctx, q, p.WorkflowName)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("restarting instance: %w", interpretError(err))
+	}
+	return inst, nil
+}
+
+// instanceChange runs a management transition on a locked instance and
+// returns the instance after it. A terminal instance is db.ErrTerminal, or
+// returned unchanged when terminalNoop is set.
+func (s *Store) instanceChange(
+	ctx context.Context,
+	p *db.InstanceChangeParams,
+	terminalNoop bool,
+	change func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error),
+) (*db.Instance, error) {
+	var inst *db.Instance
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		row, err := q.InstanceGetForUpdate(ctx, pgsqlc.InstanceGetForUpdateParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.ID,
+		})
+		if err != nil {
+			return err
+		}
+		if db.InstanceStatus(row.Status).Terminal() {
+			if !terminalNoop {
+				return db.ErrTerminal
+			}
+			inst = instanceFromRow(&row)
+			return nil
+		}
+		after, err := change(q, &row)
+		if err != nil {
+			return err
+		}
+		inst = instanceFromRow(after)
+		return nil
+	})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return inst, nil
+}
+
+func setStatus(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, status db.InstanceStatus, pauseRequested bool) (*pgsqlc.WorkflowInstance, error) {
+	row, err := q.InstanceSetStatus(ctx, pgsqlc.InstanceSetStatusParams{
+		Status:         string(status),
+		PauseRequested: pauseRequested,
+		Now:            p.Now,
+		WorkflowName:   p.WorkflowName,
+		InstanceID:     p.ID,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &row, nil
+}

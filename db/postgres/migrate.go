@@ -1,0 +1,91 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/migrations"
+)
+
+// Migrate applies every pending migration to the schema the pool's
+// search_path names first; goose keeps its version table there too, so
+// several schemas of one database migrate independently. A Postgres advisory
+// lock keyed by that schema makes concurrent starts wait for each other
+// instead of racing.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	provider, err := newProvider(ctx, pool)
+	if err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	defer provider.Close()
+	if _, err := provider.Up(ctx); err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
+	return nil
+}
+
+// MigrateStatus reports every known migration and whether it was applied to
+// the pool's schema.
+func MigrateStatus(ctx context.Context, pool *pgxpool.Pool) ([]db.MigrationStatus, error) {
+	provider, err := newProvider(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("reading migration status: %w", err)
+	}
+	defer provider.Close()
+	statuses, err := provider.Status(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading migration status: %w", err)
+	}
+	list := make([]db.MigrationStatus, len(statuses))
+	for i, st := range statuses {
+		list[i] = db.MigrationStatus{
+			Version:   st.Source.Version,
+			Name:      st.Source.Path,
+			Applied:   st.State == goose.StateApplied,
+			AppliedAt: st.AppliedAt.UTC(),
+		}
+		if !list[i].Applied {
+			list[i].AppliedAt = time.Time{}
+		}
+	}
+	return list, nil
+}
+
+// newProvider returns a goose provider over pool whose session lock is
+// specific to the pool's current schema. The caller closes it; that closes
+// the database/sql wrapper only, never the pool.
+func newProvider(ctx context.Context, pool *pgxpool.Pool) (*goose.Provider, error) {
+	var schema *string
+	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return nil, fmt.Errorf("reading current schema: %w", err)
+	}
+	if schema == nil {
+		return nil, fmt.Errorf("no schema of the search_path exists")
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte("duraflow migrations " + *schema))
+	locker, err := lock.NewPostgresSessionLocker(
+		lock.WithLockID(int64(h.Sum64())),
+		lock.WithLockTimeout(1, 300),
+	)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB := stdlib.OpenDBFromPool(pool)
+	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres(),
+		goose.WithSessionLocker(locker),
+	)
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	return provider, nil
+}

@@ -1,0 +1,189 @@
+package pgtest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/duraflow/duraflow/db/postgres"
+)
+
+// DefaultDatabaseURL is the database tests use when
+// DURAFLOW_TEST_DATABASE_URL is not set.
+const DefaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// Environment variables that steer the package.
+const (
+	// EnvDatabaseURL names the database in which test schemas are created.
+	EnvDatabaseURL = "DURAFLOW_TEST_DATABASE_URL"
+	// EnvRequirePostgres, set to 1, turns "Postgres not reachable" from a skip
+	// into a failure.
+	EnvRequirePostgres = "DURAFLOW_REQUIRE_POSTGRES"
+)
+
+// pingTimeout bounds how long a test waits to learn that Postgres is down.
+const pingTimeout = 3 * time.Second
+
+// Option changes how NewPool and NewStore build their pool.
+type Option func(*options)
+
+type options struct {
+	maxConns     int32
+	noMigrations bool
+}
+
+// WithMaxConns sets the most connections the test's pool opens. Tests run in
+// parallel against one server, so keep it small.
+//
+// Defaults to 10.
+func WithMaxConns(n int32) Option {
+	return func(o *options) { o.maxConns = n }
+}
+
+// WithoutMigrations leaves the fresh schema empty, for tests of migrating
+// itself.
+func WithoutMigrations() Option {
+	return func(o *options) { o.noMigrations = true }
+}
+
+// DatabaseURL returns the URL of the test database: DURAFLOW_TEST_DATABASE_URL,
+// or DefaultDatabaseURL when that is unset.
+func DatabaseURL() string {
+	if url := os.Getenv(EnvDatabaseURL); url != "" {
+		return url
+	}
+	return DefaultDatabaseURL
+}
+
+// NewStore returns a postgres.Store over a pool of its own, on a fresh,
+// migrated schema that is dropped when the test ends. The store's wake
+// notifications go to a channel of the test's own, "duraflow_wake_" and the
+// schema's random part (store.WakeChannel() names it), because
+// notifications, unlike tables, are shared by every schema of the database.
+func NewStore(t testing.TB, opts ...Option) *postgres.Store {
+	t.Helper()
+	pool, schema := newPool(t, opts)
+	channel := postgres.WakeChannel + "_" + strings.TrimPrefix(schema, schemaPrefix)
+	return postgres.New(pool, postgres.WithWakeChannel(channel))
+}
+
+// NewPool returns a pool whose search_path is a fresh schema with the Duraflow
+// tables migrated in it (see WithoutMigrations). The pool is closed and the schema dropped when the
+// test ends. It skips the test (or fails it, with
+// DURAFLOW_REQUIRE_POSTGRES=1) when Postgres is not reachable.
+func NewPool(t testing.TB, opts ...Option) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := newPool(t, opts)
+	return pool
+}
+
+// schemaPrefix starts the name of every test schema.
+const schemaPrefix = "duraflow_test_"
+
+// newPool is NewPool, also returning the name of the test schema.
+func newPool(t testing.TB, opts []Option) (*pgxpool.Pool, string) {
+	t.Helper()
+	o := options{maxConns: 10}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	url := DatabaseURL()
+	requireReachable(t, url)
+
+	schema := schemaPrefix + randomHex(t, 8)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := execAdmin(ctx, url, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		t.Fatalf("pgtest: creating schema %s: %v", schema, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := execAdmin(ctx, url, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE"); err != nil {
+			t.Errorf("pgtest: dropping schema %s: %v", schema, err)
+		}
+	})
+
+	config, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatalf("pgtest: parsing %s: %v", EnvDatabaseURL, err)
+	}
+	config.ConnConfig.RuntimeParams["search_path"] = schema
+	config.MaxConns = o.maxConns
+	pool, err := pgxpool.NewWithConfig(ctx, config)
+	if err != nil {
+		t.Fatalf("pgtest: opening pool: %v", err)
+	}
+	// Registered after the schema's cleanup, so it runs first.
+	t.Cleanup(pool.Close)
+
+	if o.noMigrations {
+		return pool, schema
+	}
+	if err := postgres.Migrate(ctx, pool); err != nil {
+		t.Fatalf("pgtest: migrating schema %s: %v", schema, err)
+	}
+	return pool, schema
+}
+
+var (
+	reachOnce sync.Once
+	reachErr  error
+)
+
+// requireReachable pings the server once per test binary and skips or fails
+// every test when it is down.
+func requireReachable(t testing.TB, url string) {
+	t.Helper()
+	reachOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+		defer cancel()
+		reachErr = execAdmin(ctx, url, "SELECT 1")
+	})
+	if reachErr == nil {
+		return
+	}
+	msg := fmt.Sprintf("Postgres not reachable at %s (%v); set %s", redact(url), reachErr, EnvDatabaseURL)
+	if os.Getenv(EnvRequirePostgres) == "1" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// execAdmin runs one statement on a short-lived connection outside any test
+// schema.
+func execAdmin(ctx context.Context, url, sql string) error {
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// redact hides a password in a URL before it is printed.
+func redact(url string) string {
+	config, err := pgx.ParseConfig(url)
+	if err != nil || config.Password == "" {
+		return url
+	}
+	return fmt.Sprintf("postgres://%s:***@%s:%d/%s", config.User, config.Host, config.Port, config.Database)
+}
+
+func randomHex(t testing.TB, n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatalf("pgtest: random schema name: %v", err)
+	}
+	return hex.EncodeToString(b)
+}

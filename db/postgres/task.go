@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+)
+
+// TaskClaim leases up to p.Max due tasks of the named workflows in one
+// statement: pending tasks with run_at <= p.Now and processing tasks whose
+// lease expired, resuming kinds first, then oldest run_at. Each claimed task's
+// version and attempts go up by one and its queued or waiting instance
+// becomes running. Tasks of paused and terminal instances are never claimed,
+// and rows another transaction holds locked are skipped, never waited on.
+func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
+	if p.Max <= 0 || len(p.WorkflowNames) == 0 {
+		return []*db.Task{}, nil
+	}
+	rows, err := s.queries.TaskClaim(ctx, pgsqlc.TaskClaimParams{
+		WorkflowNames: p.WorkflowNames,
+		Now:           nowArg(p.Now),
+		Max:           int32(p.Max),
+		LockOwner:     p.Owner,
+		LockedUntil:   p.LockedUntil,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claiming tasks: %w", interpretError(err))
+	}
+	tasks := make([]*db.Task, len(rows))
+	for i := range rows {
+		row := pgsqlc.WorkflowTask(rows[i])
+		tasks[i] = taskFromRow(&row)
+	}
+	return tasks, nil
+}
+
+// TaskHeartbeat extends the lease of a held task; db.ErrLeaseLost when the
+// task's version moved on or it is no longer processing.
+func (s *Store) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) error {
+	n, err := s.queries.TaskHeartbeat(ctx, pgsqlc.TaskHeartbeatParams{
+		LockedUntil: p.LockedUntil,
+		ID:          p.Task.ID,
+		Version:     p.Task.Version,
+	})
+	if err != nil {
+		return fmt.Errorf("extending task lease: %w", interpretError(err))
+	}
+	if n == 0 {
+		return db.ErrLeaseLost
+	}
+	return nil
+}
+
+// TaskRelease gives a held task back to the queue, pending and due at
+// p.RunAt, recording p.LastError; db.ErrLeaseLost when the version moved on.
+// When p.RunAt has come by the database clock (the call carries no "now"),
+// it notifies the wake channel in the same transaction.
+func (s *Store) TaskRelease(ctx context.Context, p *db.TaskReleaseParams) error {
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		row, err := q.TaskRelease(ctx, pgsqlc.TaskReleaseParams{
+			RunAt:     p.RunAt,
+			LastError: textArg(p.LastError),
+			ID:        p.Task.ID,
+			Version:   p.Task.Version,
+		})
+		if isNoRows(err) {
+			return db.ErrLeaseLost
+		}
+		if err != nil || !row.Due {
+			return err
+		}
+		return s.notifyWake(ctx, q, row.WorkflowName)
+	})
+	if errors.Is(err, db.ErrLeaseLost) {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("releasing task: %w", interpretError(err))
+	}
+	return nil
+}
+
+// TaskGet returns the task of an instance, or db.ErrNotFound when it has none.
+func (s *Store) TaskGet(ctx context.Context, ref db.InstanceRef) (*db.Task, error) {
+	row, err := s.queries.TaskGet(ctx, pgsqlc.TaskGetParams{
+		WorkflowName: ref.WorkflowName,
+		InstanceID:   ref.ID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("getting task: %w", interpretError(err))
+	}
+	return taskFromRow(&row), nil
+}
+
+// TaskNextRunAt returns the earliest time at which TaskClaim would find work
+// for the named workflows: the earliest run_at of a pending task or lease
+// expiry of a processing one, ignoring paused and terminal instances. It
+// returns nil when there is none.
+func (s *Store) TaskNextRunAt(ctx context.Context, workflowNames []string) (*time.Time, error) {
+	if len(workflowNames) == 0 {
+		return nil, nil
+	}
+	next, err := s.queries.TaskNextRunAt(ctx, workflowNames)
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("finding next task time: %w", interpretError(err))
+	}
+	next = next.UTC()
+	return &next, nil
+}

@@ -1,0 +1,124 @@
+-- name: InstanceInsert :one
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+) VALUES (
+    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata')::json, 1,
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    coalesce(sqlc.narg('now')::timestamptz, now())
+)
+RETURNING *;
+
+-- name: InstanceInsertMany :many
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+)
+SELECT
+    @workflow_name, item.instance_id, 'queued', item.params, item.metadata, 1,
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    coalesce(sqlc.narg('now')::timestamptz, now())
+FROM (
+    SELECT unnest(@instance_ids::text[]) AS instance_id,
+        unnest(@params::json[]) AS params,
+        unnest(@metadata::json[]) AS metadata
+) AS item
+ON CONFLICT (workflow_name, instance_id) DO NOTHING
+RETURNING *;
+
+-- name: InstanceGet :one
+SELECT * FROM workflow_instance
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: InstanceGetForUpdate :one
+SELECT * FROM workflow_instance
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+FOR NO KEY UPDATE;
+
+-- name: InstanceList :many
+SELECT * FROM workflow_instance
+WHERE (sqlc.narg('workflow_name')::text IS NULL OR workflow_name = sqlc.narg('workflow_name')::text)
+    AND (coalesce(cardinality(sqlc.narg('statuses')::text[]), 0) = 0
+        OR status = ANY(sqlc.narg('statuses')::text[]))
+    AND (sqlc.narg('cursor_updated_at')::timestamptz IS NULL
+        OR (updated_at, workflow_name, instance_id) < (
+            sqlc.narg('cursor_updated_at')::timestamptz,
+            sqlc.narg('cursor_workflow_name')::text,
+            sqlc.narg('cursor_instance_id')::text))
+ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
+LIMIT @max;
+
+-- name: InstanceSetStatus :one
+-- InstanceSetStatus is the pause/resume/terminate transition of a locked
+-- instance; completed_at is set only when the new status is terminal.
+UPDATE workflow_instance
+SET status = @status,
+    pause_requested = @pause_requested,
+    completed_at = CASE WHEN @status::text IN ('complete', 'errored', 'terminated')
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE completed_at END,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING *;
+
+-- name: InstanceRestart :one
+UPDATE workflow_instance
+SET run_number = run_number + 1,
+    status = 'queued',
+    output = NULL,
+    error_name = NULL,
+    error_message = NULL,
+    started_at = NULL,
+    completed_at = NULL,
+    pause_requested = false,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING *;
+
+-- name: InstanceTouch :one
+-- InstanceTouch locks an instance (any run) for a change that follows, such as
+-- buffering an event.
+UPDATE workflow_instance
+SET updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING status, run_number;
+
+-- name: InstanceTouchRun :one
+-- InstanceTouchRun locks an instance for a checkpoint of one run; no row
+-- means the instance was restarted (or is gone).
+UPDATE workflow_instance
+SET updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number
+RETURNING status, pause_requested;
+
+-- name: InstanceSuspend :one
+UPDATE workflow_instance
+SET status = CASE WHEN pause_requested THEN 'paused' ELSE 'waiting' END,
+    pause_requested = false,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING status;
+
+-- name: InstancePark :exec
+UPDATE workflow_instance
+SET status = 'paused',
+    pause_requested = false,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: InstanceComplete :exec
+UPDATE workflow_instance
+SET status = 'complete',
+    output = @output,
+    pause_requested = false,
+    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: InstanceFail :exec
+UPDATE workflow_instance
+SET status = 'errored',
+    error_name = @error_name,
+    error_message = @error_message,
+    pause_requested = false,
+    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;

@@ -1,0 +1,61 @@
+-- name: StepUpsert :exec
+INSERT INTO workflow_step (
+    workflow_name, instance_id, run_number, step_key, type, status,
+    attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
+    result, error_name, error_message, created_at, updated_at, completed_at
+) VALUES (
+    @workflow_name, @instance_id, @run_number, @step_key, @type, @status,
+    @attempts, @max_attempts, @timeout_ms, sqlc.narg('next_retry_at'), sqlc.narg('wake_at'),
+    sqlc.narg('wait_event_type'), @result, sqlc.narg('error_name'), sqlc.narg('error_message'),
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    CASE WHEN @status::text IN ('complete', 'errored')
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
+)
+ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
+SET type = excluded.type,
+    status = excluded.status,
+    attempts = excluded.attempts,
+    max_attempts = excluded.max_attempts,
+    timeout_ms = excluded.timeout_ms,
+    next_retry_at = excluded.next_retry_at,
+    wake_at = excluded.wake_at,
+    wait_event_type = excluded.wait_event_type,
+    result = excluded.result,
+    error_name = excluded.error_name,
+    error_message = excluded.error_message,
+    updated_at = excluded.updated_at,
+    completed_at = excluded.completed_at;
+
+-- name: StepCompleteWithEvent :exec
+-- StepCompleteWithEvent writes the waitForEvent step that consumed an event.
+-- An existing row (the wait) keeps its attempts, timeout and wake_at.
+INSERT INTO workflow_step (
+    workflow_name, instance_id, run_number, step_key, type, status,
+    wait_event_type, result, created_at, updated_at, completed_at
+) VALUES (
+    @workflow_name, @instance_id, @run_number, @step_key, 'waitForEvent', 'complete',
+    @wait_event_type, @result,
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    coalesce(sqlc.narg('now')::timestamptz, now())
+)
+ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
+SET type = excluded.type,
+    status = excluded.status,
+    next_retry_at = NULL,
+    wait_event_type = excluded.wait_event_type,
+    result = excluded.result,
+    error_name = NULL,
+    error_message = NULL,
+    updated_at = excluded.updated_at,
+    completed_at = excluded.completed_at;
+
+-- name: StepList :many
+-- StepList pages through the steps of one run in id (creation) order,
+-- after_id excluded; a NULL max lists every step.
+SELECT * FROM workflow_step
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number AND id > @after_id
+ORDER BY id
+LIMIT sqlc.narg('max')::integer;

@@ -1,0 +1,159 @@
+-- name: TaskInsert :exec
+INSERT INTO workflow_task (
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version
+) VALUES (
+    @workflow_name, @instance_id, 1, 'run', 1,
+    coalesce(sqlc.narg('now')::timestamptz, now()), 'pending', 0
+);
+
+-- name: TaskInsertMany :exec
+INSERT INTO workflow_task (
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version
+)
+SELECT @workflow_name, item.instance_id, 1, 'run', 1,
+    coalesce(sqlc.narg('now')::timestamptz, now()), 'pending', 0
+FROM unnest(@instance_ids::text[]) AS item (instance_id);
+
+-- name: TaskClaim :many
+-- TaskClaim leases due tasks in one statement. It never waits on a lock: a
+-- task or instance row locked by another transaction is skipped and found by a
+-- later claim. Locking the instance together with the task keeps the lock
+-- order instance-before-task of every other writer deadlock-free.
+WITH due AS (
+    SELECT t.id
+    FROM workflow_task t
+    JOIN workflow_instance i
+        ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+    WHERE t.workflow_name = ANY(@workflow_names::text[])
+        AND (
+            (t.status = 'pending' AND t.run_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
+            OR (t.status = 'processing' AND t.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        )
+        AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+    ORDER BY t.priority, t.run_at, t.id
+    LIMIT @max
+    FOR UPDATE OF t SKIP LOCKED
+    FOR NO KEY UPDATE OF i SKIP LOCKED
+),
+claimed AS (
+    UPDATE workflow_task t
+    SET status = 'processing',
+        lock_owner = @lock_owner::text,
+        locked_until = @locked_until::timestamptz,
+        version = t.version + 1,
+        attempts = t.attempts + 1
+    FROM due
+    WHERE t.id = due.id
+    RETURNING t.*
+),
+started AS (
+    UPDATE workflow_instance i
+    SET status = 'running',
+        started_at = coalesce(i.started_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM claimed c
+    WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
+        AND i.status IN ('queued', 'waiting')
+    RETURNING i.instance_id
+)
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status,
+    lock_owner, locked_until, version, attempts, last_error
+FROM claimed
+ORDER BY priority, run_at, id;
+
+-- name: TaskHeartbeat :execrows
+UPDATE workflow_task
+SET locked_until = @locked_until::timestamptz
+WHERE id = @id AND version = @version AND status = 'processing';
+
+-- name: TaskRelease :one
+-- TaskRelease gives a held task back to the queue and reports whether it is
+-- due now; no row means the caller no longer holds it.
+UPDATE workflow_task
+SET status = 'pending',
+    run_at = @run_at,
+    lock_owner = NULL,
+    locked_until = NULL,
+    last_error = sqlc.narg('last_error')
+WHERE id = @id AND version = @version AND status = 'processing'
+RETURNING workflow_name,
+    (run_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS due;
+
+-- name: TaskGet :one
+SELECT * FROM workflow_task
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: TaskLockHeld :one
+-- TaskLockHeld is the fence of a checkpoint: it locks the task only when the
+-- caller still holds it at this version.
+SELECT id FROM workflow_task
+WHERE id = @id AND version = @version AND status = 'processing'
+FOR UPDATE;
+
+-- name: TaskNextRunAt :one
+SELECT CASE WHEN t.status = 'pending' THEN t.run_at ELSE t.locked_until END::timestamptz AS next_at
+FROM workflow_task t
+JOIN workflow_instance i
+    ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+WHERE t.workflow_name = ANY(@workflow_names::text[])
+    AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+ORDER BY 1
+LIMIT 1;
+
+-- name: TaskExtend :exec
+UPDATE workflow_task
+SET locked_until = @locked_until::timestamptz
+WHERE id = @id;
+
+-- name: TaskSchedule :exec
+-- TaskSchedule gives a held task back to the queue after a suspend or park.
+UPDATE workflow_task
+SET status = 'pending',
+    run_at = coalesce(sqlc.narg('run_at')::timestamptz, sqlc.narg('now')::timestamptz, now()),
+    kind = @kind,
+    priority = @priority,
+    lock_owner = NULL,
+    locked_until = NULL
+WHERE id = @id;
+
+-- name: TaskDelete :exec
+DELETE FROM workflow_task
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: TaskUpsertDue :exec
+-- TaskUpsertDue makes an instance's task pending and due now with a new
+-- version, so that whoever still holds an older version is fenced out.
+INSERT INTO workflow_task (
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
+) VALUES (
+    @workflow_name, @instance_id, @run_number, @kind, @priority,
+    coalesce(sqlc.narg('now')::timestamptz, now()), 'pending', 1, 0
+)
+ON CONFLICT (workflow_name, instance_id) DO UPDATE
+SET run_number = excluded.run_number,
+    kind = excluded.kind,
+    priority = excluded.priority,
+    run_at = excluded.run_at,
+    status = 'pending',
+    lock_owner = NULL,
+    locked_until = NULL,
+    version = workflow_task.version + 1,
+    attempts = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.attempts END,
+    last_error = CASE WHEN @reset_attempts::boolean THEN NULL ELSE workflow_task.last_error END;
+
+-- name: TaskWakeForEvent :execrows
+-- TaskWakeForEvent makes a pending task due now when its run waits for an
+-- event of the type.
+UPDATE workflow_task t
+SET run_at = least(t.run_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+    kind = 'resume',
+    priority = 0
+WHERE t.workflow_name = @workflow_name AND t.instance_id = @instance_id
+    AND t.status = 'pending'
+    AND EXISTS (
+        SELECT 1 FROM workflow_step s
+        WHERE s.workflow_name = t.workflow_name AND s.instance_id = t.instance_id
+            AND s.run_number = @run_number
+            AND s.type = 'waitForEvent' AND s.status = 'waiting'
+            AND s.wait_event_type = @type::text
+    );

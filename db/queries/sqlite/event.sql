@@ -1,0 +1,50 @@
+-- name: EventInsert :one
+INSERT INTO workflow_event (workflow_name, instance_id, run_number, type, payload, created_at)
+VALUES (@workflow_name, @instance_id, @run_number, @type, @payload, @now)
+RETURNING *;
+
+-- name: EventConsumeOldest :one
+-- EventConsumeOldest marks the oldest undelivered event of a type as consumed
+-- by a step. The caller's write transaction excludes every other writer, so
+-- no other consumer races.
+UPDATE workflow_event
+SET delivered_at = CAST(@now AS INTEGER),
+    consumed_by_step_key = CAST(@step_key AS TEXT)
+WHERE id = (
+    SELECT e.id FROM workflow_event e
+    WHERE e.workflow_name = @workflow_name AND e.instance_id = @instance_id
+        AND e.run_number = @run_number AND e.type = @type
+        AND e.delivered_at IS NULL
+    ORDER BY e.id
+    LIMIT 1
+)
+RETURNING *;
+
+-- name: EventSuspendDue :one
+-- EventSuspendDue reports whether a run that suspends until next_run_at, or
+-- until an event of one of the types (a JSON array) arrives, is due at once.
+SELECT CAST((CAST(@next_run_at AS INTEGER) <= CAST(@now AS INTEGER))
+    OR EXISTS (
+        SELECT 1 FROM workflow_event
+        WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+            AND run_number = @run_number
+            AND type IN (SELECT value FROM json_each(CAST(@types AS TEXT)))
+            AND delivered_at IS NULL
+    ) AS INTEGER) AS due;
+
+-- name: EventList :many
+-- EventList pages through the events of every run of an instance in id
+-- order, after_id excluded; a negative max lists every event.
+SELECT * FROM workflow_event
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND id > CAST(@after_id AS INTEGER)
+ORDER BY id
+LIMIT @max;
+
+-- name: EventListRun :many
+-- EventListRun is EventList for the events of one run.
+SELECT * FROM workflow_event
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number AND id > CAST(@after_id AS INTEGER)
+ORDER BY id
+LIMIT @max;

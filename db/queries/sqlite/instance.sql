@@ -1,0 +1,145 @@
+-- name: InstanceInsert :one
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+) VALUES (
+    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata'), 1, @now, @now
+)
+RETURNING *;
+
+-- name: InstanceInsertIfAbsent :one
+-- InstanceInsertIfAbsent inserts a queued instance unless the id is taken,
+-- in which case it returns no row.
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+) VALUES (
+    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata'), 1, @now, @now
+)
+ON CONFLICT (workflow_name, instance_id) DO NOTHING
+RETURNING *;
+
+-- name: InstanceGet :one
+SELECT * FROM workflow_instance
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: InstanceList :many
+-- InstanceList pages through every workflow's instances, newest update
+-- first. statuses is a JSON array of statuses, or NULL for every status; the
+-- cursor is the key of the last row of the previous page (for the first page
+-- one past every row). The redundant updated_at bound lets the index seek.
+SELECT * FROM workflow_instance
+WHERE (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
+        OR status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
+    AND updated_at <= CAST(@cursor_updated_at AS INTEGER)
+    AND (updated_at, workflow_name, instance_id) < (
+        CAST(@cursor_updated_at AS INTEGER),
+        CAST(@cursor_workflow_name AS TEXT),
+        CAST(@cursor_instance_id AS TEXT))
+ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
+LIMIT @max;
+
+-- name: InstanceListWorkflow :many
+-- InstanceListWorkflow is InstanceList for the instances of one workflow.
+SELECT * FROM workflow_instance
+WHERE workflow_name = @workflow_name
+    AND (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
+        OR status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
+    AND updated_at <= CAST(@cursor_updated_at AS INTEGER)
+    AND (updated_at, workflow_name, instance_id) < (
+        CAST(@cursor_updated_at AS INTEGER),
+        CAST(@cursor_workflow_name AS TEXT),
+        CAST(@cursor_instance_id AS TEXT))
+ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
+LIMIT @max;
+
+-- name: InstanceSetStatus :one
+-- InstanceSetStatus is the pause/resume/terminate transition of an instance
+-- the caller's write transaction holds; completed_at is set only when the new
+-- status is terminal.
+UPDATE workflow_instance
+SET status = @status,
+    pause_requested = @pause_requested,
+    completed_at = CASE @status
+        WHEN 'complete' THEN @now
+        WHEN 'errored' THEN @now
+        WHEN 'terminated' THEN @now
+        ELSE completed_at END,
+    updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING *;
+
+-- name: InstanceRestart :one
+UPDATE workflow_instance
+SET run_number = run_number + 1,
+    status = 'queued',
+    output = NULL,
+    error_name = NULL,
+    error_message = NULL,
+    started_at = NULL,
+    completed_at = NULL,
+    pause_requested = 0,
+    updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING *;
+
+-- name: InstanceTouch :one
+-- InstanceTouch marks an instance (any run) updated for a change that
+-- follows, such as buffering an event.
+UPDATE workflow_instance
+SET updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING status, run_number;
+
+-- name: InstanceTouchRun :one
+-- InstanceTouchRun marks an instance updated for a checkpoint of one run; no
+-- row means the instance was restarted (or is gone).
+UPDATE workflow_instance
+SET updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number
+RETURNING status, pause_requested;
+
+-- name: InstanceStartClaimed :exec
+-- InstanceStartClaimed marks the queued or waiting instances of just-claimed
+-- tasks (task_ids is a JSON array of task ids) running.
+UPDATE workflow_instance
+SET status = 'running',
+    started_at = coalesce(started_at, @now),
+    updated_at = @now
+WHERE status IN ('queued', 'waiting')
+    AND (workflow_name, instance_id) IN (
+        SELECT t.workflow_name, t.instance_id FROM workflow_task t
+        WHERE t.id IN (SELECT value FROM json_each(CAST(@task_ids AS TEXT))));
+
+-- name: InstanceSuspend :one
+UPDATE workflow_instance
+SET status = CASE WHEN pause_requested = 1 THEN 'paused' ELSE 'waiting' END,
+    pause_requested = 0,
+    updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING status;
+
+-- name: InstancePark :exec
+UPDATE workflow_instance
+SET status = 'paused',
+    pause_requested = 0,
+    updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: InstanceComplete :exec
+UPDATE workflow_instance
+SET status = 'complete',
+    output = @output,
+    pause_requested = 0,
+    completed_at = CAST(@now AS INTEGER),
+    updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: InstanceFail :exec
+UPDATE workflow_instance
+SET status = 'errored',
+    error_name = @error_name,
+    error_message = @error_message,
+    pause_requested = 0,
+    completed_at = CAST(@now AS INTEGER),
+    updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;

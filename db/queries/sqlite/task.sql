@@ -1,0 +1,147 @@
+-- name: ClockNow :one
+-- ClockNow reads the database clock in microseconds since the Unix epoch
+-- (SQLite keeps it to the millisecond).
+SELECT CAST(round(unixepoch('subsec') * 1000) AS INTEGER) * 1000 AS now;
+
+-- name: TaskInsert :exec
+INSERT INTO workflow_task (
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version
+) VALUES (
+    @workflow_name, @instance_id, 1, 'run', 1, @now, 'pending', 0
+);
+
+-- name: TaskClaim :many
+-- TaskClaim leases due tasks of the workflows named in the JSON array
+-- workflow_names, resuming work first, then oldest run_at. It runs inside the
+-- claim's write transaction, which excludes every other writer, so there is
+-- nothing to skip: no other claim can see these rows until it commits. The
+-- search starts from the tasks (the instance table keeps every instance
+-- forever), through the two partial indexes; priority is 0 or 1.
+UPDATE workflow_task
+SET status = 'processing',
+    lock_owner = CAST(@lock_owner AS TEXT),
+    locked_until = CAST(@locked_until AS INTEGER),
+    version = version + 1,
+    attempts = attempts + 1
+WHERE id IN (
+    SELECT due.id FROM (
+        SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
+        FROM workflow_task t
+        WHERE t.status = 'pending' AND t.priority IN (0, 1) AND t.run_at <= @now
+        UNION ALL
+        SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
+        FROM workflow_task t
+        WHERE t.status = 'processing' AND t.locked_until <= @now
+    ) AS due
+    WHERE due.workflow_name IN (SELECT value FROM json_each(CAST(@workflow_names AS TEXT)))
+        AND EXISTS (
+            SELECT 1 FROM workflow_instance i
+            WHERE i.workflow_name = due.workflow_name AND i.instance_id = due.instance_id
+                AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+        )
+    ORDER BY due.priority, due.run_at, due.id
+    LIMIT @max
+)
+RETURNING *;
+
+-- name: TaskHeartbeat :execrows
+UPDATE workflow_task
+SET locked_until = CAST(@locked_until AS INTEGER)
+WHERE id = @id AND version = @version AND status = 'processing';
+
+-- name: TaskRelease :execrows
+UPDATE workflow_task
+SET status = 'pending',
+    run_at = @run_at,
+    lock_owner = NULL,
+    locked_until = NULL,
+    last_error = sqlc.narg('last_error')
+WHERE id = @id AND version = @version AND status = 'processing';
+
+-- name: TaskGet :one
+SELECT * FROM workflow_task
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: TaskHeld :one
+-- TaskHeld is the fence of a checkpoint: it finds the task only when the
+-- caller still holds it at this version.
+SELECT id FROM workflow_task
+WHERE id = @id AND version = @version AND status = 'processing';
+
+-- name: TaskNextRunAt :one
+-- TaskNextRunAt starts from the tasks, like TaskClaim.
+SELECT CAST(CASE WHEN t.status = 'pending' THEN t.run_at ELSE t.locked_until END AS INTEGER) AS next_at
+FROM workflow_task t
+WHERE t.workflow_name IN (SELECT value FROM json_each(CAST(@workflow_names AS TEXT)))
+    AND EXISTS (
+        SELECT 1 FROM workflow_instance i
+        WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+            AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+    )
+ORDER BY 1
+LIMIT 1;
+
+-- name: TaskExtend :exec
+UPDATE workflow_task
+SET locked_until = CAST(@locked_until AS INTEGER)
+WHERE id = @id;
+
+-- name: TaskSchedule :exec
+-- TaskSchedule gives a held task back to the queue after a suspend or park,
+-- due at run_at, or now when run_at is NULL.
+UPDATE workflow_task
+SET status = 'pending',
+    run_at = coalesce(sqlc.narg('run_at'), @now),
+    kind = @kind,
+    priority = @priority,
+    lock_owner = NULL,
+    locked_until = NULL
+WHERE id = @id;
+
+-- name: TaskDelete :exec
+DELETE FROM workflow_task
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: TaskUpsertDue :exec
+-- TaskUpsertDue makes an instance's task pending and due now with a new
+-- version, so that whoever still holds an older version is fenced out.
+INSERT INTO workflow_task (
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
+) VALUES (
+    @workflow_name, @instance_id, @run_number, @kind, @priority, @now, 'pending', 1, 0
+)
+ON CONFLICT (workflow_name, instance_id) DO UPDATE
+SET run_number = excluded.run_number,
+    kind = excluded.kind,
+    priority = excluded.priority,
+    run_at = excluded.run_at,
+    status = 'pending',
+    lock_owner = NULL,
+    locked_until = NULL,
+    version = workflow_task.version + 1;
+
+-- name: TaskResetAttempts :exec
+-- TaskResetAttempts clears the attempts and last error of an instance's task
+-- for a new run. (It is a statement of its own because sqlc does not bind
+-- parameters in the DO UPDATE clause of an SQLite upsert.)
+UPDATE workflow_task
+SET attempts = 0,
+    last_error = NULL
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: TaskWakeForEvent :execrows
+-- TaskWakeForEvent makes a pending task due now (never later than it was)
+-- when its run waits for an event of the type.
+UPDATE workflow_task
+SET run_at = min(run_at, CAST(@now AS INTEGER)),
+    kind = 'resume',
+    priority = 0
+WHERE workflow_task.workflow_name = @workflow_name AND workflow_task.instance_id = @instance_id
+    AND workflow_task.status = 'pending'
+    AND EXISTS (
+        SELECT 1 FROM workflow_step s
+        WHERE s.workflow_name = workflow_task.workflow_name AND s.instance_id = workflow_task.instance_id
+            AND s.run_number = @run_number
+            AND s.type = 'waitForEvent' AND s.status = 'waiting'
+            AND s.wait_event_type = CAST(@type AS TEXT)
+    );

@@ -1,0 +1,206 @@
+package sqlite
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+)
+
+func instanceFromRow(r *litesqlc.WorkflowInstance) *db.Instance {
+	return &db.Instance{
+		WorkflowName:   r.WorkflowName,
+		ID:             r.InstanceID,
+		Status:         db.InstanceStatus(r.Status),
+		Params:         rawJSON(r.Params),
+		Metadata:       rawJSON(r.Metadata),
+		Output:         rawJSON(r.Output),
+		ErrorName:      deref(r.ErrorName),
+		ErrorMessage:   deref(r.ErrorMessage),
+		PauseRequested: r.PauseRequested != 0,
+		RunNumber:      int(r.RunNumber),
+		CreatedAt:      timeFromMicros(r.CreatedAt),
+		UpdatedAt:      timeFromMicros(r.UpdatedAt),
+		StartedAt:      timePtrFromMicros(r.StartedAt),
+		CompletedAt:    timePtrFromMicros(r.CompletedAt),
+		RetentionUntil: timePtrFromMicros(r.RetentionUntil),
+	}
+}
+
+func stepFromRow(r *litesqlc.WorkflowStep) *db.Step {
+	return &db.Step{
+		ID:            r.ID,
+		WorkflowName:  r.WorkflowName,
+		InstanceID:    r.InstanceID,
+		RunNumber:     int(r.RunNumber),
+		Key:           r.StepKey,
+		Type:          db.StepType(r.Type),
+		Status:        db.StepStatus(r.Status),
+		Attempts:      int(r.Attempts),
+		MaxAttempts:   int(r.MaxAttempts),
+		Timeout:       time.Duration(r.TimeoutMs) * time.Millisecond,
+		NextRetryAt:   timePtrFromMicros(r.NextRetryAt),
+		WakeAt:        timePtrFromMicros(r.WakeAt),
+		WaitEventType: deref(r.WaitEventType),
+		Result:        rawJSON(r.Result),
+		ErrorName:     deref(r.ErrorName),
+		ErrorMessage:  deref(r.ErrorMessage),
+		CreatedAt:     timeFromMicros(r.CreatedAt),
+		UpdatedAt:     timeFromMicros(r.UpdatedAt),
+		CompletedAt:   timePtrFromMicros(r.CompletedAt),
+	}
+}
+
+func eventFromRow(r *litesqlc.WorkflowEvent) *db.Event {
+	return &db.Event{
+		ID:                r.ID,
+		WorkflowName:      r.WorkflowName,
+		InstanceID:        r.InstanceID,
+		RunNumber:         int(r.RunNumber),
+		Type:              r.Type,
+		Payload:           rawJSON(r.Payload),
+		CreatedAt:         timeFromMicros(r.CreatedAt),
+		DeliveredAt:       timePtrFromMicros(r.DeliveredAt),
+		ConsumedByStepKey: deref(r.ConsumedByStepKey),
+	}
+}
+
+func taskFromRow(r *litesqlc.WorkflowTask) *db.Task {
+	return &db.Task{
+		ID:           r.ID,
+		WorkflowName: r.WorkflowName,
+		InstanceID:   r.InstanceID,
+		RunNumber:    int(r.RunNumber),
+		Kind:         db.TaskKind(r.Kind),
+		RunAt:        timeFromMicros(r.RunAt),
+		Status:       db.TaskStatus(r.Status),
+		LockOwner:    deref(r.LockOwner),
+		LockedUntil:  timePtrFromMicros(r.LockedUntil),
+		Version:      r.Version,
+		Attempts:     int(r.Attempts),
+		LastError:    deref(r.LastError),
+	}
+}
+
+func outboxEntryFromRow(r *litesqlc.WorkflowHookOutbox) *db.OutboxEntry {
+	return &db.OutboxEntry{
+		ID:            r.ID,
+		WorkflowName:  r.WorkflowName,
+		InstanceID:    r.InstanceID,
+		Reason:        db.HookReason(r.Reason),
+		RunAt:         timeFromMicros(r.RunAt),
+		CreatedAt:     timeFromMicros(r.CreatedAt),
+		Attempts:      int(r.Attempts),
+		LastError:     deref(r.LastError),
+		NextAttemptAt: timeFromMicros(r.NextAttemptAt),
+		LockedUntil:   timePtrFromMicros(r.LockedUntil),
+		Version:       r.Version,
+		DeliveredAt:   timePtrFromMicros(r.DeliveredAt),
+	}
+}
+
+// Times are stored as INTEGER microseconds since the Unix epoch. These four
+// functions are the only place that converts, so every stored time is
+// truncated to the microsecond the same way and every time read is in UTC.
+
+// micros is the stored form of t: microseconds since the Unix epoch,
+// truncated (toward the past) to the microsecond.
+func micros(t time.Time) int64 {
+	return t.UnixMicro()
+}
+
+// microsPtr is micros for an optional time; nil stays NULL.
+func microsPtr(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	us := micros(*t)
+	return &us
+}
+
+// timeFromMicros is the UTC time of a stored value.
+func timeFromMicros(us int64) time.Time {
+	return time.UnixMicro(us).UTC()
+}
+
+// timePtrFromMicros is timeFromMicros for a nullable column.
+func timePtrFromMicros(us *int64) *time.Time {
+	if us == nil {
+		return nil
+	}
+	t := timeFromMicros(*us)
+	return &t
+}
+
+// rawJSON returns the stored JSON text as is; NULL becomes nil.
+func rawJSON(s *string) json.RawMessage {
+	if s == nil {
+		return nil
+	}
+	return json.RawMessage(*s)
+}
+
+// jsonArg passes JSON text through unchanged; empty means SQL NULL.
+func jsonArg(raw json.RawMessage) *string {
+	if len(raw) == 0 {
+		return nil
+	}
+	s := string(raw)
+	return &s
+}
+
+// listArg encodes a list as the JSON array the queries read with json_each;
+// SQLite has no array parameters. An empty list is "[]", never null.
+func listArg[T ~string | ~int64](values []T) string {
+	if len(values) == 0 {
+		return "[]"
+	}
+	b, err := json.Marshal(values)
+	if err != nil {
+		// Strings and integers always encode.
+		panic(err)
+	}
+	return string(b)
+}
+
+// nowArg turns a time into the optional "now" of a call: the zero time means
+// "use the database clock".
+func nowArg(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// limitArg is the LIMIT of a history page: 0 (or less) lists everything,
+// which SQLite spells as a negative limit.
+func limitArg(limit int) int64 {
+	if limit <= 0 {
+		return -1
+	}
+	return int64(limit)
+}
+
+// boolArg is the stored form of a boolean.
+func boolArg(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// textArg stores the empty string as NULL.
+func textArg(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

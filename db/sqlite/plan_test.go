@@ -1,0 +1,63 @@
+package sqlite
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// generatedQuery returns the SQL sqlc generated for the query constant name.
+func generatedQuery(t *testing.T, name string) string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("internal", "litesqlc", "*.sql.go"))
+	require.NoError(t, err)
+	re := regexp.MustCompile("(?s)const " + name + " = `(.*?)`")
+	for _, file := range files {
+		src, err := os.ReadFile(file)
+		require.NoError(t, err)
+		if m := re.FindSubmatch(src); m != nil {
+			return string(m[1])
+		}
+	}
+	require.FailNow(t, "no generated query "+name)
+	return ""
+}
+
+// TestPagesAndClaimsUseTheirIndexes pins that history pages, hook claims and
+// pruning search their index in the order they return (no temporary b-tree
+// to sort, no scan of a table that grows forever).
+func TestPagesAndClaimsUseTheirIndexes(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, ":memory:")
+	for _, tc := range []struct {
+		query string
+		args  []any
+		index string
+	}{
+		{"stepList", []any{"w", "i", 1, 0, 50}, "workflow_step_run_id_idx"},
+		{"eventList", []any{"w", "i", 0, 50}, "workflow_event_instance_id_idx"},
+		{"eventListRun", []any{"w", "i", 1, 0, 50}, "workflow_event_instance_idx"},
+		{"outboxClaim", []any{0, 0, 0, 50}, "workflow_hook_outbox_claim_idx"},
+		{"outboxPrune", []any{0, 1000}, "workflow_hook_outbox_delivered_idx"},
+	} {
+		rows, err := s.write.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+generatedQuery(t, tc.query), tc.args...)
+		require.NoError(t, err, tc.query)
+		var lines []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+			lines = append(lines, detail)
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+		plan := strings.Join(lines, "\n")
+		require.Regexp(t, `SEARCH \w+ USING (COVERING )?INDEX `+tc.index+` \(`, plan, "%s:\n%s", tc.query, plan)
+		require.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.query, plan)
+		require.NotRegexp(t, `(?m)^SCAN `, plan, "%s:\n%s", tc.query, plan)
+	}
+}

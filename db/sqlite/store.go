@@ -1,0 +1,153 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+)
+
+// driverName is the database/sql driver modernc.org/sqlite registers.
+const driverName = "sqlite"
+
+// Store implements db.Store over an SQLite database. It is safe for
+// concurrent use: writes queue for the single write connection, reads use a
+// pool of their own.
+type Store struct {
+	// write is the one connection every write transaction runs on.
+	write *sql.DB
+	// read is the pool of read-only connections; for an in-memory database
+	// it is write itself.
+	read    *sql.DB
+	queries *litesqlc.Queries
+	memory  bool
+}
+
+var _ db.Store = (*Store)(nil)
+
+// Open opens the SQLite database the DSN names and returns a Store that owns
+// its connections. The DSN is a file path ("duraflow.db"), ":memory:" for a
+// database that lives as long as the store, or a "file:" URI
+// ("file:/var/lib/duraflow.db?_pragma=synchronous(FULL)"); a path containing
+// '?' must be written as a URI with the '?' escaped. Query parameters of
+// modernc.org/sqlite and of SQLite URIs are passed through, and the pragmas
+// the package documentation lists are added unless the DSN sets them.
+//
+// Open creates the file when it does not exist but does not migrate; call
+// Migrate before using the store.
+func Open(ctx context.Context, dsn string) (*Store, error) {
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite database: %w", err)
+	}
+	write, err := openDB(ctx, cfg.write, 1)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite database: %w", err)
+	}
+	s := &Store{write: write, read: write, memory: cfg.memory}
+	if !cfg.memory {
+		// Opened after the write connection, which has put the file in WAL
+		// mode by now.
+		s.read, err = openDB(ctx, cfg.read, max(4, runtime.GOMAXPROCS(0)))
+		if err != nil {
+			_ = write.Close()
+			return nil, fmt.Errorf("opening sqlite read pool: %w", err)
+		}
+	}
+	s.queries = litesqlc.New(s.read)
+	return s, nil
+}
+
+// openDB opens a pool of at most conns connections that are never closed
+// for age or idleness (an in-memory database would vanish with its
+// connection) and opens one connection to surface a bad DSN now.
+func openDB(ctx context.Context, dsn string, conns int) (*sql.DB, error) {
+	sqlDB, err := sql.Open(driverName, dsn)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(conns)
+	sqlDB.SetMaxIdleConns(conns)
+	sqlDB.SetConnMaxLifetime(0)
+	sqlDB.SetConnMaxIdleTime(0)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	return sqlDB, nil
+}
+
+// Close closes the store's connections; an in-memory database is gone
+// afterwards.
+func (s *Store) Close() error {
+	var errs []error
+	if s.read != s.write {
+		errs = append(errs, s.read.Close())
+	}
+	errs = append(errs, s.write.Close())
+	return errors.Join(errs...)
+}
+
+// Ping checks that the database answers. It asks the read pool, which a long
+// write transaction does not hold up, so a health check stays quick while
+// writers queue for the write connection (an in-memory database has only the
+// one connection).
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.read.PingContext(ctx); err != nil {
+		return fmt.Errorf("pinging sqlite: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn in one write transaction and commits it when fn returns nil.
+// The transaction is BEGIN IMMEDIATE on the single write connection, so it
+// holds SQLite's write lock from its first statement: nothing it reads can
+// change before it commits. Any error rolls everything back, so a failed
+// call changes nothing.
+func (s *Store) inTx(ctx context.Context, fn func(q *litesqlc.Queries) error) error {
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(s.queries.WithTx(tx)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// inReadTx runs fn in one read transaction, so that every query of fn reads
+// the same snapshot.
+func (s *Store) inReadTx(ctx context.Context, fn func(q *litesqlc.Queries) error) error {
+	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if err := fn(s.queries.WithTx(tx)); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// txNow returns the "now" of a write transaction in stored form: t when the
+// caller gave one, otherwise the database clock, read once so that every
+// statement of the transaction agrees, as Postgres's now() does.
+func txNow(ctx context.Context, q *litesqlc.Queries, t *time.Time) (int64, error) {
+	if t != nil {
+		return micros(*t), nil
+	}
+	return q.ClockNow(ctx)
+}
+
+// isNoRows reports whether err means a query matched no row.
+func isNoRows(err error) bool {
+	return errors.Is(err, sql.ErrNoRows)
+}

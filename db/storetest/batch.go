@@ -1,0 +1,111 @@
+package storetest
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db"
+)
+
+func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
+	t.Run("CommitsEachFencedItem", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		var tasks []*db.Task
+		for _, id := range []string{"c", "a", "b"} {
+			b.create(t, id)
+			tasks = append(tasks, b.claim(t, id))
+		}
+		// b's lease is lost: the instance was restarted, at a new task version.
+		staleB := tasks[2]
+		_, err := b.store.InstanceRestart(b.ctx, b.change("b"))
+		require.NoError(t, err)
+		_, err = b.store.InstancePause(b.ctx, b.change("a"))
+		require.NoError(t, err)
+		bBefore, bTaskBefore := b.get(t, "b"), b.task(t, "b")
+
+		var ps []*db.CheckpointParams
+		for i, task := range tasks {
+			p := b.checkpoint(task)
+			p.Now = b.at(2 * time.Second)
+			p.LockedUntil = b.at(time.Hour)
+			p.Steps = []db.StepWrite{{
+				Key: fmt.Sprintf("step-%d", i), Type: db.StepTypeDo, Status: db.StepStatusComplete,
+				Attempts: 1, MaxAttempts: 6, Timeout: time.Minute, Result: json.RawMessage(`{"n": ` + fmt.Sprint(i) + `}`),
+			}}
+			ps = append(ps, p)
+		}
+		ps[2].Task = ref(staleB)
+		res, err := b.store.CheckpointBatch(b.ctx, ps)
+		require.NoError(t, err)
+		require.Len(t, res, 3)
+
+		require.NoError(t, res[0].Err)
+		require.Equal(t, &db.CheckpointResult{Status: db.StatusRunning}, res[0].Result)
+		require.NoError(t, res[1].Err)
+		require.True(t, res[1].Result.PauseRequested, "a pause requested meanwhile is reported")
+		require.ErrorIs(t, res[2].Err, db.ErrLeaseLost)
+		require.Nil(t, res[2].Result)
+
+		for i, id := range []string{"c", "a"} {
+			steps := b.steps(t, id, 1)
+			require.Len(t, steps, 1)
+			require.Equal(t, fmt.Sprintf("step-%d", i), steps[0].Key)
+			require.Equal(t, db.StepStatusComplete, steps[0].Status)
+			require.Equal(t, `{"n": `+fmt.Sprint(i)+`}`, string(steps[0].Result), "the result is kept byte for byte")
+			require.Equal(t, time.Minute, steps[0].Timeout)
+			require.Nil(t, steps[0].WakeAt)
+			require.Nil(t, steps[0].NextRetryAt)
+			require.Empty(t, steps[0].ErrorName)
+			requireTimePtr(t, b.at(2*time.Second), steps[0].CompletedAt)
+			requireTimePtr(t, b.at(time.Hour), b.task(t, id).LockedUntil)
+			requireTime(t, b.at(2*time.Second), b.get(t, id).UpdatedAt)
+		}
+		require.Equal(t, bBefore, b.get(t, "b"), "the stale item changed nothing")
+		require.Equal(t, bTaskBefore, b.task(t, "b"))
+		require.Empty(t, b.steps(t, "b", 1))
+		require.Empty(t, b.steps(t, "b", 2))
+	})
+
+	t.Run("NullableStepColumns", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		task := b.claim(t, "a")
+		p := b.checkpoint(task)
+		wake := b.at(time.Minute)
+		p.Steps = []db.StepWrite{
+			{Key: "nap", Type: db.StepTypeSleep, Status: db.StepStatusComplete, WakeAt: &wake},
+			{Key: "wait", Type: db.StepTypeWaitForEvent, Status: db.StepStatusErrored, WakeAt: &wake,
+				WaitEventType: "go", ErrorName: "EventTimeoutError", ErrorMessage: "no event"},
+		}
+		res, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		steps := b.steps(t, "a", 1)
+		require.Len(t, steps, 2)
+		requireTimePtr(t, wake, steps[0].WakeAt)
+		require.Nil(t, steps[0].Result)
+		require.Equal(t, "go", steps[1].WaitEventType)
+		require.Equal(t, "EventTimeoutError", steps[1].ErrorName)
+		require.Equal(t, "no event", steps[1].ErrorMessage)
+	})
+
+	t.Run("RejectsOtherOutcomes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		task := b.claim(t, "a")
+		p := b.checkpoint(task)
+		p.Outcome = db.OutcomeComplete
+		_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		require.Error(t, err)
+		res, err := b.store.CheckpointBatch(b.ctx, nil)
+		require.NoError(t, err)
+		require.Empty(t, res)
+	})
+}

@@ -1,0 +1,162 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db"
+)
+
+func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
+	// waitFor claims the instance and suspends it on a waitForEvent of typ
+	// that times out in a day.
+	waitFor := func(t *testing.T, b *testBundle, id, typ string) {
+		task := b.claim(t, id)
+		p := b.checkpoint(task)
+		p.Steps = []db.StepWrite{{
+			Key: "wait", Type: db.StepTypeWaitForEvent, Status: db.StepStatusWaiting,
+			WaitEventType: typ, WakeAt: new(b.at(24 * time.Hour)), Timeout: 24 * time.Hour,
+		}}
+		p.Outcome = db.OutcomeSuspend
+		p.NextRunAt = b.at(24 * time.Hour)
+		p.NextKind = db.TaskKindWake
+		p.WaitEventTypes = []string{typ}
+		res, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.False(t, res.Due)
+	}
+
+	t.Run("SendBuffersForCurrentRun", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+
+		payload := "{\"b\": 1, \"a\": [ ]}"
+		res := b.send(t, "a", "approve", payload)
+		require.False(t, res.Woken, "a queued instance waits for nothing")
+		ev := res.Event
+		require.NotZero(t, ev.ID)
+		require.Equal(t, workflowName, ev.WorkflowName)
+		require.Equal(t, "a", ev.InstanceID)
+		require.Equal(t, 1, ev.RunNumber)
+		require.Equal(t, "approve", ev.Type)
+		requireJSON(t, payload, ev.Payload)
+		requireTime(t, b.now, ev.CreatedAt)
+		require.Nil(t, ev.DeliveredAt)
+		require.Empty(t, ev.ConsumedByStepKey)
+		require.Equal(t, []*db.Event{ev}, b.events(t, "a", 1))
+
+		second := b.send(t, "a", "approve", `2`).Event
+		require.Greater(t, second.ID, ev.ID)
+		require.Equal(t, []*db.Event{ev, second}, b.events(t, "a", 0))
+		require.Empty(t, b.events(t, "a", 2))
+
+		task := b.task(t, "a")
+		require.Equal(t, db.TaskKindRun, task.Kind, "the first run is not turned into a resume")
+	})
+
+	t.Run("SendRejectsUnknownAndTerminal", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		_, err := b.store.EventSend(b.ctx, &db.EventSendParams{WorkflowName: workflowName, InstanceID: "missing", Type: "x", Now: new(b.now)})
+		require.ErrorIs(t, err, db.ErrNotFound)
+
+		b.create(t, "a")
+		_, err = b.store.InstanceTerminate(b.ctx, b.change("a"))
+		require.NoError(t, err)
+		before := b.get(t, "a")
+		_, err = b.store.EventSend(b.ctx, &db.EventSendParams{
+			WorkflowName: workflowName, InstanceID: "a", Type: "x", Payload: json.RawMessage(`1`), Now: new(b.at(time.Minute)),
+		})
+		require.ErrorIs(t, err, db.ErrTerminal)
+		require.Empty(t, b.events(t, "a", 0), "nothing stored")
+		require.Equal(t, before, b.get(t, "a"), "nothing changed")
+	})
+
+	t.Run("SendWakesWaitingInstanceOfThatType", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		waitFor(t, b, "a", "approve")
+		before := b.task(t, "a")
+
+		b.now = b.at(time.Minute)
+		res := b.send(t, "a", "reject", `{}`)
+		require.False(t, res.Woken)
+		require.Equal(t, before, b.task(t, "a"), "another type does not wake")
+		require.Equal(t, db.StatusWaiting, b.get(t, "a").Status)
+
+		b.now = b.at(time.Minute)
+		res = b.send(t, "a", "approve", `{"ok":true}`)
+		require.True(t, res.Woken)
+		task := b.task(t, "a")
+		require.Equal(t, db.TaskStatusPending, task.Status)
+		require.Equal(t, db.TaskKindResume, task.Kind)
+		requireTime(t, b.now, task.RunAt)
+		require.Equal(t, before.Version, task.Version)
+		requireTimePtr(t, b.now, b.nextRunAt(t))
+
+		claimed := b.claimIDAt(t, "a", b.now)
+		require.Equal(t, db.TaskKindResume, claimed.Kind)
+		p := b.checkpoint(claimed)
+		p.ConsumeEvent = &db.ConsumeEvent{Type: "approve", StepKey: "wait"}
+		cp, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, res.Event.ID, cp.Event.ID)
+		steps := b.steps(t, "a", 1)
+		require.Len(t, steps, 1)
+		require.Equal(t, db.StepStatusComplete, steps[0].Status)
+		require.Equal(t, 24*time.Hour, steps[0].Timeout)
+	})
+
+	t.Run("SendDoesNotWakePausedInstance", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		waitFor(t, b, "a", "approve")
+		_, err := b.store.InstancePause(b.ctx, b.change("a"))
+		require.NoError(t, err)
+		before := b.task(t, "a")
+
+		res := b.send(t, "a", "approve", `1`)
+		require.False(t, res.Woken)
+		require.Equal(t, 1, res.Event.RunNumber)
+		require.Equal(t, before, b.task(t, "a"))
+		require.Equal(t, db.StatusPaused, b.get(t, "a").Status)
+		require.Len(t, b.events(t, "a", 1), 1, "buffered for later")
+	})
+
+	t.Run("SendToRunningInstanceOnlyBuffers", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		task := b.claim(t, "a")
+
+		res := b.send(t, "a", "approve", `1`)
+		require.False(t, res.Woken)
+		require.Equal(t, task, b.task(t, "a"), "the held task is untouched")
+
+		_, err := b.store.InstancePause(b.ctx, b.change("a"))
+		require.NoError(t, err)
+		res = b.send(t, "a", "approve", `2`)
+		require.False(t, res.Woken)
+		require.Len(t, b.events(t, "a", 1), 2)
+	})
+
+	t.Run("SendAfterRestartGoesToNewRun", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		waitFor(t, b, "a", "approve")
+		_, err := b.store.InstanceRestart(b.ctx, b.change("a"))
+		require.NoError(t, err)
+
+		res := b.send(t, "a", "approve", `1`)
+		require.False(t, res.Woken, "the old run's wait does not count")
+		require.Equal(t, 2, res.Event.RunNumber)
+		require.Equal(t, db.TaskKindRun, b.task(t, "a").Kind)
+	})
+}

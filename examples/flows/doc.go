@@ -1,0 +1,17 @@
+// Package flows holds two example JSON flows, which dev applies with
+//
+//	go run ./cmd/duraflow dev --flows examples/flows
+//
+// The flows are:
+//
+//   - order.json (flow "order"): a transform totals the order, an http step
+//     reserves its items at the inventory service — in dev, the stub at
+//     http://stub.localhost (package internal/devstub) — and a branch
+//     routes it: rejected when items are short, held for review above
+//     500.00, accepted otherwise.
+//   - approval.json (flow "expense-approval"): expenses up to 100 are
+//     approved at once; larger ones wait up to a day for an event of type
+//     approval, and expire without one.
+//
+// The package's test runs both on every backend with a fake clock.
+package flows

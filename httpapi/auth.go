@@ -1,0 +1,209 @@
+package httpapi
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Action is what a route does, for authorization: every route asks for
+// exactly one action, and a token must carry it as a scope.
+type Action string
+
+// Actions, one per kind of route.
+const (
+	// ActionRead lists workflows and instances, and reads an instance and
+	// its history.
+	ActionRead Action = "read"
+	// ActionCreate creates instances, one or a batch.
+	ActionCreate Action = "create"
+	// ActionManage pauses, resumes, terminates and restarts instances.
+	ActionManage Action = "manage"
+	// ActionEvents sends events to instances.
+	ActionEvents Action = "events"
+	// ActionFlows applies flow definitions (POST /flows). It is a scope of
+	// its own, apart from manage, because a flow is code-like: its http
+	// steps make requests from the server's network position. Reading flows
+	// needs ActionRead.
+	ActionFlows Action = "flows"
+	// ActionTick drives the runner through POST /_runner/tick. The scope "*"
+	// does not include it: a token that may tick names it.
+	ActionTick Action = "tick"
+)
+
+// allActions are the actions a token may name; wildcardActions are those "*" grants.
+var (
+	allActions      = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionTick}
+	wildcardActions = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows}
+)
+
+// AuthorizeFunc decides whether a request may do action. It is called by
+// every route except /healthz and /readyz, before the request body is read.
+// It returns nil to allow the request; ErrUnauthorized (401) or ErrForbidden
+// (403), wrapped or not, to refuse it with that status and the error's text
+// as the message; any other error answers 500 INTERNAL and is logged.
+type AuthorizeFunc func(r *http.Request, action Action) error
+
+// Token is a bearer token the server accepts. Only the SHA-256 hash of its
+// secret is kept, so a configuration may hold hashes and never secrets.
+type Token struct {
+	// Name identifies the token in logs and errors; it is not secret.
+	Name string
+	// Hash is the SHA-256 of the secret the client sends as
+	// "Authorization: Bearer <secret>".
+	Hash [32]byte
+	// Scopes are the actions the token allows.
+	Scopes []Action
+}
+
+// NewToken returns a token for secret with the given scopes. The secret
+// itself is not kept.
+func NewToken(name, secret string, scopes ...Action) Token {
+	return Token{Name: name, Hash: sha256.Sum256([]byte(secret)), Scopes: slices.Clone(scopes)}
+}
+
+var tokenNameRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$`)
+
+// ParseToken parses a token spec "name:secret:scopes", such as
+// "ci:s3cret:read,create,events", or "name:sha256=<64 hex digits>:scopes",
+// which names the secret by its SHA-256 so the spec holds no secret. Scopes
+// are a comma-separated list of actions (read, create, manage, events,
+// flows, tick); "*" stands for every action except tick, which is always named:
+// "cron:…:tick", "admin:…:*,tick". The secret may contain colons; the name
+// is letters, digits, '_', '.' and '-'.
+func ParseToken(spec string) (Token, error) {
+	first := strings.IndexByte(spec, ':')
+	last := strings.LastIndexByte(spec, ':')
+	if first < 0 || first == last {
+		return Token{}, errors.New(`httpapi: a token spec is "name:secret:scopes" or "name:sha256=<hex>:scopes"`)
+	}
+	name, secret, scopeList := spec[:first], spec[first+1:last], spec[last+1:]
+	if !tokenNameRE.MatchString(name) || len(name) > 64 {
+		return Token{}, fmt.Errorf("httpapi: token name %q must be 1 to 64 letters, digits, '_', '.' or '-'", name)
+	}
+	if secret == "" {
+		return Token{}, fmt.Errorf("httpapi: token %q has an empty secret", name)
+	}
+	tok := Token{Name: name}
+	if hexHash, ok := strings.CutPrefix(secret, "sha256="); ok {
+		b, err := hex.DecodeString(hexHash)
+		if err != nil || len(b) != len(tok.Hash) {
+			return Token{}, fmt.Errorf("httpapi: token %q: sha256= needs 64 hex digits", name)
+		}
+		copy(tok.Hash[:], b)
+	} else {
+		tok.Hash = sha256.Sum256([]byte(secret))
+	}
+	scopes, err := parseScopes(scopeList)
+	if err != nil {
+		return Token{}, fmt.Errorf("httpapi: token %q: %w", name, err)
+	}
+	tok.Scopes = scopes
+	return tok, nil
+}
+
+func parseScopes(list string) ([]Action, error) {
+	var out []Action
+	add := func(a Action) {
+		if !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "*":
+			for _, a := range wildcardActions {
+				add(a)
+			}
+		case slices.Contains(allActions, Action(s)):
+			add(Action(s))
+		case s == "":
+			return nil, errors.New("empty scope")
+		default:
+			return nil, fmt.Errorf("unknown scope %q (want read, create, manage, events, flows, tick or *)", s)
+		}
+	}
+	return out, nil
+}
+
+// tokenSet checks bearer tokens against the configured hashes.
+type tokenSet []Token
+
+func newTokenSet(tokens []Token) (tokenSet, error) {
+	set := make(tokenSet, 0, len(tokens))
+	for i, t := range tokens {
+		if t.Name == "" {
+			return nil, fmt.Errorf("httpapi: token %d has no name", i)
+		}
+		if t.Hash == ([32]byte{}) {
+			return nil, fmt.Errorf("httpapi: token %q has no hash", t.Name)
+		}
+		if len(t.Scopes) == 0 {
+			return nil, fmt.Errorf("httpapi: token %q has no scopes", t.Name)
+		}
+		for _, s := range t.Scopes {
+			if !slices.Contains(allActions, s) {
+				return nil, fmt.Errorf("httpapi: token %q has unknown scope %q", t.Name, s)
+			}
+		}
+		for _, o := range set {
+			if o.Name == t.Name {
+				return nil, fmt.Errorf("httpapi: two tokens are named %q", t.Name)
+			}
+			if o.Hash == t.Hash {
+				return nil, fmt.Errorf("httpapi: tokens %q and %q have the same secret", o.Name, t.Name)
+			}
+		}
+		t.Scopes = slices.Clone(t.Scopes)
+		set = append(set, t)
+	}
+	return set, nil
+}
+
+// authorize is the built-in AuthorizeFunc over the token set. It hashes the
+// presented secret and compares it with every configured hash, so the time
+// it takes does not depend on which token, if any, matched.
+func (set tokenSet) authorize(r *http.Request, action Action) error {
+	secret, err := bearer(r)
+	if err != nil {
+		return err
+	}
+	sum := sha256.Sum256([]byte(secret))
+	match := -1
+	for i := range set {
+		eq := subtle.ConstantTimeCompare(sum[:], set[i].Hash[:])
+		match = subtle.ConstantTimeSelect(eq, i, match)
+	}
+	if match < 0 {
+		return fmt.Errorf("%w: unknown bearer token", ErrUnauthorized)
+	}
+	t := set[match]
+	if !slices.Contains(t.Scopes, action) {
+		return fmt.Errorf("%w: token %q lacks the %q scope", ErrForbidden, t.Name, action)
+	}
+	return nil
+}
+
+// bearer returns the secret of an "Authorization: Bearer <secret>" header.
+func bearer(r *http.Request) (string, error) {
+	values := r.Header.Values("Authorization")
+	if len(values) == 0 {
+		return "", fmt.Errorf("%w: missing bearer token (send \"Authorization: Bearer <token>\")", ErrUnauthorized)
+	}
+	if len(values) > 1 {
+		return "", fmt.Errorf("%w: more than one Authorization header", ErrUnauthorized)
+	}
+	scheme, secret, ok := strings.Cut(values[0], " ")
+	secret = strings.TrimSpace(secret)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || secret == "" || strings.ContainsAny(secret, " \t") {
+		return "", fmt.Errorf("%w: malformed Authorization header (want \"Bearer <token>\")", ErrUnauthorized)
+	}
+	return secret, nil
+}

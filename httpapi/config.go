@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/schedule"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// DefaultMaxBodyBytes is the default bound of a request body: one payload at
+// the limit of workflow.MaxPayloadBytes plus 64 KiB for the JSON around it
+// (the id, the event type, field names). A batch shares the same bound, so a
+// batch whose params add up to more than about 1 MiB must be split (or the
+// bound raised).
+const DefaultMaxBodyBytes = workflow.MaxPayloadBytes + 64<<10
+
+// MaxTickInstances bounds maxInstances of one tick request.
+const MaxTickInstances = 1000
+
+// TickFunc runs the due work of a runner once, within maxInstances claimed
+// instances and maxSteps new step attempts (0 means the runner's default
+// and no step budget), and returns what it did; the tick route answers 200
+// with the result as JSON. An error wrapping workflow.ErrInvalidRequest
+// answers 400; any other error answers 500 and is logged.
+// dispatcher.TickFunc builds one over a runner.
+type TickFunc func(ctx context.Context, maxInstances, maxSteps int) (any, error)
+
+// Config configures a Server.
+type Config struct {
+	// Client is the management service the routes call. Required.
+	Client *client.Client
+	// Prefix is the path the API routes are mounted under; "/" mounts them
+	// at the root. /healthz and /readyz are always at the root.
+	//
+	// Defaults to "/api".
+	Prefix string
+	// Tokens are the bearer tokens the server accepts, each with its scopes
+	// (see ParseToken). Ignored when Authorize is set.
+	//
+	// Defaults to none. With no tokens and no Authorize the API is
+	// unauthenticated: it then answers only requests whose Host is a
+	// loopback name or address, and the host should check its listen address
+	// with CheckListenAddr.
+	Tokens []Token
+	// Authorize, when set, replaces the token check: every route except
+	// /healthz and /readyz calls it with the route's action.
+	//
+	// Defaults to nil (the token check).
+	Authorize AuthorizeFunc
+	// Tick runs the runner for POST /_runner/tick, which needs ActionTick.
+	//
+	// Defaults to nil: the route does not exist (404 NOT_FOUND).
+	Tick TickFunc
+	// MaxConcurrentTicks is how many tick requests run at once. Another
+	// request that arrives while all are taken is answered at once with 429
+	// TICK_BUSY and "Retry-After: 1": the running tick is doing the due work
+	// already, and a scheduler can simply try again. Concurrent ticks would
+	// be safe (the runner fences every write), this only bounds the load.
+	//
+	// Defaults to 1.
+	MaxConcurrentTicks int
+	// Ready reports whether the host can serve: GET /readyz answers 200 when
+	// it returns nil and 503 NOT_READY with its error's text otherwise.
+	//
+	// Defaults to nil: /readyz always answers 200.
+	Ready func(ctx context.Context) error
+	// Logger receives failures the caller only sees as 500 INTERNAL.
+	//
+	// Defaults to slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes bounds a request body. A larger body is refused with 413
+	// PAYLOAD_TOO_LARGE before anything is decoded or written.
+	//
+	// Defaults to DefaultMaxBodyBytes (1 MiB + 64 KiB).
+	MaxBodyBytes int64
+	// Schedules serves the schedule routes (/schedules…, see
+	// addScheduleRoutes): reading them needs ActionRead, changing them
+	// ActionManage.
+	//
+	// Defaults to nil: the routes do not exist (404 NOT_FOUND).
+	Schedules *schedule.Scheduler
+	// Flows serves the flow registry routes (/flows…, see addFlowRoutes):
+	// reading flows needs ActionRead, applying one ActionFlows. GET
+	// /workflows marks the workflows it registered as flows.
+	//
+	// Defaults to nil: the routes do not exist (404 NOT_FOUND).
+	Flows *flowreg.Registry
+	// Triggers are HTTP routes at the server's root that start workflows
+	// (see Trigger); each needs ActionCreate.
+	//
+	// Defaults to none.
+	Triggers []Trigger
+	// Clock supplies the receivedAt of the provenance that triggers record.
+	//
+	// Defaults to the real clock.
+	Clock clock.Clock
+}
+
+// WithDefaults returns a copy of the config with zero fields filled in.
+func (c *Config) WithDefaults() *Config {
+	out := *c
+	out.Prefix = cmp.Or(out.Prefix, "/api")
+	if out.Prefix != "/" {
+		out.Prefix = strings.TrimSuffix(out.Prefix, "/")
+	}
+	out.MaxConcurrentTicks = cmp.Or(out.MaxConcurrentTicks, 1)
+	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, DefaultMaxBodyBytes)
+	if out.Logger == nil {
+		out.Logger = slog.Default()
+	}
+	if out.Clock == nil {
+		out.Clock = clock.New()
+	}
+	return &out
+}
+
+func (c *Config) validate() error {
+	if c.Client == nil {
+		return errors.New("httpapi: Config.Client is required")
+	}
+	if !strings.HasPrefix(c.Prefix, "/") || strings.ContainsAny(c.Prefix, ":*?#{} ") || strings.Contains(c.Prefix, "//") {
+		return fmt.Errorf("httpapi: Prefix %q must be a plain path starting with '/'", c.Prefix)
+	}
+	if c.MaxConcurrentTicks < 1 {
+		return fmt.Errorf("httpapi: MaxConcurrentTicks %d must be at least 1", c.MaxConcurrentTicks)
+	}
+	if c.MaxBodyBytes < 1 {
+		return fmt.Errorf("httpapi: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
+	}
+	return nil
+}

@@ -1,0 +1,251 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// DefaultHistoryPageSize is the page size of GET …/history when the request
+// names none; MaxPageSize bounds every page size.
+const (
+	DefaultHistoryPageSize = 100
+	MaxPageSize            = 1000
+)
+
+func (s *Server) healthz(c echo.Context) error {
+	return reply(c, http.StatusOK, HealthStatus{Status: "ok"})
+}
+
+func (s *Server) readyz(c echo.Context) error {
+	if s.cfg.Ready != nil {
+		if err := s.cfg.Ready(c.Request().Context()); err != nil {
+			return fmt.Errorf("%w: %v", errNotReady, err)
+		}
+	}
+	return reply(c, http.StatusOK, HealthStatus{Status: "ok"})
+}
+
+func (s *Server) listWorkflows(c echo.Context) error {
+	if _, err := query(c, nil); err != nil {
+		return err
+	}
+	out := WorkflowList{Workflows: []WorkflowSummary{}}
+	var latest map[string]string
+	if s.cfg.Flows != nil {
+		var err error
+		if latest, err = s.cfg.Flows.LatestVersions(c.Request().Context()); err != nil {
+			return err
+		}
+	}
+	for _, n := range s.client.WorkflowNames() {
+		w := WorkflowSummary{Name: n, Kind: KindGo}
+		if s.cfg.Flows != nil && s.cfg.Flows.IsFlow(n) {
+			w.Kind, w.Version = KindFlow, latest[n]
+		}
+		out.Workflows = append(out.Workflows, w)
+	}
+	return reply(c, http.StatusOK, out)
+}
+
+func (s *Server) listInstances(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	q, err := query(c, []string{"status", "pageSize", "cursor"}, "status")
+	if err != nil {
+		return err
+	}
+	p := client.ListParams{WorkflowName: name, Cursor: q.Get("cursor")}
+	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, MaxPageSize); err != nil {
+		return err
+	}
+	for _, v := range q["status"] {
+		for st := range strings.SplitSeq(v, ",") {
+			if st = strings.TrimSpace(st); st != "" {
+				p.Statuses = append(p.Statuses, workflow.InstanceStatus(st))
+			}
+		}
+	}
+	if name == "" {
+		return fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
+	}
+	res, err := s.client.List(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, res)
+}
+
+func (s *Server) createInstance(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	var req CreateRequest
+	if err := s.decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	prov := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path())
+	info, err := s.client.Create(c.Request().Context(), name, workflow.CreateRequest{ID: req.ID, Params: req.Params, Metadata: prov.Metadata()})
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Location", s.instancePath(info))
+	return reply(c, http.StatusCreated, info)
+}
+
+func (s *Server) createBatch(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	var req CreateBatchRequest
+	if err := s.decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	meta := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path()).Metadata()
+	reqs := make([]workflow.CreateRequest, len(req.Instances))
+	for i, r := range req.Instances {
+		reqs[i] = workflow.CreateRequest{ID: r.ID, Params: r.Params, Metadata: meta}
+	}
+	created, err := s.client.CreateBatch(c.Request().Context(), name, reqs)
+	if err != nil {
+		return err
+	}
+	if created == nil {
+		created = []*workflow.InstanceInfo{}
+	}
+	return reply(c, http.StatusCreated, InstanceBatch{Instances: created})
+}
+
+func (s *Server) getInstance(c echo.Context) error {
+	name, id, err := instanceRef(c)
+	if err != nil {
+		return err
+	}
+	return s.get(c, name, id)
+}
+
+// getBatchInstance is GET of the instance whose id is "batch", whose path
+// echo routes to the static batch segment rather than to :id.
+func (s *Server) getBatchInstance(c echo.Context) error {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return err
+	}
+	return s.get(c, name, "batch")
+}
+
+func (s *Server) get(c echo.Context, name, id string) error {
+	if _, err := query(c, nil); err != nil {
+		return err
+	}
+	info, err := s.client.Get(c.Request().Context(), name, id)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, info)
+}
+
+// change returns the handler of a life-cycle route: pause, resume, terminate
+// or restart. The body, if any, must be an empty JSON object.
+func (s *Server) change(f func(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		name, id, err := instanceRef(c)
+		if err != nil {
+			return err
+		}
+		var empty struct{}
+		if err := s.decodeBody(c, &empty, true); err != nil {
+			return err
+		}
+		info, err := f(c.Request().Context(), name, id)
+		if err != nil {
+			return err
+		}
+		return reply(c, http.StatusOK, info)
+	}
+}
+
+func (s *Server) sendEvent(c echo.Context) error {
+	name, id, err := instanceRef(c)
+	if err != nil {
+		return err
+	}
+	var req SendEventRequest
+	if err := s.decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if err := s.client.SendEvent(c.Request().Context(), name, id, req.Type, req.Payload); err != nil {
+		return err
+	}
+	return reply(c, http.StatusAccepted, Accepted{OK: true})
+}
+
+func (s *Server) history(c echo.Context) error {
+	name, id, err := instanceRef(c)
+	if err != nil {
+		return err
+	}
+	q, err := query(c, []string{"run", "pageSize", "cursor"})
+	if err != nil {
+		return err
+	}
+	p := client.HistoryParams{Cursor: q.Get("cursor")}
+	if p.Run, err = queryInt(q, "run", 0, 0, 1<<31-1); err != nil {
+		return err
+	}
+	if p.PageSize, err = queryInt(q, "pageSize", DefaultHistoryPageSize, 1, MaxPageSize); err != nil {
+		return err
+	}
+	h, err := s.client.History(c.Request().Context(), name, id, p)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, h)
+}
+
+func (s *Server) tick(c echo.Context) error {
+	var req TickRequest
+	if err := s.decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	if req.MaxInstances < 0 || req.MaxInstances > MaxTickInstances {
+		return fmt.Errorf("%w: maxInstances must be between 0 and %d, got %d", workflow.ErrInvalidRequest, MaxTickInstances, req.MaxInstances)
+	}
+	if req.MaxSteps < 0 {
+		return fmt.Errorf("%w: maxSteps must not be negative, got %d", workflow.ErrInvalidRequest, req.MaxSteps)
+	}
+	select {
+	case s.tickSlots <- struct{}{}:
+		defer func() { <-s.tickSlots }()
+	default:
+		return fmt.Errorf("%w; try again later", errTickBusy)
+	}
+	res, err := s.cfg.Tick(c.Request().Context(), req.MaxInstances, req.MaxSteps)
+	if err != nil {
+		return fmt.Errorf("ticking: %w", err)
+	}
+	if res == nil {
+		res = Accepted{OK: true}
+	}
+	return reply(c, http.StatusOK, res)
+}
+
+// instancePath is the API path of an instance, for the Location header.
+func (s *Server) instancePath(info *workflow.InstanceInfo) string {
+	prefix := s.cfg.Prefix
+	if prefix == "/" {
+		prefix = ""
+	}
+	return prefix + "/workflows/" + url.PathEscape(info.WorkflowName) + "/instances/" + url.PathEscape(info.ID)
+}

@@ -1,0 +1,222 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/duraflow/duraflow/schedule"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// The schedule routes, present when Config.Schedules is set:
+//
+//	GET    /schedules?workflow=&pageSize=&cursor=   read
+//	POST   /schedules                               manage  schedule.CreateRequest → 201
+//	GET    /schedules/:id                           read
+//	PATCH  /schedules/:id                           manage  schedule.UpdateRequest
+//	DELETE /schedules/:id                           manage  → 204
+//	POST   /schedules/:id/enable|disable            manage
+
+// ScheduleList is the answer of GET /schedules: a page of schedules ordered
+// by id, and the cursor of the next page.
+type ScheduleList = schedule.ListResult
+
+// addScheduleRoutes registers the schedule routes with route, the
+// registration function of New.
+func (s *Server) addScheduleRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
+	if s.cfg.Schedules == nil {
+		return
+	}
+	route(http.MethodGet, "/schedules", s.listSchedules, ActionRead)
+	route(http.MethodPost, "/schedules", s.createSchedule, ActionManage)
+	route(http.MethodGet, "/schedules/:id", s.getSchedule, ActionRead)
+	route(http.MethodPatch, "/schedules/:id", s.updateSchedule, ActionManage)
+	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule, ActionManage)
+	route(http.MethodPost, "/schedules/:id/enable", s.toggleSchedule(s.cfg.Schedules.Enable), ActionManage)
+	route(http.MethodPost, "/schedules/:id/disable", s.toggleSchedule(s.cfg.Schedules.Disable), ActionManage)
+}
+
+func (s *Server) listSchedules(c echo.Context) error {
+	q, err := query(c, []string{"workflow", "pageSize", "cursor"})
+	if err != nil {
+		return err
+	}
+	p := schedule.ListParams{WorkflowName: q.Get("workflow"), Cursor: q.Get("cursor")}
+	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, schedule.MaxPageSize); err != nil {
+		return err
+	}
+	res, err := s.cfg.Schedules.List(c.Request().Context(), p)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, res)
+}
+
+func (s *Server) createSchedule(c echo.Context) error {
+	var req schedule.CreateRequest
+	if err := s.decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	info, err := s.cfg.Schedules.Create(c.Request().Context(), req)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set("Location", s.schedulePath(info.ID))
+	return reply(c, http.StatusCreated, info)
+}
+
+func (s *Server) getSchedule(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if _, err := query(c, nil); err != nil {
+		return err
+	}
+	info, err := s.cfg.Schedules.Get(c.Request().Context(), id)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, info)
+}
+
+func (s *Server) updateSchedule(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	var req schedule.UpdateRequest
+	if err := s.decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	info, err := s.cfg.Schedules.Update(c.Request().Context(), id, req)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusOK, info)
+}
+
+func (s *Server) deleteSchedule(c echo.Context) error {
+	id, err := pathParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := s.cfg.Schedules.Delete(c.Request().Context(), id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// toggleSchedule returns the handler of enable or disable. The body, if
+// any, must be an empty JSON object.
+func (s *Server) toggleSchedule(f func(ctx context.Context, id string) (*schedule.Info, error)) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		id, err := pathParam(c, "id")
+		if err != nil {
+			return err
+		}
+		var empty struct{}
+		if err := s.decodeBody(c, &empty, true); err != nil {
+			return err
+		}
+		info, err := f(c.Request().Context(), id)
+		if err != nil {
+			return err
+		}
+		return reply(c, http.StatusOK, info)
+	}
+}
+
+// schedulePath is the API path of a schedule, for the Location header.
+func (s *Server) schedulePath(id string) string {
+	prefix := s.cfg.Prefix
+	if prefix == "/" {
+		prefix = ""
+	}
+	return prefix + "/schedules/" + url.PathEscape(id)
+}
+
+// ListSchedules returns a page of schedules ordered by id, of one workflow
+// when p.WorkflowName is set (GET /schedules).
+func (c *Client) ListSchedules(ctx context.Context, p schedule.ListParams) (*ScheduleList, error) {
+	q := url.Values{}
+	if p.WorkflowName != "" {
+		q.Set("workflow", p.WorkflowName)
+	}
+	if p.PageSize != 0 {
+		q.Set("pageSize", strconv.Itoa(p.PageSize))
+	}
+	if p.Cursor != "" {
+		q.Set("cursor", p.Cursor)
+	}
+	var out ScheduleList
+	return &out, c.do(ctx, http.MethodGet, c.api("/schedules"), q, nil, &out)
+}
+
+// CreateSchedule creates a schedule (POST /schedules).
+func (c *Client) CreateSchedule(ctx context.Context, req schedule.CreateRequest) (*schedule.Info, error) {
+	var out schedule.Info
+	return &out, c.do(ctx, http.MethodPost, c.api("/schedules"), nil, req, &out)
+}
+
+// GetSchedule returns a schedule with its next fire time (GET /schedules/:id).
+func (c *Client) GetSchedule(ctx context.Context, id string) (*schedule.Info, error) {
+	path, err := c.schedulePath(id, "")
+	if err != nil {
+		return nil, err
+	}
+	var out schedule.Info
+	return &out, c.do(ctx, http.MethodGet, path, nil, nil, &out)
+}
+
+// UpdateSchedule changes the fields req sets (PATCH /schedules/:id).
+func (c *Client) UpdateSchedule(ctx context.Context, id string, req schedule.UpdateRequest) (*schedule.Info, error) {
+	path, err := c.schedulePath(id, "")
+	if err != nil {
+		return nil, err
+	}
+	var out schedule.Info
+	return &out, c.do(ctx, http.MethodPatch, path, nil, req, &out)
+}
+
+// EnableSchedule makes a schedule fire again from its next fire time after
+// now (POST /schedules/:id/enable).
+func (c *Client) EnableSchedule(ctx context.Context, id string) (*schedule.Info, error) {
+	return c.toggleSchedule(ctx, id, "/enable")
+}
+
+// DisableSchedule stops a schedule from firing (POST /schedules/:id/disable).
+func (c *Client) DisableSchedule(ctx context.Context, id string) (*schedule.Info, error) {
+	return c.toggleSchedule(ctx, id, "/disable")
+}
+
+// DeleteSchedule deletes a schedule; the instances it started stay
+// (DELETE /schedules/:id).
+func (c *Client) DeleteSchedule(ctx context.Context, id string) error {
+	path, err := c.schedulePath(id, "")
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodDelete, path, nil, nil, nil)
+}
+
+func (c *Client) toggleSchedule(ctx context.Context, id, suffix string) (*schedule.Info, error) {
+	path, err := c.schedulePath(id, suffix)
+	if err != nil {
+		return nil, err
+	}
+	var out schedule.Info
+	return &out, c.do(ctx, http.MethodPost, path, nil, nil, &out)
+}
+
+func (c *Client) schedulePath(id, suffix string) (string, error) {
+	if id == "" {
+		return "", fmt.Errorf("%w: empty schedule id", workflow.ErrInvalidRequest)
+	}
+	return c.api("/schedules/" + url.PathEscape(id) + suffix), nil
+}

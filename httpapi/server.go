@@ -1,0 +1,197 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/duraflow/duraflow/client"
+)
+
+// Server is the HTTP API over one management client. Its Handler is safe for
+// concurrent use.
+type Server struct {
+	cfg       *Config
+	client    *client.Client
+	log       *slog.Logger
+	authorize AuthorizeFunc // nil when authentication is off
+	tickSlots chan struct{}
+	handler   http.Handler
+}
+
+// New returns a server for cfg; see Config for the defaults.
+func New(cfg *Config) (*Server, error) {
+	if cfg == nil {
+		return nil, errors.New("httpapi: Config is required")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:       cfg,
+		client:    cfg.Client,
+		log:       cfg.Logger,
+		tickSlots: make(chan struct{}, cfg.MaxConcurrentTicks),
+	}
+	switch {
+	case cfg.Authorize != nil:
+		s.authorize = cfg.Authorize
+	case len(cfg.Tokens) > 0:
+		set, err := newTokenSet(cfg.Tokens)
+		if err != nil {
+			return nil, err
+		}
+		s.authorize = set.authorize
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(recoverPanics)
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	prefix := cfg.Prefix
+	if prefix == "/" {
+		prefix = ""
+	}
+	g := e.Group(prefix)
+	route := func(method, path string, h echo.HandlerFunc, action Action) {
+		g.Add(method, path, h, s.authMiddleware(action))
+	}
+	route(http.MethodGet, "/workflows", s.listWorkflows, ActionRead)
+	route(http.MethodGet, "/workflows/:name/instances", s.listInstances, ActionRead)
+	route(http.MethodPost, "/workflows/:name/instances", s.createInstance, ActionCreate)
+	route(http.MethodPost, "/workflows/:name/instances/batch", s.createBatch, ActionCreate)
+	route(http.MethodGet, "/workflows/:name/instances/:id", s.getInstance, ActionRead)
+	// echo prefers the static "batch" segment over :id whatever the method,
+	// so an instance named "batch" needs its GET spelled out.
+	route(http.MethodGet, "/workflows/:name/instances/batch", s.getBatchInstance, ActionRead)
+	route(http.MethodPost, "/workflows/:name/instances/:id/pause", s.change(s.client.Pause), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/resume", s.change(s.client.Resume), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/terminate", s.change(s.client.Terminate), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/restart", s.change(s.client.Restart), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/events", s.sendEvent, ActionEvents)
+	route(http.MethodGet, "/workflows/:name/instances/:id/history", s.history, ActionRead)
+	if cfg.Tick != nil {
+		route(http.MethodPost, "/_runner/tick", s.tick, ActionTick)
+	}
+	s.addScheduleRoutes(route)
+	s.addFlowRoutes(route)
+	// Triggers go last: they are checked against every route above.
+	if err := s.addTriggers(e); err != nil {
+		return nil, err
+	}
+
+	cop := http.NewCrossOriginProtection()
+	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusForbidden, CodeForbidden, "forbidden: cross-origin request refused")
+	}))
+	s.handler = cop.Handler(e)
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler: the API under Config.Prefix and
+// /healthz and /readyz at the root. It refuses unsafe cross-origin requests
+// from browsers (403 FORBIDDEN), so a web page cannot drive the API with a
+// visitor's network position.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// AuthConfigured reports whether the server authenticates requests (it has
+// tokens or an AuthorizeFunc). Pass it to CheckListenAddr.
+func (s *Server) AuthConfigured() bool { return s.authorize != nil }
+
+// authMiddleware checks that the request may do action. Without
+// authentication it accepts only requests addressed to a loopback host.
+func (s *Server) authMiddleware(action Action) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if s.authorize == nil {
+				if !isLoopbackHost(r.Host) {
+					return fmt.Errorf("%w: authentication is off, so only loopback hosts are served (Host %q)", ErrForbidden, r.Host)
+				}
+				return next(c)
+			}
+			if err := s.authorize(r, action); err != nil {
+				if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden) {
+					return err
+				}
+				return fmt.Errorf("authorizing %s: %w", action, err)
+			}
+			return next(c)
+		}
+	}
+}
+
+func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) (err error) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				err = fmt.Errorf("panic serving %s %s: %v\n%s", c.Request().Method, c.Request().URL.Path, v, debug.Stack())
+			}
+		}()
+		return next(c)
+	}
+}
+
+// handleError is echo's HTTPErrorHandler: every error, the handlers' and
+// echo's own, is answered here in the one JSON shape.
+func (s *Server) handleError(err error, c echo.Context) {
+	r := c.Request()
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		err = echoError(he, r)
+	}
+	status, code, msg, known := errorStatus(err)
+	if !known {
+		s.log.ErrorContext(r.Context(), "httpapi: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	if c.Response().Committed {
+		return
+	}
+	w := c.Response()
+	switch status {
+	case http.StatusUnauthorized:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="duraflow"`)
+	case http.StatusTooManyRequests:
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, errorBody{Error: newAPIError(err, code, msg)})
+}
+
+func writeError(w http.ResponseWriter, status int, code Code, msg string) {
+	writeJSON(w, status, errorBody{Error: &APIError{Code: code, Message: msg}})
+}
+
+// writeJSON writes v without HTML escaping, so raw params and payloads come
+// back as they were sent (compacted).
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		status = http.StatusInternalServerError
+		buf.Reset()
+		_ = json.NewEncoder(&buf).Encode(errorBody{Error: &APIError{Code: CodeInternal, Message: internalMessage}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// reply writes a successful answer.
+func reply(c echo.Context, status int, v any) error {
+	writeJSON(c.Response(), status, v)
+	return nil
+}

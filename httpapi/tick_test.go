@@ -1,0 +1,225 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/testharness"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+type tickResult struct {
+	Instances int `json:"instances"`
+}
+
+func TestTickOffByDefault(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusNotFound, httpapi.CodeNotFound)
+	_, err := b.api.Tick(b.ctx, httpapi.TickRequest{})
+	var apiErr *httpapi.APIError
+	require.ErrorAs(t, err, &apiErr)
+	require.Equal(t, httpapi.CodeNotFound, apiErr.Code)
+}
+
+func TestTick(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", withTick)
+	for i := range 3 {
+		_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: fmt.Sprintf("t-%d", i)})
+		require.NoError(t, err)
+	}
+
+	var res tickResult
+	b.call(t, "POST", "/api/_runner/tick", `{"maxInstances":2}`).requireOK(t, http.StatusOK, &res)
+	require.Equal(t, 2, res.Instances)
+	raw, err := b.api.Tick(b.ctx, httpapi.TickRequest{})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"instances":1}`, string(raw))
+	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, &res)
+	require.Equal(t, 0, res.Instances)
+	for i := range 3 {
+		b.h.RequireStatus("greet", fmt.Sprintf("t-%d", i), workflow.StatusComplete)
+	}
+
+	// maxSteps bounds the step attempts of one tick; later ticks go on.
+	_, err = b.api.Create(b.ctx, "steps", workflow.CreateRequest{ID: "budget"})
+	require.NoError(t, err)
+	_, err = b.api.Tick(b.ctx, httpapi.TickRequest{MaxSteps: 2})
+	require.NoError(t, err)
+	require.NotEqual(t, workflow.StatusComplete, b.h.Status("steps", "budget").Status)
+	require.Less(t, int(b.steps.total.Load()), numSteps)
+	for range numSteps {
+		_, err = b.api.Tick(b.ctx, httpapi.TickRequest{MaxSteps: 2})
+		require.NoError(t, err)
+	}
+	b.h.RequireStatus("steps", "budget", workflow.StatusComplete)
+	for k, n := range b.steps.snapshot() {
+		require.Equal(t, 1, n, k)
+	}
+
+	for _, body := range []string{`{"maxInstances":-1}`, `{"maxInstances":1001}`, `{"maxSteps":-5}`, `{"maxSteps":"10"}`, `{"max":1}`, `[]`} {
+		b.call(t, "POST", "/api/_runner/tick", body).requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest)
+	}
+	b.call(t, "GET", "/api/_runner/tick", "").requireError(t, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+}
+
+func TestTickFuncResults(t *testing.T) {
+	t.Parallel()
+	var mode atomic.Value
+	mode.Store("nil")
+	b := setup(t, "", func(c *httpapi.Config, _ *testharness.Harness) {
+		c.Tick = func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+			switch mode.Load() {
+			case "invalid":
+				return nil, fmt.Errorf("%w: not today", workflow.ErrInvalidRequest)
+			case "broken":
+				return nil, errors.New("connection to 10.0.0.9 refused")
+			case "echo":
+				return map[string]int{"maxInstances": maxInstances, "maxSteps": maxSteps}, nil
+			}
+			return nil, nil
+		}
+	})
+	var ok httpapi.Accepted
+	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, &ok)
+	require.True(t, ok.OK)
+
+	mode.Store("echo")
+	raw, err := b.api.Tick(b.ctx, httpapi.TickRequest{MaxInstances: 7, MaxSteps: 9})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"maxInstances":7,"maxSteps":9}`, string(raw))
+
+	mode.Store("invalid")
+	b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "not today")
+	mode.Store("broken")
+	msg := b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusInternalServerError, httpapi.CodeInternal)
+	require.NotContains(t, msg, "10.0.0.9")
+}
+
+// TestTickBusy checks that a tick arriving while every slot is taken is
+// answered at once with 429.
+func TestTickBusy(t *testing.T) {
+	t.Parallel()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	b := setup(t, "", func(c *httpapi.Config, _ *testharness.Harness) {
+		c.Tick = func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+			entered <- struct{}{}
+			<-release
+			return tickResult{Instances: 1}, nil
+		}
+	})
+
+	done := make(chan error, 1)
+	go func() {
+		_, err := b.api.Tick(b.ctx, httpapi.TickRequest{})
+		done <- err
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first tick never started")
+	}
+
+	r := b.call(t, "POST", "/api/_runner/tick", "")
+	r.requireError(t, http.StatusTooManyRequests, httpapi.CodeTickBusy)
+	require.Equal(t, "1", r.header.Get("Retry-After"))
+
+	close(release)
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first tick never ended")
+	}
+	go func() { <-entered }()
+	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, nil)
+}
+
+// TestTickConcurrent has eight callers tick at once over many instances, with
+// the default single tick slot (extra callers get 429) and with eight slots
+// (eight ticks claim and run at the same time). Every instance completes and
+// no step runs twice.
+func TestTickConcurrent(t *testing.T) {
+	t.Parallel()
+	for _, slots := range []int{1, 8} {
+		t.Run(fmt.Sprintf("slots=%d", slots), func(t *testing.T) {
+			t.Parallel()
+			const instances, callers = 40, 8
+			b := setup(t, "", withTick, func(c *httpapi.Config, _ *testharness.Harness) {
+				c.MaxConcurrentTicks = slots
+			})
+			reqs := make([]workflow.CreateRequest, instances)
+			for i := range reqs {
+				reqs[i].ID = fmt.Sprintf("c-%02d", i)
+			}
+			_, err := b.api.CreateBatch(b.ctx, "steps", reqs)
+			require.NoError(t, err)
+
+			var busy, ran atomic.Int64
+			var wg sync.WaitGroup
+			errs := make(chan error, callers)
+			for range callers {
+				wg.Go(func() {
+					for range 20000 {
+						raw, err := b.api.Tick(b.ctx, httpapi.TickRequest{MaxInstances: 3, MaxSteps: 4})
+						if errors.Is(err, errTickBusy) {
+							busy.Add(1)
+							runtime.Gosched()
+							continue
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+						var res tickResult
+						if err := json.Unmarshal(raw, &res); err != nil {
+							errs <- err
+							return
+						}
+						ran.Add(int64(res.Instances))
+						if res.Instances == 0 && b.steps.total.Load() >= instances*numSteps {
+							return
+						}
+					}
+					errs <- errors.New("a caller never saw the work end")
+				})
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+
+			counts := b.steps.snapshot()
+			require.Len(t, counts, instances*numSteps)
+			for k, n := range counts {
+				require.Equal(t, 1, n, "step %s ran %d times", k, n)
+			}
+			res, err := b.api.List(b.ctx, client.ListParams{WorkflowName: "steps", Statuses: []workflow.InstanceStatus{workflow.StatusComplete}, PageSize: 100})
+			require.NoError(t, err)
+			require.Len(t, res.Instances, instances)
+			require.GreaterOrEqual(t, ran.Load(), int64(instances))
+			if slots == callers {
+				require.Zero(t, busy.Load(), "eight slots never turn a caller away")
+			}
+			t.Logf("slots=%d: %d task runs, %d busy answers", slots, ran.Load(), busy.Load())
+		})
+	}
+}
+
+// errTickBusy matches the 429 answer of a busy tick.
+var errTickBusy = &httpapi.APIError{Code: httpapi.CodeTickBusy}

@@ -1,0 +1,639 @@
+package durability_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/dispatcher"
+	"github.com/duraflow/duraflow/runner"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// The environment through which the test tells its helper process what to do.
+const (
+	// envHelper set to "1" turns TestHelperProcess into the host program.
+	envHelper = "DURAFLOW_DURABILITY_HELPER"
+	// envDB is the SQLite file the host runs on.
+	envDB = "DURAFLOW_DURABILITY_DB"
+	// envLog is the side-effect log the step callbacks append to.
+	envLog = "DURAFLOW_DURABILITY_LOG"
+	// envWorkflow names the workflow of the instances.
+	envWorkflow = "DURAFLOW_DURABILITY_WORKFLOW"
+	// envInstances is the comma-separated ids of the instances.
+	envInstances = "DURAFLOW_DURABILITY_INSTANCES"
+	// envCreate set to "1" makes the host create the instances; a restarted
+	// host only recovers them.
+	envCreate = "DURAFLOW_DURABILITY_CREATE"
+)
+
+const (
+	sleeperWorkflow = "sleeper"
+	slowWorkflow    = "slow"
+
+	// napFor is the sleep of the sleeper workflow. The host is killed during
+	// it, so it must outlast starting a -race binary and running step a on a
+	// slow machine; the test fails, saying so, when it did not.
+	napFor = 5 * time.Second
+	// slowBlock is how long the first start of the slow step takes: far
+	// longer than the test, so only a crash recovery can finish it.
+	slowBlock = 60 * time.Second
+
+	leaseDuration     = 2 * time.Second
+	heartbeatInterval = 500 * time.Millisecond
+	pollInterval      = 100 * time.Millisecond
+
+	// helperLifetime bounds a helper process that nobody killed, should the
+	// test process itself die.
+	helperLifetime = 2 * time.Minute
+	// waitTimeout bounds every wait of the test for its helper.
+	waitTimeout = 30 * time.Second
+	waitTick    = 20 * time.Millisecond
+
+	instancesPerScenario = 3
+)
+
+type params struct {
+	N int `json:"n"`
+}
+
+type sleeperOutput struct {
+	A int `json:"a"`
+	B int `json:"b"`
+}
+
+type slowOutput struct {
+	A    int `json:"a"`
+	Slow int `json:"slow"`
+	C    int `json:"c"`
+}
+
+// register registers the two workflows of the test. Their step callbacks
+// record what runs in the side-effect log at logPath.
+func register(reg *workflow.Registry, logPath string) {
+	// sleeper: step a, a sleep of napFor, step b.
+	workflow.MustRegister(reg, sleeperWorkflow, workflow.Func[params, sleeperOutput](
+		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (sleeperOutput, error) {
+			a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
+				return ev.Payload.N * 10, nil
+			}))
+			if err != nil {
+				return sleeperOutput{}, err
+			}
+			if err := step.Sleep("nap", napFor); err != nil {
+				return sleeperOutput{}, err
+			}
+			b, err := workflow.Do(step, "b", recorded(logPath, func(context.Context) (int, error) {
+				return a + 1, nil
+			}))
+			if err != nil {
+				return sleeperOutput{}, err
+			}
+			return sleeperOutput{A: a, B: b}, nil
+		}))
+
+	// slow: step a, step slow, whose first start blocks for slowBlock while
+	// any later start returns at once, and step c.
+	workflow.MustRegister(reg, slowWorkflow, workflow.Func[params, slowOutput](
+		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (slowOutput, error) {
+			a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
+				return ev.Payload.N * 10, nil
+			}))
+			if err != nil {
+				return slowOutput{}, err
+			}
+			slow, err := workflow.Do(step, "slow", recorded(logPath, func(ctx context.Context) (int, error) {
+				// The attempt number cannot tell the first start: an attempt
+				// cut short by a crash left no record. The log can.
+				lines, err := readLog(logPath)
+				if err != nil {
+					return 0, err
+				}
+				info, _ := workflow.StepInfoFromContext(ctx)
+				if count(lines, info.InstanceID, "slow", "start") == 1 {
+					select {
+					case <-ctx.Done():
+						return 0, ctx.Err()
+					case <-time.After(slowBlock):
+					}
+				}
+				return a + 1, nil
+			}))
+			if err != nil {
+				return slowOutput{}, err
+			}
+			c, err := workflow.Do(step, "c", recorded(logPath, func(context.Context) (int, error) {
+				return slow + 1, nil
+			}))
+			if err != nil {
+				return slowOutput{}, err
+			}
+			return slowOutput{A: a, Slow: slow, C: c}, nil
+		}))
+}
+
+// recorded wraps a step callback so that it appends "<instance> <step>
+// start" to the log before it runs and "<instance> <step> done <attempt>"
+// after it succeeded, each synced to disk before it goes on, so the log
+// holds everything that ran even when the process is killed.
+func recorded[T any](logPath string, fn func(ctx context.Context) (T, error)) func(ctx context.Context) (T, error) {
+	return func(ctx context.Context) (T, error) {
+		var zero T
+		info, ok := workflow.StepInfoFromContext(ctx)
+		if !ok {
+			return zero, workflow.NonRetryable(errors.New("step callback without step info"))
+		}
+		if err := appendLine(logPath, fmt.Sprintf("%s %s start", info.InstanceID, info.Step)); err != nil {
+			return zero, err
+		}
+		v, err := fn(ctx)
+		if err != nil {
+			return zero, err
+		}
+		if err := appendLine(logPath, fmt.Sprintf("%s %s done %d", info.InstanceID, info.Step, info.Attempt)); err != nil {
+			return zero, err
+		}
+		return v, nil
+	}
+}
+
+// appendLine appends one line to the file at path and syncs it. A single
+// O_APPEND write keeps lines of concurrent callbacks whole.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening side-effect log: %w", err)
+	}
+	if _, err := f.WriteString(line + "\n"); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing side-effect log: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("syncing side-effect log: %w", err)
+	}
+	return f.Close()
+}
+
+// logLine is one line of the side-effect log.
+type logLine struct {
+	instance, step, what string
+	// attempt is set on "done" lines.
+	attempt int
+}
+
+// readLog returns the lines of the side-effect log; a log not written yet
+// has none.
+func readLog(path string) ([]logLine, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening side-effect log: %w", err)
+	}
+	defer func() { _ = f.Close() }()
+	var lines []logLine
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		switch {
+		case len(fields) == 3 && fields[2] == "start":
+			lines = append(lines, logLine{instance: fields[0], step: fields[1], what: "start"})
+		case len(fields) == 4 && fields[2] == "done":
+			attempt, err := strconv.Atoi(fields[3])
+			if err != nil {
+				return nil, fmt.Errorf("reading side-effect log line %q: %w", sc.Text(), err)
+			}
+			lines = append(lines, logLine{instance: fields[0], step: fields[1], what: "done", attempt: attempt})
+		default:
+			return nil, fmt.Errorf("reading side-effect log: malformed line %q", sc.Text())
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading side-effect log: %w", err)
+	}
+	return lines, nil
+}
+
+// count returns how many lines record what ("start" or "done") for the step
+// of the instance.
+func count(lines []logLine, instance, step, what string) int {
+	n := 0
+	for _, l := range lines {
+		if l.instance == instance && l.step == step && l.what == what {
+			n++
+		}
+	}
+	return n
+}
+
+// doneAttempts returns the attempt numbers of the "done" lines of the step of
+// the instance.
+func doneAttempts(lines []logLine, instance, step string) []int {
+	var attempts []int
+	for _, l := range lines {
+		if l.instance == instance && l.step == step && l.what == "done" {
+			attempts = append(attempts, l.attempt)
+		}
+	}
+	return attempts
+}
+
+// TestHelperProcess is the host program the durability tests start, kill and
+// start again: it is this test binary re-executed with envHelper set. It
+// opens and migrates the SQLite file, wires a client, a runner and the local
+// dispatcher as a real host does, creates the instances when envCreate asks
+// it to, and runs until every instance has ended. Without envHelper it does
+// nothing.
+func TestHelperProcess(t *testing.T) {
+	if os.Getenv(envHelper) != "1" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), helperLifetime)
+	defer cancel()
+
+	store, err := sqlite.Open(ctx, os.Getenv(envDB))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, store.Close()) }()
+	require.NoError(t, sqlite.Migrate(ctx, store))
+
+	reg := workflow.NewRegistry()
+	register(reg, os.Getenv(envLog))
+	local := dispatcher.NewLocal()
+	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
+	require.NoError(t, err)
+	r, err := runner.New(&runner.Config{
+		Store:             store,
+		Registry:          reg,
+		Logger:            slog.New(slog.NewTextHandler(os.Stderr, nil)),
+		LeaseDuration:     leaseDuration,
+		HeartbeatInterval: heartbeatInterval,
+		PollInterval:      pollInterval,
+		WakeFunc:          local.Wake,
+	})
+	require.NoError(t, err)
+	local.Add(r)
+	require.NoError(t, r.Start(ctx))
+	defer func() {
+		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, r.Stop(stopCtx))
+	}()
+
+	name := os.Getenv(envWorkflow)
+	ids := strings.Split(os.Getenv(envInstances), ",")
+	if os.Getenv(envCreate) == "1" {
+		for i, id := range ids {
+			p, err := json.Marshal(params{N: i + 1})
+			require.NoError(t, err)
+			_, err = c.Create(ctx, name, workflow.CreateRequest{ID: id, Params: p})
+			require.NoError(t, err)
+		}
+	}
+
+	tick := time.NewTicker(waitTick)
+	defer tick.Stop()
+	for {
+		ended := true
+		for _, id := range ids {
+			info, err := c.Get(ctx, name, id)
+			require.NoError(t, err)
+			ended = ended && info.Status.Terminal()
+		}
+		if ended {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("helper: instances of %s did not end within %s", name, helperLifetime)
+		case <-tick.C:
+		}
+	}
+}
+
+// testBundle is one scenario's database file, side-effect log and instances.
+type testBundle struct {
+	dir      string
+	dbPath   string
+	logPath  string
+	store    *sqlite.Store
+	workflow string
+	ids      []string
+	helpers  int
+}
+
+// setup creates and migrates a fresh SQLite file and opens it for reading
+// beside the helper processes, which WAL mode allows.
+func setup(t *testing.T, workflowName string) *testBundle {
+	t.Helper()
+	dir := t.TempDir()
+	b := &testBundle{
+		dir:      dir,
+		dbPath:   filepath.Join(dir, "duraflow.db"),
+		logPath:  filepath.Join(dir, "side-effects.log"),
+		workflow: workflowName,
+	}
+	for i := range instancesPerScenario {
+		b.ids = append(b.ids, fmt.Sprintf("%s-%d", workflowName, i+1))
+	}
+	store, err := sqlite.Open(t.Context(), b.dbPath)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, store.Close()) })
+	require.NoError(t, sqlite.Migrate(t.Context(), store))
+	b.store = store
+	return b
+}
+
+func (b *testBundle) ref(id string) db.InstanceRef {
+	return db.InstanceRef{WorkflowName: b.workflow, ID: id}
+}
+
+func (b *testBundle) readLog(t *testing.T) []logLine {
+	t.Helper()
+	lines, err := readLog(b.logPath)
+	require.NoError(t, err)
+	return lines
+}
+
+// helper is a running host process.
+type helper struct {
+	cmd     *exec.Cmd
+	outPath string
+	// exited is closed once the process has exited and cmd.ProcessState is set.
+	exited chan struct{}
+}
+
+// startHelper starts a host process on the bundle's file. With create it
+// creates the instances; without, it only recovers what the file holds. The
+// process is killed when the test ends, and its output logged if the test
+// failed.
+func (b *testBundle) startHelper(t *testing.T, create bool) *helper {
+	t.Helper()
+	b.helpers++
+	outPath := filepath.Join(b.dir, fmt.Sprintf("helper-%d.out", b.helpers))
+	out, err := os.Create(outPath)
+	require.NoError(t, err)
+	defer func() { _ = out.Close() }() // the child has its own descriptor
+
+	createFlag := "0"
+	if create {
+		createFlag = "1"
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
+	cmd.Env = append(os.Environ(),
+		envHelper+"=1",
+		envDB+"="+b.dbPath,
+		envLog+"="+b.logPath,
+		envWorkflow+"="+b.workflow,
+		envInstances+"="+strings.Join(b.ids, ","),
+		envCreate+"="+createFlag,
+	)
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	h := &helper{cmd: cmd, outPath: outPath, exited: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		close(h.exited)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-h.exited
+		if t.Failed() {
+			output, _ := os.ReadFile(outPath)
+			t.Logf("output of helper process %d (%s):\n%s", cmd.Process.Pid, cmd.ProcessState, output)
+		}
+	})
+	return h
+}
+
+// kill kills the host with SIGKILL, so that it gets no chance to clean up,
+// and waits until it is gone. It fails the test if the host had exited on
+// its own.
+func (h *helper) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, h.cmd.Process.Kill())
+	select {
+	case <-h.exited:
+	case <-time.After(waitTimeout):
+		t.Fatalf("helper process %d did not die within %s of SIGKILL", h.cmd.Process.Pid, waitTimeout)
+	}
+	require.Equal(t, -1, h.cmd.ProcessState.ExitCode(),
+		"helper process ended on its own (%s) before it was killed", h.cmd.ProcessState)
+}
+
+// waitExit waits until the host has ended every instance and exited, and
+// requires that it exited cleanly.
+func (h *helper) waitExit(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.exited:
+	case <-time.After(waitTimeout):
+		t.Fatalf("helper process %d did not finish its instances within %s", h.cmd.Process.Pid, waitTimeout)
+	}
+	require.True(t, h.cmd.ProcessState.Success(), "helper process failed: %s", h.cmd.ProcessState)
+}
+
+// waitFor polls cond until it returns nil. It fails the test with cond's last
+// error when waitTimeout passes or when the host exits first.
+func (h *helper) waitFor(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	timeout := time.After(waitTimeout)
+	tick := time.NewTicker(waitTick)
+	defer tick.Stop()
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		select {
+		case <-h.exited:
+			t.Fatalf("waiting for %s: helper process exited (%s); last: %v", what, h.cmd.ProcessState, err)
+		case <-timeout:
+			t.Fatalf("waiting for %s: not within %s; last: %v", what, waitTimeout, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// requireComplete requires that the instance completed with exactly the
+// output want and that its task is gone.
+func (b *testBundle) requireComplete(t *testing.T, id string, want any) {
+	t.Helper()
+	inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
+	require.NoError(t, err)
+	require.Equal(t, db.StatusComplete, inst.Status, "%s: error %s: %s", id, inst.ErrorName, inst.ErrorMessage)
+	wantJSON, err := json.Marshal(want)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wantJSON), string(inst.Output), "%s: output", id)
+	_, err = b.store.TaskGet(t.Context(), b.ref(id))
+	require.ErrorIs(t, err, db.ErrNotFound, "%s: a complete instance keeps no task", id)
+}
+
+// requireSteps requires that the instance's run recorded exactly the steps of
+// want, by name and type, each once and complete, and returns them by name.
+func (b *testBundle) requireSteps(t *testing.T, id string, want map[string]db.StepType) map[string]*db.Step {
+	t.Helper()
+	steps, err := b.store.StepList(t.Context(), &db.StepListParams{WorkflowName: b.workflow, InstanceID: id, RunNumber: 1})
+	require.NoError(t, err)
+	byKey := map[string]*db.Step{}
+	for _, s := range steps {
+		require.NotContains(t, byKey, s.Key, "%s: step %q recorded twice", id, s.Key)
+		byKey[s.Key] = s
+		require.Equal(t, want[s.Key], s.Type, "%s: type of step %q", id, s.Key)
+		require.Equal(t, db.StepStatusComplete, s.Status, "%s: status of step %q", id, s.Key)
+	}
+	require.Len(t, byKey, len(want), "%s: steps %v", id, byKey)
+	return byKey
+}
+
+// TestSurvivesSIGKILL kills a host running on an SQLite file with SIGKILL,
+// once while its instances sleep and once while a step runs, starts it
+// again, and requires that every instance finishes with the right output and
+// that no step that had completed before the kill runs again.
+func TestSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS == "windows" {
+		t.Skip("Windows has no SIGKILL")
+	}
+	t.Run("while instances sleep", func(t *testing.T) {
+		t.Parallel()
+		testKillWhileSleeping(t)
+	})
+	t.Run("while a step runs", func(t *testing.T) {
+		t.Parallel()
+		testKillWhileStepRuns(t)
+	})
+}
+
+func testKillWhileSleeping(t *testing.T) {
+	b := setup(t, sleeperWorkflow)
+
+	first := b.startHelper(t, true)
+	first.waitFor(t, "every instance to sleep after step a", func() error {
+		lines, err := readLog(b.logPath)
+		if err != nil {
+			return err
+		}
+		for _, id := range b.ids {
+			if n := count(lines, id, "a", "done"); n != 1 {
+				return fmt.Errorf("%s: step a done %d times", id, n)
+			}
+			inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
+			if err != nil {
+				return fmt.Errorf("%s: %w", id, err)
+			}
+			if inst.Status != db.StatusWaiting {
+				return fmt.Errorf("%s: status %s", id, inst.Status)
+			}
+		}
+		return nil
+	})
+	first.kill(t)
+
+	before := b.readLog(t)
+	for _, id := range b.ids {
+		require.Zero(t, count(before, id, "b", "start"),
+			"%s: step b started before the kill; the %s sleep is too short for this machine", id, napFor)
+		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
+		require.NoError(t, err)
+		require.Equal(t, db.StatusWaiting, inst.Status,
+			"%s: status at the kill; the %s sleep is too short for this machine", id, napFor)
+	}
+
+	second := b.startHelper(t, false)
+	second.waitExit(t)
+
+	after := b.readLog(t)
+	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
+	restarted := after[len(before):]
+	for i, id := range b.ids {
+		n := i + 1
+		b.requireComplete(t, id, sleeperOutput{A: n * 10, B: n*10 + 1})
+
+		require.Equal(t, 1, count(after, id, "a", "start"), "%s: step a starts", id)
+		require.Equal(t, []int{1}, doneAttempts(after, id, "a"), "%s: step a completions", id)
+		require.Zero(t, count(restarted, id, "a", "start"), "%s: step a ran again after the restart", id)
+		require.Equal(t, 1, count(restarted, id, "b", "start"), "%s: step b starts after the restart", id)
+		require.Equal(t, 1, count(after, id, "b", "start"), "%s: step b starts", id)
+		require.Equal(t, []int{1}, doneAttempts(after, id, "b"), "%s: step b completions", id)
+
+		steps := b.requireSteps(t, id, map[string]db.StepType{"a": db.StepTypeDo, "nap": db.StepTypeSleep, "b": db.StepTypeDo})
+		require.Equal(t, 1, steps["a"].Attempts, "%s: attempts of step a", id)
+		require.Equal(t, 1, steps["b"].Attempts, "%s: attempts of step b", id)
+	}
+}
+
+func testKillWhileStepRuns(t *testing.T) {
+	b := setup(t, slowWorkflow)
+
+	first := b.startHelper(t, true)
+	first.waitFor(t, "the slow step to start in every instance", func() error {
+		lines, err := readLog(b.logPath)
+		if err != nil {
+			return err
+		}
+		for _, id := range b.ids {
+			if n := count(lines, id, "slow", "start"); n != 1 {
+				return fmt.Errorf("%s: step slow started %d times", id, n)
+			}
+		}
+		return nil
+	})
+	first.kill(t)
+
+	before := b.readLog(t)
+	for _, id := range b.ids {
+		require.Equal(t, []int{1}, doneAttempts(before, id, "a"), "%s: step a completed before the kill", id)
+		require.Empty(t, doneAttempts(before, id, "slow"), "%s: step slow completed before the kill", id)
+		require.Zero(t, count(before, id, "c", "start"), "%s: step c started before the kill", id)
+		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
+		require.NoError(t, err)
+		require.Equal(t, db.StatusRunning, inst.Status, "%s: status at the kill", id)
+		task, err := b.store.TaskGet(t.Context(), b.ref(id))
+		require.NoError(t, err)
+		require.Equal(t, db.TaskStatusProcessing, task.Status, "%s: the dead host holds the task's lease", id)
+	}
+
+	second := b.startHelper(t, false)
+	second.waitExit(t)
+
+	after := b.readLog(t)
+	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
+	restarted := after[len(before):]
+	for i, id := range b.ids {
+		n := i + 1
+		b.requireComplete(t, id, slowOutput{A: n * 10, Slow: n*10 + 1, C: n*10 + 2})
+
+		require.Equal(t, 1, count(after, id, "a", "start"), "%s: step a starts", id)
+		require.Equal(t, []int{1}, doneAttempts(after, id, "a"), "%s: step a completions", id)
+		require.Zero(t, count(restarted, id, "a", "start"), "%s: step a ran again after the restart", id)
+		require.Equal(t, 2, count(after, id, "slow", "start"), "%s: step slow starts, before and after the kill", id)
+		require.Len(t, doneAttempts(restarted, id, "slow"), 1, "%s: step slow completions after the restart", id)
+		require.Len(t, doneAttempts(after, id, "slow"), 1, "%s: step slow completions", id)
+		require.Equal(t, 1, count(after, id, "c", "start"), "%s: step c starts", id)
+		require.Equal(t, []int{1}, doneAttempts(after, id, "c"), "%s: step c completions", id)
+
+		steps := b.requireSteps(t, id, map[string]db.StepType{"a": db.StepTypeDo, "slow": db.StepTypeDo, "c": db.StepTypeDo})
+		require.Equal(t, 1, steps["a"].Attempts, "%s: attempts of step a", id)
+		require.Equal(t, doneAttempts(after, id, "slow")[0], steps["slow"].Attempts,
+			"%s: step slow records the attempt that completed it", id)
+		require.Equal(t, 1, steps["c"].Attempts, "%s: attempts of step c", id)
+	}
+}

@@ -1,0 +1,95 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/duraflow/duraflow/db"
+)
+
+// commitReq is one checkpoint waiting for a group commit.
+type commitReq struct {
+	p    *db.CheckpointParams
+	res  *db.CheckpointResult
+	err  error
+	done chan struct{}
+}
+
+// groupCommit commits the step checkpoints of many running instances together:
+// each worker takes one queued checkpoint and everything else queued at that
+// moment (up to GroupCommitMax), commits them in one transaction with
+// Store.CheckpointBatch, and answers each. While a commit is in flight the
+// next checkpoints queue, so under load commits grow and their number per
+// step falls, and when idle a checkpoint commits alone at once.
+type groupCommit struct {
+	store db.Store
+	max   int
+	reqs  chan *commitReq
+	stop  <-chan struct{}
+
+	commits     atomic.Int64
+	checkpoints atomic.Int64
+}
+
+func newGroupCommit(store db.Store, max, workers int, stop <-chan struct{}) *groupCommit {
+	g := &groupCommit{store: store, max: max, reqs: make(chan *commitReq, max), stop: stop}
+	for range workers {
+		go g.work()
+	}
+	return g
+}
+
+var errRunnerStopped = errors.New("runner stopped")
+
+// commit queues p and waits until the commit holding it is done.
+func (g *groupCommit) commit(p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	req := &commitReq{p: p, done: make(chan struct{})}
+	select {
+	case g.reqs <- req:
+	case <-g.stop:
+		return nil, errRunnerStopped
+	}
+	<-req.done
+	return req.res, req.err
+}
+
+func (g *groupCommit) work() {
+	batch := make([]*commitReq, 0, g.max)
+	params := make([]*db.CheckpointParams, 0, g.max)
+	for {
+		batch, params = batch[:0], params[:0]
+		select {
+		case <-g.stop:
+			return
+		case req := <-g.reqs:
+			batch = append(batch, req)
+		}
+	gather:
+		for len(batch) < g.max {
+			select {
+			case req := <-g.reqs:
+				batch = append(batch, req)
+			default:
+				break gather
+			}
+		}
+		for _, req := range batch {
+			params = append(params, req.p)
+		}
+		// A commit in flight finishes even while the runner stops: it either
+		// commits whole or not at all.
+		results, err := g.store.CheckpointBatch(context.Background(), params)
+		g.commits.Add(1)
+		g.checkpoints.Add(int64(len(params)))
+		for i, req := range batch {
+			switch {
+			case err != nil:
+				req.err = err
+			default:
+				req.res, req.err = results[i].Result, results[i].Err
+			}
+			close(req.done)
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// Causes with which an execution's context is cancelled.
+var (
+	errCauseFinished  = errors.New("run suspended or finished")
+	errCauseLeaseLost = errors.New("task lease lost")
+	errCauseStore     = errors.New("store error")
+)
+
+// wait is something a suspended run waits for.
+type wait struct {
+	at        time.Time
+	kind      db.TaskKind
+	eventType string
+}
+
+type runOutcome struct {
+	out json.RawMessage
+	err error
+}
+
+// execution is one claimed task being replayed. The workflow's goroutines
+// (through step methods) and the execution's own loop share its state under
+// mu; checkpoints are serialised by commitMu.
+type execution struct {
+	r      *Runner
+	log    *slog.Logger
+	ref    db.TaskRef
+	inst   *db.Instance
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	commitMu sync.Mutex
+
+	mu      sync.Mutex
+	steps   map[string]*db.Step
+	active  map[string]bool
+	counted map[string]bool
+	// inflight counts step work that may still commit (running callbacks and
+	// checkpoints); the run is suspended only once it drops to zero.
+	inflight int
+	// blocked counts goroutines parked inside a step until the run suspends.
+	blocked int
+	waits   []wait
+	writes  []db.StepWrite
+	// park is set when a checkpoint reported a pause request: no new step
+	// starts, and the run is parked at this boundary.
+	park bool
+	// closed is set once the run was suspended, finished or abandoned: from
+	// then on no step starts or commits.
+	closed  bool
+	changed chan struct{}
+	// budget, when set, counts the new step attempts this execution and the
+	// others of one RunDueLimited call may still start.
+	budget *atomic.Int64
+}
+
+func (r *Runner) execute(task *db.Task, budget *atomic.Int64) {
+	log := r.cfg.Logger.With("workflow", task.WorkflowName, "instance", task.InstanceID, "task", task.ID)
+	ref := db.TaskRef{ID: task.ID, Version: task.Version}
+	wf, ok := r.cfg.Registry.Lookup(task.WorkflowName)
+	if !ok {
+		r.release(ref, r.now(), "workflow not registered on this runner", log)
+		return
+	}
+	state, err := r.cfg.Store.RunLoad(r.execCtx, db.InstanceRef{WorkflowName: task.WorkflowName, ID: task.InstanceID})
+	if err != nil {
+		log.Error("loading run failed", "error", err)
+		r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log)
+		return
+	}
+	if state.Instance.Status.Terminal() {
+		return
+	}
+	e := &execution{
+		r:       r,
+		log:     log,
+		ref:     ref,
+		inst:    state.Instance,
+		steps:   state.Steps,
+		active:  map[string]bool{},
+		counted: map[string]bool{},
+		changed: make(chan struct{}, 1),
+		budget:  budget,
+	}
+	if e.steps == nil {
+		e.steps = map[string]*db.Step{}
+	}
+	e.ctx, e.cancel = context.WithCancelCause(r.execCtx)
+	defer e.cancel(errCauseFinished)
+
+	if e.inst.Status == db.StatusPaused || e.inst.PauseRequested {
+		// Paused (or asked to pause) before any step ran: park it now.
+		e.finish(&db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: r.now(), NextKind: db.TaskKindResume})
+		return
+	}
+	e.run(wf)
+}
+
+func (e *execution) run(wf workflow.Runnable) {
+	hbStop := make(chan struct{})
+	hbDone := make(chan struct{})
+	go e.heartbeat(hbStop, hbDone)
+	defer func() { close(hbStop); <-hbDone }()
+
+	done := make(chan runOutcome, 1)
+	go func() {
+		var o runOutcome
+		defer func() {
+			if p := recover(); p != nil {
+				o = runOutcome{err: &panicError{value: p, stack: string(debug.Stack())}}
+			}
+			done <- o
+		}()
+		o.out, o.err = wf.Execute(e.ctx, workflow.RawEvent{
+			Payload:      e.inst.Params,
+			Timestamp:    e.inst.CreatedAt,
+			InstanceID:   e.inst.ID,
+			WorkflowName: e.inst.WorkflowName,
+			RunNumber:    e.inst.RunNumber,
+			Metadata:     e.inst.Metadata,
+		}, &step{e: e})
+	}()
+
+	var result *runOutcome
+	for {
+		select {
+		case o := <-done:
+			result = &o
+		case <-e.changed:
+		case <-e.ctx.Done():
+		}
+		if cause := context.Cause(e.ctx); cause != nil {
+			e.abandon(cause)
+			return
+		}
+		e.mu.Lock()
+		inflight, blocked, park := e.inflight, e.blocked, e.park
+		e.mu.Unlock()
+		switch {
+		case result != nil && (!errors.Is(result.err, workflow.ErrSuspended) || (blocked == 0 && !park)):
+			// Run returned on its own: the instance is complete or errored.
+			e.complete(result.out, result.err)
+			return
+		case (result != nil || blocked > 0 || park) && inflight == 0:
+			// Every goroutine that can still make progress is parked in a
+			// step: record the waits and release the task until the earliest.
+			e.suspend()
+			if result == nil {
+				e.awaitReturn(done)
+			}
+			return
+		}
+	}
+}
+
+// suspend commits the recorded waits and releases the task until the
+// earliest of them (or parks the instance when a pause was requested).
+func (e *execution) suspend() {
+	e.mu.Lock()
+	waits, writes := e.waits, e.writes
+	e.mu.Unlock()
+	now := e.r.now()
+	p := &db.CheckpointParams{Outcome: db.OutcomeSuspend, Steps: writes, NextRunAt: now, NextKind: db.TaskKindResume}
+	for i, w := range waits {
+		if i == 0 || w.at.Before(p.NextRunAt) {
+			p.NextRunAt, p.NextKind = w.at, w.kind
+		}
+		if w.eventType != "" {
+			p.WaitEventTypes = append(p.WaitEventTypes, w.eventType)
+		}
+	}
+	e.finish(p)
+}
+
+// complete records what Run returned.
+func (e *execution) complete(out json.RawMessage, runErr error) {
+	if runErr == nil {
+		e.finish(&db.CheckpointParams{Outcome: db.OutcomeComplete, Output: out})
+		return
+	}
+	e.finish(&db.CheckpointParams{Outcome: db.OutcomeError, ErrorName: workflow.ErrorName(runErr), ErrorMessage: runErr.Error()})
+}
+
+// finish commits the execution's last checkpoint and closes it.
+func (e *execution) finish(p *db.CheckpointParams) {
+	e.commitMu.Lock()
+	defer e.commitMu.Unlock()
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	e.mu.Unlock()
+	res, err := e.checkpoint(p)
+	e.cancel(errCauseFinished)
+	if err != nil {
+		return
+	}
+	switch {
+	case res.Due:
+		e.r.wake(e.inst.WorkflowName)
+	case p.Outcome == db.OutcomeSuspend && res.Status == db.StatusWaiting:
+		e.r.wakeAtTime(p.NextRunAt)
+	}
+	e.log.Debug("run checkpointed", "outcome", p.Outcome, "status", res.Status)
+}
+
+// abandon ends an execution whose context was cancelled from outside: a lost
+// lease (nothing may be written), a store error or a shutdown (the task goes
+// back to the queue).
+func (e *execution) abandon(cause error) {
+	e.commitMu.Lock()
+	e.mu.Lock()
+	wasClosed := e.closed
+	e.closed = true
+	e.mu.Unlock()
+	e.commitMu.Unlock()
+	if wasClosed || errors.Is(cause, errCauseLeaseLost) || errors.Is(cause, errCauseFinished) {
+		return
+	}
+	runAt := e.r.now()
+	if errors.Is(cause, errCauseStore) {
+		runAt = runAt.Add(e.r.cfg.PollInterval)
+	}
+	e.r.release(e.ref, runAt, cause.Error(), e.log)
+}
+
+// awaitReturn gives the workflow code a grace period to return after its
+// context was cancelled, so its goroutines don't outlive the execution.
+func (e *execution) awaitReturn(done <-chan runOutcome) {
+	t := time.NewTimer(e.r.cfg.ShutdownGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		e.log.Warn("workflow code did not return after its run was suspended; it should return step errors", "grace", e.r.cfg.ShutdownGrace)
+	}
+}
+
+// checkpoint fills the fencing and identity fields and commits p. The caller
+// holds commitMu and has checked that the execution is not closed. A lost
+// lease or a store error cancels the execution.
+func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	now := e.r.now()
+	p.Task = e.ref
+	p.WorkflowName = e.inst.WorkflowName
+	p.InstanceID = e.inst.ID
+	p.RunNumber = e.inst.RunNumber
+	p.Now = now
+	p.LockedUntil = now.Add(e.r.cfg.LeaseDuration)
+	p.RecordHooks = e.r.cfg.RecordHooks && p.Outcome == db.OutcomeSuspend
+	// A checkpoint must not be cut short by the execution's own cancellation:
+	// it either commits whole or not at all, so it runs on the runner's context.
+	var res *db.CheckpointResult
+	var err error
+	if e.r.commits != nil && p.Outcome == db.OutcomeContinue && p.ConsumeEvent == nil {
+		res, err = e.r.commits.commit(p)
+	} else {
+		res, err = e.r.cfg.Store.Checkpoint(context.WithoutCancel(e.ctx), p)
+	}
+	switch {
+	case errors.Is(err, db.ErrLeaseLost):
+		e.log.Info("lease lost; dropping the run", "version", e.ref.Version)
+		e.cancel(errCauseLeaseLost)
+		return nil, err
+	case err != nil:
+		e.log.Error("checkpoint failed", "error", err)
+		e.cancel(fmt.Errorf("%w: %w", errCauseStore, err))
+		return nil, err
+	}
+	return res, nil
+}
+
+func (e *execution) heartbeat(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := e.r.cfg.Clock.Ticker(e.r.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := e.r.cfg.Store.TaskHeartbeat(e.ctx, &db.TaskHeartbeatParams{
+			Task: e.ref, LockedUntil: e.r.now().Add(e.r.cfg.LeaseDuration),
+		})
+		switch {
+		case errors.Is(err, db.ErrLeaseLost):
+			e.mu.Lock()
+			closed := e.closed
+			e.mu.Unlock()
+			if !closed {
+				e.log.Info("lease lost during heartbeat; dropping the run")
+				e.cancel(errCauseLeaseLost)
+			}
+			return
+		case err != nil && e.ctx.Err() == nil:
+			e.log.Warn("heartbeat failed", "error", err)
+		}
+	}
+}
+
+func (e *execution) signal() {
+	select {
+	case e.changed <- struct{}{}:
+	default:
+	}
+}
+
+// release gives a claimed task back to the queue, due at runAt.
+func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := r.cfg.Store.TaskRelease(ctx, &db.TaskReleaseParams{Task: ref, RunAt: runAt, LastError: reason})
+	if err != nil && !errors.Is(err, db.ErrLeaseLost) {
+		log.Warn("releasing task failed; it is retried when its lease expires", "error", err)
+	}
+}
+
+// panicError is what a panic in workflow code or a step callback becomes.
+type panicError struct {
+	value any
+	stack string
+}
+
+func (p *panicError) Error() string { return fmt.Sprintf("panic: %v", p.value) }
+
+func (p *panicError) ErrorName() string { return "PanicError" }

@@ -1,0 +1,164 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/runner"
+	"github.com/duraflow/duraflow/testharness"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// twoRunners builds two runners over one store with a shared fake clock, both
+// executing blockingWorkflow.
+func twoRunners(t *testing.T, backend testharness.Backend, lease time.Duration) (a, b *runner.Runner, c *client.Client, clk *clock.Mock, store db.Store, started chan string, release chan struct{}) {
+	t.Helper()
+	store = backend.NewStore(t)
+	clk = clock.NewMock()
+	clk.Set(testharness.DefaultStart)
+	var calls atomic.Int32
+	started = make(chan string, 2)
+	release = make(chan struct{})
+	mk := func(id string) *runner.Runner {
+		reg := workflow.NewRegistry()
+		blockingWorkflow(reg, started, release, &calls)
+		r, err := runner.New(&runner.Config{Store: store, Registry: reg, Clock: clk, Logger: quietLogger, ID: id, LeaseDuration: lease})
+		require.NoError(t, err)
+		if c == nil {
+			c, err = client.New(&client.Config{Store: store, Registry: reg, Clock: clk})
+			require.NoError(t, err)
+		}
+		return r
+	}
+	a, b = mk("a"), mk("b")
+	return
+}
+
+func TestLongStepRenewsItsLease(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		lease := 30 * time.Second
+		ra, rb, c, clk, store, started, release := twoRunners(t, b, lease)
+		ctx := context.Background()
+		_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		require.NoError(t, err)
+		aDone := make(chan int)
+		go func() { n, _ := ra.RunDue(ctx, 1); aDone <- n }()
+		<-started
+
+		ref := db.InstanceRef{WorkflowName: "w", ID: "x"}
+		for range 9 { // 90 seconds: three leases' worth
+			clk.Add(10 * time.Second)
+			require.Eventually(t, func() bool {
+				task, err := store.TaskGet(ctx, ref)
+				return err == nil && task.LockedUntil != nil && task.LockedUntil.After(clk.Now().Add(lease/2))
+			}, 10*time.Second, 5*time.Millisecond, "the heartbeat renews the lease")
+			n, err := rb.RunDue(ctx, 1)
+			require.NoError(t, err)
+			require.Zero(t, n, "another runner cannot take a task whose holder heartbeats")
+		}
+		close(release)
+		require.Equal(t, 1, <-aDone)
+		info, err := c.Get(ctx, "w", "x")
+		require.NoError(t, err)
+		require.Equal(t, workflow.StatusComplete, info.Status)
+		require.JSONEq(t, `"call 1"`, string(info.Output))
+	})
+}
+
+func TestStopReleasesTasksForOtherRunners(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		ra, rb, c, _, store, started, release := twoRunners(t, b, time.Minute)
+		ctx := context.Background()
+		_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		require.NoError(t, err)
+		aDone := make(chan struct{})
+		go func() { _, _ = ra.RunDue(ctx, 1); close(aDone) }()
+		<-started
+
+		// A graceful stop whose deadline passes while a step still runs: the
+		// runner cancels it and gives the task back instead of holding the lease.
+		stopCtx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		require.ErrorIs(t, ra.Stop(stopCtx), context.DeadlineExceeded)
+		<-aDone
+		task, err := store.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: "x"})
+		require.NoError(t, err)
+		require.Equal(t, db.TaskStatusPending, task.Status)
+
+		n, err := rb.RunDue(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, 1, n, "another runner takes it at once, without waiting for the lease")
+		close(release)
+		info, err := c.Get(ctx, "w", "x")
+		require.NoError(t, err)
+		require.Equal(t, workflow.StatusComplete, info.Status)
+	})
+}
+
+func TestStopWaitsForRunningWork(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		ra, _, c, _, _, started, release := twoRunners(t, b, time.Minute)
+		ctx := context.Background()
+		_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		require.NoError(t, err)
+		require.NoError(t, ra.Start(ctx))
+		ra.Notify()
+		<-started
+		stopped := make(chan error)
+		go func() { stopped <- ra.Stop(ctx) }()
+		select {
+		case <-stopped:
+			t.Fatal("Stop returned while a step was still running")
+		case <-time.After(100 * time.Millisecond):
+		}
+		close(release)
+		require.NoError(t, <-stopped)
+		info, err := c.Get(ctx, "w", "x")
+		require.NoError(t, err)
+		require.Equal(t, workflow.StatusComplete, info.Status, "the step in flight finished and was committed")
+	})
+}
+
+func TestPayloadLimitsInsideRuns(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		big := strings.Repeat("x", workflow.MaxPayloadBytes)
+		workflow.MustRegister(h.Registry, "bigstep", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				_, err := workflow.Do(step, "huge", func(ctx context.Context) (string, error) { return big, nil })
+				if !errors.Is(err, workflow.ErrPayloadTooLarge) && !strings.Contains(err.Error(), "payload too large") {
+					return "", errors.New("an oversized result was accepted")
+				}
+				return err.Error(), nil
+			}))
+		workflow.MustRegister(h.Registry, "bigout", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) { return big, nil }))
+		_, err := h.Client.Create(h.Context(), "bigstep", workflow.CreateRequest{ID: "s"})
+		require.NoError(t, err)
+		_, err = h.Client.Create(h.Context(), "bigout", workflow.CreateRequest{ID: "o"})
+		require.NoError(t, err)
+		h.RunUntilIdle()
+
+		var msg string
+		h.RequireOutput("bigstep", "s", &msg)
+		require.Contains(t, msg, "limit is 1048576")
+		hist := h.History("bigstep", "s")
+		require.Equal(t, 1, hist.Steps[0].Attempts, "an oversized result is not retried")
+
+		info := h.RequireStatus("bigout", "o", workflow.StatusErrored)
+		require.Contains(t, info.Error.Message, "workflow output")
+	})
+}

@@ -1,0 +1,281 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/duraflow/duraflow/db"
+)
+
+// Runner claims due tasks and executes workflow code durably. It is safe to
+// run many runners, in one process or many, against one database.
+type Runner struct {
+	cfg *Config
+
+	wakeCh chan struct{}
+	// slots bounds concurrent executions.
+	slots chan struct{}
+
+	mu       sync.Mutex
+	started  bool
+	stopLoop context.CancelFunc
+	loopDone chan struct{}
+	// execCtx is the parent of every execution; cancelling it makes running
+	// executions release their tasks.
+	execCtx    context.Context
+	execCancel context.CancelFunc
+	active     sync.WaitGroup
+
+	// timerMu guards the one timer that wakes the loop when the earliest
+	// suspension this runner committed comes due, so a sleep shorter than the
+	// poll interval is not late by up to a poll.
+	timerMu   sync.Mutex
+	wakeTimer *clock.Timer
+	wakeAt    time.Time
+
+	polls atomic.Int64
+
+	commits *groupCommit
+}
+
+// New returns a runner for cfg. It does nothing until Start or RunDue.
+func New(cfg *Config) (*Runner, error) {
+	if cfg == nil {
+		return nil, errors.New("runner: nil Config")
+	}
+	c := cfg.WithDefaults()
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	execCtx, execCancel := context.WithCancel(context.Background())
+	r := &Runner{
+		cfg:        c,
+		wakeCh:     make(chan struct{}, 1),
+		slots:      make(chan struct{}, c.MaxConcurrency),
+		execCtx:    execCtx,
+		execCancel: execCancel,
+	}
+	if c.GroupCommitMax > 1 {
+		r.commits = newGroupCommit(c.Store, c.GroupCommitMax, c.GroupCommitWorkers, execCtx.Done())
+	}
+	return r, nil
+}
+
+// ID returns the runner's lock-owner id.
+func (r *Runner) ID() string { return r.cfg.ID }
+
+// GroupCommitStats returns how many group commits the runner made and how
+// many step checkpoints they held; their ratio is the mean batch size.
+func (r *Runner) GroupCommitStats() (commits, checkpoints int64) {
+	if r.commits == nil {
+		return 0, 0
+	}
+	return r.commits.commits.Load(), r.commits.checkpoints.Load()
+}
+
+// Polls returns how many times the loop has looked for due work, for tests
+// and metrics.
+func (r *Runner) Polls() int64 { return r.polls.Load() }
+
+// Notify wakes the runner's loop so it claims due work at once instead of at
+// its next poll. It never blocks.
+func (r *Runner) Notify() {
+	select {
+	case r.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// Start starts the claim loop in the background. It returns an error if the
+// runner was started already.
+func (r *Runner) Start(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.started {
+		return errors.New("runner: already started")
+	}
+	r.started = true
+	loopCtx, cancel := context.WithCancel(ctx)
+	r.stopLoop = cancel
+	r.loopDone = make(chan struct{})
+	go r.loop(loopCtx)
+	return nil
+}
+
+// Stop shuts the runner down gracefully: it stops claiming, waits for the
+// executions it holds to finish or suspend until ctx is done, and then
+// cancels the rest, which give their tasks back to the queue so another
+// runner takes them at once.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	stop, loopDone := r.stopLoop, r.loopDone
+	r.mu.Unlock()
+	if stop != nil {
+		stop()
+		<-loopDone
+	}
+	finished := make(chan struct{})
+	go func() { r.active.Wait(); close(finished) }()
+	select {
+	case <-finished:
+		r.execCancel()
+		return nil
+	case <-ctx.Done():
+	}
+	r.execCancel()
+	<-finished
+	return ctx.Err()
+}
+
+func (r *Runner) loop(ctx context.Context) {
+	defer close(r.loopDone)
+	poll := r.cfg.Clock.Timer(r.cfg.PollInterval)
+	defer poll.Stop()
+	for {
+		full, err := r.claimAndStart(ctx)
+		r.polls.Add(1)
+		if err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("claiming tasks failed", "runner", r.cfg.ID, "error", err)
+		}
+		if full && err == nil {
+			// Every free slot was filled: there may be more due work, so
+			// look again as soon as a slot frees up.
+			select {
+			case <-ctx.Done():
+				return
+			case r.slots <- struct{}{}:
+				<-r.slots
+				continue
+			}
+		}
+		poll.Reset(r.cfg.PollInterval)
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wakeCh:
+		case <-poll.C:
+		}
+	}
+}
+
+// claimAndStart claims as many tasks as there are free slots and starts
+// executing them. It reports whether it filled every free slot.
+func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
+	free := cap(r.slots) - len(r.slots)
+	if free <= 0 {
+		return true, nil
+	}
+	tasks, err := r.claim(ctx, free)
+	if err != nil {
+		return false, err
+	}
+	for _, t := range tasks {
+		r.slots <- struct{}{}
+		r.active.Add(1)
+		go func(t *db.Task) {
+			defer func() {
+				<-r.slots
+				r.active.Done()
+				r.Notify()
+			}()
+			r.execute(t, nil)
+		}(t)
+	}
+	return len(tasks) == free, nil
+}
+
+func (r *Runner) claim(ctx context.Context, max int) ([]*db.Task, error) {
+	names := r.cfg.Registry.Names()
+	if len(names) == 0 || max <= 0 {
+		return nil, nil
+	}
+	now := r.now()
+	tasks, err := r.cfg.Store.TaskClaim(ctx, &db.TaskClaimParams{
+		Owner:         r.cfg.ID,
+		WorkflowNames: names,
+		Max:           max,
+		Now:           now,
+		LockedUntil:   now.Add(r.cfg.LeaseDuration),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claiming tasks: %w", err)
+	}
+	return tasks, nil
+}
+
+// RunDue claims up to max due tasks, executes them and waits until each has
+// completed, suspended or failed. It returns how many tasks it ran. The test
+// harness drives a runner through it; it may be called while the background
+// loop runs.
+func (r *Runner) RunDue(ctx context.Context, max int) (int, error) {
+	return r.RunDueLimited(ctx, max, 0)
+}
+
+// RunDueLimited is RunDue with a budget of new step attempts shared by the
+// tasks it runs: once maxSteps attempts have started, every run suspends at
+// its next step boundary with its task due at once, for the next call to pick
+// up. maxSteps 0 means no budget. The HTTP tick drives a runner through it, so
+// one tick stays within a platform's request time limit.
+func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) (int, error) {
+	if maxInstances <= 0 {
+		maxInstances = r.cfg.MaxConcurrency
+	}
+	tasks, err := r.claim(ctx, maxInstances)
+	if err != nil {
+		return 0, err
+	}
+	var budget *atomic.Int64
+	if maxSteps > 0 {
+		budget = new(atomic.Int64)
+		budget.Store(int64(maxSteps))
+	}
+	var wg sync.WaitGroup
+	for _, t := range tasks {
+		wg.Add(1)
+		r.active.Add(1)
+		go func(t *db.Task) {
+			defer wg.Done()
+			defer r.active.Done()
+			r.execute(t, budget)
+		}(t)
+	}
+	wg.Wait()
+	return len(tasks), nil
+}
+
+// wakeAtTime arranges for the loop to be woken at t, unless an earlier wake is
+// already arranged.
+func (r *Runner) wakeAtTime(t time.Time) {
+	r.timerMu.Lock()
+	defer r.timerMu.Unlock()
+	if r.wakeTimer != nil && !r.wakeAt.After(t) {
+		return
+	}
+	if r.wakeTimer != nil {
+		r.wakeTimer.Stop()
+	}
+	r.wakeAt = t
+	r.wakeTimer = r.cfg.Clock.AfterFunc(r.cfg.Clock.Until(t), func() {
+		r.timerMu.Lock()
+		if r.wakeAt.Equal(t) {
+			r.wakeTimer = nil
+		}
+		r.timerMu.Unlock()
+		r.Notify()
+	})
+}
+
+func (r *Runner) now() time.Time {
+	return r.cfg.Clock.Now().UTC().Truncate(time.Microsecond)
+}
+
+func (r *Runner) wake(workflowName string) {
+	r.Notify()
+	r.cfg.WakeFunc(workflowName)
+}

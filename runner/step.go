@@ -1,0 +1,464 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// step is the workflow.Step the runner hands to workflow code.
+type step struct{ e *execution }
+
+var _ workflow.Step = (*step)(nil)
+
+var errAttemptTimeout = errors.New("attempt timeout")
+
+// timeoutError is the failure of an attempt that outlived its timeout.
+type timeoutError struct {
+	attempt int
+	timeout time.Duration
+}
+
+func (t *timeoutError) Error() string {
+	return fmt.Sprintf("attempt %d timed out after %s", t.attempt, t.timeout)
+}
+
+func (t *timeoutError) ErrorName() string { return workflow.ErrorNameStepTimeout }
+
+// Do implements workflow.Step.
+func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption) (json.RawMessage, error) {
+	e := s.e
+	key, err := workflow.NormalizeStepName(name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := workflow.NewStepConfig(opts...)
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if fn == nil {
+		return nil, fmt.Errorf("%w: step %q has no function", workflow.ErrInvalidRequest, key)
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, workflow.ErrSuspended
+	}
+	if e.active[key] {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", workflow.ErrDuplicateStep, key)
+	}
+	if err := e.countLocked(key); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	attempt := 1
+	if st := e.steps[key]; st != nil {
+		if st.Type != db.StepTypeDo {
+			e.mu.Unlock()
+			return nil, mismatch(key, st.Type, db.StepTypeDo)
+		}
+		switch st.Status {
+		case db.StepStatusComplete:
+			res := st.Result
+			e.mu.Unlock()
+			return res, nil
+		case db.StepStatusErrored:
+			e.mu.Unlock()
+			return nil, stepError(st)
+		case db.StepStatusRetrying:
+			attempt = st.Attempts + 1
+			if st.NextRetryAt != nil && st.NextRetryAt.After(e.r.now()) {
+				return nil, e.blockLocked(&wait{at: *st.NextRetryAt, kind: db.TaskKindRetry}, nil)
+			}
+		}
+	}
+	if e.park || e.blocked > 0 {
+		// A step boundary while the run is about to suspend or park: start
+		// nothing new.
+		return nil, e.blockLocked(nil, nil)
+	}
+	if e.budget != nil && e.budget.Add(-1) < 0 {
+		// The caller's step budget is spent: yield, due again at once.
+		return nil, e.blockLocked(&wait{at: e.r.now(), kind: db.TaskKindResume}, nil)
+	}
+	e.active[key] = true
+	e.inflight++
+	e.mu.Unlock()
+
+	raw, runErr, aborted := e.attempt(key, fn, cfg, attempt)
+	if aborted {
+		e.mu.Lock()
+		e.endLocked(key, true)
+		return nil, workflow.ErrSuspended
+	}
+	policy := *cfg.Retries
+	write := db.StepWrite{
+		Key: key, Type: db.StepTypeDo, Attempts: attempt, MaxAttempts: policy.Limit + 1, Timeout: cfg.Timeout,
+	}
+	if runErr == nil {
+		write.Status, write.Result = db.StepStatusComplete, raw
+		if err := e.commitStep(key, write); err != nil {
+			return nil, err
+		}
+		return raw, nil
+	}
+	write.ErrorName, write.ErrorMessage = workflow.ErrorName(runErr), runErr.Error()
+	if workflow.IsNonRetryable(runErr) || attempt > policy.Limit {
+		write.Status = db.StepStatusErrored
+		if err := e.commitStep(key, write); err != nil {
+			return nil, err
+		}
+		return nil, stepError(stepFromWrite(write))
+	}
+	next := e.r.now().Add(policy.DelayFor(attempt))
+	write.Status, write.NextRetryAt = db.StepStatusRetrying, &next
+	e.mu.Lock()
+	e.endLocked(key, false)
+	return nil, e.blockLocked(&wait{at: next, kind: db.TaskKindRetry}, &write)
+}
+
+// attempt runs one attempt of fn under its timeout. aborted is true when the
+// execution was cancelled (suspended elsewhere, lease lost, shutdown), in
+// which case nothing may be recorded.
+func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepConfig, attempt int) (json.RawMessage, error, bool) {
+	actx, cancel := context.WithCancelCause(e.ctx)
+	defer cancel(nil)
+	timer := e.r.cfg.Clock.AfterFunc(cfg.Timeout, func() { cancel(errAttemptTimeout) })
+	defer timer.Stop()
+	actx = workflow.ContextWithStepInfo(actx, workflow.StepInfo{
+		WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, RunNumber: e.inst.RunNumber,
+		Step: key, Attempt: attempt,
+	})
+	type result struct {
+		raw json.RawMessage
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		var res result
+		defer func() {
+			if p := recover(); p != nil {
+				res = result{err: &panicError{value: p, stack: string(debug.Stack())}}
+			}
+			ch <- res
+		}()
+		v, err := fn(actx)
+		if err != nil {
+			res.err = err
+			return
+		}
+		res.raw, res.err = workflow.MarshalPayload(fmt.Sprintf("result of step %q", key), v)
+		if errors.Is(res.err, workflow.ErrPayloadTooLarge) {
+			res.err = workflow.NonRetryable(res.err)
+		}
+	}()
+	select {
+	case res := <-ch:
+		return res.raw, res.err, false
+	case <-actx.Done():
+		if errors.Is(context.Cause(actx), errAttemptTimeout) && e.ctx.Err() == nil {
+			// The attempt outlived its timeout. Its goroutine may still
+			// finish, but its late result is dropped with ch.
+			return nil, &timeoutError{attempt: attempt, timeout: cfg.Timeout}, false
+		}
+		return nil, nil, true
+	}
+}
+
+// commitStep commits one step row in a checkpoint that keeps the run going,
+// updates the cache and ends the step's in-flight work. It returns
+// ErrSuspended when the run can no longer commit.
+func (e *execution) commitStep(key string, w db.StepWrite) error {
+	e.commitMu.Lock()
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	var res *db.CheckpointResult
+	var err error
+	if !closed {
+		res, err = e.checkpoint(&db.CheckpointParams{Outcome: db.OutcomeContinue, Steps: []db.StepWrite{w}})
+	}
+	e.commitMu.Unlock()
+	e.mu.Lock()
+	if closed || err != nil {
+		e.endLocked(key, true)
+		return workflow.ErrSuspended
+	}
+	e.steps[key] = stepFromWrite(w)
+	if res.PauseRequested {
+		e.park = true
+	}
+	e.endLocked(key, true)
+	return nil
+}
+
+// endLocked ends a step's in-flight work; with unlock it releases mu too.
+func (e *execution) endLocked(key string, unlock bool) {
+	if !unlock {
+		e.inflight--
+		delete(e.active, key)
+		return
+	}
+	e.inflight--
+	delete(e.active, key)
+	e.mu.Unlock()
+	e.signal()
+}
+
+// blockLocked records a wait (and the step row that records it), parks the
+// calling goroutine until the run suspends, and returns ErrSuspended. The
+// caller holds mu; blockLocked releases it.
+func (e *execution) blockLocked(w *wait, write *db.StepWrite) error {
+	if w != nil {
+		e.waits = append(e.waits, *w)
+	}
+	if write != nil {
+		e.writes = append(e.writes, *write)
+	}
+	e.blocked++
+	e.mu.Unlock()
+	e.signal()
+	<-e.ctx.Done()
+	return workflow.ErrSuspended
+}
+
+// countLocked counts a Do or WaitForEvent step against MaxStepsPerRun.
+func (e *execution) countLocked(key string) error {
+	if e.counted[key] {
+		return nil
+	}
+	if len(e.counted) >= workflow.MaxStepsPerRun {
+		return fmt.Errorf("%w: the limit is %d Do and WaitForEvent steps per run (step %q)", workflow.ErrTooManySteps, workflow.MaxStepsPerRun, key)
+	}
+	e.counted[key] = true
+	return nil
+}
+
+// Sleep implements workflow.Step.
+func (s *step) Sleep(name string, d time.Duration) error {
+	if d > workflow.MaxSleep {
+		return fmt.Errorf("%w: sleep of %s is longer than %s", workflow.ErrInvalidRequest, d, workflow.MaxSleep)
+	}
+	return s.sleep(name, func(now time.Time) time.Time { return now.Add(max(d, 0)) })
+}
+
+// SleepUntil implements workflow.Step.
+func (s *step) SleepUntil(name string, t time.Time) error {
+	return s.sleep(name, func(time.Time) time.Time { return t })
+}
+
+func (s *step) sleep(name string, until func(now time.Time) time.Time) error {
+	e := s.e
+	key, err := workflow.NormalizeStepName(name)
+	if err != nil {
+		return err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return workflow.ErrSuspended
+	}
+	now := e.r.now()
+	if st := e.steps[key]; st != nil {
+		if st.Type != db.StepTypeSleep {
+			e.mu.Unlock()
+			return mismatch(key, st.Type, db.StepTypeSleep)
+		}
+		if st.Status == db.StepStatusComplete {
+			e.mu.Unlock()
+			return nil
+		}
+		if st.WakeAt != nil && st.WakeAt.After(now) {
+			return e.blockLocked(&wait{at: *st.WakeAt, kind: db.TaskKindWake}, nil)
+		}
+		return e.startCommitLocked(key, db.StepWrite{Key: key, Type: db.StepTypeSleep, Status: db.StepStatusComplete, WakeAt: st.WakeAt})
+	}
+	wakeAt := until(now).UTC().Truncate(time.Microsecond)
+	if wakeAt.Sub(now) > workflow.MaxSleep {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: sleep until %s is more than %s away", workflow.ErrInvalidRequest, wakeAt.Format(time.RFC3339), workflow.MaxSleep)
+	}
+	if !wakeAt.After(now) {
+		return e.startCommitLocked(key, db.StepWrite{Key: key, Type: db.StepTypeSleep, Status: db.StepStatusComplete, WakeAt: &wakeAt})
+	}
+	return e.blockLocked(&wait{at: wakeAt, kind: db.TaskKindWake},
+		&db.StepWrite{Key: key, Type: db.StepTypeSleep, Status: db.StepStatusWaiting, WakeAt: &wakeAt})
+}
+
+// startCommitLocked marks key in flight and commits w. The caller holds mu.
+func (e *execution) startCommitLocked(key string, w db.StepWrite) error {
+	if e.active[key] {
+		e.mu.Unlock()
+		return fmt.Errorf("%w: %q", workflow.ErrDuplicateStep, key)
+	}
+	e.active[key] = true
+	e.inflight++
+	e.mu.Unlock()
+	return e.commitStep(key, w)
+}
+
+// WaitForEvent implements workflow.Step.
+func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.ReceivedEvent, error) {
+	e := s.e
+	key, err := workflow.NormalizeStepName(name)
+	if err != nil {
+		return nil, err
+	}
+	opts, err = opts.Resolved()
+	if err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, workflow.ErrSuspended
+	}
+	if e.active[key] {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", workflow.ErrDuplicateStep, key)
+	}
+	if err := e.countLocked(key); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	now := e.r.now()
+	timeoutAt := now.Add(opts.Timeout)
+	st := e.steps[key]
+	if st != nil {
+		if st.Type != db.StepTypeWaitForEvent {
+			e.mu.Unlock()
+			return nil, mismatch(key, st.Type, db.StepTypeWaitForEvent)
+		}
+		switch st.Status {
+		case db.StepStatusComplete:
+			res := st.Result
+			e.mu.Unlock()
+			return decodeEvent(key, res)
+		case db.StepStatusErrored:
+			e.mu.Unlock()
+			return nil, stepError(st)
+		}
+		if st.WakeAt != nil {
+			timeoutAt = *st.WakeAt
+		}
+	}
+	if st == nil && (e.park || e.blocked > 0) {
+		// About to suspend: record the wait; the suspend checkpoint notices a
+		// buffered event and makes the task due at once.
+		return nil, e.blockLocked(&wait{at: timeoutAt, kind: db.TaskKindWake, eventType: opts.Type},
+			waitWrite(key, opts.Type, timeoutAt))
+	}
+	e.active[key] = true
+	e.inflight++
+	e.mu.Unlock()
+
+	ev, err := e.consume(key, opts.Type)
+	if err != nil {
+		return nil, err
+	}
+	if ev != nil {
+		return ev, nil
+	}
+	if !timeoutAt.After(e.r.now()) {
+		e.mu.Lock()
+		e.inflight++
+		e.active[key] = true
+		e.mu.Unlock()
+		w := db.StepWrite{
+			Key: key, Type: db.StepTypeWaitForEvent, Status: db.StepStatusErrored, WakeAt: &timeoutAt,
+			WaitEventType: opts.Type, ErrorName: workflow.ErrorNameEventTimeout,
+			ErrorMessage: fmt.Sprintf("no event of type %q arrived before %s", opts.Type, timeoutAt.Format(time.RFC3339Nano)),
+		}
+		if err := e.commitStep(key, w); err != nil {
+			return nil, err
+		}
+		return nil, stepError(stepFromWrite(w))
+	}
+	e.mu.Lock()
+	var write *db.StepWrite
+	if st == nil {
+		write = waitWrite(key, opts.Type, timeoutAt)
+	}
+	return nil, e.blockLocked(&wait{at: timeoutAt, kind: db.TaskKindWake, eventType: opts.Type}, write)
+}
+
+// consume tries to consume the oldest buffered event of the type for key. The
+// caller has marked key in flight; consume ends that.
+func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, error) {
+	e.commitMu.Lock()
+	e.mu.Lock()
+	closed := e.closed
+	e.mu.Unlock()
+	var res *db.CheckpointResult
+	var err error
+	if !closed {
+		res, err = e.checkpoint(&db.CheckpointParams{
+			Outcome: db.OutcomeContinue, ConsumeEvent: &db.ConsumeEvent{Type: eventType, StepKey: key},
+		})
+	}
+	e.commitMu.Unlock()
+	e.mu.Lock()
+	if closed || err != nil {
+		e.endLocked(key, true)
+		return nil, workflow.ErrSuspended
+	}
+	if res.PauseRequested {
+		e.park = true
+	}
+	if res.Event == nil {
+		e.endLocked(key, true)
+		return nil, nil
+	}
+	// Decode exactly what replay will decode, so both runs see one value.
+	raw, err := json.Marshal(eventResult(res.Event))
+	if err != nil {
+		e.endLocked(key, true)
+		return nil, fmt.Errorf("encoding event for step %q: %w", key, err)
+	}
+	e.steps[key] = &db.Step{Key: key, Type: db.StepTypeWaitForEvent, Status: db.StepStatusComplete, WaitEventType: eventType, Result: raw}
+	e.endLocked(key, true)
+	return decodeEvent(key, raw)
+}
+
+func eventResult(ev *db.Event) *workflow.ReceivedEvent {
+	payload := ev.Payload
+	if len(payload) == 0 {
+		payload = json.RawMessage("null")
+	}
+	return &workflow.ReceivedEvent{Type: ev.Type, Payload: payload, Timestamp: ev.CreatedAt}
+}
+
+func decodeEvent(key string, raw json.RawMessage) (*workflow.ReceivedEvent, error) {
+	var ev workflow.ReceivedEvent
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("decoding event recorded for step %q: %w", key, err)
+	}
+	return &ev, nil
+}
+
+func waitWrite(key, eventType string, timeoutAt time.Time) *db.StepWrite {
+	return &db.StepWrite{Key: key, Type: db.StepTypeWaitForEvent, Status: db.StepStatusWaiting, WakeAt: &timeoutAt, WaitEventType: eventType}
+}
+
+func stepFromWrite(w db.StepWrite) *db.Step {
+	return &db.Step{
+		Key: w.Key, Type: w.Type, Status: w.Status, Attempts: w.Attempts, MaxAttempts: w.MaxAttempts,
+		Timeout: w.Timeout, NextRetryAt: w.NextRetryAt, WakeAt: w.WakeAt, WaitEventType: w.WaitEventType,
+		Result: w.Result, ErrorName: w.ErrorName, ErrorMessage: w.ErrorMessage,
+	}
+}
+
+func stepError(st *db.Step) error {
+	return &workflow.StepError{Step: st.Key, Name: st.ErrorName, Message: st.ErrorMessage, Attempts: st.Attempts}
+}
+
+func mismatch(key string, recorded, used db.StepType) error {
+	return fmt.Errorf("%w: step %q was recorded as %s and is now used as %s", workflow.ErrStepTypeMismatch, key, recorded, used)
+}

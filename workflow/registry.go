@@ -1,0 +1,352 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+)
+
+// InstanceStatus is the life-cycle status of an instance.
+type InstanceStatus string
+
+// Instance statuses; complete, errored and terminated are terminal.
+const (
+	StatusQueued          InstanceStatus = "queued"
+	StatusRunning         InstanceStatus = "running"
+	StatusWaiting         InstanceStatus = "waiting"
+	StatusWaitingForPause InstanceStatus = "waitingForPause"
+	StatusPaused          InstanceStatus = "paused"
+	StatusComplete        InstanceStatus = "complete"
+	StatusErrored         InstanceStatus = "errored"
+	StatusTerminated      InstanceStatus = "terminated"
+	StatusUnknown         InstanceStatus = "unknown"
+)
+
+// Terminal reports whether the status is final.
+func (s InstanceStatus) Terminal() bool {
+	return s == StatusComplete || s == StatusErrored || s == StatusTerminated
+}
+
+// ErrorInfo is the recorded error of an errored instance or a failed step.
+type ErrorInfo struct {
+	Name    string `json:"name"`
+	Message string `json:"message"`
+}
+
+// InstanceInfo is an instance as the engine reports it, untyped.
+type InstanceInfo struct {
+	WorkflowName string          `json:"workflowName"`
+	ID           string          `json:"id"`
+	Status       InstanceStatus  `json:"status"`
+	Params       json.RawMessage `json:"params,omitempty"`
+	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	Output       json.RawMessage `json:"output,omitempty"`
+	Error        *ErrorInfo      `json:"error,omitempty"`
+	RunNumber    int             `json:"runNumber"`
+	CreatedAt    time.Time       `json:"createdAt"`
+	UpdatedAt    time.Time       `json:"updatedAt"`
+	StartedAt    *time.Time      `json:"startedAt,omitempty"`
+	CompletedAt  *time.Time      `json:"completedAt,omitempty"`
+}
+
+// CreateRequest is one untyped instance to create.
+type CreateRequest struct {
+	// ID is the instance id; empty generates one.
+	ID     string
+	Params json.RawMessage
+	// Metadata is recorded with the instance besides its params: where it
+	// came from (a trigger's provenance) or a flow's pinned version. JSON,
+	// at most MaxPayloadBytes; empty records none.
+	Metadata json.RawMessage
+}
+
+// Engine carries out what bindings ask for. The management client implements
+// it; Registry.Bind connects it.
+type Engine interface {
+	// Create creates one instance.
+	Create(ctx context.Context, workflowName string, req CreateRequest) (*InstanceInfo, error)
+	// CreateBatch creates up to MaxBatchSize instances, skipping existing ids
+	// and leaving them out of the answer.
+	CreateBatch(ctx context.Context, workflowName string, reqs []CreateRequest) ([]*InstanceInfo, error)
+	// Get returns one instance.
+	Get(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	// Pause, Resume, Terminate and Restart change the instance's life cycle.
+	Pause(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	Resume(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	Terminate(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	Restart(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	// SendEvent buffers an event for the instance and wakes it if it waits for it.
+	SendEvent(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) error
+}
+
+// Registry holds the workflows a host knows, by name. It is safe for
+// concurrent use; workflows may be registered while a runner is running.
+type Registry struct {
+	mu     sync.RWMutex
+	byName map[string]Runnable
+	engine Engine
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{byName: map[string]Runnable{}}
+}
+
+// Register adds a workflow under name and returns its typed binding. It fails
+// when the name is invalid or taken.
+func Register[P, O any](r *Registry, name string, wf Workflow[P, O]) (*Binding[P, O], error) {
+	if err := ValidateWorkflowName(name); err != nil {
+		return nil, err
+	}
+	if wf == nil {
+		return nil, fmt.Errorf("%w: workflow %q is nil", ErrInvalidRequest, name)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.byName[name]; ok {
+		return nil, fmt.Errorf("%w: workflow %q is registered already", ErrInvalidRequest, name)
+	}
+	r.byName[name] = &runnable[P, O]{name: name, wf: wf}
+	return &Binding[P, O]{name: name, registry: r}, nil
+}
+
+// MustRegister is Register for program initialisation; it panics on error.
+func MustRegister[P, O any](r *Registry, name string, wf Workflow[P, O]) *Binding[P, O] {
+	b, err := Register(r, name, wf)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// Lookup returns the workflow registered under name.
+func (r *Registry) Lookup(name string) (Runnable, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	w, ok := r.byName[name]
+	return w, ok
+}
+
+// Names returns the registered names, sorted.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	names := make([]string, 0, len(r.byName))
+	for n := range r.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Bind connects the registry's bindings to the engine that serves them. The
+// management client calls it when it is created over the registry.
+func (r *Registry) Bind(e Engine) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.engine = e
+}
+
+func (r *Registry) boundEngine() (Engine, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.engine == nil {
+		return nil, ErrEngineNotBound
+	}
+	return r.engine, nil
+}
+
+// Binding is the typed handle of a registered workflow: it creates and finds
+// its instances. Bindings work from host code and from inside a step (to start
+// child workflows, which run independently of the parent).
+type Binding[P, O any] struct {
+	name     string
+	registry *Registry
+}
+
+// CreateOptions describe one instance to create.
+type CreateOptions[P any] struct {
+	// ID is the instance id; empty generates a random one.
+	ID string
+	// Params is the instance's input, encoded as JSON.
+	Params P
+}
+
+// Name returns the registered workflow name.
+func (b *Binding[P, O]) Name() string { return b.name }
+
+// Create creates an instance. It fails with ErrInstanceAlreadyExists when the
+// id is taken, and with ErrInvalidInstanceID or ErrPayloadTooLarge on bad input.
+func (b *Binding[P, O]) Create(ctx context.Context, opts CreateOptions[P]) (*Instance[O], error) {
+	e, err := b.registry.boundEngine()
+	if err != nil {
+		return nil, err
+	}
+	params, err := MarshalPayload("params", opts.Params)
+	if err != nil {
+		return nil, err
+	}
+	info, err := e.Create(ctx, b.name, CreateRequest{ID: opts.ID, Params: params})
+	if err != nil {
+		return nil, err
+	}
+	return b.handle(info.ID), nil
+}
+
+// CreateBatch creates up to MaxBatchSize instances at once; ids that exist
+// already are skipped and left out of the answer.
+func (b *Binding[P, O]) CreateBatch(ctx context.Context, opts []CreateOptions[P]) ([]*Instance[O], error) {
+	e, err := b.registry.boundEngine()
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]CreateRequest, len(opts))
+	for i, o := range opts {
+		params, err := MarshalPayload(fmt.Sprintf("params of instance %d", i), o.Params)
+		if err != nil {
+			return nil, err
+		}
+		reqs[i] = CreateRequest{ID: o.ID, Params: params}
+	}
+	infos, err := e.CreateBatch(ctx, b.name, reqs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Instance[O], len(infos))
+	for i, info := range infos {
+		out[i] = b.handle(info.ID)
+	}
+	return out, nil
+}
+
+// Get returns the handle of an existing instance, or ErrInstanceNotFound.
+func (b *Binding[P, O]) Get(ctx context.Context, id string) (*Instance[O], error) {
+	e, err := b.registry.boundEngine()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := e.Get(ctx, b.name, id); err != nil {
+		return nil, err
+	}
+	return b.handle(id), nil
+}
+
+func (b *Binding[P, O]) handle(id string) *Instance[O] {
+	return &Instance[O]{id: id, workflowName: b.name, registry: b.registry}
+}
+
+// Instance is the handle of one instance of a workflow with output O.
+type Instance[O any] struct {
+	id           string
+	workflowName string
+	registry     *Registry
+}
+
+// Status is an instance's state with its typed output.
+type Status[O any] struct {
+	// Status is the life-cycle status.
+	Status InstanceStatus
+	// Output is the decoded output once the instance is complete.
+	Output O
+	// Error is the recorded error of an errored instance.
+	Error *ErrorInfo
+	// Info is everything else the engine reports.
+	Info *InstanceInfo
+}
+
+// ID returns the instance id.
+func (i *Instance[O]) ID() string { return i.id }
+
+// WorkflowName returns the workflow the instance belongs to.
+func (i *Instance[O]) WorkflowName() string { return i.workflowName }
+
+// Status reads the instance's status, output and error.
+func (i *Instance[O]) Status(ctx context.Context) (*Status[O], error) {
+	e, err := i.registry.boundEngine()
+	if err != nil {
+		return nil, err
+	}
+	info, err := e.Get(ctx, i.workflowName, i.id)
+	if err != nil {
+		return nil, err
+	}
+	st := &Status[O]{Status: info.Status, Error: info.Error, Info: info}
+	if info.Status == StatusComplete && len(info.Output) > 0 {
+		if err := json.Unmarshal(info.Output, &st.Output); err != nil {
+			return nil, fmt.Errorf("decoding output of instance %q: %w", i.id, err)
+		}
+	}
+	return st, nil
+}
+
+// Wait polls the instance every pollEvery (50 ms when zero) until it is
+// terminal and returns its final status, or until ctx is done.
+func (i *Instance[O]) Wait(ctx context.Context, pollEvery time.Duration) (*Status[O], error) {
+	if pollEvery <= 0 {
+		pollEvery = 50 * time.Millisecond
+	}
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		st, err := i.Status(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if st.Status.Terminal() {
+			return st, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for instance %q (still %s): %w", i.id, st.Status, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// Pause pauses the instance: at once when it is queued or waiting, at the next
+// step boundary when it is running. It fails with ErrInstanceTerminal on a
+// terminal instance.
+func (i *Instance[O]) Pause(ctx context.Context) error {
+	return i.change(ctx, Engine.Pause)
+}
+
+// Resume continues a paused instance; on any other status it does nothing.
+func (i *Instance[O]) Resume(ctx context.Context) error {
+	return i.change(ctx, Engine.Resume)
+}
+
+// Terminate stops the instance for good.
+func (i *Instance[O]) Terminate(ctx context.Context) error {
+	return i.change(ctx, Engine.Terminate)
+}
+
+// Restart starts the instance again from the top in a new run; the old run's
+// history is kept and its events are not delivered to the new run.
+func (i *Instance[O]) Restart(ctx context.Context) error {
+	return i.change(ctx, Engine.Restart)
+}
+
+// SendEvent sends an event of the type with payload encoded as JSON.
+func (i *Instance[O]) SendEvent(ctx context.Context, eventType string, payload any) error {
+	e, err := i.registry.boundEngine()
+	if err != nil {
+		return err
+	}
+	raw, err := MarshalPayload("event payload", payload)
+	if err != nil {
+		return err
+	}
+	return e.SendEvent(ctx, i.workflowName, i.id, eventType, raw)
+}
+
+func (i *Instance[O]) change(ctx context.Context, f func(Engine, context.Context, string, string) (*InstanceInfo, error)) error {
+	e, err := i.registry.boundEngine()
+	if err != nil {
+		return err
+	}
+	_, err = f(e, ctx, i.workflowName, i.id)
+	return err
+}

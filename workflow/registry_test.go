@@ -1,0 +1,54 @@
+package workflow_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/workflow"
+)
+
+func TestRegistry(t *testing.T) {
+	t.Parallel()
+	reg := workflow.NewRegistry()
+	noop := workflow.Func[any, any](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil })
+	b, err := workflow.Register(reg, "zeta", noop)
+	require.NoError(t, err)
+	require.Equal(t, "zeta", b.Name())
+	_, err = workflow.Register(reg, "alpha", noop)
+	require.NoError(t, err)
+	require.Equal(t, []string{"alpha", "zeta"}, reg.Names())
+
+	_, err = workflow.Register(reg, "zeta", noop)
+	require.ErrorIs(t, err, workflow.ErrInvalidRequest, "a name is registered once")
+	_, err = workflow.Register(reg, "bad name", noop)
+	require.ErrorIs(t, err, workflow.ErrInvalidWorkflowName)
+	_, err = workflow.Register[any, any](reg, "nil", nil)
+	require.Error(t, err)
+	require.Panics(t, func() { workflow.MustRegister(reg, "zeta", noop) })
+
+	_, err = b.Create(context.Background(), workflow.CreateOptions[any]{ID: "x"})
+	require.ErrorIs(t, err, workflow.ErrEngineNotBound, "a binding needs an engine")
+
+	r, ok := reg.Lookup("alpha")
+	require.True(t, ok)
+	require.Equal(t, "alpha", r.Name())
+}
+
+func TestRunnableDecodesParamsAndEncodesOutput(t *testing.T) {
+	t.Parallel()
+	reg := workflow.NewRegistry()
+	type in struct{ N int }
+	workflow.MustRegister(reg, "double", workflow.Func[in, map[string]int](
+		func(ctx context.Context, ev workflow.Event[in], step workflow.Step) (map[string]int, error) {
+			return map[string]int{"n": ev.Payload.N * 2, "run": ev.RunNumber}, nil
+		}))
+	r, _ := reg.Lookup("double")
+	out, err := r.Execute(context.Background(), workflow.RawEvent{Payload: []byte(`{"N":21}`), RunNumber: 1}, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `{"n":42,"run":1}`, string(out))
+
+	_, err = r.Execute(context.Background(), workflow.RawEvent{Payload: []byte(`"not an object"`)}, nil)
+	require.True(t, workflow.IsNonRetryable(err), "params that don't decode fail without retries")
+}

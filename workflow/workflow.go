@@ -1,0 +1,90 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Workflow is durable code: Run is called from the top each time the instance
+// resumes, and its steps return their recorded results.
+type Workflow[P, O any] interface {
+	Run(ctx context.Context, event Event[P], step Step) (O, error)
+}
+
+// Func adapts a function to Workflow.
+type Func[P, O any] func(ctx context.Context, event Event[P], step Step) (O, error)
+
+// Run calls f.
+func (f Func[P, O]) Run(ctx context.Context, event Event[P], step Step) (O, error) {
+	return f(ctx, event, step)
+}
+
+// Event is the input of a run: the instance's typed params and identity.
+type Event[P any] struct {
+	// Payload is the instance's params, decoded.
+	Payload P
+	// Timestamp is when the instance (or its current run) was created.
+	Timestamp time.Time
+	// InstanceID is the instance id.
+	InstanceID string
+	// WorkflowName is the registered workflow name.
+	WorkflowName string
+	// RunNumber is 1 until the instance is restarted.
+	RunNumber int
+	// Metadata is what the engine recorded with the instance besides its
+	// params (provenance, a flow's pinned version); nil when none.
+	Metadata json.RawMessage
+}
+
+// RawEvent is the untyped input the runner hands to a Runnable.
+type RawEvent struct {
+	Payload      json.RawMessage
+	Timestamp    time.Time
+	InstanceID   string
+	WorkflowName string
+	RunNumber    int
+	Metadata     json.RawMessage
+}
+
+// Runnable is a registered workflow as the runner sees it: typed decoding and
+// encoding are done inside.
+type Runnable interface {
+	// Name is the registered name.
+	Name() string
+	// Execute decodes the params, calls Run and encodes its output as JSON.
+	Execute(ctx context.Context, event RawEvent, step Step) (json.RawMessage, error)
+}
+
+type runnable[P, O any] struct {
+	name string
+	wf   Workflow[P, O]
+}
+
+func (r *runnable[P, O]) Name() string { return r.name }
+
+func (r *runnable[P, O]) Execute(ctx context.Context, raw RawEvent, step Step) (json.RawMessage, error) {
+	var params P
+	if len(raw.Payload) > 0 {
+		if err := json.Unmarshal(raw.Payload, &params); err != nil {
+			return nil, NonRetryable(fmt.Errorf("decoding params of workflow %q: %w", r.name, err))
+		}
+	}
+	out, err := r.wf.Run(ctx, Event[P]{
+		Payload:      params,
+		Timestamp:    raw.Timestamp,
+		InstanceID:   raw.InstanceID,
+		WorkflowName: raw.WorkflowName,
+		RunNumber:    raw.RunNumber,
+		Metadata:     raw.Metadata,
+	}, step)
+	if err != nil {
+		return nil, err
+	}
+	b, err := MarshalPayload("workflow output", out)
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}

@@ -121,6 +121,9 @@ type Instance struct {
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
 	RetentionUntil *time.Time
+	// LeasedTask is the instance's first task as a create with a
+	// CreateLease leased it; nil for every other instance and call.
+	LeasedTask *Task
 }
 
 // Step is one checkpointed step of an instance run.
@@ -197,6 +200,32 @@ type InstanceCreateParams struct {
 	// Now is the creation time and the run_at of the first task; nil means the
 	// database clock.
 	Now *time.Time
+	// Lease, when set, creates the instance already started and its first
+	// task already leased to Lease.Owner (eager start), in the same
+	// transaction: see CreateLease. The leased task is returned in the
+	// instance's LeasedTask.
+	Lease *CreateLease
+}
+
+// CreateLease asks a create to start instances at once with their first task
+// leased to a runner in the same process (eager start), so the runner runs
+// them without claiming them. A leased instance is written as a claim would
+// leave it: status running with started_at set, and its task processing,
+// locked by Owner until LockedUntil, at version 1 with attempts 1. No wake-up
+// is sent for it (there is nothing to claim). When the holder dies, the
+// lease expires and any runner claims the task as it claims every expired
+// lease.
+type CreateLease struct {
+	// Owner is the lock owner written on the leased tasks (the runner's ID).
+	Owner string
+	// LockedUntil is the lease expiry written on the leased tasks.
+	LockedUntil time.Time
+	// Max bounds how many instances of a batch create are leased: the first
+	// Max items of InstanceCreateManyParams.Instances, of which those that
+	// are created are leased (an item skipped because its id exists uses up
+	// its share). The rest are queued as without a lease. InstanceCreate
+	// ignores it.
+	Max int
 }
 
 // InstanceCreateManyParams are the arguments of Store.InstanceCreateMany.
@@ -206,6 +235,9 @@ type InstanceCreateManyParams struct {
 	Now          *time.Time
 	// RecordHooks records an outbox entry (reason create) per created instance.
 	RecordHooks bool
+	// Lease, when set, starts up to Lease.Max of the created instances at
+	// once with their tasks leased (see CreateLease).
+	Lease *CreateLease
 }
 
 // InstanceCreateItem is one instance of a batch create.
@@ -496,10 +528,14 @@ type Store interface {
 	FlowStore
 
 	// InstanceCreate inserts a queued instance and its first task (kind run, due
-	// now). It returns ErrAlreadyExists when the id is taken.
+	// now), or with p.Lease a running instance whose task is leased to
+	// p.Lease.Owner (see CreateLease). It returns ErrAlreadyExists when the id
+	// is taken.
 	InstanceCreate(ctx context.Context, p *InstanceCreateParams) (*Instance, error)
 	// InstanceCreateMany inserts the instances whose ids are free, with their
-	// tasks, and returns only those; existing ids are skipped.
+	// tasks, and returns only those; existing ids are skipped. With p.Lease,
+	// those of the first p.Lease.Max items that are created are started with
+	// their tasks leased (see CreateLease).
 	InstanceCreateMany(ctx context.Context, p *InstanceCreateManyParams) ([]*Instance, error)
 	// InstanceGet returns one instance or ErrNotFound.
 	InstanceGet(ctx context.Context, ref InstanceRef) (*Instance, error)

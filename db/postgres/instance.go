@@ -16,6 +16,9 @@ const defaultListLimit = 50
 // and notifies the wake channel. It returns db.ErrAlreadyExists when the id is
 // taken.
 func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
+	if p.Lease != nil {
+		return s.instanceCreateLeased(ctx, p)
+	}
 	var inst *db.Instance
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		row, err := q.InstanceInsert(ctx, pgsqlc.InstanceInsertParams{
@@ -47,6 +50,58 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 	return inst, nil
 }
 
+// instanceCreateLeased is InstanceCreate of an eager start: the instance
+// and its leased task go in one statement, with the hook entry in the same
+// transaction. Nothing is notified: the task is not claimable until its
+// lease expires.
+func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
+	var inst *db.Instance
+	create := func(q *pgsqlc.Queries) error {
+		row, err := q.InstanceInsertLeased(ctx, pgsqlc.InstanceInsertLeasedParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.ID,
+			Params:       jsonArg(p.Params),
+			Metadata:     jsonArg(p.Metadata),
+			Now:          p.Now,
+			LockOwner:    p.Lease.Owner,
+			LockedUntil:  p.Lease.LockedUntil,
+		})
+		if err != nil {
+			return err
+		}
+		inst = instanceFromRow(&pgsqlc.WorkflowInstance{
+			WorkflowName: row.WorkflowName, InstanceID: row.InstanceID, Status: row.Status,
+			Params: row.Params, Output: row.Output, ErrorName: row.ErrorName, ErrorMessage: row.ErrorMessage,
+			PauseRequested: row.PauseRequested, RunNumber: row.RunNumber, CreatedAt: row.CreatedAt,
+			UpdatedAt: row.UpdatedAt, StartedAt: row.StartedAt, CompletedAt: row.CompletedAt,
+			RetentionUntil: row.RetentionUntil, Metadata: row.Metadata,
+		})
+		inst.LeasedTask = leasedTask(row.TaskID, inst, p.Lease)
+		return recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now)
+	}
+	var err error
+	if p.RecordHooks {
+		err = s.inTx(ctx, create)
+	} else {
+		// One statement is its own transaction: no BEGIN and COMMIT round trips.
+		err = create(s.queries)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+	}
+	return inst, nil
+}
+
+// leasedTask is the first task of inst as an eager start's create wrote it.
+func leasedTask(id int64, inst *db.Instance, lease *db.CreateLease) *db.Task {
+	until := lease.LockedUntil
+	return &db.Task{
+		ID: id, WorkflowName: inst.WorkflowName, InstanceID: inst.ID, RunNumber: inst.RunNumber,
+		Kind: db.TaskKindRun, RunAt: inst.CreatedAt, Status: db.TaskStatusProcessing,
+		LockOwner: lease.Owner, LockedUntil: &until, Version: 1, Attempts: 1,
+	}
+}
+
 // InstanceCreateMany inserts, in one transaction, the instances whose ids are
 // free together with their tasks (and, when p.RecordHooks is set, a create
 // hook entry each), and returns those in input order. Existing ids, and
@@ -64,10 +119,15 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 		params[i] = jsonArg(item.Params)
 		metadata[i] = jsonArg(item.Metadata)
 	}
+	started := []string{}
+	if p.Lease != nil {
+		started = ids[:min(max(p.Lease.Max, 0), len(ids))]
+	}
 	var created []*db.Instance
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
 			WorkflowName: p.WorkflowName,
+			StartedIds:   started,
 			Now:          p.Now,
 			InstanceIds:  ids,
 			Params:       params,
@@ -93,12 +153,37 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 				delete(byID, id)
 			}
 		}
-		if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
-			WorkflowName: p.WorkflowName,
-			Now:          p.Now,
-			InstanceIds:  newIDs,
-		}); err != nil {
-			return err
+		leased := 0
+		if len(started) == 0 {
+			if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
+				WorkflowName: p.WorkflowName,
+				Now:          p.Now,
+				InstanceIds:  newIDs,
+			}); err != nil {
+				return err
+			}
+		} else {
+			tasks, err := q.TaskInsertManyLeased(ctx, pgsqlc.TaskInsertManyLeasedParams{
+				WorkflowName: p.WorkflowName,
+				Now:          p.Now,
+				LockOwner:    p.Lease.Owner,
+				LockedUntil:  p.Lease.LockedUntil,
+				LeasedIds:    started,
+				InstanceIds:  newIDs,
+			})
+			if err != nil {
+				return err
+			}
+			taskIDs := make(map[string]int64, len(tasks))
+			for _, t := range tasks {
+				taskIDs[t.InstanceID] = t.ID
+			}
+			for _, inst := range created {
+				if id, ok := taskIDs[inst.ID]; ok {
+					inst.LeasedTask = leasedTask(id, inst, p.Lease)
+					leased++
+				}
+			}
 		}
 		if p.RecordHooks {
 			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
@@ -109,6 +194,9 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			}); err != nil {
 				return err
 			}
+		}
+		if leased == len(created) {
+			return nil // every task is leased: there is nothing to claim
 		}
 		return s.notifyWake(ctx, q, p.WorkflowName)
 	})

@@ -22,6 +22,17 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if err != nil {
 			return err
 		}
+		if p.Lease != nil {
+			started, err := insertLeased(ctx, q, p.WorkflowName, p.ID, p.Params, p.Metadata, now, p.Lease)
+			if err != nil {
+				return err
+			}
+			if started == nil {
+				return db.ErrAlreadyExists
+			}
+			inst = started
+			return recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, now)
+		}
 		row, err := q.InstanceInsert(ctx, litesqlc.InstanceInsertParams{
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.ID,
@@ -68,7 +79,21 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			return err
 		}
 		created = make([]*db.Instance, 0, len(p.Instances))
-		for _, item := range p.Instances {
+		for i, item := range p.Instances {
+			if p.Lease != nil && i < p.Lease.Max {
+				inst, err := insertLeased(ctx, q, p.WorkflowName, item.ID, item.Params, item.Metadata, now, p.Lease)
+				if err != nil {
+					return err
+				}
+				if inst == nil {
+					continue // the id is taken
+				}
+				if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, item.ID, db.HookReasonCreate, now); err != nil {
+					return err
+				}
+				created = append(created, inst)
+				continue
+			}
 			row, err := q.InstanceInsertIfAbsent(ctx, litesqlc.InstanceInsertIfAbsentParams{
 				WorkflowName: p.WorkflowName,
 				InstanceID:   item.ID,
@@ -100,6 +125,38 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
 	}
 	return created, nil
+}
+
+// insertLeased inserts the instance of an eager start, running, and its
+// first task leased to lease.Owner, unless the id is taken, in which case it
+// returns nil and writes nothing. The instance's LeasedTask is set.
+func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id string, params, metadata []byte, now int64, lease *db.CreateLease) (*db.Instance, error) {
+	row, err := q.InstanceInsertStartedIfAbsent(ctx, litesqlc.InstanceInsertStartedIfAbsentParams{
+		WorkflowName: workflowName,
+		InstanceID:   id,
+		Params:       jsonArg(params),
+		Metadata:     jsonArg(metadata),
+		Now:          now,
+	})
+	if isNoRows(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	task, err := q.TaskInsertLeased(ctx, litesqlc.TaskInsertLeasedParams{
+		WorkflowName: workflowName,
+		InstanceID:   id,
+		Now:          now,
+		LockOwner:    lease.Owner,
+		LockedUntil:  micros(lease.LockedUntil),
+	})
+	if err != nil {
+		return nil, err
+	}
+	inst := instanceFromRow(&row)
+	inst.LeasedTask = taskFromRow(&task)
+	return inst, nil
 }
 
 // InstanceGet returns one instance or db.ErrNotFound.

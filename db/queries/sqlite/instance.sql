@@ -17,6 +17,31 @@ INSERT INTO workflow_instance (
 ON CONFLICT (workflow_name, instance_id) DO NOTHING
 RETURNING *;
 
+-- name: InstanceInsertStartedIfAbsent :one
+-- InstanceInsertStartedIfAbsent inserts the instance of an eager start,
+-- running and started as a claim would leave it, unless the id is taken, in
+-- which case it returns no row.
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    started_at
+) VALUES (
+    @workflow_name, @instance_id, 'running', @params, sqlc.narg('metadata'), 1, @now, @now, @now
+)
+ON CONFLICT (workflow_name, instance_id) DO NOTHING
+RETURNING *;
+
+-- name: TaskInsertLeased :one
+-- TaskInsertLeased inserts the first task of an eager start: processing and
+-- leased to lock_owner at version 1 with attempts 1, as a claim would leave it.
+INSERT INTO workflow_task (
+    workflow_name, instance_id, run_number, kind, priority, run_at, status,
+    lock_owner, locked_until, version, attempts
+) VALUES (
+    @workflow_name, @instance_id, 1, 'run', 1, @now, 'processing',
+    CAST(@lock_owner AS TEXT), CAST(@locked_until AS INTEGER), 1, 1
+)
+RETURNING *;
+
 -- name: InstanceGet :one
 SELECT * FROM workflow_instance
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id;

@@ -182,18 +182,118 @@ func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) 
 	return i, err
 }
 
+const instanceInsertLeased = `-- name: InstanceInsertLeased :one
+WITH inst AS (
+    INSERT INTO workflow_instance (
+        workflow_name, instance_id, status, params, metadata, run_number,
+        created_at, updated_at, started_at
+    ) VALUES (
+        $1, $2, 'running', $3, $4::json, 1,
+        coalesce($5::timestamptz, now()),
+        coalesce($5::timestamptz, now()),
+        coalesce($5::timestamptz, now())
+    )
+    RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+),
+task AS (
+    INSERT INTO workflow_task (
+        workflow_name, instance_id, run_number, kind, priority, run_at, status,
+        lock_owner, locked_until, version, attempts
+    )
+    SELECT inst.workflow_name, inst.instance_id, 1, 'run', 1, inst.created_at, 'processing',
+        $6::text, $7::timestamptz, 1, 1
+    FROM inst
+    RETURNING id
+)
+SELECT inst.workflow_name, inst.instance_id, inst.status, inst.params, inst.output,
+    inst.error_name, inst.error_message, inst.pause_requested, inst.run_number,
+    inst.created_at, inst.updated_at, inst.started_at, inst.completed_at,
+    inst.retention_until, inst.metadata, task.id AS task_id
+FROM inst, task
+`
+
+type InstanceInsertLeasedParams struct {
+	WorkflowName string
+	InstanceID   string
+	Params       []byte
+	Metadata     []byte
+	Now          *time.Time
+	LockOwner    string
+	LockedUntil  time.Time
+}
+
+type InstanceInsertLeasedRow struct {
+	WorkflowName   string
+	InstanceID     string
+	Status         string
+	Params         []byte
+	Output         []byte
+	ErrorName      *string
+	ErrorMessage   *string
+	PauseRequested bool
+	RunNumber      int32
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	RetentionUntil *time.Time
+	Metadata       []byte
+	TaskID         int64
+}
+
+// InstanceInsertLeased is the create of an eager start: it inserts the
+// instance running and started, and its first task processing and leased to
+// lock_owner at version 1 with attempts 1, as a claim would leave them. The
+// task shares the instance's creation time as its run_at.
+func (q *Queries) InstanceInsertLeased(ctx context.Context, arg InstanceInsertLeasedParams) (InstanceInsertLeasedRow, error) {
+	row := q.db.QueryRow(ctx, instanceInsertLeased,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Params,
+		arg.Metadata,
+		arg.Now,
+		arg.LockOwner,
+		arg.LockedUntil,
+	)
+	var i InstanceInsertLeasedRow
+	err := row.Scan(
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.Status,
+		&i.Params,
+		&i.Output,
+		&i.ErrorName,
+		&i.ErrorMessage,
+		&i.PauseRequested,
+		&i.RunNumber,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.RetentionUntil,
+		&i.Metadata,
+		&i.TaskID,
+	)
+	return i, err
+}
+
 const instanceInsertMany = `-- name: InstanceInsertMany :many
 INSERT INTO workflow_instance (
-    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    started_at
 )
 SELECT
-    $1, item.instance_id, 'queued', item.params, item.metadata, 1,
-    coalesce($2::timestamptz, now()),
-    coalesce($2::timestamptz, now())
+    $1, item.instance_id,
+    CASE WHEN item.instance_id = ANY($2::text[]) THEN 'running' ELSE 'queued' END,
+    item.params, item.metadata, 1,
+    coalesce($3::timestamptz, now()),
+    coalesce($3::timestamptz, now()),
+    CASE WHEN item.instance_id = ANY($2::text[])
+        THEN coalesce($3::timestamptz, now()) END
 FROM (
-    SELECT unnest($3::text[]) AS instance_id,
-        unnest($4::json[]) AS params,
-        unnest($5::json[]) AS metadata
+    SELECT unnest($4::text[]) AS instance_id,
+        unnest($5::json[]) AS params,
+        unnest($6::json[]) AS metadata
 ) AS item
 ON CONFLICT (workflow_name, instance_id) DO NOTHING
 RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
@@ -201,15 +301,19 @@ RETURNING workflow_name, instance_id, status, params, output, error_name, error_
 
 type InstanceInsertManyParams struct {
 	WorkflowName string
+	StartedIds   []string
 	Now          *time.Time
 	InstanceIds  []string
 	Params       [][]byte
 	Metadata     [][]byte
 }
 
+// InstanceInsertMany inserts the instances whose ids are free; those named
+// in started_ids (an eager start) are inserted running and started.
 func (q *Queries) InstanceInsertMany(ctx context.Context, arg InstanceInsertManyParams) ([]WorkflowInstance, error) {
 	rows, err := q.db.Query(ctx, instanceInsertMany,
 		arg.WorkflowName,
+		arg.StartedIds,
 		arg.Now,
 		arg.InstanceIds,
 		arg.Params,
@@ -509,4 +613,96 @@ func (q *Queries) InstanceTouchRun(ctx context.Context, arg InstanceTouchRunPara
 	var i InstanceTouchRunRow
 	err := row.Scan(&i.Status, &i.PauseRequested)
 	return i, err
+}
+
+const taskInsertManyLeased = `-- name: TaskInsertManyLeased :many
+WITH inserted AS (
+    INSERT INTO workflow_task (
+        workflow_name, instance_id, run_number, kind, priority, run_at, status,
+        lock_owner, locked_until, version, attempts
+    )
+    SELECT $1, item.instance_id, 1, 'run', 1,
+        coalesce($2::timestamptz, now()),
+        CASE WHEN item.leased THEN 'processing' ELSE 'pending' END,
+        CASE WHEN item.leased THEN $3::text END,
+        CASE WHEN item.leased THEN $4::timestamptz END,
+        CASE WHEN item.leased THEN 1 ELSE 0 END,
+        CASE WHEN item.leased THEN 1 ELSE 0 END
+    FROM (
+        SELECT u.instance_id, u.instance_id = ANY($5::text[]) AS leased
+        FROM unnest($6::text[]) AS u (instance_id)
+    ) AS item
+    RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error
+)
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error FROM inserted WHERE status = 'processing'
+`
+
+type TaskInsertManyLeasedParams struct {
+	WorkflowName string
+	Now          *time.Time
+	LockOwner    string
+	LockedUntil  time.Time
+	LeasedIds    []string
+	InstanceIds  []string
+}
+
+type TaskInsertManyLeasedRow struct {
+	ID           int64
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int32
+	Kind         string
+	Priority     int16
+	RunAt        time.Time
+	Status       string
+	LockOwner    *string
+	LockedUntil  *time.Time
+	Version      int64
+	Attempts     int32
+	LastError    *string
+}
+
+// TaskInsertManyLeased inserts the first tasks of a batch create in which
+// some instances start eagerly: the tasks of leased_ids are processing and
+// leased to lock_owner at version 1 with attempts 1, as a claim would leave
+// them; the others are pending and due now. It returns the leased ones.
+func (q *Queries) TaskInsertManyLeased(ctx context.Context, arg TaskInsertManyLeasedParams) ([]TaskInsertManyLeasedRow, error) {
+	rows, err := q.db.Query(ctx, taskInsertManyLeased,
+		arg.WorkflowName,
+		arg.Now,
+		arg.LockOwner,
+		arg.LockedUntil,
+		arg.LeasedIds,
+		arg.InstanceIds,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []TaskInsertManyLeasedRow{}
+	for rows.Next() {
+		var i TaskInsertManyLeasedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.Kind,
+			&i.Priority,
+			&i.RunAt,
+			&i.Status,
+			&i.LockOwner,
+			&i.LockedUntil,
+			&i.Version,
+			&i.Attempts,
+			&i.LastError,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

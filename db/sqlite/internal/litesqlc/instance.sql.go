@@ -194,6 +194,57 @@ func (q *Queries) InstanceInsertIfAbsent(ctx context.Context, arg InstanceInsert
 	return i, err
 }
 
+const instanceInsertStartedIfAbsent = `-- name: InstanceInsertStartedIfAbsent :one
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    started_at
+) VALUES (
+    ?1, ?2, 'running', ?3, ?4, 1, ?5, ?5, ?5
+)
+ON CONFLICT (workflow_name, instance_id) DO NOTHING
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+`
+
+type InstanceInsertStartedIfAbsentParams struct {
+	WorkflowName string
+	InstanceID   string
+	Params       *string
+	Metadata     *string
+	Now          int64
+}
+
+// InstanceInsertStartedIfAbsent inserts the instance of an eager start,
+// running and started as a claim would leave it, unless the id is taken, in
+// which case it returns no row.
+func (q *Queries) InstanceInsertStartedIfAbsent(ctx context.Context, arg InstanceInsertStartedIfAbsentParams) (WorkflowInstance, error) {
+	row := q.db.QueryRowContext(ctx, instanceInsertStartedIfAbsent,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Params,
+		arg.Metadata,
+		arg.Now,
+	)
+	var i WorkflowInstance
+	err := row.Scan(
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.Status,
+		&i.Params,
+		&i.Output,
+		&i.ErrorName,
+		&i.ErrorMessage,
+		&i.PauseRequested,
+		&i.RunNumber,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.RetentionUntil,
+		&i.Metadata,
+	)
+	return i, err
+}
+
 const instanceList = `-- name: InstanceList :many
 SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
 WHERE (CAST(?1 AS TEXT) IS NULL
@@ -554,5 +605,53 @@ func (q *Queries) InstanceTouchRun(ctx context.Context, arg InstanceTouchRunPara
 	)
 	var i InstanceTouchRunRow
 	err := row.Scan(&i.Status, &i.PauseRequested)
+	return i, err
+}
+
+const taskInsertLeased = `-- name: TaskInsertLeased :one
+INSERT INTO workflow_task (
+    workflow_name, instance_id, run_number, kind, priority, run_at, status,
+    lock_owner, locked_until, version, attempts
+) VALUES (
+    ?1, ?2, 1, 'run', 1, ?3, 'processing',
+    CAST(?4 AS TEXT), CAST(?5 AS INTEGER), 1, 1
+)
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error
+`
+
+type TaskInsertLeasedParams struct {
+	WorkflowName string
+	InstanceID   string
+	Now          int64
+	LockOwner    string
+	LockedUntil  int64
+}
+
+// TaskInsertLeased inserts the first task of an eager start: processing and
+// leased to lock_owner at version 1 with attempts 1, as a claim would leave it.
+func (q *Queries) TaskInsertLeased(ctx context.Context, arg TaskInsertLeasedParams) (WorkflowTask, error) {
+	row := q.db.QueryRowContext(ctx, taskInsertLeased,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Now,
+		arg.LockOwner,
+		arg.LockedUntil,
+	)
+	var i WorkflowTask
+	err := row.Scan(
+		&i.ID,
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.RunNumber,
+		&i.Kind,
+		&i.Priority,
+		&i.RunAt,
+		&i.Status,
+		&i.LockOwner,
+		&i.LockedUntil,
+		&i.Version,
+		&i.Attempts,
+		&i.LastError,
+	)
 	return i, err
 }

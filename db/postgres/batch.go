@@ -14,24 +14,24 @@ import (
 var errBatchItem = errors.New("checkpoint batch items must be OutcomeContinue without ConsumeEvent")
 
 // CheckpointBatch commits a group of Continue checkpoints of different
-// instances in one transaction of two statements: one locks the instances in
-// key order and fences every item, one writes the fenced items' step rows,
-// instance updates and lease renewals together. Items whose fence failed
-// report db.ErrLeaseLost and change nothing.
+// instances in one statement, which fences every item and writes the fenced
+// items' step rows, instance updates and lease renewals together (see
+// CheckpointBatch in batch.sql). Items whose fence failed report
+// db.ErrLeaseLost and change nothing.
 func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	results := make([]db.CheckpointBatchResult, len(ps))
 	if len(ps) == 0 {
 		return results, nil
 	}
-	lock := pgsqlc.CheckpointBatchLockParams{
+	w := pgsqlc.CheckpointBatchParams{
 		WorkflowNames: make([]string, len(ps)),
 		InstanceIds:   make([]string, len(ps)),
 		RunNumbers:    make([]int32, len(ps)),
 		TaskIds:       make([]int64, len(ps)),
 		Versions:      make([]int64, len(ps)),
+		LockedUntil:   make([]time.Time, len(ps)),
 	}
 	index := make(map[[2]string]int, len(ps))
-	var now time.Time
 	for i, p := range ps {
 		if p.Outcome != db.OutcomeContinue || p.ConsumeEvent != nil {
 			return nil, errBatchItem
@@ -41,55 +41,38 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 			return nil, fmt.Errorf("checkpoint batch: instance %s/%s appears twice", p.WorkflowName, p.InstanceID)
 		}
 		index[key] = i
-		lock.WorkflowNames[i], lock.InstanceIds[i] = p.WorkflowName, p.InstanceID
-		lock.RunNumbers[i] = int32(p.RunNumber)
-		lock.TaskIds[i], lock.Versions[i] = p.Task.ID, p.Task.Version
-		if p.Now.After(now) {
-			now = p.Now
+		w.WorkflowNames[i], w.InstanceIds[i] = p.WorkflowName, p.InstanceID
+		w.RunNumbers[i] = int32(p.RunNumber)
+		w.TaskIds[i], w.Versions[i] = p.Task.ID, p.Task.Version
+		w.LockedUntil[i] = p.LockedUntil // the zero time keeps the lease
+		if p.Now.After(w.Now) {
+			w.Now = p.Now
+		}
+		for _, st := range p.Steps {
+			appendStep(&w, p, &st)
 		}
 		results[i].Err = db.ErrLeaseLost // until its fence is seen to hold
 	}
-	if now.IsZero() {
+	if w.Now.IsZero() {
 		return nil, errors.New("checkpoint batch: Now is required")
 	}
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		rows, err := q.CheckpointBatchLock(ctx, lock)
-		if err != nil {
-			return err
-		}
-		w := pgsqlc.CheckpointBatchWriteParams{Now: now}
-		for _, row := range rows {
-			if !row.Held {
-				continue
-			}
-			i := index[[2]string{row.WorkflowName, row.InstanceID}]
-			p := ps[i]
-			results[i] = db.CheckpointBatchResult{Result: &db.CheckpointResult{
-				PauseRequested: row.PauseRequested,
-				Status:         db.InstanceStatus(row.Status),
-			}}
-			w.WorkflowNames = append(w.WorkflowNames, p.WorkflowName)
-			w.InstanceIds = append(w.InstanceIds, p.InstanceID)
-			if !p.LockedUntil.IsZero() {
-				w.TaskIds = append(w.TaskIds, p.Task.ID)
-				w.LockedUntil = append(w.LockedUntil, p.LockedUntil)
-			}
-			for _, st := range p.Steps {
-				appendStep(&w, p, &st)
-			}
-		}
-		if len(w.WorkflowNames) == 0 {
-			return nil
-		}
-		return q.CheckpointBatchWrite(ctx, w)
-	})
+	rows, err := s.queries.CheckpointBatch(ctx, w)
 	if err != nil {
 		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
+	}
+	for _, row := range rows {
+		if !row.Held {
+			continue
+		}
+		results[index[[2]string{row.WorkflowName, row.InstanceID}]] = db.CheckpointBatchResult{Result: &db.CheckpointResult{
+			PauseRequested: row.PauseRequested,
+			Status:         db.InstanceStatus(row.Status),
+		}}
 	}
 	return results, nil
 }
 
-func appendStep(w *pgsqlc.CheckpointBatchWriteParams, p *db.CheckpointParams, st *db.StepWrite) {
+func appendStep(w *pgsqlc.CheckpointBatchParams, p *db.CheckpointParams, st *db.StepWrite) {
 	w.SWorkflowNames = append(w.SWorkflowNames, p.WorkflowName)
 	w.SInstanceIds = append(w.SInstanceIds, p.InstanceID)
 	w.SRunNumbers = append(w.SRunNumbers, int32(p.RunNumber))

@@ -4,11 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 )
+
+// claimPlanSettings precede TaskClaim in its pipeline: planner settings
+// local to the claim's transaction that leave the planner only plain index
+// scans of the task table, whatever the statistics say (there may be none:
+// tables that were never analyzed, or plans cached while they were empty).
+// Each branch of the claim is then an ordered scan of its partial index that
+// stops after max rows, and marks the entries of dead rows it meets so that
+// no later claim visits them again; a bitmap scan would revisit every dead
+// row on every claim until vacuum runs (see TaskClaim in task.sql). The
+// settings apply when the claim is planned, and every plan of the claim's
+// prepared statement is made under them: the statement is never run
+// without them.
+var claimPlanSettings = []string{
+	"SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)",
+}
 
 // TaskClaim leases up to p.Max due tasks of the named workflows in one
 // statement: pending tasks with run_at <= p.Now and processing tasks whose
@@ -20,12 +36,18 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 	if p.Max <= 0 || len(p.WorkflowNames) == 0 {
 		return []*db.Task{}, nil
 	}
-	rows, err := s.queries.TaskClaim(ctx, pgsqlc.TaskClaimParams{
+	params := pgsqlc.TaskClaimParams{
 		WorkflowNames: p.WorkflowNames,
 		Now:           nowArg(p.Now),
-		Max:           int32(p.Max),
+		Max:           int32(min(p.Max, math.MaxInt32)),
 		LockOwner:     p.Owner,
 		LockedUntil:   p.LockedUntil,
+	}
+	var rows []pgsqlc.TaskClaimRow
+	err := s.pipeline(ctx, claimPlanSettings, func(q *pgsqlc.Queries) error {
+		var err error
+		rows, err = q.TaskClaim(ctx, params)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming tasks: %w", interpretError(err))

@@ -1,60 +1,148 @@
--- name: CheckpointBatchLock :many
--- CheckpointBatchLock is the fence of a group commit: it locks the instances
--- of a batch of checkpoints in key order (the lock order of every writer is
--- instance before task, and sorted keys keep concurrent batches from
--- deadlocking) and reports, for each instance whose run is current and not
--- terminal, whether its task is still held at the checkpoint's version. While
--- the instance row is locked no claim, restart, resume or terminate can move
--- the task's version, so the answer holds until commit.
-SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
-    EXISTS (
-        SELECT 1 FROM workflow_task t
-        WHERE t.id = u.task_id AND t.version = u.version AND t.status = 'processing'
-    ) AS held
-FROM (
+-- name: CheckpointBatch :many
+-- CheckpointBatch commits a batch of Continue checkpoints of different
+-- instances in one statement (in the implicit transaction of the statement):
+-- the group commit. It fences and writes together:
+--
+--   * locked locks the instances in key order (the lock order of every writer
+--     is instance before task, and sorted keys keep concurrent batches from
+--     deadlocking), keeping those whose run is current and not terminal;
+--   * held then updates each locked instance's task only when it is still
+--     held at the checkpoint's version, renewing its lease (a zero
+--     locked_until, year 1, keeps it). Being an UPDATE of the task row itself,
+--     the version check is made on the row's latest version once its lock is
+--     taken, never on a snapshot older than a concurrent claim;
+--   * the instances' updated_at and the step rows are written only for the
+--     items in held.
+--
+-- It returns one row per locked instance with its status, pause request and
+-- whether the fence held; an item without a row, or whose fence failed,
+-- changed nothing. Nullable step columns travel as '' or the zero time
+-- (year 1) in the arrays and are stored as NULL.
+WITH items AS (
     SELECT unnest(@workflow_names::text[]) AS workflow_name,
         unnest(@instance_ids::text[]) AS instance_id,
         unnest(@run_numbers::int[]) AS run_number,
         unnest(@task_ids::bigint[]) AS task_id,
-        unnest(@versions::bigint[]) AS version
-) AS u
-JOIN workflow_instance i
-    ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
-WHERE i.run_number = u.run_number
-    AND i.status NOT IN ('complete', 'errored', 'terminated')
-ORDER BY i.workflow_name, i.instance_id
-FOR NO KEY UPDATE OF i;
-
--- name: CheckpointBatchWrite :exec
--- CheckpointBatchWrite commits the writes of the fenced checkpoints of a
--- batch in one statement: every instance's updated_at, every task's renewed
--- lease, and every step row. Nullable step columns travel as '' or the
--- zero time (year 1) in the arrays and are stored as NULL.
-WITH touched AS (
+        unnest(@versions::bigint[]) AS version,
+        unnest(@locked_until::timestamptz[]) AS locked_until
+),
+locked AS (
+    SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
+        u.task_id, u.version, u.locked_until
+    FROM items u
+    JOIN workflow_instance i
+        ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
+    WHERE i.run_number = u.run_number
+        AND i.status NOT IN ('complete', 'errored', 'terminated')
+    ORDER BY i.workflow_name, i.instance_id
+    FOR NO KEY UPDATE OF i
+),
+held AS (
+    UPDATE workflow_task t
+    SET locked_until = CASE
+        WHEN l.locked_until = '0001-01-01 00:00:00+00'::timestamptz THEN t.locked_until
+        ELSE l.locked_until END
+    FROM locked l
+    WHERE t.id = l.task_id AND t.version = l.version AND t.status = 'processing'
+    RETURNING l.workflow_name, l.instance_id
+),
+touched AS (
     UPDATE workflow_instance i
     SET updated_at = @now::timestamptz
-    FROM (
-        SELECT unnest(@workflow_names::text[]) AS workflow_name,
-            unnest(@instance_ids::text[]) AS instance_id
-    ) AS u
-    WHERE i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
+    FROM held h
+    WHERE i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
     RETURNING 1
-), extended AS (
-    UPDATE workflow_task t
-    SET locked_until = u.locked_until
+),
+written AS (
+    INSERT INTO workflow_step (
+        workflow_name, instance_id, run_number, step_key, type, status,
+        attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
+        result, error_name, error_message, created_at, updated_at, completed_at
+    )
+    SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status,
+        s.attempts, s.max_attempts, s.timeout_ms,
+        NULLIF(s.next_retry_at, '0001-01-01 00:00:00+00'::timestamptz),
+        NULLIF(s.wake_at, '0001-01-01 00:00:00+00'::timestamptz),
+        NULLIF(s.wait_event_type, ''),
+        NULLIF(s.result, '')::json,
+        NULLIF(s.error_name, ''),
+        NULLIF(s.error_message, ''),
+        @now::timestamptz, @now::timestamptz,
+        CASE WHEN s.status IN ('complete', 'errored') THEN @now::timestamptz END
     FROM (
-        SELECT unnest(@task_ids::bigint[]) AS id,
-            unnest(@locked_until::timestamptz[]) AS locked_until
-    ) AS u
-    WHERE t.id = u.id
+        SELECT unnest(@s_workflow_names::text[]) AS workflow_name,
+            unnest(@s_instance_ids::text[]) AS instance_id,
+            unnest(@s_run_numbers::int[]) AS run_number,
+            unnest(@s_step_keys::text[]) AS step_key,
+            unnest(@s_types::text[]) AS type,
+            unnest(@s_statuses::text[]) AS status,
+            unnest(@s_attempts::int[]) AS attempts,
+            unnest(@s_max_attempts::int[]) AS max_attempts,
+            unnest(@s_timeouts_ms::bigint[]) AS timeout_ms,
+            unnest(@s_next_retry_at::timestamptz[]) AS next_retry_at,
+            unnest(@s_wake_at::timestamptz[]) AS wake_at,
+            unnest(@s_wait_event_types::text[]) AS wait_event_type,
+            unnest(@s_results::text[]) AS result,
+            unnest(@s_error_names::text[]) AS error_name,
+            unnest(@s_error_messages::text[]) AS error_message
+    ) AS s
+    JOIN held h ON h.workflow_name = s.workflow_name AND h.instance_id = s.instance_id
+    ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
+    SET type = excluded.type,
+        status = excluded.status,
+        attempts = excluded.attempts,
+        max_attempts = excluded.max_attempts,
+        timeout_ms = excluded.timeout_ms,
+        next_retry_at = excluded.next_retry_at,
+        wake_at = excluded.wake_at,
+        wait_event_type = excluded.wait_event_type,
+        result = excluded.result,
+        error_name = excluded.error_name,
+        error_message = excluded.error_message,
+        updated_at = excluded.updated_at,
+        completed_at = excluded.completed_at
     RETURNING 1
 )
+SELECT l.workflow_name, l.instance_id, l.status, l.pause_requested,
+    EXISTS (
+        SELECT 1 FROM held h
+        WHERE h.workflow_name = l.workflow_name AND h.instance_id = l.instance_id
+    ) AS held
+FROM locked l;
+
+-- name: CheckpointFence :one
+-- CheckpointFence is the first statement of a pipelined checkpoint: it locks
+-- the instance when its run is current and not terminal, then its task when
+-- it is still held at the version (instance before task, the order of every
+-- writer), and returns the instance's status and pause request. No row means
+-- the fence failed. The statements after it in the same transaction are each
+-- guarded by the task check again (see the Checkpoint* queries): it can only
+-- stay true while the caller holds these locks, and once false it never
+-- becomes true again (versions only grow, and a task deleted or replaced
+-- never comes back under its id), so a write lands only when the fence held.
+WITH inst AS (
+    SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested
+    FROM workflow_instance i
+    WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+        AND i.run_number = @run_number
+        AND i.status NOT IN ('complete', 'errored', 'terminated')
+    FOR NO KEY UPDATE
+)
+SELECT inst.status, inst.pause_requested
+FROM inst
+JOIN workflow_task t ON t.id = @task_id
+WHERE t.version = @version AND t.status = 'processing'
+FOR UPDATE OF t;
+
+-- name: CheckpointSteps :exec
+-- CheckpointSteps writes the step rows of a fenced checkpoint, when its task
+-- is still held at the version.
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
     result, error_name, error_message, created_at, updated_at, completed_at
 )
-SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status,
+SELECT @workflow_name::text, @instance_id::text, @run_number::int, s.step_key, s.type, s.status,
     s.attempts, s.max_attempts, s.timeout_ms,
     NULLIF(s.next_retry_at, '0001-01-01 00:00:00+00'::timestamptz),
     NULLIF(s.wake_at, '0001-01-01 00:00:00+00'::timestamptz),
@@ -62,25 +150,26 @@ SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.statu
     NULLIF(s.result, '')::json,
     NULLIF(s.error_name, ''),
     NULLIF(s.error_message, ''),
-    @now::timestamptz, @now::timestamptz,
-    CASE WHEN s.status IN ('complete', 'errored') THEN @now::timestamptz END
+    coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+    CASE WHEN s.status IN ('complete', 'errored') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
 FROM (
-    SELECT unnest(@s_workflow_names::text[]) AS workflow_name,
-        unnest(@s_instance_ids::text[]) AS instance_id,
-        unnest(@s_run_numbers::int[]) AS run_number,
-        unnest(@s_step_keys::text[]) AS step_key,
-        unnest(@s_types::text[]) AS type,
-        unnest(@s_statuses::text[]) AS status,
-        unnest(@s_attempts::int[]) AS attempts,
-        unnest(@s_max_attempts::int[]) AS max_attempts,
-        unnest(@s_timeouts_ms::bigint[]) AS timeout_ms,
-        unnest(@s_next_retry_at::timestamptz[]) AS next_retry_at,
-        unnest(@s_wake_at::timestamptz[]) AS wake_at,
-        unnest(@s_wait_event_types::text[]) AS wait_event_type,
-        unnest(@s_results::text[]) AS result,
-        unnest(@s_error_names::text[]) AS error_name,
-        unnest(@s_error_messages::text[]) AS error_message
+    SELECT unnest(@step_keys::text[]) AS step_key,
+        unnest(@types::text[]) AS type,
+        unnest(@statuses::text[]) AS status,
+        unnest(@attempts::int[]) AS attempts,
+        unnest(@max_attempts::int[]) AS max_attempts,
+        unnest(@timeouts_ms::bigint[]) AS timeout_ms,
+        unnest(@next_retry_at::timestamptz[]) AS next_retry_at,
+        unnest(@wake_at::timestamptz[]) AS wake_at,
+        unnest(@wait_event_types::text[]) AS wait_event_type,
+        unnest(@results::text[]) AS result,
+        unnest(@error_names::text[]) AS error_name,
+        unnest(@error_messages::text[]) AS error_message
 ) AS s
+WHERE EXISTS (
+    SELECT 1 FROM workflow_task t
+    WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
+)
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
 SET type = excluded.type,
     status = excluded.status,
@@ -95,3 +184,106 @@ SET type = excluded.type,
     error_message = excluded.error_message,
     updated_at = excluded.updated_at,
     completed_at = excluded.completed_at;
+
+-- name: CheckpointEnd :execrows
+-- CheckpointEnd completes or errors a fenced instance and deletes its task,
+-- when the task is still held at the version; no row changed means it was
+-- not.
+WITH ended AS (
+    DELETE FROM workflow_task t
+    WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id
+)
+UPDATE workflow_instance i
+SET status = @status::text,
+    output = sqlc.narg('output')::json,
+    error_name = sqlc.narg('error_name')::text,
+    error_message = sqlc.narg('error_message')::text,
+    pause_requested = false,
+    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM ended e
+WHERE i.workflow_name = e.workflow_name AND i.instance_id = e.instance_id;
+
+-- name: CheckpointPark :execrows
+-- CheckpointPark pauses a fenced instance and gives its task back to the
+-- queue as kind, due at run_at, when the task is still held at the version.
+WITH parked AS (
+    UPDATE workflow_task t
+    SET status = 'pending',
+        run_at = @run_at::timestamptz,
+        kind = @kind::text,
+        priority = @priority::smallint,
+        lock_owner = NULL,
+        locked_until = NULL
+    WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id
+)
+UPDATE workflow_instance i
+SET status = 'paused',
+    pause_requested = false,
+    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+FROM parked p
+WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id;
+
+-- name: CheckpointSuspend :one
+-- CheckpointSuspend suspends a fenced instance, when its task is still held
+-- at the version: the instance becomes waiting (paused when a pause was
+-- requested), the task pending as kind, due at next_run_at, or now when that
+-- has come or an undelivered event of one of the types is buffered for the
+-- run. It records a hook entry (reason, due when the task is) when
+-- record_hook is set, and notifies the channel when the task is due now and
+-- the instance not paused. It runs after CheckpointFence in the same
+-- transaction, so it sees every event sent before the fence took the
+-- instance lock, and a later sender finds the task pending and wakes it.
+-- No row means the task was not held.
+WITH due AS (
+    SELECT ((@next_run_at::timestamptz <= coalesce(sqlc.narg('now')::timestamptz, now()))
+        OR EXISTS (
+            SELECT 1 FROM workflow_event e
+            WHERE e.workflow_name = @workflow_name AND e.instance_id = @instance_id
+                AND e.run_number = @run_number AND e.type = ANY(@types::text[])
+                AND e.delivered_at IS NULL
+        ))::boolean AS due
+),
+task AS (
+    UPDATE workflow_task t
+    SET status = 'pending',
+        run_at = CASE WHEN due.due THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE @next_run_at::timestamptz END,
+        kind = @kind::text,
+        priority = @priority::smallint,
+        lock_owner = NULL,
+        locked_until = NULL
+    FROM due
+    WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id, t.run_at, due.due
+),
+suspended AS (
+    UPDATE workflow_instance i
+    SET status = CASE WHEN i.pause_requested THEN 'paused' ELSE 'waiting' END,
+        pause_requested = false,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM task t
+    WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+    RETURNING i.status
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT t.workflow_name, t.instance_id, @reason::text, t.run_at,
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM task t
+    WHERE @record_hook::boolean
+    RETURNING 1
+),
+result AS (
+    SELECT t.due, s.status FROM task t CROSS JOIN suspended s
+)
+SELECT r.due, r.status,
+    (SELECT count(*) FROM (
+        SELECT pg_notify(@channel::text, @workflow_name::text)
+        FROM result n
+        WHERE n.due AND n.status <> 'paused'
+    ) AS notified)::int AS notified
+FROM result r;

@@ -59,3 +59,14 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number AND id > @after_id
 ORDER BY id
 LIMIT sqlc.narg('max')::integer;
+
+-- name: StepListCurrentRun :many
+-- StepListCurrentRun lists the steps of the instance's current run in id
+-- (creation) order.
+SELECT s.*
+FROM workflow_instance i
+JOIN workflow_step s
+    ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
+    AND s.run_number = i.run_number
+WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+ORDER BY s.id;

@@ -19,21 +19,52 @@ FROM unnest(@instance_ids::text[]) AS item (instance_id);
 -- task or instance row locked by another transaction is skipped and found by a
 -- later claim. Locking the instance together with the task keeps the lock
 -- order instance-before-task of every other writer deadlock-free.
-WITH due AS (
-    SELECT t.id
+--
+-- Each kind of due task has a branch of its own, so that each is an ordered
+-- scan of its partial index that stops after max rows: due pending tasks walk
+-- workflow_task_pending_idx in claim order, expired leases walk
+-- workflow_task_processing_idx oldest expiry first. A plain index scan marks
+-- the index entries of dead rows (claimed, rescheduled or deleted tasks) as
+-- dead when it meets them, so later claims skip them; a bitmap scan (which a
+-- single OR of both kinds becomes) never does, and with vacuum lagging
+-- behind every claim would revisit every dead task. The store runs this
+-- statement with bitmap and sequential scans switched off (see
+-- claimPlanSettings), so the plan does not depend on statistics. At most max
+-- of the union are claimed, in claim order; the few rows locked beyond that
+-- are released when the statement's transaction ends.
+WITH pending AS (
+    SELECT t.id, t.priority, t.run_at
     FROM workflow_task t
     JOIN workflow_instance i
         ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
-    WHERE t.workflow_name = ANY(@workflow_names::text[])
-        AND (
-            (t.status = 'pending' AND t.run_at <= coalesce(sqlc.narg('now')::timestamptz, now()))
-            OR (t.status = 'processing' AND t.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now()))
-        )
+    WHERE t.status = 'pending'
+        AND t.run_at <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND t.workflow_name = ANY(@workflow_names::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
     ORDER BY t.priority, t.run_at, t.id
     LIMIT @max
     FOR UPDATE OF t SKIP LOCKED
     FOR NO KEY UPDATE OF i SKIP LOCKED
+),
+expired AS (
+    SELECT t.id, t.priority, t.run_at
+    FROM workflow_task t
+    JOIN workflow_instance i
+        ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+    WHERE t.status = 'processing'
+        AND t.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now())
+        AND t.workflow_name = ANY(@workflow_names::text[])
+        AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+    ORDER BY t.locked_until
+    LIMIT @max
+    FOR UPDATE OF t SKIP LOCKED
+    FOR NO KEY UPDATE OF i SKIP LOCKED
+),
+due AS (
+    SELECT d.id
+    FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS d
+    ORDER BY d.priority, d.run_at, d.id
+    LIMIT @max
 ),
 claimed AS (
     UPDATE workflow_task t

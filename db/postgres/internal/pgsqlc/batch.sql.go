@@ -10,36 +10,126 @@ import (
 	"time"
 )
 
-const checkpointBatchLock = `-- name: CheckpointBatchLock :many
-SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
-    EXISTS (
-        SELECT 1 FROM workflow_task t
-        WHERE t.id = u.task_id AND t.version = u.version AND t.status = 'processing'
-    ) AS held
-FROM (
+const checkpointBatch = `-- name: CheckpointBatch :many
+WITH items AS (
     SELECT unnest($1::text[]) AS workflow_name,
         unnest($2::text[]) AS instance_id,
         unnest($3::int[]) AS run_number,
         unnest($4::bigint[]) AS task_id,
-        unnest($5::bigint[]) AS version
-) AS u
-JOIN workflow_instance i
-    ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
-WHERE i.run_number = u.run_number
-    AND i.status NOT IN ('complete', 'errored', 'terminated')
-ORDER BY i.workflow_name, i.instance_id
-FOR NO KEY UPDATE OF i
+        unnest($5::bigint[]) AS version,
+        unnest($6::timestamptz[]) AS locked_until
+),
+locked AS (
+    SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
+        u.task_id, u.version, u.locked_until
+    FROM items u
+    JOIN workflow_instance i
+        ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
+    WHERE i.run_number = u.run_number
+        AND i.status NOT IN ('complete', 'errored', 'terminated')
+    ORDER BY i.workflow_name, i.instance_id
+    FOR NO KEY UPDATE OF i
+),
+held AS (
+    UPDATE workflow_task t
+    SET locked_until = CASE
+        WHEN l.locked_until = '0001-01-01 00:00:00+00'::timestamptz THEN t.locked_until
+        ELSE l.locked_until END
+    FROM locked l
+    WHERE t.id = l.task_id AND t.version = l.version AND t.status = 'processing'
+    RETURNING l.workflow_name, l.instance_id
+),
+touched AS (
+    UPDATE workflow_instance i
+    SET updated_at = $7::timestamptz
+    FROM held h
+    WHERE i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
+    RETURNING 1
+),
+written AS (
+    INSERT INTO workflow_step (
+        workflow_name, instance_id, run_number, step_key, type, status,
+        attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
+        result, error_name, error_message, created_at, updated_at, completed_at
+    )
+    SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status,
+        s.attempts, s.max_attempts, s.timeout_ms,
+        NULLIF(s.next_retry_at, '0001-01-01 00:00:00+00'::timestamptz),
+        NULLIF(s.wake_at, '0001-01-01 00:00:00+00'::timestamptz),
+        NULLIF(s.wait_event_type, ''),
+        NULLIF(s.result, '')::json,
+        NULLIF(s.error_name, ''),
+        NULLIF(s.error_message, ''),
+        $7::timestamptz, $7::timestamptz,
+        CASE WHEN s.status IN ('complete', 'errored') THEN $7::timestamptz END
+    FROM (
+        SELECT unnest($8::text[]) AS workflow_name,
+            unnest($9::text[]) AS instance_id,
+            unnest($10::int[]) AS run_number,
+            unnest($11::text[]) AS step_key,
+            unnest($12::text[]) AS type,
+            unnest($13::text[]) AS status,
+            unnest($14::int[]) AS attempts,
+            unnest($15::int[]) AS max_attempts,
+            unnest($16::bigint[]) AS timeout_ms,
+            unnest($17::timestamptz[]) AS next_retry_at,
+            unnest($18::timestamptz[]) AS wake_at,
+            unnest($19::text[]) AS wait_event_type,
+            unnest($20::text[]) AS result,
+            unnest($21::text[]) AS error_name,
+            unnest($22::text[]) AS error_message
+    ) AS s
+    JOIN held h ON h.workflow_name = s.workflow_name AND h.instance_id = s.instance_id
+    ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
+    SET type = excluded.type,
+        status = excluded.status,
+        attempts = excluded.attempts,
+        max_attempts = excluded.max_attempts,
+        timeout_ms = excluded.timeout_ms,
+        next_retry_at = excluded.next_retry_at,
+        wake_at = excluded.wake_at,
+        wait_event_type = excluded.wait_event_type,
+        result = excluded.result,
+        error_name = excluded.error_name,
+        error_message = excluded.error_message,
+        updated_at = excluded.updated_at,
+        completed_at = excluded.completed_at
+    RETURNING 1
+)
+SELECT l.workflow_name, l.instance_id, l.status, l.pause_requested,
+    EXISTS (
+        SELECT 1 FROM held h
+        WHERE h.workflow_name = l.workflow_name AND h.instance_id = l.instance_id
+    ) AS held
+FROM locked l
 `
 
-type CheckpointBatchLockParams struct {
-	WorkflowNames []string
-	InstanceIds   []string
-	RunNumbers    []int32
-	TaskIds       []int64
-	Versions      []int64
+type CheckpointBatchParams struct {
+	WorkflowNames   []string
+	InstanceIds     []string
+	RunNumbers      []int32
+	TaskIds         []int64
+	Versions        []int64
+	LockedUntil     []time.Time
+	Now             time.Time
+	SWorkflowNames  []string
+	SInstanceIds    []string
+	SRunNumbers     []int32
+	SStepKeys       []string
+	STypes          []string
+	SStatuses       []string
+	SAttempts       []int32
+	SMaxAttempts    []int32
+	STimeoutsMs     []int64
+	SNextRetryAt    []time.Time
+	SWakeAt         []time.Time
+	SWaitEventTypes []string
+	SResults        []string
+	SErrorNames     []string
+	SErrorMessages  []string
 }
 
-type CheckpointBatchLockRow struct {
+type CheckpointBatchRow struct {
 	WorkflowName   string
 	InstanceID     string
 	Status         string
@@ -47,28 +137,57 @@ type CheckpointBatchLockRow struct {
 	Held           bool
 }
 
-// CheckpointBatchLock is the fence of a group commit: it locks the instances
-// of a batch of checkpoints in key order (the lock order of every writer is
-// instance before task, and sorted keys keep concurrent batches from
-// deadlocking) and reports, for each instance whose run is current and not
-// terminal, whether its task is still held at the checkpoint's version. While
-// the instance row is locked no claim, restart, resume or terminate can move
-// the task's version, so the answer holds until commit.
-func (q *Queries) CheckpointBatchLock(ctx context.Context, arg CheckpointBatchLockParams) ([]CheckpointBatchLockRow, error) {
-	rows, err := q.db.Query(ctx, checkpointBatchLock,
+// CheckpointBatch commits a batch of Continue checkpoints of different
+// instances in one statement (in the implicit transaction of the statement):
+// the group commit. It fences and writes together:
+//
+//   - locked locks the instances in key order (the lock order of every writer
+//     is instance before task, and sorted keys keep concurrent batches from
+//     deadlocking), keeping those whose run is current and not terminal;
+//   - held then updates each locked instance's task only when it is still
+//     held at the checkpoint's version, renewing its lease (a zero
+//     locked_until, year 1, keeps it). Being an UPDATE of the task row itself,
+//     the version check is made on the row's latest version once its lock is
+//     taken, never on a snapshot older than a concurrent claim;
+//   - the instances' updated_at and the step rows are written only for the
+//     items in held.
+//
+// It returns one row per locked instance with its status, pause request and
+// whether the fence held; an item without a row, or whose fence failed,
+// changed nothing. Nullable step columns travel as ” or the zero time
+// (year 1) in the arrays and are stored as NULL.
+func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams) ([]CheckpointBatchRow, error) {
+	rows, err := q.db.Query(ctx, checkpointBatch,
 		arg.WorkflowNames,
 		arg.InstanceIds,
 		arg.RunNumbers,
 		arg.TaskIds,
 		arg.Versions,
+		arg.LockedUntil,
+		arg.Now,
+		arg.SWorkflowNames,
+		arg.SInstanceIds,
+		arg.SRunNumbers,
+		arg.SStepKeys,
+		arg.STypes,
+		arg.SStatuses,
+		arg.SAttempts,
+		arg.SMaxAttempts,
+		arg.STimeoutsMs,
+		arg.SNextRetryAt,
+		arg.SWakeAt,
+		arg.SWaitEventTypes,
+		arg.SResults,
+		arg.SErrorNames,
+		arg.SErrorMessages,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	items := []CheckpointBatchLockRow{}
+	items := []CheckpointBatchRow{}
 	for rows.Next() {
-		var i CheckpointBatchLockRow
+		var i CheckpointBatchRow
 		if err := rows.Scan(
 			&i.WorkflowName,
 			&i.InstanceID,
@@ -86,32 +205,157 @@ func (q *Queries) CheckpointBatchLock(ctx context.Context, arg CheckpointBatchLo
 	return items, nil
 }
 
-const checkpointBatchWrite = `-- name: CheckpointBatchWrite :exec
-WITH touched AS (
-    UPDATE workflow_instance i
-    SET updated_at = $1::timestamptz
-    FROM (
-        SELECT unnest($17::text[]) AS workflow_name,
-            unnest($18::text[]) AS instance_id
-    ) AS u
-    WHERE i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
-    RETURNING 1
-), extended AS (
-    UPDATE workflow_task t
-    SET locked_until = u.locked_until
-    FROM (
-        SELECT unnest($19::bigint[]) AS id,
-            unnest($20::timestamptz[]) AS locked_until
-    ) AS u
-    WHERE t.id = u.id
-    RETURNING 1
+const checkpointEnd = `-- name: CheckpointEnd :execrows
+WITH ended AS (
+    DELETE FROM workflow_task t
+    WHERE t.id = $6 AND t.version = $7 AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id
 )
+UPDATE workflow_instance i
+SET status = $1::text,
+    output = $2::json,
+    error_name = $3::text,
+    error_message = $4::text,
+    pause_requested = false,
+    completed_at = coalesce($5::timestamptz, now()),
+    updated_at = coalesce($5::timestamptz, now())
+FROM ended e
+WHERE i.workflow_name = e.workflow_name AND i.instance_id = e.instance_id
+`
+
+type CheckpointEndParams struct {
+	Status       string
+	Output       []byte
+	ErrorName    *string
+	ErrorMessage *string
+	Now          *time.Time
+	TaskID       int64
+	Version      int64
+}
+
+// CheckpointEnd completes or errors a fenced instance and deletes its task,
+// when the task is still held at the version; no row changed means it was
+// not.
+func (q *Queries) CheckpointEnd(ctx context.Context, arg CheckpointEndParams) (int64, error) {
+	result, err := q.db.Exec(ctx, checkpointEnd,
+		arg.Status,
+		arg.Output,
+		arg.ErrorName,
+		arg.ErrorMessage,
+		arg.Now,
+		arg.TaskID,
+		arg.Version,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const checkpointFence = `-- name: CheckpointFence :one
+WITH inst AS (
+    SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested
+    FROM workflow_instance i
+    WHERE i.workflow_name = $3 AND i.instance_id = $4
+        AND i.run_number = $5
+        AND i.status NOT IN ('complete', 'errored', 'terminated')
+    FOR NO KEY UPDATE
+)
+SELECT inst.status, inst.pause_requested
+FROM inst
+JOIN workflow_task t ON t.id = $1
+WHERE t.version = $2 AND t.status = 'processing'
+FOR UPDATE OF t
+`
+
+type CheckpointFenceParams struct {
+	TaskID       int64
+	Version      int64
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int32
+}
+
+type CheckpointFenceRow struct {
+	Status         string
+	PauseRequested bool
+}
+
+// CheckpointFence is the first statement of a pipelined checkpoint: it locks
+// the instance when its run is current and not terminal, then its task when
+// it is still held at the version (instance before task, the order of every
+// writer), and returns the instance's status and pause request. No row means
+// the fence failed. The statements after it in the same transaction are each
+// guarded by the task check again (see the Checkpoint* queries): it can only
+// stay true while the caller holds these locks, and once false it never
+// becomes true again (versions only grow, and a task deleted or replaced
+// never comes back under its id), so a write lands only when the fence held.
+func (q *Queries) CheckpointFence(ctx context.Context, arg CheckpointFenceParams) (CheckpointFenceRow, error) {
+	row := q.db.QueryRow(ctx, checkpointFence,
+		arg.TaskID,
+		arg.Version,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+	)
+	var i CheckpointFenceRow
+	err := row.Scan(&i.Status, &i.PauseRequested)
+	return i, err
+}
+
+const checkpointPark = `-- name: CheckpointPark :execrows
+WITH parked AS (
+    UPDATE workflow_task t
+    SET status = 'pending',
+        run_at = $2::timestamptz,
+        kind = $3::text,
+        priority = $4::smallint,
+        lock_owner = NULL,
+        locked_until = NULL
+    WHERE t.id = $5 AND t.version = $6 AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id
+)
+UPDATE workflow_instance i
+SET status = 'paused',
+    pause_requested = false,
+    updated_at = coalesce($1::timestamptz, now())
+FROM parked p
+WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id
+`
+
+type CheckpointParkParams struct {
+	Now      *time.Time
+	RunAt    time.Time
+	Kind     string
+	Priority int16
+	TaskID   int64
+	Version  int64
+}
+
+// CheckpointPark pauses a fenced instance and gives its task back to the
+// queue as kind, due at run_at, when the task is still held at the version.
+func (q *Queries) CheckpointPark(ctx context.Context, arg CheckpointParkParams) (int64, error) {
+	result, err := q.db.Exec(ctx, checkpointPark,
+		arg.Now,
+		arg.RunAt,
+		arg.Kind,
+		arg.Priority,
+		arg.TaskID,
+		arg.Version,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const checkpointSteps = `-- name: CheckpointSteps :exec
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
     result, error_name, error_message, created_at, updated_at, completed_at
 )
-SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status,
+SELECT $1::text, $2::text, $3::int, s.step_key, s.type, s.status,
     s.attempts, s.max_attempts, s.timeout_ms,
     NULLIF(s.next_retry_at, '0001-01-01 00:00:00+00'::timestamptz),
     NULLIF(s.wake_at, '0001-01-01 00:00:00+00'::timestamptz),
@@ -119,13 +363,10 @@ SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.statu
     NULLIF(s.result, '')::json,
     NULLIF(s.error_name, ''),
     NULLIF(s.error_message, ''),
-    $1::timestamptz, $1::timestamptz,
-    CASE WHEN s.status IN ('complete', 'errored') THEN $1::timestamptz END
+    coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()),
+    CASE WHEN s.status IN ('complete', 'errored') THEN coalesce($4::timestamptz, now()) END
 FROM (
-    SELECT unnest($2::text[]) AS workflow_name,
-        unnest($3::text[]) AS instance_id,
-        unnest($4::int[]) AS run_number,
-        unnest($5::text[]) AS step_key,
+    SELECT unnest($5::text[]) AS step_key,
         unnest($6::text[]) AS type,
         unnest($7::text[]) AS status,
         unnest($8::int[]) AS attempts,
@@ -138,6 +379,10 @@ FROM (
         unnest($15::text[]) AS error_name,
         unnest($16::text[]) AS error_message
 ) AS s
+WHERE EXISTS (
+    SELECT 1 FROM workflow_task t
+    WHERE t.id = $17 AND t.version = $18 AND t.status = 'processing'
+)
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
 SET type = excluded.type,
     status = excluded.status,
@@ -154,55 +399,155 @@ SET type = excluded.type,
     completed_at = excluded.completed_at
 `
 
-type CheckpointBatchWriteParams struct {
-	Now             time.Time
-	SWorkflowNames  []string
-	SInstanceIds    []string
-	SRunNumbers     []int32
-	SStepKeys       []string
-	STypes          []string
-	SStatuses       []string
-	SAttempts       []int32
-	SMaxAttempts    []int32
-	STimeoutsMs     []int64
-	SNextRetryAt    []time.Time
-	SWakeAt         []time.Time
-	SWaitEventTypes []string
-	SResults        []string
-	SErrorNames     []string
-	SErrorMessages  []string
-	WorkflowNames   []string
-	InstanceIds     []string
-	TaskIds         []int64
-	LockedUntil     []time.Time
+type CheckpointStepsParams struct {
+	WorkflowName   string
+	InstanceID     string
+	RunNumber      int32
+	Now            *time.Time
+	StepKeys       []string
+	Types          []string
+	Statuses       []string
+	Attempts       []int32
+	MaxAttempts    []int32
+	TimeoutsMs     []int64
+	NextRetryAt    []time.Time
+	WakeAt         []time.Time
+	WaitEventTypes []string
+	Results        []string
+	ErrorNames     []string
+	ErrorMessages  []string
+	TaskID         int64
+	Version        int64
 }
 
-// CheckpointBatchWrite commits the writes of the fenced checkpoints of a
-// batch in one statement: every instance's updated_at, every task's renewed
-// lease, and every step row. Nullable step columns travel as ” or the
-// zero time (year 1) in the arrays and are stored as NULL.
-func (q *Queries) CheckpointBatchWrite(ctx context.Context, arg CheckpointBatchWriteParams) error {
-	_, err := q.db.Exec(ctx, checkpointBatchWrite,
+// CheckpointSteps writes the step rows of a fenced checkpoint, when its task
+// is still held at the version.
+func (q *Queries) CheckpointSteps(ctx context.Context, arg CheckpointStepsParams) error {
+	_, err := q.db.Exec(ctx, checkpointSteps,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
 		arg.Now,
-		arg.SWorkflowNames,
-		arg.SInstanceIds,
-		arg.SRunNumbers,
-		arg.SStepKeys,
-		arg.STypes,
-		arg.SStatuses,
-		arg.SAttempts,
-		arg.SMaxAttempts,
-		arg.STimeoutsMs,
-		arg.SNextRetryAt,
-		arg.SWakeAt,
-		arg.SWaitEventTypes,
-		arg.SResults,
-		arg.SErrorNames,
-		arg.SErrorMessages,
-		arg.WorkflowNames,
-		arg.InstanceIds,
-		arg.TaskIds,
-		arg.LockedUntil,
+		arg.StepKeys,
+		arg.Types,
+		arg.Statuses,
+		arg.Attempts,
+		arg.MaxAttempts,
+		arg.TimeoutsMs,
+		arg.NextRetryAt,
+		arg.WakeAt,
+		arg.WaitEventTypes,
+		arg.Results,
+		arg.ErrorNames,
+		arg.ErrorMessages,
+		arg.TaskID,
+		arg.Version,
 	)
 	return err
+}
+
+const checkpointSuspend = `-- name: CheckpointSuspend :one
+WITH due AS (
+    SELECT (($3::timestamptz <= coalesce($4::timestamptz, now()))
+        OR EXISTS (
+            SELECT 1 FROM workflow_event e
+            WHERE e.workflow_name = $2 AND e.instance_id = $5
+                AND e.run_number = $6 AND e.type = ANY($7::text[])
+                AND e.delivered_at IS NULL
+        ))::boolean AS due
+),
+task AS (
+    UPDATE workflow_task t
+    SET status = 'pending',
+        run_at = CASE WHEN due.due THEN coalesce($4::timestamptz, now()) ELSE $3::timestamptz END,
+        kind = $8::text,
+        priority = $9::smallint,
+        lock_owner = NULL,
+        locked_until = NULL
+    FROM due
+    WHERE t.id = $10 AND t.version = $11 AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id, t.run_at, due.due
+),
+suspended AS (
+    UPDATE workflow_instance i
+    SET status = CASE WHEN i.pause_requested THEN 'paused' ELSE 'waiting' END,
+        pause_requested = false,
+        updated_at = coalesce($4::timestamptz, now())
+    FROM task t
+    WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+    RETURNING i.status
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT t.workflow_name, t.instance_id, $12::text, t.run_at,
+        coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now())
+    FROM task t
+    WHERE $13::boolean
+    RETURNING 1
+),
+result AS (
+    SELECT t.due, s.status FROM task t CROSS JOIN suspended s
+)
+SELECT r.due, r.status,
+    (SELECT count(*) FROM (
+        SELECT pg_notify($1::text, $2::text)
+        FROM result n
+        WHERE n.due AND n.status <> 'paused'
+    ) AS notified)::int AS notified
+FROM result r
+`
+
+type CheckpointSuspendParams struct {
+	Channel      string
+	WorkflowName string
+	NextRunAt    time.Time
+	Now          *time.Time
+	InstanceID   string
+	RunNumber    int32
+	Types        []string
+	Kind         string
+	Priority     int16
+	TaskID       int64
+	Version      int64
+	Reason       string
+	RecordHook   bool
+}
+
+type CheckpointSuspendRow struct {
+	Due      bool
+	Status   string
+	Notified int32
+}
+
+// CheckpointSuspend suspends a fenced instance, when its task is still held
+// at the version: the instance becomes waiting (paused when a pause was
+// requested), the task pending as kind, due at next_run_at, or now when that
+// has come or an undelivered event of one of the types is buffered for the
+// run. It records a hook entry (reason, due when the task is) when
+// record_hook is set, and notifies the channel when the task is due now and
+// the instance not paused. It runs after CheckpointFence in the same
+// transaction, so it sees every event sent before the fence took the
+// instance lock, and a later sender finds the task pending and wakes it.
+// No row means the task was not held.
+func (q *Queries) CheckpointSuspend(ctx context.Context, arg CheckpointSuspendParams) (CheckpointSuspendRow, error) {
+	row := q.db.QueryRow(ctx, checkpointSuspend,
+		arg.Channel,
+		arg.WorkflowName,
+		arg.NextRunAt,
+		arg.Now,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.Types,
+		arg.Kind,
+		arg.Priority,
+		arg.TaskID,
+		arg.Version,
+		arg.Reason,
+		arg.RecordHook,
+	)
+	var i CheckpointSuspendRow
+	err := row.Scan(&i.Due, &i.Status, &i.Notified)
+	return i, err
 }

@@ -122,6 +122,63 @@ func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowS
 	return items, nil
 }
 
+const stepListCurrentRun = `-- name: StepListCurrentRun :many
+SELECT s.id, s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status, s.attempts, s.max_attempts, s.timeout_ms, s.next_retry_at, s.wake_at, s.wait_event_type, s.result, s.error_name, s.error_message, s.created_at, s.updated_at, s.completed_at
+FROM workflow_instance i
+JOIN workflow_step s
+    ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
+    AND s.run_number = i.run_number
+WHERE i.workflow_name = $1 AND i.instance_id = $2
+ORDER BY s.id
+`
+
+type StepListCurrentRunParams struct {
+	WorkflowName string
+	InstanceID   string
+}
+
+// StepListCurrentRun lists the steps of the instance's current run in id
+// (creation) order.
+func (q *Queries) StepListCurrentRun(ctx context.Context, arg StepListCurrentRunParams) ([]WorkflowStep, error) {
+	rows, err := q.db.Query(ctx, stepListCurrentRun, arg.WorkflowName, arg.InstanceID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowStep{}
+	for rows.Next() {
+		var i WorkflowStep
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Type,
+			&i.Status,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.TimeoutMs,
+			&i.NextRetryAt,
+			&i.WakeAt,
+			&i.WaitEventType,
+			&i.Result,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.CompletedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const stepUpsert = `-- name: StepUpsert :exec
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,

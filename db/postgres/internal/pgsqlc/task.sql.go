@@ -11,21 +11,39 @@ import (
 )
 
 const taskClaim = `-- name: TaskClaim :many
-WITH due AS (
-    SELECT t.id
+WITH pending AS (
+    SELECT t.id, t.priority, t.run_at
     FROM workflow_task t
     JOIN workflow_instance i
         ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
-    WHERE t.workflow_name = ANY($1::text[])
-        AND (
-            (t.status = 'pending' AND t.run_at <= coalesce($2::timestamptz, now()))
-            OR (t.status = 'processing' AND t.locked_until <= coalesce($2::timestamptz, now()))
-        )
+    WHERE t.status = 'pending'
+        AND t.run_at <= coalesce($1::timestamptz, now())
+        AND t.workflow_name = ANY($2::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
     ORDER BY t.priority, t.run_at, t.id
     LIMIT $3
     FOR UPDATE OF t SKIP LOCKED
     FOR NO KEY UPDATE OF i SKIP LOCKED
+),
+expired AS (
+    SELECT t.id, t.priority, t.run_at
+    FROM workflow_task t
+    JOIN workflow_instance i
+        ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+    WHERE t.status = 'processing'
+        AND t.locked_until <= coalesce($1::timestamptz, now())
+        AND t.workflow_name = ANY($2::text[])
+        AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+    ORDER BY t.locked_until
+    LIMIT $3
+    FOR UPDATE OF t SKIP LOCKED
+    FOR NO KEY UPDATE OF i SKIP LOCKED
+),
+due AS (
+    SELECT d.id
+    FROM (SELECT id, priority, run_at FROM pending UNION ALL SELECT id, priority, run_at FROM expired) AS d
+    ORDER BY d.priority, d.run_at, d.id
+    LIMIT $3
 ),
 claimed AS (
     UPDATE workflow_task t
@@ -41,8 +59,8 @@ claimed AS (
 started AS (
     UPDATE workflow_instance i
     SET status = 'running',
-        started_at = coalesce(i.started_at, coalesce($2::timestamptz, now())),
-        updated_at = coalesce($2::timestamptz, now())
+        started_at = coalesce(i.started_at, coalesce($1::timestamptz, now())),
+        updated_at = coalesce($1::timestamptz, now())
     FROM claimed c
     WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
         AND i.status IN ('queued', 'waiting')
@@ -55,8 +73,8 @@ ORDER BY priority, run_at, id
 `
 
 type TaskClaimParams struct {
-	WorkflowNames []string
 	Now           *time.Time
+	WorkflowNames []string
 	Max           int32
 	LockOwner     string
 	LockedUntil   time.Time
@@ -82,10 +100,23 @@ type TaskClaimRow struct {
 // task or instance row locked by another transaction is skipped and found by a
 // later claim. Locking the instance together with the task keeps the lock
 // order instance-before-task of every other writer deadlock-free.
+//
+// Each kind of due task has a branch of its own, so that each is an ordered
+// scan of its partial index that stops after max rows: due pending tasks walk
+// workflow_task_pending_idx in claim order, expired leases walk
+// workflow_task_processing_idx oldest expiry first. A plain index scan marks
+// the index entries of dead rows (claimed, rescheduled or deleted tasks) as
+// dead when it meets them, so later claims skip them; a bitmap scan (which a
+// single OR of both kinds becomes) never does, and with vacuum lagging
+// behind every claim would revisit every dead task. The store runs this
+// statement with bitmap and sequential scans switched off (see
+// claimPlanSettings), so the plan does not depend on statistics. At most max
+// of the union are claimed, in claim order; the few rows locked beyond that
+// are released when the statement's transaction ends.
 func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskClaimRow, error) {
 	rows, err := q.db.Query(ctx, taskClaim,
-		arg.WorkflowNames,
 		arg.Now,
+		arg.WorkflowNames,
 		arg.Max,
 		arg.LockOwner,
 		arg.LockedUntil,

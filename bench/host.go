@@ -78,6 +78,9 @@ func startHost(ctx context.Context, opts hostOptions) (_ *host, err error) {
 		return nil, err
 	}
 	local.Add(h.runner)
+	// As duraflow worker wires it: instances the bench creates start on the
+	// in-process runner at once when it has a free slot (eager start).
+	h.client.SetEagerStarter(h.runner)
 	if err := h.runner.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}

@@ -47,6 +47,7 @@ type hostConfig struct {
 	lease           time.Duration
 	pollInterval    time.Duration
 	concurrency     int
+	eagerStart      bool
 	notify          bool
 	wakeChannel     string
 	shutdownTimeout time.Duration
@@ -82,6 +83,8 @@ func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "poll-interval", "DURAFLOW_POLL_INTERVAL")
 	fs.IntVar(&c.concurrency, "concurrency", 16, "how many instances the runner executes at once")
 	bindEnv(fs, "concurrency", "DURAFLOW_CONCURRENCY")
+	fs.BoolVar(&c.eagerStart, "eager-start", true, "start an instance created in this process on its runner at once, its task leased in the create's transaction, when the runner has a free slot (--eager-start=false: always queue it for a claim)")
+	bindEnv(fs, "eager-start", "DURAFLOW_EAGER_START")
 	fs.BoolVar(&c.notify, "notify", true, "on Postgres, LISTEN for wake-ups from other processes (--notify=false: poll only)")
 	bindEnv(fs, "notify", "DURAFLOW_NOTIFY")
 	fs.StringVar(&c.wakeChannel, "wake-channel", postgres.WakeChannel, "on Postgres, the NOTIFY channel; deployments sharing a database use different ones")
@@ -233,11 +236,16 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		h.runner, err = runner.New(&runner.Config{
 			Store: h.store, Registry: h.registry, Logger: log, WakeFunc: local.Wake, RecordHooks: hooks,
 			LeaseDuration: cfg.lease, PollInterval: cfg.pollInterval, MaxConcurrency: cfg.concurrency,
+			DisableEagerStart: !cfg.eagerStart,
 		})
 		if err != nil {
 			return nil, usageError(err)
 		}
 		local.Add(h.runner)
+		// Instances created through this host's client (API, triggers) start
+		// on its runner at once when it has room; the runner reserves
+		// nothing unless it is started (not with --tick alone).
+		h.client.SetEagerStarter(h.runner)
 	}
 	h.scheduler, err = schedule.New(&schedule.Config{
 		Store: h.store, Registry: h.registry, Logger: log, PollInterval: cfg.pollInterval,

@@ -48,6 +48,30 @@ type Config struct {
 	//
 	// Defaults to nil: metadata is stored as given.
 	MetadataFunc func(ctx context.Context, workflowName string, metadata json.RawMessage) (json.RawMessage, error)
+	// EagerStarter, when set, is a runner in this process that instances
+	// may start on at once (eager start): Create and CreateBatch ask it for
+	// free slots and create that many instances already running, with their
+	// tasks leased to it, in the create's transaction; it runs them without
+	// claiming them. The others are queued as without it. *runner.Runner
+	// implements it; hosts attach it with SetEagerStarter.
+	//
+	// Defaults to nil: every instance is queued.
+	EagerStarter EagerStarter
+}
+
+// EagerStarter is a runner that newly created instances can be handed to
+// directly (eager start), as Temporal's eager workflow start does: no claim
+// round trip, and no run to load. *runner.Runner implements it.
+type EagerStarter interface {
+	// ReserveEager reserves up to n free execution slots for instances of
+	// workflowName about to be created, without blocking, and returns the
+	// lease to create them with (Max is how many it reserved), or nil when
+	// it reserved none.
+	ReserveEager(workflowName string, n int) *db.CreateLease
+	// StartEager runs the created instances that carry a task leased to the
+	// starter and frees the rest of the reservation. The client calls it
+	// exactly once for every non-nil lease, with nil when the create failed.
+	StartEager(lease *db.CreateLease, created []*db.Instance)
 }
 
 // Client is the management service. It implements workflow.Engine.
@@ -58,6 +82,7 @@ type Client struct {
 	wake     func(string)
 	hooks    bool
 	metadata func(context.Context, string, json.RawMessage) (json.RawMessage, error)
+	eager    EagerStarter
 }
 
 var _ workflow.Engine = (*Client)(nil)
@@ -67,7 +92,7 @@ func New(cfg *Config) (*Client, error) {
 	if cfg == nil || cfg.Store == nil || cfg.Registry == nil {
 		return nil, errors.New("client: Store and Registry are required")
 	}
-	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc}
+	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, eager: cfg.EagerStarter}
 	if c.clock == nil {
 		c.clock = clock.New()
 	}
@@ -85,6 +110,41 @@ func (c *Client) SetWakeFunc(f func(workflowName string)) {
 		f = func(string) {}
 	}
 	c.wake = f
+}
+
+// SetEagerStarter attaches the runner that new instances may start on at
+// once (see Config.EagerStarter); nil detaches it. Hosts call it once, while
+// wiring a runner, before the client is used concurrently.
+func (c *Client) SetEagerStarter(s EagerStarter) { c.eager = s }
+
+// reserveEager asks the eager starter, if any, for up to n slots.
+func (c *Client) reserveEager(workflowName string, n int) *db.CreateLease {
+	if c.eager == nil {
+		return nil
+	}
+	return c.eager.ReserveEager(workflowName, n)
+}
+
+// wakeAfterCreate wakes runners after a create unless every created
+// instance already runs on the eager starter: then nothing was queued, and
+// only a hook entry (when recorded) is waiting for delivery.
+func (c *Client) wakeAfterCreate(workflowName string, created []*db.Instance) {
+	if len(created) == 0 {
+		return
+	}
+	if !c.hooks {
+		queued := false
+		for _, inst := range created {
+			if inst.LeasedTask == nil {
+				queued = true
+				break
+			}
+		}
+		if !queued {
+			return
+		}
+	}
+	c.wake(workflowName)
 }
 
 // WorkflowNames returns the names of the registered workflows, sorted.
@@ -153,7 +213,9 @@ func normalizeParams(p json.RawMessage) (json.RawMessage, error) {
 	return p, nil
 }
 
-// Create creates one queued instance with a task due now.
+// Create creates one queued instance with a task due now, or, when the
+// eager starter (Config.EagerStarter) has a free slot for the workflow, a
+// running instance that the starter executes at once.
 func (c *Client) Create(ctx context.Context, workflowName string, req workflow.CreateRequest) (*workflow.InstanceInfo, error) {
 	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
 		return nil, err
@@ -175,19 +237,30 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	if err != nil {
 		return nil, err
 	}
+	lease := c.reserveEager(workflowName, 1)
 	inst, err := c.store.InstanceCreate(ctx, &db.InstanceCreateParams{
 		WorkflowName: workflowName, ID: req.ID, Params: params, Metadata: metadata, Now: c.now(), RecordHooks: c.hooks,
+		Lease: lease,
 	})
+	if lease != nil {
+		var created []*db.Instance
+		if err == nil {
+			created = []*db.Instance{inst}
+		}
+		c.eager.StartEager(lease, created)
+	}
 	if err != nil {
 		return nil, mapError(err, workflowName, req.ID)
 	}
-	c.wake(workflowName)
+	c.wakeAfterCreate(workflowName, []*db.Instance{inst})
 	return InstanceInfo(inst), nil
 }
 
 // CreateBatch creates up to workflow.MaxBatchSize instances; existing ids are
 // skipped and left out of the answer. Every request is validated before
-// anything is written.
+// anything is written. As many of the first instances as the eager starter
+// (Config.EagerStarter) has free slots for start running at once on it; the
+// rest are queued.
 func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, error) {
 	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
 		return nil, err
@@ -240,9 +313,13 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 		}
 		items = append(items, db.InstanceCreateItem{ID: id, Params: params, Metadata: metadata})
 	}
+	lease := c.reserveEager(workflowName, len(items))
 	created, err := c.store.InstanceCreateMany(ctx, &db.InstanceCreateManyParams{
-		WorkflowName: workflowName, Instances: items, Now: c.now(), RecordHooks: c.hooks,
+		WorkflowName: workflowName, Instances: items, Now: c.now(), RecordHooks: c.hooks, Lease: lease,
 	})
+	if lease != nil {
+		c.eager.StartEager(lease, created)
+	}
 	if err != nil {
 		return nil, mapError(err, workflowName, "")
 	}
@@ -250,9 +327,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 	for i, inst := range created {
 		out[i] = InstanceInfo(inst)
 	}
-	if len(out) > 0 {
-		c.wake(workflowName)
-	}
+	c.wakeAfterCreate(workflowName, created)
 	return out, nil
 }
 

@@ -81,6 +81,16 @@ type Config struct {
 	//
 	// Defaults to false.
 	RecordHooks bool
+	// DisableEagerStart turns eager start off: ReserveEager reserves nothing,
+	// so a client attached to this runner (client.Config.EagerStarter)
+	// queues every instance it creates for a claim. With eager start on, an
+	// instance created through such a client while the runner is started,
+	// has the workflow registered and has a free slot is created already
+	// running with its task leased to this runner, and runs at once without
+	// a claim.
+	//
+	// Defaults to false: eager start is on.
+	DisableEagerStart bool
 }
 
 // WithDefaults returns a copy of the config with zero fields filled in.

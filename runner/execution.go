@@ -70,7 +70,10 @@ type execution struct {
 	budget *atomic.Int64
 }
 
-func (r *Runner) execute(task *db.Task, budget *atomic.Int64) {
+// execute runs a held task. state is the run to replay when the caller has
+// it already (an eager start: the instance it just created, with no steps);
+// nil loads it from the store.
+func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState) {
 	log := r.cfg.Logger.With("workflow", task.WorkflowName, "instance", task.InstanceID, "task", task.ID)
 	ref := db.TaskRef{ID: task.ID, Version: task.Version}
 	wf, ok := r.cfg.Registry.Lookup(task.WorkflowName)
@@ -78,11 +81,14 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64) {
 		r.release(ref, r.now(), "workflow not registered on this runner", log)
 		return
 	}
-	state, err := r.cfg.Store.RunLoad(r.execCtx, db.InstanceRef{WorkflowName: task.WorkflowName, ID: task.InstanceID})
-	if err != nil {
-		log.Error("loading run failed", "error", err)
-		r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log)
-		return
+	if state == nil {
+		var err error
+		state, err = r.cfg.Store.RunLoad(r.execCtx, db.InstanceRef{WorkflowName: task.WorkflowName, ID: task.InstanceID})
+		if err != nil {
+			log.Error("loading run failed", "error", err)
+			r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log)
+			return
+		}
 	}
 	if state.Instance.Status.Terminal() {
 		return

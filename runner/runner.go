@@ -24,6 +24,7 @@ type Runner struct {
 
 	mu       sync.Mutex
 	started  bool
+	stopping bool
 	stopLoop context.CancelFunc
 	loopDone chan struct{}
 	// execCtx is the parent of every execution; cancelling it makes running
@@ -40,6 +41,10 @@ type Runner struct {
 	wakeAt    time.Time
 
 	polls atomic.Int64
+	// claimed counts the tasks the runner claimed; eager counts the
+	// instances it started from an eager create (see ReserveEager).
+	claimed atomic.Int64
+	eager   atomic.Int64
 
 	commits *groupCommit
 }
@@ -83,6 +88,14 @@ func (r *Runner) GroupCommitStats() (commits, checkpoints int64) {
 // and metrics.
 func (r *Runner) Polls() int64 { return r.polls.Load() }
 
+// Claimed returns how many tasks the runner has claimed from the queue, for
+// tests and metrics. Eager starts are not claims (see EagerStarts).
+func (r *Runner) Claimed() int64 { return r.claimed.Load() }
+
+// EagerStarts returns how many instances the runner started from an eager
+// create, without claiming them (see ReserveEager).
+func (r *Runner) EagerStarts() int64 { return r.eager.Load() }
+
 // Notify wakes the runner's loop so it claims due work at once instead of at
 // its next poll. It never blocks.
 func (r *Runner) Notify() {
@@ -100,6 +113,9 @@ func (r *Runner) Start(ctx context.Context) error {
 	if r.started {
 		return errors.New("runner: already started")
 	}
+	if r.stopping {
+		return errors.New("runner: stopped")
+	}
 	r.started = true
 	loopCtx, cancel := context.WithCancel(ctx)
 	r.stopLoop = cancel
@@ -115,6 +131,9 @@ func (r *Runner) Start(ctx context.Context) error {
 func (r *Runner) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	stop, loopDone := r.stopLoop, r.loopDone
+	// From here on no eager start is reserved: every reservation made before
+	// is counted in active, so the wait below covers it.
+	r.stopping = true
 	r.mu.Unlock()
 	if stop != nil {
 		stop()
@@ -164,30 +183,57 @@ func (r *Runner) loop(ctx context.Context) {
 	}
 }
 
-// claimAndStart claims as many tasks as there are free slots and starts
-// executing them. It reports whether it filled every free slot.
+// claimAndStart takes every free slot, claims as many tasks, starts
+// executing them and gives back the slots it found no task for. It reports
+// whether it filled every free slot. Slots are taken before the claim so
+// that eager starts (ReserveEager), which take them too, can never push the
+// runner past MaxConcurrency or make a claimed task wait for a slot.
 func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
-	free := cap(r.slots) - len(r.slots)
-	if free <= 0 {
+	free := r.takeSlots(cap(r.slots))
+	if free == 0 {
 		return true, nil
 	}
 	tasks, err := r.claim(ctx, free)
+	r.giveSlots(free - len(tasks))
 	if err != nil {
 		return false, err
 	}
 	for _, t := range tasks {
-		r.slots <- struct{}{}
 		r.active.Add(1)
 		go func(t *db.Task) {
-			defer func() {
-				<-r.slots
-				r.active.Done()
-				r.Notify()
-			}()
-			r.execute(t, nil)
+			defer r.executionDone()
+			r.execute(t, nil, nil)
 		}(t)
 	}
 	return len(tasks) == free, nil
+}
+
+// takeSlots takes up to n free execution slots without waiting and returns
+// how many it took.
+func (r *Runner) takeSlots(n int) int {
+	for i := range n {
+		select {
+		case r.slots <- struct{}{}:
+		default:
+			return i
+		}
+	}
+	return n
+}
+
+// giveSlots gives back n slots taken by takeSlots.
+func (r *Runner) giveSlots(n int) {
+	for range n {
+		<-r.slots
+	}
+}
+
+// executionDone ends an execution started in the background: it frees its
+// slot and wakes the loop, which may claim into it.
+func (r *Runner) executionDone() {
+	<-r.slots
+	r.active.Done()
+	r.Notify()
 }
 
 func (r *Runner) claim(ctx context.Context, max int) ([]*db.Task, error) {
@@ -206,6 +252,7 @@ func (r *Runner) claim(ctx context.Context, max int) ([]*db.Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("claiming tasks: %w", err)
 	}
+	r.claimed.Add(int64(len(tasks)))
 	return tasks, nil
 }
 
@@ -242,7 +289,7 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 		go func(t *db.Task) {
 			defer wg.Done()
 			defer r.active.Done()
-			r.execute(t, budget)
+			r.execute(t, budget, nil)
 		}(t)
 	}
 	wg.Wait()

@@ -101,6 +101,12 @@ func New(t testing.TB, opts ...Option) *Harness {
 	}
 	r, err := runner.New(cfg)
 	require.NoError(t, err)
+	// Attached as every host attaches its runner. The harness drives the
+	// runner with RunDue and never starts it, and a runner that is not
+	// started reserves nothing, so creates stay queued until RunDue: a test
+	// sees every instance queued first, as on a fresh deployment. A test
+	// that starts h.Runner gets eager start.
+	c.SetEagerStarter(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()

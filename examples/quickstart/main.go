@@ -56,7 +56,8 @@ func run(ctx context.Context) error {
 		return err
 	}
 	local := dispatcher.NewLocal()
-	if _, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake}); err != nil {
+	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
+	if err != nil {
 		return err
 	}
 	r, err := runner.New(&runner.Config{Store: store, Registry: reg, Logger: logger, WakeFunc: local.Wake})
@@ -64,6 +65,9 @@ func run(ctx context.Context) error {
 		return err
 	}
 	local.Add(r)
+	// Instances created here start on this runner at once when it has a
+	// free slot (eager start), without waiting for a claim.
+	c.SetEagerStarter(r)
 	if err := r.Start(ctx); err != nil {
 		return err
 	}

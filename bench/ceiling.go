@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"embed"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -25,32 +27,48 @@ import (
 )
 
 // Ceiling is the database's own limit for the SQL shapes the engine uses,
-// measured with pgbench in the same run, plus the LISTEN/NOTIFY latency.
+// measured in the same run: on Postgres with pgbench, plus the
+// LISTEN/NOTIFY latency; on SQLite with the same shapes run through
+// database/sql on a write connection opened as db/sqlite opens its store's.
 type Ceiling struct {
-	// Tool is pgbench's version line.
-	Tool            string  `json:"tool,omitempty"`
+	// Backend is the database measured: "postgres" or "sqlite".
+	Backend string `json:"backend,omitempty"`
+	// Tool says what measured it: pgbench's version line, or the SQLite
+	// version and driver.
+	Tool string `json:"tool,omitempty"`
+	// Clients is pgbench's clients, or on SQLite the goroutines that share
+	// the one write connection.
 	Clients         int     `json:"clients"`
 	DurationSeconds float64 `json:"duration_s"`
-	// Scripts are the pgbench results, by script.
+	// Where is the SQLite file the shapes ran in.
+	Where string `json:"where,omitempty"`
+	// Settings are the SQLite pragmas the ceiling's connection reported.
+	Settings map[string]string `json:"settings,omitempty"`
+	// Scripts are the results, by script (pgbench) or shape (SQLite).
 	Scripts []CeilingScript `json:"scripts,omitempty"`
 	// Notify is the latency from sending a NOTIFY to receiving it on a
 	// LISTENing connection, sequential samples.
 	Notify *Summary `json:"notify,omitempty"`
-	// Skipped says why pgbench did not run (not on PATH, SQLite, …).
+	// Skipped says why the ceiling was not measured (pgbench not on PATH, …).
 	Skipped string `json:"skipped,omitempty"`
 }
 
-// CeilingScript is what one pgbench script reached.
+// CeilingScript is what one pgbench script or SQLite shape reached.
 type CeilingScript struct {
-	Name        string  `json:"name"`
-	Description string  `json:"description"`
-	TPS         float64 `json:"tps"`
-	StepsPerTx  int     `json:"steps_per_tx"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	// Via says what ran it: "pgbench", or "database/sql (SQLite)".
+	Via        string  `json:"via,omitempty"`
+	TPS        float64 `json:"tps"`
+	StepsPerTx int     `json:"steps_per_tx"`
 	// StepsPerSecond is TPS × StepsPerTx.
 	StepsPerSecond float64 `json:"steps_per_s"`
-	LatencyMs      float64 `json:"latency_avg_ms"`
-	Failed         int     `json:"failed,omitempty"`
-	// SQL is the script pgbench ran.
+	// LatencyMs is the mean time of a transaction as its client saw it,
+	// waiting for the connection or a lock included.
+	LatencyMs float64 `json:"latency_avg_ms"`
+	Failed    int     `json:"failed,omitempty"`
+	// SQL is the script that ran (bench/pgbench/*.sql or
+	// bench/sqliteceiling/*.sql).
 	SQL string `json:"sql"`
 }
 
@@ -76,8 +94,8 @@ var ceilingScripts = []struct {
 	{CeilingBatch10, "batch10.sql", "10 step rows in one multi-row INSERT per commit", 10},
 }
 
-// Value returns a ceiling figure by name: steps per second for the pgbench
-// scripts, milliseconds for the notify latencies.
+// Value returns a ceiling figure by name: steps per second for the scripts,
+// milliseconds for the notify latencies.
 func (c *Ceiling) Value(name string) (float64, bool) {
 	if c == nil {
 		return 0, false
@@ -104,9 +122,11 @@ func (c *Ceiling) Value(name string) (float64, bool) {
 
 // runCeiling measures the ceiling of the run's database.
 func runCeiling(ctx context.Context, cfg *Config, d *database) (*Ceiling, error) {
-	c := &Ceiling{Clients: cfg.CeilingClients, DurationSeconds: cfg.CeilingDuration.Seconds()}
-	if d.backend != dburl.Postgres {
-		c.Skipped = "the ceiling is measured on Postgres only"
+	c := &Ceiling{Backend: string(d.backend), Clients: cfg.CeilingClients, DurationSeconds: cfg.CeilingDuration.Seconds()}
+	if d.backend == dburl.SQLite {
+		if err := runSQLiteCeiling(ctx, cfg, d.file, c); err != nil {
+			return nil, err
+		}
 		return c, nil
 	}
 	var err error
@@ -150,32 +170,44 @@ func runCeiling(ctx context.Context, cfg *Config, d *database) (*Ceiling, error)
 			return nil, err
 		}
 		p := newProgress(cfg.Progress, "ceiling "+s.name, int(cfg.CeilingDuration.Seconds()), "s")
-		start := time.Now()
-		stopTicks := make(chan struct{})
-		go func() {
-			t := time.NewTicker(200 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stopTicks:
-					return
-				case <-t.C:
-					p.Set(int(time.Since(start).Seconds()))
-				}
-			}
-		}()
+		stopTicks := tickProgress(p)
 		run, err := runPgbench(ctx, path, env, file, cfg, string(result))
-		close(stopTicks)
+		stopTicks()
 		if err != nil {
 			p.Finish("failed")
 			return nil, fmt.Errorf("pgbench %s: %w", s.name, err)
 		}
-		run.Name, run.Description, run.StepsPerTx, run.SQL = s.name, s.description, s.steps, string(sqlText)
+		run.Name, run.Description, run.StepsPerTx, run.SQL, run.Via = s.name, s.description, s.steps, string(sqlText), "pgbench"
 		run.StepsPerSecond = run.TPS * float64(s.steps)
 		p.Finish(fmt.Sprintf("%s steps/s", formatNumber(run.StepsPerSecond)))
 		c.Scripts = append(c.Scripts, *run)
 	}
 	return c, nil
+}
+
+// tickProgress advances p with the seconds elapsed until the returned
+// function is called.
+func tickProgress(p *progress) (stop func()) {
+	start := time.Now()
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				p.Set(int(time.Since(start).Seconds()))
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }
 
 // setupCeilingTables creates and seeds the scratch tables, with the storage
@@ -314,23 +346,46 @@ func notifyLatency(ctx context.Context, storeURL string, samples int) (*Summary,
 
 // writeTable writes the ceiling's table.
 func (c *Ceiling) writeTable(b io.Writer) {
-	tool := c.Tool
-	if tool == "" {
-		tool = "pgbench"
+	fmt.Fprintf(b, "ceiling: %s\n", c.headline())
+	if c.Settings != nil {
+		fmt.Fprintf(b, "ceiling connection: %s\n", formatSettings(c.Settings))
 	}
-	fmt.Fprintf(b, "ceiling: %s, %d clients, %gs per script, same database, same run\n", tool, c.Clients, c.DurationSeconds)
 	if c.Skipped != "" {
 		fmt.Fprintf(b, "ceiling skipped: %s\n", c.Skipped)
 	}
 	tw := tabwriter.NewWriter(b, 0, 0, 2, ' ', 0)
 	if len(c.Scripts) > 0 || c.Notify != nil {
-		fmt.Fprintln(tw, "CEILING\tSTEPS/S\tTX/S\tLATENCY\tSQL SHAPE")
+		fmt.Fprintln(tw, "CEILING\tMEASURED WITH\tSTEPS/S\tTX/S\tLATENCY\tSQL SHAPE")
 	}
 	for _, s := range c.Scripts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f ms\t%s\n", s.Name, formatNumber(s.StepsPerSecond), formatNumber(s.TPS), s.LatencyMs, s.Description)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f ms\t%s\n", s.Name, cmp.Or(s.Via, "pgbench"), formatNumber(s.StepsPerSecond), formatNumber(s.TPS), s.LatencyMs, s.Description)
 	}
 	if c.Notify != nil {
-		fmt.Fprintf(tw, "notify\t\t\tp50 %.2f ms, p99 %.2f ms\tNOTIFY → received on a LISTENing connection (%d samples)\n", c.Notify.P50, c.Notify.P99, c.Notify.Count)
+		fmt.Fprintf(tw, "notify\tpgx\t\t\tp50 %.2f ms, p99 %.2f ms\tNOTIFY → received on a LISTENing connection (%d samples)\n", c.Notify.P50, c.Notify.P99, c.Notify.Count)
 	}
 	_ = tw.Flush()
+}
+
+// headline says in a line what measured the ceiling, and how.
+func (c *Ceiling) headline() string {
+	if c.Backend == string(dburl.SQLite) {
+		tool := cmp.Or(c.Tool, "SQLite through database/sql (modernc.org/sqlite), not pgbench")
+		return fmt.Sprintf("%s, %d client goroutines sharing one write connection as the store's writers do, %gs per shape, a sibling file of the run's database, same run",
+			tool, c.Clients, c.DurationSeconds)
+	}
+	return fmt.Sprintf("%s, %d clients, %gs per script, same database, same run", cmp.Or(c.Tool, "pgbench"), c.Clients, c.DurationSeconds)
+}
+
+// formatSettings writes settings as sorted key=value pairs.
+func formatSettings(settings map[string]string) string {
+	keys := make([]string, 0, len(settings))
+	for k := range settings {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + settings[k]
+	}
+	return strings.Join(parts, ", ")
 }

@@ -105,16 +105,19 @@ type Config struct {
 	//
 	// Defaults to 1 second, the default of duraflow worker.
 	PollInterval time.Duration
-	// Ceiling runs the pgbench ceiling (Postgres only) before the workloads
-	// and reports throughputs as ratios of it.
+	// Ceiling measures the database's ceiling before the workloads and
+	// reports throughputs as ratios of it: pgbench on Postgres; on SQLite
+	// the same SQL shapes through database/sql, in a sibling file of the
+	// run's database opened as db/sqlite opens its store.
 	//
 	// Defaults to false.
 	Ceiling bool
-	// CeilingDuration is how long each pgbench script runs.
+	// CeilingDuration is how long each pgbench script or SQLite shape runs.
 	//
 	// Defaults to 5 seconds.
 	CeilingDuration time.Duration
-	// CeilingClients is pgbench's number of clients.
+	// CeilingClients is pgbench's number of clients, or the number of
+	// goroutines that run the SQLite shapes.
 	//
 	// Defaults to 8.
 	CeilingClients int

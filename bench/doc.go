@@ -1,9 +1,10 @@
 // Package bench measures Duraflow end to end: named workloads (empty,
 // steps10, wake, create, soak) run by real runners against a real database,
 // with the statistics, progress bar, table and JSON report of the
-// `duraflow bench` command, and an optional ceiling run of pgbench with the
-// SQL shapes the engine uses, so that throughput reads as a fraction of what
-// the database itself can do on the same machine in the same minute.
+// `duraflow bench` command, and an optional ceiling run of the SQL shapes
+// the engine uses (with pgbench on Postgres, through database/sql on
+// SQLite), so that throughput reads as a fraction of what the database
+// itself can do on the same machine in the same minute.
 //
 // Every run gets a database of its own: a fresh schema (dropped afterwards)
 // on Postgres, a fresh file on SQLite. Runners live in this process, in

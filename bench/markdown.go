@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"sort"
@@ -51,22 +52,21 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	b.WriteString("\n")
 
 	if c := r.Ceiling; c != nil {
-		tool := c.Tool
-		if tool == "" {
-			tool = "pgbench"
+		fmt.Fprintf(&b, "\nCeiling (%s):\n\n", c.headline())
+		if c.Settings != nil {
+			fmt.Fprintf(&b, "Ceiling connection: `%s`\n\n", formatSettings(c.Settings))
 		}
-		fmt.Fprintf(&b, "\nCeiling (%s, %d clients, %gs per script):\n\n", tool, c.Clients, c.DurationSeconds)
 		if c.Skipped != "" {
 			fmt.Fprintf(&b, "Skipped: %s\n\n", c.Skipped)
 		}
 		if len(c.Scripts) > 0 || c.Notify != nil {
-			b.WriteString("| ceiling | steps/s | tx/s | latency | SQL shape |\n|---|--:|--:|--:|---|\n")
+			b.WriteString("| ceiling | measured with | steps/s | tx/s | latency | SQL shape |\n|---|---|--:|--:|--:|---|\n")
 		}
 		for _, sc := range c.Scripts {
-			fmt.Fprintf(&b, "| %s | %s | %s | %.2f ms | %s |\n", sc.Name, formatNumber(sc.StepsPerSecond), formatNumber(sc.TPS), sc.LatencyMs, sc.Description)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %.2f ms | %s |\n", sc.Name, cmp.Or(sc.Via, "pgbench"), formatNumber(sc.StepsPerSecond), formatNumber(sc.TPS), sc.LatencyMs, sc.Description)
 		}
 		if c.Notify != nil {
-			fmt.Fprintf(&b, "| notify | | | p50 %.2f ms, p99 %.2f ms | NOTIFY → received on a LISTENing connection |\n", c.Notify.P50, c.Notify.P99)
+			fmt.Fprintf(&b, "| notify | pgx | | | p50 %.2f ms, p99 %.2f ms | NOTIFY → received on a LISTENing connection |\n", c.Notify.P50, c.Notify.P99)
 		}
 	}
 

@@ -25,7 +25,8 @@ type Report struct {
 	Machine  Machine   `json:"machine"`
 	Database Database  `json:"database"`
 	Settings Settings  `json:"settings"`
-	// Ceiling is the pgbench ceiling of this run, when one was asked for.
+	// Ceiling is the ceiling of this run (pgbench on Postgres, the same SQL
+	// shapes through database/sql on SQLite), when one was asked for.
 	Ceiling *Ceiling `json:"ceiling,omitempty"`
 	// Results holds one entry per workload, in the order they ran.
 	Results []*Result `json:"results"`

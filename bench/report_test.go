@@ -26,10 +26,10 @@ func sampleReport() *bench.Report {
 		},
 		Settings: bench.Settings{Workloads: []string{"steps10", "wake", "soak"}, Concurrency: 16, Runners: 1, Batch: 100, InFlight: 200, PollIntervalMs: 1000},
 		Ceiling: &bench.Ceiling{
-			Tool: "pgbench (PostgreSQL) 15.20", Clients: 8, DurationSeconds: 5,
+			Backend: "postgres", Tool: "pgbench (PostgreSQL) 15.20", Clients: 8, DurationSeconds: 5,
 			Scripts: []bench.CeilingScript{
-				{Name: bench.CeilingStepTx, Description: "one transaction per step", TPS: 3000, StepsPerTx: 1, StepsPerSecond: 3000, LatencyMs: 2.6},
-				{Name: bench.CeilingBatch10, Description: "10 rows per commit", TPS: 2500, StepsPerTx: 10, StepsPerSecond: 25000, LatencyMs: 3.1},
+				{Name: bench.CeilingStepTx, Description: "one transaction per step", Via: "pgbench", TPS: 3000, StepsPerTx: 1, StepsPerSecond: 3000, LatencyMs: 2.6},
+				{Name: bench.CeilingBatch10, Description: "10 rows per commit", Via: "pgbench", TPS: 2500, StepsPerTx: 10, StepsPerSecond: 25000, LatencyMs: 3.1},
 			},
 			Notify: &bench.Summary{Count: 200, P50: 0.5, P99: 1},
 		},
@@ -74,8 +74,9 @@ func TestReportWriteTable(t *testing.T) {
 	require.Contains(t, out, "2 CPUs")
 	require.Contains(t, out, "shared_buffers=128MB synchronous_commit=on")
 	require.Contains(t, out, "ceiling: pgbench (PostgreSQL) 15.20, 8 clients, 5s per script")
-	require.Regexp(t, `step-tx\s+3,000\s+3,000\s+2.60 ms\s+one transaction per step`, out)
-	require.Regexp(t, `notify\s+p50 0.50 ms, p99 1.00 ms`, out)
+	require.Regexp(t, `CEILING\s+MEASURED WITH\s+STEPS/S`, out)
+	require.Regexp(t, `step-tx\s+pgbench\s+3,000\s+3,000\s+2.60 ms\s+one transaction per step`, out)
+	require.Regexp(t, `notify\s+pgx\s+p50 0.50 ms, p99 1.00 ms`, out)
 	require.Regexp(t, `steps10\s+steps/s\s+1,500 steps/s\s+0.50× step-tx \(3,000\)`, out)
 	require.Regexp(t, `steps10\s+steps/s\s+1,500 steps/s\s+0.06× batch10 \(25,000\)`, out)
 	require.Equal(t, 2, bytes.Count(buf.Bytes(), []byte("1,500 steps/s")),
@@ -109,6 +110,37 @@ func TestReportWriteTableSkippedCeiling(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, rep.WriteTable(&buf))
 	require.Contains(t, buf.String(), "ceiling skipped: pgbench (pgbench) is not on PATH")
+}
+
+// TestReportSQLiteCeiling checks that an SQLite ceiling says what measured
+// it, in the table and in Markdown.
+func TestReportSQLiteCeiling(t *testing.T) {
+	t.Parallel()
+
+	rep := sampleReport()
+	rep.Database.Backend = "sqlite"
+	rep.Ceiling = &bench.Ceiling{
+		Backend: "sqlite", Tool: "SQLite 3.50.0 through database/sql (modernc.org/sqlite), not pgbench", Clients: 8, DurationSeconds: 5,
+		Settings: map[string]string{"journal_mode": "wal", "synchronous": "NORMAL (1)"},
+		Scripts: []bench.CeilingScript{
+			{Name: bench.CeilingStepTx, Description: "one transaction per step", Via: "database/sql (SQLite)", TPS: 3000, StepsPerTx: 1, StepsPerSecond: 3000, LatencyMs: 2.6},
+			{Name: bench.CeilingBatch10, Description: "10 rows per commit", Via: "database/sql (SQLite)", TPS: 2500, StepsPerTx: 10, StepsPerSecond: 25000, LatencyMs: 3.1},
+		},
+	}
+	bench.ApplyCeiling(rep)
+	var buf bytes.Buffer
+	require.NoError(t, rep.WriteTable(&buf))
+	out := buf.String()
+	require.Contains(t, out, "ceiling: SQLite 3.50.0 through database/sql (modernc.org/sqlite), not pgbench, 8 client goroutines sharing one write connection")
+	require.Contains(t, out, "ceiling connection: journal_mode=wal, synchronous=NORMAL (1)")
+	require.Regexp(t, `step-tx\s+database/sql \(SQLite\)\s+3,000\s+3,000\s+2.60 ms`, out)
+	require.Regexp(t, `steps10\s+steps/s\s+1,500 steps/s\s+0.50× step-tx \(3,000\)`, out)
+	require.NotContains(t, out, "notify")
+
+	buf.Reset()
+	require.NoError(t, rep.WriteMarkdown(&buf))
+	require.Contains(t, buf.String(), "| step-tx | database/sql (SQLite) | 3,000 | 3,000 | 2.60 ms | one transaction per step |")
+	require.Contains(t, buf.String(), "Ceiling connection: `journal_mode=wal, synchronous=NORMAL (1)`")
 }
 
 func TestReportJSON(t *testing.T) {
@@ -145,7 +177,7 @@ func TestReportWriteMarkdown(t *testing.T) {
 	out := buf.String()
 	require.Contains(t, out, "commit `0123456789abcdef0123 (with uncommitted changes)`")
 	require.Contains(t, out, "`synchronous_commit=on`")
-	require.Contains(t, out, "| step-tx | 3,000 | 3,000 | 2.60 ms | one transaction per step |")
+	require.Contains(t, out, "| step-tx | pgbench | 3,000 | 3,000 | 2.60 ms | one transaction per step |")
 	require.Contains(t, out, "| steps10 | steps/s | 1,500 steps/s | 0.50× step-tx (3,000) |")
 	require.Contains(t, out, "| wake | idle send→resumed p50 | 2.00 ms | 4.00× notify-p50 (0.500) |")
 	require.Contains(t, out, "| 1m0s | 95 | 950 | - | - | - |")

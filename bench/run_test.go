@@ -105,11 +105,37 @@ func TestRunSQLite(t *testing.T) {
 		}
 	}()
 	cfg.Ceiling = true
+	cfg.CeilingDuration = time.Second
+	cfg.CeilingClients = 2
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
 	requireResults(t, rep, "empty", "steps10", "wake", "soak", "create")
 	require.Equal(t, "sqlite", rep.Database.Backend)
-	require.Contains(t, rep.Ceiling.Skipped, "Postgres only")
+
+	// The SQLite ceiling ran, and every throughput is a ratio of it.
+	require.Empty(t, rep.Ceiling.Skipped)
+	require.Equal(t, "sqlite", rep.Ceiling.Backend)
+	require.Len(t, rep.Ceiling.Scripts, 3)
+	for _, s := range rep.Ceiling.Scripts {
+		require.Positive(t, s.StepsPerSecond, s.Name)
+		require.Equal(t, "database/sql (SQLite)", s.Via, s.Name)
+	}
+	ratios := map[string][]string{}
+	for _, res := range rep.Results {
+		for _, m := range res.Metrics {
+			if m.Ceiling != "" && m.CeilingValue > 0 {
+				ratios[res.Workload] = append(ratios[res.Workload], m.Ceiling)
+			}
+		}
+	}
+	require.Equal(t, map[string][]string{
+		"empty":   {"step-tx"},
+		"steps10": {"step-tx", "batch10"},
+		"soak":    {"step-tx"},
+		"create":  {"checkpoint", "batch10"},
+	}, ratios, "wake has no notify ceiling on SQLite")
+	require.Positive(t, rep.Results[0].Metrics[0].Ratio, "empty workflows/s is a ratio of step-tx")
+	require.Positive(t, rep.Results[1].Metrics[0].Ratio, "steps10 steps/s is a ratio of step-tx")
 	require.Len(t, rep.Results[3].Intervals, 2)
 	require.Contains(t, progress.String(), "bench: steps10: done in")
 	require.Empty(t, rep.Kept)

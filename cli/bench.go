@@ -44,11 +44,15 @@ Each run uses a database of its own: a new schema (dropped afterwards) in the
 Postgres database --db names, or a new SQLite file (--db sqlite for a
 temporary one). --runners K spreads the runners over K processes (this
 binary re-executed as 'bench worker'); on Postgres they wake each other with
-LISTEN/NOTIFY. --ceiling first runs pgbench, when it is on PATH, with the SQL
-shapes the engine uses, and shows every throughput as a ratio of that
-ceiling from the same run.`,
+LISTEN/NOTIFY. --ceiling first measures what the database itself reaches
+with the SQL shapes the engine uses, and shows every throughput as a ratio
+of that ceiling from the same run: on Postgres with pgbench, when it is on
+PATH; on SQLite with the same shapes run through database/sql by
+--ceiling-clients goroutines, in a sibling file of the run's database opened
+as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 		Example: `  duraflow bench --db 'postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable' --ceiling
   duraflow bench --db sqlite --workload steps10 -n 5000 --json steps10.json
+  duraflow bench --db sqlite --ceiling --workload empty,steps10
   duraflow bench --db "$DB" --workload soak --duration 10m --interval 1m
   duraflow bench --db "$DB" --workload steps10 --runners 2 --cpuprofile cpu.out`,
 		Args: args(cobra.NoArgs),
@@ -109,9 +113,9 @@ ceiling from the same run.`,
 	fs.IntVar(&cfg.Batch, "batch", 100, "instances per create call in empty, steps10, soak and wake's load (1 for single creates)")
 	fs.IntVar(&cfg.InFlight, "in-flight", 0, "most unfinished instances at once; creation waits above it (default 4 × concurrency × runners, at least 200)")
 	fs.Var(newDurationValue(&cfg.PollInterval, time.Second), "poll-interval", "each runner's poll interval")
-	fs.BoolVar(&cfg.Ceiling, "ceiling", false, "on Postgres, measure the database's ceiling with pgbench first and show ratios to it")
-	fs.Var(newDurationValue(&cfg.CeilingDuration, 5*time.Second), "ceiling-duration", "how long each pgbench script runs")
-	fs.IntVar(&cfg.CeilingClients, "ceiling-clients", 8, "pgbench clients")
+	fs.BoolVar(&cfg.Ceiling, "ceiling", false, "measure the database's ceiling first and show ratios to it: pgbench on Postgres, the same SQL shapes through database/sql on SQLite")
+	fs.Var(newDurationValue(&cfg.CeilingDuration, 5*time.Second), "ceiling-duration", "how long each ceiling script (pgbench) or shape (SQLite) runs")
+	fs.IntVar(&cfg.CeilingClients, "ceiling-clients", 8, "ceiling clients: pgbench clients, or goroutines sharing the write connection on SQLite")
 	fs.StringVar(&cfg.Pgbench, "pgbench", "pgbench", "the pgbench program")
 	fs.Var(newDurationValue(&cfg.Maintenance, 0), "maintenance", "on Postgres, do autovacuum's work with this naptime: vacuum and analyze the run's tables past autovacuum's thresholds (0: never)")
 	fs.BoolVar(&cfg.SQLStats, "sql-stats", false, "on Postgres, count this process's statements and their wall time per workload")

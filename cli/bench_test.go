@@ -38,6 +38,52 @@ func TestBench(t *testing.T) {
 	require.Contains(t, string(b), "| steps10 | steps/s |")
 }
 
+// TestBenchSQLiteCeiling checks that --ceiling on SQLite measures its
+// ceiling and prints the ratios to it, in the table, the JSON and the
+// Markdown. It asserts no timing.
+func TestBenchSQLiteCeiling(t *testing.T) {
+	t.Parallel()
+
+	out := filepath.Join(t.TempDir(), "bench.json")
+	md := filepath.Join(t.TempDir(), "bench.md")
+	r := run(t, nil, "bench", "--db", "sqlite", "--workload", "steps10", "-n", "5", "--concurrency", "2",
+		"--ceiling", "--ceiling-duration", "1s", "--ceiling-clients", "2", "--json", out, "--markdown", md, "-q")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "through database/sql (modernc.org/sqlite), not pgbench")
+	require.Regexp(t, `step-tx\s+database/sql \(SQLite\)\s+[0-9,.]+\s`, r.stdout)
+	require.Regexp(t, `steps10\s+steps/s\s+.*× step-tx`, r.stdout)
+	require.Regexp(t, `steps10\s+steps/s\s+.*× batch10`, r.stdout)
+
+	b, err := os.ReadFile(out)
+	require.NoError(t, err)
+	var rep struct {
+		Ceiling struct {
+			Backend string
+			Scripts []struct {
+				Name           string
+				Via            string
+				StepsPerSecond float64 `json:"steps_per_s"`
+			}
+		}
+		Results []struct {
+			Metrics []struct{ Ratio float64 }
+		}
+	}
+	require.NoError(t, json.Unmarshal(b, &rep))
+	require.Equal(t, "sqlite", rep.Ceiling.Backend)
+	require.Len(t, rep.Ceiling.Scripts, 3)
+	for _, s := range rep.Ceiling.Scripts {
+		require.Positive(t, s.StepsPerSecond, s.Name)
+		require.Equal(t, "database/sql (SQLite)", s.Via)
+	}
+	require.Positive(t, rep.Results[0].Metrics[0].Ratio)
+
+	b, err = os.ReadFile(md)
+	require.NoError(t, err)
+	require.Contains(t, string(b), "| step-tx | database/sql (SQLite) |")
+	require.Regexp(t, `\| steps10 \| steps/s \| .* \| [0-9.]+× step-tx`, string(b))
+}
+
 func TestBenchQuiet(t *testing.T) {
 	t.Parallel()
 

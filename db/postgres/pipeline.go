@@ -20,15 +20,18 @@ type pipelineStep func(q *pgsqlc.Queries) error
 // errQueued is what a statement answers while its step is being queued.
 var errQueued = errors.New("postgres: statement queued, not run")
 
-// pipeline sends the prelude statements (SQL without arguments) and the
-// steps' statements to Postgres as one pgx batch: one round trip, all in the
+// pipeline sends the prelude statements (SQL without arguments), the steps'
+// statements and the postlude statements to Postgres as one pgx batch: one round trip, all in the
 // implicit transaction of the batch, so they commit together, and an error in
 // one rolls back all of them and skips the rest. Statements see the effects
 // of those before them, each with a snapshot of its own (read committed).
 //
+// A prelude may open an explicit transaction (BEGIN) for the postlude to
+// commit, to give every statement one snapshot.
+//
 // A step that returns an error stops the reading of answers; the statements
 // after it still ran, and commit unless one of them failed.
-func (s *Store) pipeline(ctx context.Context, prelude []string, steps ...pipelineStep) error {
+func (s *Store) pipeline(ctx context.Context, prelude, postlude []string, steps ...pipelineStep) error {
 	b := &pgx.Batch{}
 	for _, sql := range prelude {
 		b.Queue(sql)
@@ -38,6 +41,9 @@ func (s *Store) pipeline(ctx context.Context, prelude []string, steps ...pipelin
 		if err := step(queue); err != nil && !errors.Is(err, errQueued) {
 			return err
 		}
+	}
+	for _, sql := range postlude {
+		b.Queue(sql)
 	}
 	br := s.pool.SendBatch(ctx, b)
 	for range prelude {
@@ -49,6 +55,12 @@ func (s *Store) pipeline(ctx context.Context, prelude []string, steps ...pipelin
 	answers := pgsqlc.New(answerer{br})
 	for _, step := range steps {
 		if err := step(answers); err != nil {
+			_ = br.Close()
+			return err
+		}
+	}
+	for range postlude {
+		if _, err := br.Exec(); err != nil {
 			_ = br.Close()
 			return err
 		}

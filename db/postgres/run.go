@@ -11,23 +11,48 @@ import (
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 )
 
+// runLoadSnapshot wraps the reads of RunLoad in a read-only repeatable-read
+// transaction, so that the instance and the steps come from one snapshot.
+var runLoadSnapshot = [2][]string{
+	{"BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"},
+	{"COMMIT"},
+}
+
 // RunLoad returns the instance and the steps of its current run, keyed by
-// step key; db.ErrNotFound when there is no such instance.
+// step key; db.ErrNotFound when there is no such instance. Both reads go in
+// one round trip and see one snapshot.
 func (s *Store) RunLoad(ctx context.Context, ref db.InstanceRef) (*db.RunState, error) {
-	row, err := s.queries.InstanceGet(ctx, pgsqlc.InstanceGetParams{
-		WorkflowName: ref.WorkflowName,
-		InstanceID:   ref.ID,
-	})
+	var (
+		row      pgsqlc.WorkflowInstance
+		steps    []pgsqlc.WorkflowStep
+		rowErr   error
+		stepsErr error
+	)
+	err := s.pipeline(ctx, runLoadSnapshot[0], runLoadSnapshot[1],
+		func(q *pgsqlc.Queries) error {
+			// A missing instance is no error of the batch: the step
+			// query still answers (with no rows).
+			row, rowErr = q.InstanceGet(ctx, pgsqlc.InstanceGetParams{
+				WorkflowName: ref.WorkflowName,
+				InstanceID:   ref.ID,
+			})
+			if rowErr != nil && !isNoRows(rowErr) {
+				return rowErr
+			}
+			return nil
+		},
+		func(q *pgsqlc.Queries) error {
+			steps, stepsErr = q.StepListCurrentRun(ctx, pgsqlc.StepListCurrentRunParams{
+				WorkflowName: ref.WorkflowName,
+				InstanceID:   ref.ID,
+			})
+			return stepsErr
+		})
+	if err == nil {
+		err = rowErr
+	}
 	if err != nil {
 		return nil, fmt.Errorf("loading run: %w", interpretError(err))
-	}
-	steps, err := s.queries.StepList(ctx, pgsqlc.StepListParams{
-		WorkflowName: ref.WorkflowName,
-		InstanceID:   ref.ID,
-		RunNumber:    row.RunNumber,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("loading run steps: %w", interpretError(err))
 	}
 	state := &db.RunState{
 		Instance: instanceFromRow(&row),
@@ -59,15 +84,199 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 	return list, nil
 }
 
-// Checkpoint commits a runner's transition in one transaction fenced by
-// p.Task. It locks the instance first and the task second, the order every
+// Checkpoint commits a runner's transition fenced by p.Task, in one round
+// trip unless an event is consumed. It returns db.ErrLeaseLost, having
+// changed nothing, when the run was restarted or ended, or the task version
+// moved on. Every path locks the instance first and the task second, the
+// order every writer uses.
+//
+// A Continue checkpoint is a group commit of one (CheckpointBatch). The
+// other outcomes are a pipeline in one transaction: CheckpointFence locks
+// and checks, then the step rows and the outcome are written by statements
+// that each check the task again (see CheckpointFence in batch.sql). After
+// OutcomeSuspend it records a hook entry (retry or wake, due when the task
+// is) when p.RecordHooks is set, and notifies the wake channel when the task
+// is due now. A checkpoint that consumes an event takes a transaction of
+// several round trips (checkpointConsume).
+func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	switch {
+	case p.ConsumeEvent != nil || p.Now.IsZero():
+		return s.checkpointConsume(ctx, p)
+	case p.Outcome == db.OutcomeContinue:
+		results, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
+		if err != nil {
+			return nil, err
+		}
+		if results[0].Err != nil {
+			return nil, results[0].Err
+		}
+		return results[0].Result, nil
+	}
+	res, err := s.checkpointPipelined(ctx, p)
+	if errors.Is(err, db.ErrLeaseLost) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+	}
+	return res, nil
+}
+
+// checkpointPipelined commits a Suspend, Park, Complete or Error checkpoint
+// without an event to consume in one pipelined round trip.
+func (s *Store) checkpointPipelined(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	now := nowArg(p.Now)
+	held := false
+	res := &db.CheckpointResult{}
+	steps := []pipelineStep{func(q *pgsqlc.Queries) error {
+		row, err := q.CheckpointFence(ctx, pgsqlc.CheckpointFenceParams{
+			TaskID:       p.Task.ID,
+			Version:      p.Task.Version,
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+			RunNumber:    int32(p.RunNumber),
+		})
+		held = err == nil
+		if isNoRows(err) {
+			return nil // the statements after it change nothing
+		}
+		res.Status = db.InstanceStatus(row.Status)
+		return err
+	}}
+	if len(p.Steps) > 0 {
+		w := checkpointStepsParams(p, now)
+		steps = append(steps, func(q *pgsqlc.Queries) error { return q.CheckpointSteps(ctx, w) })
+	}
+	var outcome pipelineStep
+	switch p.Outcome {
+	case db.OutcomeSuspend:
+		kind, reason := p.NextKind, db.HookReasonWake
+		if kind == "" {
+			kind = db.TaskKindWake
+		}
+		if kind == db.TaskKindRetry {
+			reason = db.HookReasonRetry
+		}
+		outcome = func(q *pgsqlc.Queries) error {
+			row, err := q.CheckpointSuspend(ctx, pgsqlc.CheckpointSuspendParams{
+				Channel:      s.wakeChannel,
+				WorkflowName: p.WorkflowName,
+				NextRunAt:    p.NextRunAt,
+				Now:          now,
+				InstanceID:   p.InstanceID,
+				RunNumber:    int32(p.RunNumber),
+				Types:        emptyIfNil(p.WaitEventTypes),
+				Kind:         string(kind),
+				Priority:     int16(kind.Priority()),
+				TaskID:       p.Task.ID,
+				Version:      p.Task.Version,
+				Reason:       string(reason),
+				RecordHook:   p.RecordHooks,
+			})
+			if isNoRows(err) {
+				held = false
+				return nil
+			}
+			res.Status = db.InstanceStatus(row.Status)
+			res.Due = row.Due && res.Status != db.StatusPaused
+			return err
+		}
+	case db.OutcomePark:
+		kind := p.NextKind
+		if kind == "" {
+			kind = db.TaskKindResume
+		}
+		outcome = func(q *pgsqlc.Queries) error {
+			n, err := q.CheckpointPark(ctx, pgsqlc.CheckpointParkParams{
+				Now:      now,
+				RunAt:    p.NextRunAt,
+				Kind:     string(kind),
+				Priority: int16(kind.Priority()),
+				TaskID:   p.Task.ID,
+				Version:  p.Task.Version,
+			})
+			held = held && n == 1
+			res.Status = db.StatusPaused
+			return err
+		}
+	case db.OutcomeComplete, db.OutcomeError:
+		end := pgsqlc.CheckpointEndParams{
+			Status:  string(db.StatusComplete),
+			Output:  jsonArg(p.Output),
+			Now:     now,
+			TaskID:  p.Task.ID,
+			Version: p.Task.Version,
+		}
+		if p.Outcome == db.OutcomeError {
+			end.Status = string(db.StatusErrored)
+			end.Output = nil
+			end.ErrorName, end.ErrorMessage = textArg(p.ErrorName), textArg(p.ErrorMessage)
+		}
+		outcome = func(q *pgsqlc.Queries) error {
+			n, err := q.CheckpointEnd(ctx, end)
+			held = held && n == 1
+			res.Status = db.InstanceStatus(end.Status)
+			return err
+		}
+	default:
+		return nil, errors.New("unknown checkpoint outcome " + fmt.Sprint(p.Outcome))
+	}
+	if err := s.pipeline(ctx, nil, nil, append(steps, outcome)...); err != nil {
+		return nil, err
+	}
+	if !held {
+		return nil, db.ErrLeaseLost
+	}
+	return res, nil
+}
+
+// checkpointStepsParams are the arrays of CheckpointSteps for p.Steps.
+// Nullable columns travel as empty strings or the zero time (year 1).
+func checkpointStepsParams(p *db.CheckpointParams, now *time.Time) pgsqlc.CheckpointStepsParams {
+	w := pgsqlc.CheckpointStepsParams{
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		RunNumber:    int32(p.RunNumber),
+		Now:          now,
+		TaskID:       p.Task.ID,
+		Version:      p.Task.Version,
+	}
+	for i := range p.Steps {
+		st := &p.Steps[i]
+		w.StepKeys = append(w.StepKeys, st.Key)
+		w.Types = append(w.Types, string(st.Type))
+		w.Statuses = append(w.Statuses, string(st.Status))
+		w.Attempts = append(w.Attempts, int32(st.Attempts))
+		w.MaxAttempts = append(w.MaxAttempts, int32(st.MaxAttempts))
+		w.TimeoutsMs = append(w.TimeoutsMs, st.Timeout.Milliseconds())
+		w.NextRetryAt = append(w.NextRetryAt, timeOrZero(st.NextRetryAt))
+		w.WakeAt = append(w.WakeAt, timeOrZero(st.WakeAt))
+		w.WaitEventTypes = append(w.WaitEventTypes, st.WaitEventType)
+		w.Results = append(w.Results, string(st.Result))
+		w.ErrorNames = append(w.ErrorNames, st.ErrorName)
+		w.ErrorMessages = append(w.ErrorMessages, st.ErrorMessage)
+	}
+	return w
+}
+
+// emptyIfNil keeps a nil slice from being sent as a NULL array.
+func emptyIfNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// checkpointConsume commits a checkpoint in one transaction of several
+// round trips, fenced by p.Task: the path of checkpoints that consume an
+// event, whose step result is made from the event it finds. It locks the instance first and the task second, the order every
 // writer uses, and returns db.ErrLeaseLost, having changed nothing, when the
 // run was restarted or ended, or the task version moved on. When an event is
 // consumed, a write in p.Steps for the consuming step's key is dropped: the
 // step is complete with the event. After OutcomeSuspend it records a hook
 // entry (retry or wake, due when the task is) when p.RecordHooks is set, and
 // notifies the wake channel when the task is due now.
-func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	now := nowArg(p.Now)
 	var res *db.CheckpointResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {

@@ -12,18 +12,24 @@ import (
 )
 
 // claimPlanSettings precede TaskClaim in its pipeline: planner settings
-// local to the claim's transaction that leave the planner only plain index
-// scans of the task table, whatever the statistics say (there may be none:
-// tables that were never analyzed, or plans cached while they were empty).
-// Each branch of the claim is then an ordered scan of its partial index that
-// stops after max rows, and marks the entries of dead rows it meets so that
-// no later claim visits them again; a bitmap scan would revisit every dead
-// row on every claim until vacuum runs (see TaskClaim in task.sql). The
-// settings apply when the claim is planned, and every plan of the claim's
-// prepared statement is made under them: the statement is never run
-// without them.
+// local to the claim's transaction that leave the planner only ordered plain
+// index scans of the task table, whatever the statistics say (there may be
+// none: tables that were never analyzed). Each branch of the claim is then
+// an ordered scan of its partial index that stops after max rows, and marks
+// the entries of dead rows it meets so that no later claim visits them
+// again; a bitmap scan would revisit every dead row on every claim until
+// vacuum runs (see TaskClaim in task.sql). Sorts stay possible (the claimed
+// rows are sorted), only costed as a last resort.
+//
+// The claim is also planned afresh at every execution (force_custom_plan):
+// the generic plan Postgres would cache after five executions of the
+// prepared statement is costed once, often while the tables are still
+// empty, where every index of workflow_instance looks as good as its
+// primary key, and is kept until statistics change, which without
+// autovacuum is never. A custom plan costs the tables as they are.
 var claimPlanSettings = []string{
-	"SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true)",
+	"SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), " +
+		"set_config('enable_sort', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)",
 }
 
 // TaskClaim leases up to p.Max due tasks of the named workflows in one
@@ -44,7 +50,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 		LockedUntil:   p.LockedUntil,
 	}
 	var rows []pgsqlc.TaskClaimRow
-	err := s.pipeline(ctx, claimPlanSettings, func(q *pgsqlc.Queries) error {
+	err := s.pipeline(ctx, claimPlanSettings, nil, func(q *pgsqlc.Queries) error {
 		var err error
 		rows, err = q.TaskClaim(ctx, params)
 		return err

@@ -105,6 +105,12 @@ type Config struct {
 	//
 	// Defaults to 1 second, the default of duraflow worker.
 	PollInterval time.Duration
+	// NoEagerStart turns eager start off in the bench process, as
+	// --eager-start=false does for duraflow worker: every instance it creates
+	// is queued and claimed. By default an instance starts on the in-process
+	// runner at once when it has a free slot. Worker processes create
+	// nothing, so it does not concern them.
+	NoEagerStart bool
 	// Ceiling measures the database's ceiling before the workloads and
 	// reports throughputs as ratios of it: pgbench on Postgres; on SQLite
 	// the same SQL shapes through database/sql, in a sibling file of the

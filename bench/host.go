@@ -26,6 +26,7 @@ type hostOptions struct {
 	runner       bool
 	concurrency  int
 	pollInterval time.Duration
+	noEager      bool
 	logger       *slog.Logger
 	// tracer, when set, counts the statements of the store (Postgres).
 	tracer *sqlTracer
@@ -72,7 +73,7 @@ func startHost(ctx context.Context, opts hostOptions) (_ *host, err error) {
 	}
 	h.runner, err = runner.New(&runner.Config{
 		Store: h.store, Registry: runnerReg, Logger: opts.logger, WakeFunc: local.Wake,
-		MaxConcurrency: opts.concurrency, PollInterval: opts.pollInterval,
+		MaxConcurrency: opts.concurrency, PollInterval: opts.pollInterval, DisableEagerStart: opts.noEager,
 	})
 	if err != nil {
 		return nil, err
@@ -80,7 +81,9 @@ func startHost(ctx context.Context, opts hostOptions) (_ *host, err error) {
 	local.Add(h.runner)
 	// As duraflow worker wires it: instances the bench creates start on the
 	// in-process runner at once when it has a free slot (eager start).
-	h.client.SetEagerStarter(h.runner)
+	if !opts.noEager {
+		h.client.SetEagerStarter(h.runner)
+	}
 	if err := h.runner.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, err
 	}

@@ -42,6 +42,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "- runners: %d (%s), concurrency %d, batch %d, in flight ≤ %d, poll %s",
 		s.Runners, map[bool]string{true: "all in worker processes", false: "first in the bench process"}[s.ExternalRunners],
 		s.Concurrency, s.Batch, s.InFlight, time.Duration(s.PollIntervalMs*float64(time.Millisecond)))
+	if s.NoEagerStart {
+		b.WriteString(", eager start off")
+	}
 	if s.PoolMaxConns > 0 {
 		fmt.Fprintf(&b, ", pool %d connections", s.PoolMaxConns)
 	}

@@ -75,6 +75,7 @@ type Settings struct {
 	Batch           int      `json:"batch"`
 	InFlight        int      `json:"in_flight"`
 	PollIntervalMs  float64  `json:"poll_interval_ms"`
+	NoEagerStart    bool     `json:"no_eager_start,omitempty"`
 	SoakSeconds     float64  `json:"soak_s,omitempty"`
 	IntervalSeconds float64  `json:"interval_s,omitempty"`
 	// MaintenanceSeconds is Config.Maintenance; MaintenanceVacuums and
@@ -153,6 +154,7 @@ func newReport(cfg *Config) *Report {
 			Workloads: cfg.ordered(), N: cfg.N, Concurrency: cfg.Concurrency, Runners: cfg.Runners,
 			ExternalRunners: cfg.ExternalRunners, Batch: cfg.Batch, InFlight: cfg.InFlight,
 			PollIntervalMs: ms(cfg.PollInterval), MaintenanceSeconds: cfg.Maintenance.Seconds(),
+			NoEagerStart: cfg.NoEagerStart,
 		},
 	}
 	for _, w := range cfg.Workloads {
@@ -319,6 +321,9 @@ func (r *Report) writeHeader(b *strings.Builder) {
 	pool := ""
 	if s.PoolMaxConns > 0 {
 		pool = fmt.Sprintf(", pool %d conns", s.PoolMaxConns)
+	}
+	if s.NoEagerStart {
+		pool += ", eager start off"
 	}
 	fmt.Fprintf(b, "runners:  %d (%s), concurrency %d each, batch %d, in flight ≤ %d, poll %s%s\n",
 		s.Runners, where, s.Concurrency, s.Batch, s.InFlight, time.Duration(s.PollIntervalMs*float64(time.Millisecond)), pool)

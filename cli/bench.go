@@ -21,7 +21,7 @@ func newBenchCommand(o *Options) *cobra.Command {
 	cfg := &bench.Config{}
 	var (
 		workloads, jsonPath, mdPath, cpuProfile string
-		quiet                                   bool
+		quiet, eagerStart                       bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -64,6 +64,7 @@ as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 			if !quiet {
 				cfg.Progress = o.Stderr
 			}
+			cfg.NoEagerStart = !eagerStart
 			cfg.WorkerCommand, err = workerCommand(cmd)
 			if err != nil {
 				return err
@@ -113,6 +114,7 @@ as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 	fs.IntVar(&cfg.Batch, "batch", 100, "instances per create call in empty, steps10, soak and wake's load (1 for single creates)")
 	fs.IntVar(&cfg.InFlight, "in-flight", 0, "most unfinished instances at once; creation waits above it (default 4 × concurrency × runners, at least 200)")
 	fs.Var(newDurationValue(&cfg.PollInterval, time.Second), "poll-interval", "each runner's poll interval")
+	fs.BoolVar(&eagerStart, "eager-start", true, "start instances on the in-process runner at once when it has a free slot, as duraflow worker does (--eager-start=false: queue every one for a claim)")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", false, "measure the database's ceiling first and show ratios to it: pgbench on Postgres, the same SQL shapes through database/sql on SQLite")
 	fs.Var(newDurationValue(&cfg.CeilingDuration, 5*time.Second), "ceiling-duration", "how long each ceiling script (pgbench) or shape (SQLite) runs")
 	fs.IntVar(&cfg.CeilingClients, "ceiling-clients", 8, "ceiling clients: pgbench clients, or goroutines sharing the write connection on SQLite")

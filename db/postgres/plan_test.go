@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -166,7 +167,22 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 			plan := explainLines(t, conn, "ANALYZE, BUFFERS, COSTS OFF, TIMING OFF",
 				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', 16, 'me', '%s')",
 					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
+			// A disabled plan node that cannot be avoided would add its
+			// disabling cost to the plan, which would then cross
+			// jit_above_cost (100000 by default) and be JIT-compiled.
+			costed := explainLines(t, conn, "FORMAT JSON",
+				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', 16, 'me', '%s')",
+					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
 			require.NoError(t, tx.Rollback(ctx))
+			var top []struct {
+				Plan struct {
+					TotalCost float64 `json:"Total Cost"`
+				} `json:"Plan"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(costed), &top))
+			require.Len(t, top, 1)
+			require.Less(t, top[0].Plan.TotalCost, 100000.0, "%s: the claim costs like a disabled plan:\n%s", what, costed)
+			require.NotContains(t, plan, "JIT", "%s:\n%s", what, plan)
 			requireClaimPlan(t, plan, fmt.Sprintf("%s (generic plan: %v)", what, generic), populated && !generic)
 		}
 	}

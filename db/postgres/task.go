@@ -18,8 +18,11 @@ import (
 // an ordered scan of its partial index that stops after max rows, and marks
 // the entries of dead rows it meets so that no later claim visits them
 // again; a bitmap scan would revisit every dead row on every claim until
-// vacuum runs (see TaskClaim in task.sql). Sorts stay possible (the claimed
-// rows are sorted), only costed as a last resort.
+// vacuum runs (see TaskClaim in task.sql). Sorts stay enabled: the claimed
+// rows must be sorted, and a disabled node that cannot be avoided adds its
+// huge disabling cost to the plan, which then crosses the JIT thresholds and
+// spends a second compiling a statement that runs in a millisecond. JIT is
+// switched off for the same reason, should the plan's cost ever cross them.
 //
 // The claim is also planned afresh at every execution (force_custom_plan):
 // the generic plan Postgres would cache after five executions of the
@@ -29,7 +32,7 @@ import (
 // autovacuum is never. A custom plan costs the tables as they are.
 var claimPlanSettings = []string{
 	"SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), " +
-		"set_config('enable_sort', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)",
+		"set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)",
 }
 
 // TaskClaim leases up to p.Max due tasks of the named workflows in one

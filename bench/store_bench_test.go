@@ -121,7 +121,7 @@ func benchmarkCheckpoint(b *testing.B, store db.Store, batch int) {
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		return &db.CheckpointParams{
 			Task: db.TaskRef{ID: task.ID, Version: task.Version}, WorkflowName: task.WorkflowName,
-			InstanceID: task.InstanceID, RunNumber: task.RunNumber, Now: now, LockedUntil: now.Add(time.Minute),
+			InstanceID: task.InstanceID, RunNumber: task.RunNumber, Now: now,
 			Steps: []db.StepWrite{{
 				Key: "step-" + strconv.Itoa(i), Type: db.StepTypeDo, Status: db.StepStatusComplete,
 				Attempts: 1, MaxAttempts: 6, Timeout: 10 * time.Minute, Result: result,

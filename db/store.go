@@ -117,6 +117,10 @@ type Instance struct {
 	PauseRequested bool
 	RunNumber      int
 	CreatedAt      time.Time
+	// UpdatedAt moves when the instance changes: its status transitions
+	// (create, start, suspend, wake, pause, resume, terminate, restart,
+	// complete, fail) and a buffered event. A step checkpoint that leaves the
+	// status as it is does not move it.
 	UpdatedAt      time.Time
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
@@ -359,7 +363,9 @@ type CheckpointOutcome int
 
 // Checkpoint outcomes.
 const (
-	// OutcomeContinue keeps the instance running and renews the lease.
+	// OutcomeContinue keeps the instance running: it writes the step rows
+	// only. It neither renews the lease (the runner's heartbeat does) nor
+	// moves the instance's UpdatedAt (status transitions do).
 	OutcomeContinue CheckpointOutcome = iota
 	// OutcomeSuspend sets the instance waiting (or paused, when a pause was
 	// requested) and releases the task until NextRunAt; a buffered event of one
@@ -382,9 +388,7 @@ type CheckpointParams struct {
 	InstanceID   string
 	RunNumber    int
 	Now          time.Time
-	// LockedUntil renews the lease when the outcome is OutcomeContinue.
-	LockedUntil time.Time
-	Steps       []StepWrite
+	Steps        []StepWrite
 	// ConsumeEvent, when set, marks the oldest undelivered event of the type as
 	// consumed by the step key and writes that step complete with the event as
 	// its result (see CheckpointResult.Event).

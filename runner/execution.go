@@ -270,7 +270,6 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	p.InstanceID = e.inst.ID
 	p.RunNumber = e.inst.RunNumber
 	p.Now = now
-	p.LockedUntil = now.Add(e.r.cfg.LeaseDuration)
 	p.RecordHooks = e.r.cfg.RecordHooks && p.Outcome == db.OutcomeSuspend
 	// A checkpoint must not be cut short by the execution's own cancellation:
 	// it either commits whole or not at all, so it runs on the runner's context.

@@ -15,9 +15,10 @@ var errBatchItem = errors.New("checkpoint batch items must be OutcomeContinue wi
 
 // CheckpointBatch commits a group of Continue checkpoints of different
 // instances in one statement, which fences every item and writes the fenced
-// items' step rows, instance updates and lease renewals together (see
-// CheckpointBatch in batch.sql). Items whose fence failed report
-// db.ErrLeaseLost and change nothing.
+// items' step rows together (see CheckpointBatch in batch.sql). It writes
+// neither the instance rows (updated_at moves on status transitions only)
+// nor the task rows (the runner's heartbeat renews the lease). Items whose
+// fence failed report db.ErrLeaseLost and change nothing.
 func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	results := make([]db.CheckpointBatchResult, len(ps))
 	if len(ps) == 0 {
@@ -29,7 +30,6 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		RunNumbers:    make([]int32, len(ps)),
 		TaskIds:       make([]int64, len(ps)),
 		Versions:      make([]int64, len(ps)),
-		LockedUntil:   make([]time.Time, len(ps)),
 	}
 	index := make(map[[2]string]int, len(ps))
 	for i, p := range ps {
@@ -44,7 +44,6 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		w.WorkflowNames[i], w.InstanceIds[i] = p.WorkflowName, p.InstanceID
 		w.RunNumbers[i] = int32(p.RunNumber)
 		w.TaskIds[i], w.Versions[i] = p.Task.ID, p.Task.Version
-		w.LockedUntil[i] = p.LockedUntil // the zero time keeps the lease
 		if p.Now.After(w.Now) {
 			w.Now = p.Now
 		}

@@ -20,36 +20,49 @@ import (
 // the reclaim committed, not the one of its snapshot: it reports
 // db.ErrLeaseLost and writes nothing. The test waits for the checkpoint to
 // be blocked on the reclaim's lock (pg_blocking_pids), never on a timer.
+//
+// The "task lock" cases reclaim without the instance lock, so the checkpoint
+// gets the instance and waits on the task row itself: the Continue
+// checkpoint's share lock of the task must conflict with the reclaim's
+// update and recheck the version it commits (a FOR KEY SHARE lock would
+// neither wait nor recheck).
 func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2041, 3, 4, 10, 0, 0, 0, time.UTC)
-	for _, tc := range []struct {
-		name  string
-		query string // the statement that waits, by its sqlc name
-		write func(ctx context.Context, s db.Store, p *db.CheckpointParams) error
-	}{
-		{"batch", "CheckpointBatch", func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
+	type testCase struct {
+		name     string
+		query    string // the statement that waits, by its sqlc name
+		write    func(ctx context.Context, s db.Store, p *db.CheckpointParams) error
+		taskOnly bool // the reclaim does not lock the instance
+	}
+	cases := []testCase{
+		{name: "batch", query: "CheckpointBatch", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
 			res, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
 			if err != nil {
 				return err
 			}
 			return res[0].Err
 		}},
-		{"continue", "CheckpointBatch", func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
+		{name: "continue", query: "CheckpointBatch", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
 			_, err := s.Checkpoint(ctx, p)
 			return err
 		}},
-		{"complete", "CheckpointFence", func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
+		{name: "complete", query: "CheckpointFence", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
 			p.Outcome, p.Output = db.OutcomeComplete, json.RawMessage(`"done"`)
 			_, err := s.Checkpoint(ctx, p)
 			return err
 		}},
-		{"suspend", "CheckpointFence", func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
+		{name: "suspend", query: "CheckpointFence", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
 			p.Outcome, p.NextRunAt, p.NextKind = db.OutcomeSuspend, now.Add(time.Hour), db.TaskKindWake
 			_, err := s.Checkpoint(ctx, p)
 			return err
 		}},
-	} {
+	}
+	for _, tc := range cases[:2] {
+		tc.name, tc.taskOnly = tc.name+" task lock", true
+		cases = append(cases, tc)
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := t.Context()
@@ -68,9 +81,11 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			tx, err := store.Pool().Begin(ctx)
 			require.NoError(t, err)
 			defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-			_, err = tx.Exec(ctx, `SELECT 1 FROM workflow_instance
-				WHERE workflow_name = $1 AND instance_id = $2 FOR NO KEY UPDATE`, ref.WorkflowName, ref.ID)
-			require.NoError(t, err)
+			if !tc.taskOnly {
+				_, err = tx.Exec(ctx, `SELECT 1 FROM workflow_instance
+					WHERE workflow_name = $1 AND instance_id = $2 FOR NO KEY UPDATE`, ref.WorkflowName, ref.ID)
+				require.NoError(t, err)
+			}
 			_, err = tx.Exec(ctx, `UPDATE workflow_task SET version = version + 1, lock_owner = 'fresh'
 				WHERE id = $1`, stale.ID)
 			require.NoError(t, err)
@@ -83,7 +98,6 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 					InstanceID:   ref.ID,
 					RunNumber:    1,
 					Now:          now.Add(time.Second),
-					LockedUntil:  now.Add(2 * time.Minute),
 					Steps: []db.StepWrite{{
 						Key: "s", Type: db.StepTypeDo, Status: db.StepStatusComplete,
 						Attempts: 1, MaxAttempts: 1, Result: json.RawMessage(`1`),

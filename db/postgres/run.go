@@ -280,8 +280,7 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 	now := nowArg(p.Now)
 	var res *db.CheckpointResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		inst, err := q.InstanceTouchRun(ctx, pgsqlc.InstanceTouchRunParams{
-			Now:          now,
+		inst, err := q.InstanceLockRun(ctx, pgsqlc.InstanceLockRunParams{
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
 			RunNumber:    int32(p.RunNumber),
@@ -419,11 +418,8 @@ func applyOutcome(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams
 	ref := pgsqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
 	switch p.Outcome {
 	case db.OutcomeContinue:
-		res.PauseRequested = pauseRequested
-		if p.LockedUntil.IsZero() {
-			return nil
-		}
-		return q.TaskExtend(ctx, pgsqlc.TaskExtendParams{LockedUntil: p.LockedUntil, ID: p.Task.ID})
+		res.PauseRequested = pauseRequested // the task and instance rows stay as they are
+		return nil
 
 	case db.OutcomeSuspend:
 		due, err := q.EventSuspendDue(ctx, pgsqlc.EventSuspendDueParams{

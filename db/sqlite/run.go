@@ -93,8 +93,7 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 	if err != nil {
 		return nil, err
 	}
-	inst, err := q.InstanceTouchRun(ctx, litesqlc.InstanceTouchRunParams{
-		Now:          now,
+	inst, err := q.InstanceGetRun(ctx, litesqlc.InstanceGetRunParams{
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
 		RunNumber:    int64(p.RunNumber),
@@ -222,11 +221,8 @@ func applyOutcome(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 	ref := litesqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
 	switch p.Outcome {
 	case db.OutcomeContinue:
-		res.PauseRequested = pauseRequested
-		if p.LockedUntil.IsZero() {
-			return nil
-		}
-		return q.TaskExtend(ctx, litesqlc.TaskExtendParams{LockedUntil: micros(p.LockedUntil), ID: p.Task.ID})
+		res.PauseRequested = pauseRequested // the task and instance rows stay as they are
+		return nil
 
 	case db.OutcomeSuspend:
 		due, err := q.EventSuspendDue(ctx, litesqlc.EventSuspendDueParams{

@@ -50,27 +50,62 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NotNil(t, res.Event)
 	})
 
+	t.Run("StaleContinueChangesNothing", func(t *testing.T) {
+		// The step checkpoint writes no task or instance row, so its fence is
+		// all that keeps a stale runner's step out: both the single
+		// checkpoint and the group commit must drop it.
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		stale := b.claim(t, "a")
+		current := b.claimIDAt(t, "a", b.at(lease))
+		instBefore, taskBefore := b.get(t, "a"), b.task(t, "a")
+		require.Equal(t, current.ID, taskBefore.ID)
+
+		step := []db.StepWrite{{Key: "s", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 1, Result: json.RawMessage(`1`)}}
+		p := b.checkpoint(stale)
+		p.Now = b.at(2 * lease)
+		p.Steps = step
+		res, err := b.store.Checkpoint(b.ctx, p)
+		require.ErrorIs(t, err, db.ErrLeaseLost)
+		require.Nil(t, res)
+		batch, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		require.NoError(t, err)
+		require.Len(t, batch, 1)
+		require.ErrorIs(t, batch[0].Err, db.ErrLeaseLost)
+		require.Nil(t, batch[0].Result)
+
+		require.Equal(t, instBefore, b.get(t, "a"), "instance untouched")
+		require.Equal(t, taskBefore, b.task(t, "a"), "task untouched")
+		require.Empty(t, b.steps(t, "a", 1), "no step written")
+
+		// The current holder's step lands.
+		p.Task = db.TaskRef{ID: taskBefore.ID, Version: taskBefore.Version}
+		_, err = b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Len(t, b.steps(t, "a", 1), 1)
+	})
+
 	t.Run("Continue", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
 		b.create(t, "a")
 		task := b.claim(t, "a")
+		instBefore := b.get(t, "a")
 
 		p := b.checkpoint(task)
 		p.Now = b.at(time.Second)
-		p.LockedUntil = b.at(time.Hour)
 		p.Steps = []db.StepWrite{{Key: "charge", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 6, Result: json.RawMessage(`{"amount": 10}`)}}
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
 		require.Equal(t, &db.CheckpointResult{Status: db.StatusRunning}, res)
 
-		got := b.task(t, "a")
-		require.Equal(t, db.TaskStatusProcessing, got.Status)
-		require.Equal(t, task.Version, got.Version, "the holder keeps its version")
-		requireTimePtr(t, b.at(time.Hour), got.LockedUntil)
-		inst := b.get(t, "a")
-		require.Equal(t, db.StatusRunning, inst.Status)
-		requireTime(t, b.at(time.Second), inst.UpdatedAt)
+		// A step checkpoint writes the step only: the task (its lease is the
+		// heartbeat's to renew) and the instance (updated_at moves on status
+		// transitions) stay as they were.
+		require.Equal(t, task, b.task(t, "a"), "the task is not written")
+		require.Equal(t, instBefore, b.get(t, "a"), "the instance is not written")
+		require.Len(t, b.steps(t, "a", 1), 1)
 
 		// A pause requested meanwhile is reported so the runner can park.
 		_, err = b.store.InstancePause(b.ctx, b.change("a"))

@@ -130,7 +130,6 @@ func (b *testBundle) checkpoint(task *db.Task) *db.CheckpointParams {
 		InstanceID:   task.InstanceID,
 		RunNumber:    task.RunNumber,
 		Now:          b.now,
-		LockedUntil:  b.now.Add(lease),
 		Outcome:      db.OutcomeContinue,
 	}
 }

@@ -6,13 +6,20 @@
 --   * locked locks the instances in key order (the lock order of every writer
 --     is instance before task, and sorted keys keep concurrent batches from
 --     deadlocking), keeping those whose run is current and not terminal;
---   * held then updates each locked instance's task only when it is still
---     held at the checkpoint's version, renewing its lease (a zero
---     locked_until, year 1, keeps it). Being an UPDATE of the task row itself,
---     the version check is made on the row's latest version once its lock is
---     taken, never on a snapshot older than a concurrent claim;
---   * the instances' updated_at and the step rows are written only for the
---     items in held.
+--   * held then share-locks each locked instance's task and keeps it only
+--     when it is still held at the checkpoint's version. The row lock is what
+--     makes the check see the task's latest committed version: under READ
+--     COMMITTED, locking a row that a transaction committed after the
+--     statement's snapshot rechecks the condition on that newer version (a
+--     plain join would read the snapshot, older than a claim that committed
+--     while the statement waited for the instance lock). FOR SHARE, not FOR
+--     KEY SHARE: a key share lock does not conflict with an update that
+--     leaves the key alone, so it would not recheck a claim's new version.
+--     The task is not written: the lease is renewed by the runner's
+--     heartbeat, not by step checkpoints;
+--   * the step rows are written only for the items in held. The instance row
+--     is not written either: updated_at moves on status transitions, not on
+--     step checkpoints.
 --
 -- It returns one row per locked instance with its status, pause request and
 -- whether the fence held; an item without a row, or whose fence failed,
@@ -23,12 +30,11 @@ WITH items AS (
         unnest(@instance_ids::text[]) AS instance_id,
         unnest(@run_numbers::int[]) AS run_number,
         unnest(@task_ids::bigint[]) AS task_id,
-        unnest(@versions::bigint[]) AS version,
-        unnest(@locked_until::timestamptz[]) AS locked_until
+        unnest(@versions::bigint[]) AS version
 ),
 locked AS (
     SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
-        u.task_id, u.version, u.locked_until
+        u.task_id, u.version
     FROM items u
     JOIN workflow_instance i
         ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
@@ -38,20 +44,11 @@ locked AS (
     FOR NO KEY UPDATE OF i
 ),
 held AS (
-    UPDATE workflow_task t
-    SET locked_until = CASE
-        WHEN l.locked_until = '0001-01-01 00:00:00+00'::timestamptz THEN t.locked_until
-        ELSE l.locked_until END
+    SELECT l.workflow_name, l.instance_id
     FROM locked l
-    WHERE t.id = l.task_id AND t.version = l.version AND t.status = 'processing'
-    RETURNING l.workflow_name, l.instance_id
-),
-touched AS (
-    UPDATE workflow_instance i
-    SET updated_at = @now::timestamptz
-    FROM held h
-    WHERE i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
-    RETURNING 1
+    JOIN workflow_task t ON t.id = l.task_id
+    WHERE t.version = l.version AND t.status = 'processing'
+    FOR SHARE OF t
 ),
 written AS (
     INSERT INTO workflow_step (

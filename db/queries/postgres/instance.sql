@@ -120,14 +120,16 @@ SET updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 RETURNING status, run_number;
 
--- name: InstanceTouchRun :one
--- InstanceTouchRun locks an instance for a checkpoint of one run; no row
--- means the instance was restarted (or is gone).
-UPDATE workflow_instance
-SET updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+-- name: InstanceLockRun :one
+-- InstanceLockRun locks an instance for a checkpoint of one run; no row
+-- means the instance was restarted (or is gone). It does not write the row:
+-- updated_at moves with the status transition the checkpoint makes, if any,
+-- not with its step rows.
+SELECT status, pause_requested
+FROM workflow_instance
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number
-RETURNING status, pause_requested;
+FOR NO KEY UPDATE;
 
 -- name: InstanceSuspend :one
 UPDATE workflow_instance

@@ -131,11 +131,6 @@ WHERE t.workflow_name = ANY(@workflow_names::text[])
 ORDER BY 1
 LIMIT 1;
 
--- name: TaskExtend :exec
-UPDATE workflow_task
-SET locked_until = @locked_until::timestamptz
-WHERE id = @id;
-
 -- name: TaskSchedule :exec
 -- TaskSchedule gives a held task back to the queue after a suspend or park.
 UPDATE workflow_task

@@ -114,14 +114,15 @@ SET updated_at = @now
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 RETURNING status, run_number;
 
--- name: InstanceTouchRun :one
--- InstanceTouchRun marks an instance updated for a checkpoint of one run; no
--- row means the instance was restarted (or is gone).
-UPDATE workflow_instance
-SET updated_at = @now
+-- name: InstanceGetRun :one
+-- InstanceGetRun reads an instance for a checkpoint of one run, inside the
+-- checkpoint's write transaction; no row means the instance was restarted
+-- (or is gone). It does not write the row: updated_at moves with the status
+-- transition the checkpoint makes, if any, not with its step rows.
+SELECT status, pause_requested
+FROM workflow_instance
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-    AND run_number = @run_number
-RETURNING status, pause_requested;
+    AND run_number = @run_number;
 
 -- name: InstanceStartClaimed :exec
 -- InstanceStartClaimed marks the queued or waiting instances of just-claimed

@@ -81,11 +81,6 @@ WHERE t.workflow_name IN (SELECT value FROM json_each(CAST(@workflow_names AS TE
 ORDER BY 1
 LIMIT 1;
 
--- name: TaskExtend :exec
-UPDATE workflow_task
-SET locked_until = CAST(@locked_until AS INTEGER)
-WHERE id = @id;
-
 -- name: TaskSchedule :exec
 -- TaskSchedule gives a held task back to the queue after a suspend or park,
 -- due at run_at, or now when run_at is NULL.

@@ -16,12 +16,11 @@ WITH items AS (
         unnest($2::text[]) AS instance_id,
         unnest($3::int[]) AS run_number,
         unnest($4::bigint[]) AS task_id,
-        unnest($5::bigint[]) AS version,
-        unnest($6::timestamptz[]) AS locked_until
+        unnest($5::bigint[]) AS version
 ),
 locked AS (
     SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
-        u.task_id, u.version, u.locked_until
+        u.task_id, u.version
     FROM items u
     JOIN workflow_instance i
         ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
@@ -31,20 +30,11 @@ locked AS (
     FOR NO KEY UPDATE OF i
 ),
 held AS (
-    UPDATE workflow_task t
-    SET locked_until = CASE
-        WHEN l.locked_until = '0001-01-01 00:00:00+00'::timestamptz THEN t.locked_until
-        ELSE l.locked_until END
+    SELECT l.workflow_name, l.instance_id
     FROM locked l
-    WHERE t.id = l.task_id AND t.version = l.version AND t.status = 'processing'
-    RETURNING l.workflow_name, l.instance_id
-),
-touched AS (
-    UPDATE workflow_instance i
-    SET updated_at = $7::timestamptz
-    FROM held h
-    WHERE i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
-    RETURNING 1
+    JOIN workflow_task t ON t.id = l.task_id
+    WHERE t.version = l.version AND t.status = 'processing'
+    FOR SHARE OF t
 ),
 written AS (
     INSERT INTO workflow_step (
@@ -60,24 +50,24 @@ written AS (
         NULLIF(s.result, '')::json,
         NULLIF(s.error_name, ''),
         NULLIF(s.error_message, ''),
-        $7::timestamptz, $7::timestamptz,
-        CASE WHEN s.status IN ('complete', 'errored') THEN $7::timestamptz END
+        $6::timestamptz, $6::timestamptz,
+        CASE WHEN s.status IN ('complete', 'errored') THEN $6::timestamptz END
     FROM (
-        SELECT unnest($8::text[]) AS workflow_name,
-            unnest($9::text[]) AS instance_id,
-            unnest($10::int[]) AS run_number,
-            unnest($11::text[]) AS step_key,
-            unnest($12::text[]) AS type,
-            unnest($13::text[]) AS status,
-            unnest($14::int[]) AS attempts,
-            unnest($15::int[]) AS max_attempts,
-            unnest($16::bigint[]) AS timeout_ms,
-            unnest($17::timestamptz[]) AS next_retry_at,
-            unnest($18::timestamptz[]) AS wake_at,
-            unnest($19::text[]) AS wait_event_type,
-            unnest($20::text[]) AS result,
-            unnest($21::text[]) AS error_name,
-            unnest($22::text[]) AS error_message
+        SELECT unnest($7::text[]) AS workflow_name,
+            unnest($8::text[]) AS instance_id,
+            unnest($9::int[]) AS run_number,
+            unnest($10::text[]) AS step_key,
+            unnest($11::text[]) AS type,
+            unnest($12::text[]) AS status,
+            unnest($13::int[]) AS attempts,
+            unnest($14::int[]) AS max_attempts,
+            unnest($15::bigint[]) AS timeout_ms,
+            unnest($16::timestamptz[]) AS next_retry_at,
+            unnest($17::timestamptz[]) AS wake_at,
+            unnest($18::text[]) AS wait_event_type,
+            unnest($19::text[]) AS result,
+            unnest($20::text[]) AS error_name,
+            unnest($21::text[]) AS error_message
     ) AS s
     JOIN held h ON h.workflow_name = s.workflow_name AND h.instance_id = s.instance_id
     ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
@@ -110,7 +100,6 @@ type CheckpointBatchParams struct {
 	RunNumbers      []int32
 	TaskIds         []int64
 	Versions        []int64
-	LockedUntil     []time.Time
 	Now             time.Time
 	SWorkflowNames  []string
 	SInstanceIds    []string
@@ -144,13 +133,20 @@ type CheckpointBatchRow struct {
 //   - locked locks the instances in key order (the lock order of every writer
 //     is instance before task, and sorted keys keep concurrent batches from
 //     deadlocking), keeping those whose run is current and not terminal;
-//   - held then updates each locked instance's task only when it is still
-//     held at the checkpoint's version, renewing its lease (a zero
-//     locked_until, year 1, keeps it). Being an UPDATE of the task row itself,
-//     the version check is made on the row's latest version once its lock is
-//     taken, never on a snapshot older than a concurrent claim;
-//   - the instances' updated_at and the step rows are written only for the
-//     items in held.
+//   - held then share-locks each locked instance's task and keeps it only
+//     when it is still held at the checkpoint's version. The row lock is what
+//     makes the check see the task's latest committed version: under READ
+//     COMMITTED, locking a row that a transaction committed after the
+//     statement's snapshot rechecks the condition on that newer version (a
+//     plain join would read the snapshot, older than a claim that committed
+//     while the statement waited for the instance lock). FOR SHARE, not FOR
+//     KEY SHARE: a key share lock does not conflict with an update that
+//     leaves the key alone, so it would not recheck a claim's new version.
+//     The task is not written: the lease is renewed by the runner's
+//     heartbeat, not by step checkpoints;
+//   - the step rows are written only for the items in held. The instance row
+//     is not written either: updated_at moves on status transitions, not on
+//     step checkpoints.
 //
 // It returns one row per locked instance with its status, pause request and
 // whether the fence held; an item without a row, or whose fence failed,
@@ -163,7 +159,6 @@ func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams
 		arg.RunNumbers,
 		arg.TaskIds,
 		arg.Versions,
-		arg.LockedUntil,
 		arg.Now,
 		arg.SWorkflowNames,
 		arg.SInstanceIds,

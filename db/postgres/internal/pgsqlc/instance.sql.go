@@ -419,6 +419,36 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 	return items, nil
 }
 
+const instanceLockRun = `-- name: InstanceLockRun :one
+SELECT status, pause_requested
+FROM workflow_instance
+WHERE workflow_name = $1 AND instance_id = $2
+    AND run_number = $3
+FOR NO KEY UPDATE
+`
+
+type InstanceLockRunParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int32
+}
+
+type InstanceLockRunRow struct {
+	Status         string
+	PauseRequested bool
+}
+
+// InstanceLockRun locks an instance for a checkpoint of one run; no row
+// means the instance was restarted (or is gone). It does not write the row:
+// updated_at moves with the status transition the checkpoint makes, if any,
+// not with its step rows.
+func (q *Queries) InstanceLockRun(ctx context.Context, arg InstanceLockRunParams) (InstanceLockRunRow, error) {
+	row := q.db.QueryRow(ctx, instanceLockRun, arg.WorkflowName, arg.InstanceID, arg.RunNumber)
+	var i InstanceLockRunRow
+	err := row.Scan(&i.Status, &i.PauseRequested)
+	return i, err
+}
+
 const instancePark = `-- name: InstancePark :exec
 UPDATE workflow_instance
 SET status = 'paused',
@@ -578,40 +608,6 @@ func (q *Queries) InstanceTouch(ctx context.Context, arg InstanceTouchParams) (I
 	row := q.db.QueryRow(ctx, instanceTouch, arg.Now, arg.WorkflowName, arg.InstanceID)
 	var i InstanceTouchRow
 	err := row.Scan(&i.Status, &i.RunNumber)
-	return i, err
-}
-
-const instanceTouchRun = `-- name: InstanceTouchRun :one
-UPDATE workflow_instance
-SET updated_at = coalesce($1::timestamptz, now())
-WHERE workflow_name = $2 AND instance_id = $3
-    AND run_number = $4
-RETURNING status, pause_requested
-`
-
-type InstanceTouchRunParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int32
-}
-
-type InstanceTouchRunRow struct {
-	Status         string
-	PauseRequested bool
-}
-
-// InstanceTouchRun locks an instance for a checkpoint of one run; no row
-// means the instance was restarted (or is gone).
-func (q *Queries) InstanceTouchRun(ctx context.Context, arg InstanceTouchRunParams) (InstanceTouchRunRow, error) {
-	row := q.db.QueryRow(ctx, instanceTouchRun,
-		arg.Now,
-		arg.WorkflowName,
-		arg.InstanceID,
-		arg.RunNumber,
-	)
-	var i InstanceTouchRunRow
-	err := row.Scan(&i.Status, &i.PauseRequested)
 	return i, err
 }
 

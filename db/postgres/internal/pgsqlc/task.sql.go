@@ -168,22 +168,6 @@ func (q *Queries) TaskDelete(ctx context.Context, arg TaskDeleteParams) error {
 	return err
 }
 
-const taskExtend = `-- name: TaskExtend :exec
-UPDATE workflow_task
-SET locked_until = $1::timestamptz
-WHERE id = $2
-`
-
-type TaskExtendParams struct {
-	LockedUntil time.Time
-	ID          int64
-}
-
-func (q *Queries) TaskExtend(ctx context.Context, arg TaskExtendParams) error {
-	_, err := q.db.Exec(ctx, taskExtend, arg.LockedUntil, arg.ID)
-	return err
-}
-
 const taskGet = `-- name: TaskGet :one
 SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error FROM workflow_task
 WHERE workflow_name = $1 AND instance_id = $2

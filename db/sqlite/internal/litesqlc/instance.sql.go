@@ -99,6 +99,35 @@ func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (Workf
 	return i, err
 }
 
+const instanceGetRun = `-- name: InstanceGetRun :one
+SELECT status, pause_requested
+FROM workflow_instance
+WHERE workflow_name = ?1 AND instance_id = ?2
+    AND run_number = ?3
+`
+
+type InstanceGetRunParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+}
+
+type InstanceGetRunRow struct {
+	Status         string
+	PauseRequested int64
+}
+
+// InstanceGetRun reads an instance for a checkpoint of one run, inside the
+// checkpoint's write transaction; no row means the instance was restarted
+// (or is gone). It does not write the row: updated_at moves with the status
+// transition the checkpoint makes, if any, not with its step rows.
+func (q *Queries) InstanceGetRun(ctx context.Context, arg InstanceGetRunParams) (InstanceGetRunRow, error) {
+	row := q.db.QueryRowContext(ctx, instanceGetRun, arg.WorkflowName, arg.InstanceID, arg.RunNumber)
+	var i InstanceGetRunRow
+	err := row.Scan(&i.Status, &i.PauseRequested)
+	return i, err
+}
+
 const instanceInsert = `-- name: InstanceInsert :one
 INSERT INTO workflow_instance (
     workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
@@ -571,40 +600,6 @@ func (q *Queries) InstanceTouch(ctx context.Context, arg InstanceTouchParams) (I
 	row := q.db.QueryRowContext(ctx, instanceTouch, arg.Now, arg.WorkflowName, arg.InstanceID)
 	var i InstanceTouchRow
 	err := row.Scan(&i.Status, &i.RunNumber)
-	return i, err
-}
-
-const instanceTouchRun = `-- name: InstanceTouchRun :one
-UPDATE workflow_instance
-SET updated_at = ?1
-WHERE workflow_name = ?2 AND instance_id = ?3
-    AND run_number = ?4
-RETURNING status, pause_requested
-`
-
-type InstanceTouchRunParams struct {
-	Now          int64
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int64
-}
-
-type InstanceTouchRunRow struct {
-	Status         string
-	PauseRequested int64
-}
-
-// InstanceTouchRun marks an instance updated for a checkpoint of one run; no
-// row means the instance was restarted (or is gone).
-func (q *Queries) InstanceTouchRun(ctx context.Context, arg InstanceTouchRunParams) (InstanceTouchRunRow, error) {
-	row := q.db.QueryRowContext(ctx, instanceTouchRun,
-		arg.Now,
-		arg.WorkflowName,
-		arg.InstanceID,
-		arg.RunNumber,
-	)
-	var i InstanceTouchRunRow
-	err := row.Scan(&i.Status, &i.PauseRequested)
 	return i, err
 }
 

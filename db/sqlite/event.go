@@ -77,14 +77,14 @@ func (s *Store) EventList(ctx context.Context, p *db.EventListParams) ([]*db.Eve
 		err  error
 	)
 	if p.RunNumber == 0 {
-		rows, err = s.queries.EventList(ctx, litesqlc.EventListParams{
+		rows, err = s.queriesFor(ctx, false).EventList(ctx, litesqlc.EventListParams{
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
 			AfterID:      p.AfterID,
 			Max:          limitArg(p.Limit),
 		})
 	} else {
-		rows, err = s.queries.EventListRun(ctx, litesqlc.EventListRunParams{
+		rows, err = s.queriesFor(ctx, false).EventListRun(ctx, litesqlc.EventListRunParams{
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
 			RunNumber:    int64(p.RunNumber),

@@ -71,9 +71,9 @@ func (s *Store) FlowGet(ctx context.Context, ref db.FlowRef) (*db.Flow, error) {
 		err error
 	)
 	if ref.Version == "" {
-		row, err = s.queries.FlowGetLatest(ctx, ref.ID)
+		row, err = s.queriesFor(ctx, false).FlowGetLatest(ctx, ref.ID)
 	} else {
-		row, err = s.queries.FlowGet(ctx, litesqlc.FlowGetParams{FlowID: ref.ID, Version: ref.Version})
+		row, err = s.queriesFor(ctx, false).FlowGet(ctx, litesqlc.FlowGetParams{FlowID: ref.ID, Version: ref.Version})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("getting flow: %w", interpretError(err))
@@ -88,7 +88,7 @@ func (s *Store) FlowList(ctx context.Context, p *db.FlowListParams) ([]*db.Flow,
 	if p.Limit <= 0 {
 		limit = defaultListLimit
 	}
-	rows, err := s.queries.FlowList(ctx, litesqlc.FlowListParams{AfterID: p.AfterID, Max: limit})
+	rows, err := s.queriesFor(ctx, false).FlowList(ctx, litesqlc.FlowListParams{AfterID: p.AfterID, Max: limit})
 	if err != nil {
 		return nil, fmt.Errorf("listing flows: %w", interpretError(err))
 	}
@@ -102,7 +102,7 @@ func (s *Store) FlowList(ctx context.Context, p *db.FlowListParams) ([]*db.Flow,
 // FlowVersions returns every version of a flow, lowest first, without
 // definitions.
 func (s *Store) FlowVersions(ctx context.Context, id string) ([]*db.Flow, error) {
-	rows, err := s.queries.FlowVersions(ctx, id)
+	rows, err := s.queriesFor(ctx, false).FlowVersions(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("listing flow versions: %w", interpretError(err))
 	}

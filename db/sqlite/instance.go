@@ -161,7 +161,7 @@ func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id str
 
 // InstanceGet returns one instance or db.ErrNotFound.
 func (s *Store) InstanceGet(ctx context.Context, ref db.InstanceRef) (*db.Instance, error) {
-	row, err := s.queries.InstanceGet(ctx, litesqlc.InstanceGetParams{
+	row, err := s.queriesFor(ctx, false).InstanceGet(ctx, litesqlc.InstanceGetParams{
 		WorkflowName: ref.WorkflowName,
 		InstanceID:   ref.ID,
 	})
@@ -197,7 +197,7 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 		err  error
 	)
 	if p.WorkflowName == "" {
-		rows, err = s.queries.InstanceList(ctx, litesqlc.InstanceListParams{
+		rows, err = s.queriesFor(ctx, false).InstanceList(ctx, litesqlc.InstanceListParams{
 			Statuses:           statuses,
 			CursorUpdatedAt:    cursorAt,
 			CursorWorkflowName: cursor.WorkflowName,
@@ -205,7 +205,7 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 			Max:                limit,
 		})
 	} else {
-		rows, err = s.queries.InstanceListWorkflow(ctx, litesqlc.InstanceListWorkflowParams{
+		rows, err = s.queriesFor(ctx, false).InstanceListWorkflow(ctx, litesqlc.InstanceListWorkflowParams{
 			WorkflowName:       p.WorkflowName,
 			Statuses:           statuses,
 			CursorUpdatedAt:    cursorAt,

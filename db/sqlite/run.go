@@ -51,7 +51,7 @@ func (s *Store) RunLoad(ctx context.Context, ref db.InstanceRef) (*db.RunState, 
 // StepList returns a page of the steps of one run of an instance in
 // creation (id) order, after the step p.AfterID; Limit 0 lists every step.
 func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step, error) {
-	rows, err := s.queries.StepList(ctx, litesqlc.StepListParams{
+	rows, err := s.queriesFor(ctx, false).StepList(ctx, litesqlc.StepListParams{
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
 		RunNumber:    int64(p.RunNumber),

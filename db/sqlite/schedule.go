@@ -41,7 +41,7 @@ func (s *Store) ScheduleCreate(ctx context.Context, p *db.ScheduleCreateParams) 
 
 // ScheduleGet returns one schedule or db.ErrNotFound.
 func (s *Store) ScheduleGet(ctx context.Context, id string) (*db.Schedule, error) {
-	row, err := s.queries.ScheduleGet(ctx, id)
+	row, err := s.queriesFor(ctx, false).ScheduleGet(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("getting schedule: %w", interpretError(err))
 	}
@@ -60,9 +60,9 @@ func (s *Store) ScheduleList(ctx context.Context, p *db.ScheduleListParams) ([]*
 		err  error
 	)
 	if p.WorkflowName == "" {
-		rows, err = s.queries.ScheduleList(ctx, litesqlc.ScheduleListParams{AfterID: p.AfterID, Max: limit})
+		rows, err = s.queriesFor(ctx, false).ScheduleList(ctx, litesqlc.ScheduleListParams{AfterID: p.AfterID, Max: limit})
 	} else {
-		rows, err = s.queries.ScheduleListWorkflow(ctx, litesqlc.ScheduleListWorkflowParams{
+		rows, err = s.queriesFor(ctx, false).ScheduleListWorkflow(ctx, litesqlc.ScheduleListWorkflowParams{
 			WorkflowName: p.WorkflowName, AfterID: p.AfterID, Max: limit,
 		})
 	}
@@ -136,7 +136,7 @@ func (s *Store) ScheduleListDue(ctx context.Context, p *db.ScheduleListDueParams
 	if p.Limit <= 0 {
 		return []*db.Schedule{}, nil
 	}
-	rows, err := s.queries.ScheduleListDue(ctx, litesqlc.ScheduleListDueParams{Now: micros(p.Now), Max: int64(p.Limit)})
+	rows, err := s.queriesFor(ctx, false).ScheduleListDue(ctx, litesqlc.ScheduleListDueParams{Now: micros(p.Now), Max: int64(p.Limit)})
 	if err != nil {
 		return nil, fmt.Errorf("listing due schedules: %w", interpretError(err))
 	}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
@@ -28,6 +30,73 @@ type Store struct {
 	read    *sql.DB
 	queries *litesqlc.Queries
 	memory  bool
+
+	// prepared holds the queries prepared on write and on read (see
+	// preparedQueries); nil until the schema they need exists.
+	prepared  atomic.Pointer[preparedQueries]
+	prepareMu sync.Mutex
+	// prepareAfter is the earliest time another attempt is made after one
+	// failed (before Migrate has created the tables).
+	prepareAfter time.Time
+}
+
+// preparedQueries are the store's queries prepared on each pool, so that
+// SQLite parses each statement once per connection rather than on every
+// call (database/sql keeps a statement per connection, and a transaction
+// reuses its connection's). Parsing was the largest cost of a checkpoint.
+type preparedQueries struct {
+	write, read *litesqlc.Queries
+}
+
+// prepareRetry is how long the store runs its queries unprepared after a
+// failed attempt to prepare them, typically because the database is not
+// migrated yet.
+const prepareRetry = time.Second
+
+// queriesFor returns the prepared queries of the write or read pool, or the
+// unprepared ones while they cannot be prepared. It must not be called while
+// the caller holds a connection of an in-memory store (its one connection
+// would be needed to prepare).
+func (s *Store) queriesFor(ctx context.Context, write bool) *litesqlc.Queries {
+	p := s.prepared.Load()
+	if p == nil {
+		p = s.prepare(ctx)
+	}
+	switch {
+	case p == nil:
+		return s.queries
+	case write:
+		return p.write
+	default:
+		return p.read
+	}
+}
+
+func (s *Store) prepare(ctx context.Context) *preparedQueries {
+	s.prepareMu.Lock()
+	defer s.prepareMu.Unlock()
+	if p := s.prepared.Load(); p != nil {
+		return p
+	}
+	if time.Now().Before(s.prepareAfter) {
+		return nil
+	}
+	w, err := litesqlc.Prepare(ctx, s.write)
+	if err != nil {
+		s.prepareAfter = time.Now().Add(prepareRetry)
+		return nil
+	}
+	r := w
+	if s.read != s.write {
+		if r, err = litesqlc.Prepare(ctx, s.read); err != nil {
+			_ = w.Close()
+			s.prepareAfter = time.Now().Add(prepareRetry)
+			return nil
+		}
+	}
+	p := &preparedQueries{write: w, read: r}
+	s.prepared.Store(p)
+	return p
 }
 
 var _ db.Store = (*Store)(nil)
@@ -88,6 +157,12 @@ func openDB(ctx context.Context, dsn string, conns int) (*sql.DB, error) {
 // afterwards.
 func (s *Store) Close() error {
 	var errs []error
+	if p := s.prepared.Load(); p != nil {
+		errs = append(errs, p.write.Close())
+		if p.read != p.write {
+			errs = append(errs, p.read.Close())
+		}
+	}
 	if s.read != s.write {
 		errs = append(errs, s.read.Close())
 	}
@@ -112,12 +187,13 @@ func (s *Store) Ping(ctx context.Context) error {
 // change before it commits. Any error rolls everything back, so a failed
 // call changes nothing.
 func (s *Store) inTx(ctx context.Context, fn func(q *litesqlc.Queries) error) error {
+	q := s.queriesFor(ctx, true)
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := fn(s.queries.WithTx(tx)); err != nil {
+	if err := fn(q.WithTx(tx)); err != nil {
 		return err
 	}
 	return tx.Commit()
@@ -126,12 +202,13 @@ func (s *Store) inTx(ctx context.Context, fn func(q *litesqlc.Queries) error) er
 // inReadTx runs fn in one read transaction, so that every query of fn reads
 // the same snapshot.
 func (s *Store) inReadTx(ctx context.Context, fn func(q *litesqlc.Queries) error) error {
+	q := s.queriesFor(ctx, false)
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	if err := fn(s.queries.WithTx(tx)); err != nil {
+	if err := fn(q.WithTx(tx)); err != nil {
 		return err
 	}
 	return tx.Commit()

@@ -112,7 +112,7 @@ func (s *Store) TaskRelease(ctx context.Context, p *db.TaskReleaseParams) error 
 
 // TaskGet returns the task of an instance, or db.ErrNotFound when it has none.
 func (s *Store) TaskGet(ctx context.Context, ref db.InstanceRef) (*db.Task, error) {
-	row, err := s.queries.TaskGet(ctx, litesqlc.TaskGetParams{
+	row, err := s.queriesFor(ctx, false).TaskGet(ctx, litesqlc.TaskGetParams{
 		WorkflowName: ref.WorkflowName,
 		InstanceID:   ref.ID,
 	})
@@ -130,7 +130,7 @@ func (s *Store) TaskNextRunAt(ctx context.Context, workflowNames []string) (*tim
 	if len(workflowNames) == 0 {
 		return nil, nil
 	}
-	next, err := s.queries.TaskNextRunAt(ctx, listArg(workflowNames))
+	next, err := s.queriesFor(ctx, false).TaskNextRunAt(ctx, listArg(workflowNames))
 	if isNoRows(err) {
 		return nil, nil
 	}

@@ -7,6 +7,7 @@ package litesqlc
 import (
 	"context"
 	"database/sql"
+	"fmt"
 )
 
 type DBTX interface {
@@ -20,12 +21,628 @@ func New(db DBTX) *Queries {
 	return &Queries{db: db}
 }
 
+func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
+	q := Queries{db: db}
+	var err error
+	if q.clockNowStmt, err = db.PrepareContext(ctx, clockNow); err != nil {
+		return nil, fmt.Errorf("error preparing query ClockNow: %w", err)
+	}
+	if q.eventConsumeOldestStmt, err = db.PrepareContext(ctx, eventConsumeOldest); err != nil {
+		return nil, fmt.Errorf("error preparing query EventConsumeOldest: %w", err)
+	}
+	if q.eventInsertStmt, err = db.PrepareContext(ctx, eventInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query EventInsert: %w", err)
+	}
+	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
+		return nil, fmt.Errorf("error preparing query EventList: %w", err)
+	}
+	if q.eventListRunStmt, err = db.PrepareContext(ctx, eventListRun); err != nil {
+		return nil, fmt.Errorf("error preparing query EventListRun: %w", err)
+	}
+	if q.eventSuspendDueStmt, err = db.PrepareContext(ctx, eventSuspendDue); err != nil {
+		return nil, fmt.Errorf("error preparing query EventSuspendDue: %w", err)
+	}
+	if q.flowGetStmt, err = db.PrepareContext(ctx, flowGet); err != nil {
+		return nil, fmt.Errorf("error preparing query FlowGet: %w", err)
+	}
+	if q.flowGetLatestStmt, err = db.PrepareContext(ctx, flowGetLatest); err != nil {
+		return nil, fmt.Errorf("error preparing query FlowGetLatest: %w", err)
+	}
+	if q.flowInsertStmt, err = db.PrepareContext(ctx, flowInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query FlowInsert: %w", err)
+	}
+	if q.flowLatestGetStmt, err = db.PrepareContext(ctx, flowLatestGet); err != nil {
+		return nil, fmt.Errorf("error preparing query FlowLatestGet: %w", err)
+	}
+	if q.flowLatestUpsertStmt, err = db.PrepareContext(ctx, flowLatestUpsert); err != nil {
+		return nil, fmt.Errorf("error preparing query FlowLatestUpsert: %w", err)
+	}
+	if q.flowListStmt, err = db.PrepareContext(ctx, flowList); err != nil {
+		return nil, fmt.Errorf("error preparing query FlowList: %w", err)
+	}
+	if q.flowVersionsStmt, err = db.PrepareContext(ctx, flowVersions); err != nil {
+		return nil, fmt.Errorf("error preparing query FlowVersions: %w", err)
+	}
+	if q.instanceCompleteStmt, err = db.PrepareContext(ctx, instanceComplete); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceComplete: %w", err)
+	}
+	if q.instanceFailStmt, err = db.PrepareContext(ctx, instanceFail); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceFail: %w", err)
+	}
+	if q.instanceGetStmt, err = db.PrepareContext(ctx, instanceGet); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceGet: %w", err)
+	}
+	if q.instanceGetRunStmt, err = db.PrepareContext(ctx, instanceGetRun); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceGetRun: %w", err)
+	}
+	if q.instanceInsertStmt, err = db.PrepareContext(ctx, instanceInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceInsert: %w", err)
+	}
+	if q.instanceInsertIfAbsentStmt, err = db.PrepareContext(ctx, instanceInsertIfAbsent); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceInsertIfAbsent: %w", err)
+	}
+	if q.instanceInsertStartedIfAbsentStmt, err = db.PrepareContext(ctx, instanceInsertStartedIfAbsent); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceInsertStartedIfAbsent: %w", err)
+	}
+	if q.instanceListStmt, err = db.PrepareContext(ctx, instanceList); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceList: %w", err)
+	}
+	if q.instanceListWorkflowStmt, err = db.PrepareContext(ctx, instanceListWorkflow); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceListWorkflow: %w", err)
+	}
+	if q.instanceParkStmt, err = db.PrepareContext(ctx, instancePark); err != nil {
+		return nil, fmt.Errorf("error preparing query InstancePark: %w", err)
+	}
+	if q.instanceRestartStmt, err = db.PrepareContext(ctx, instanceRestart); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceRestart: %w", err)
+	}
+	if q.instanceSetStatusStmt, err = db.PrepareContext(ctx, instanceSetStatus); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceSetStatus: %w", err)
+	}
+	if q.instanceStartClaimedStmt, err = db.PrepareContext(ctx, instanceStartClaimed); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceStartClaimed: %w", err)
+	}
+	if q.instanceSuspendStmt, err = db.PrepareContext(ctx, instanceSuspend); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceSuspend: %w", err)
+	}
+	if q.instanceTouchStmt, err = db.PrepareContext(ctx, instanceTouch); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceTouch: %w", err)
+	}
+	if q.outboxClaimStmt, err = db.PrepareContext(ctx, outboxClaim); err != nil {
+		return nil, fmt.Errorf("error preparing query OutboxClaim: %w", err)
+	}
+	if q.outboxDeliveredStmt, err = db.PrepareContext(ctx, outboxDelivered); err != nil {
+		return nil, fmt.Errorf("error preparing query OutboxDelivered: %w", err)
+	}
+	if q.outboxPruneStmt, err = db.PrepareContext(ctx, outboxPrune); err != nil {
+		return nil, fmt.Errorf("error preparing query OutboxPrune: %w", err)
+	}
+	if q.outboxRecordStmt, err = db.PrepareContext(ctx, outboxRecord); err != nil {
+		return nil, fmt.Errorf("error preparing query OutboxRecord: %w", err)
+	}
+	if q.outboxRetryStmt, err = db.PrepareContext(ctx, outboxRetry); err != nil {
+		return nil, fmt.Errorf("error preparing query OutboxRetry: %w", err)
+	}
+	if q.scheduleAdvanceStmt, err = db.PrepareContext(ctx, scheduleAdvance); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleAdvance: %w", err)
+	}
+	if q.scheduleDeleteStmt, err = db.PrepareContext(ctx, scheduleDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleDelete: %w", err)
+	}
+	if q.scheduleGetStmt, err = db.PrepareContext(ctx, scheduleGet); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleGet: %w", err)
+	}
+	if q.scheduleInsertStmt, err = db.PrepareContext(ctx, scheduleInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleInsert: %w", err)
+	}
+	if q.scheduleListStmt, err = db.PrepareContext(ctx, scheduleList); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleList: %w", err)
+	}
+	if q.scheduleListDueStmt, err = db.PrepareContext(ctx, scheduleListDue); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleListDue: %w", err)
+	}
+	if q.scheduleListWorkflowStmt, err = db.PrepareContext(ctx, scheduleListWorkflow); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleListWorkflow: %w", err)
+	}
+	if q.scheduleUpdateStmt, err = db.PrepareContext(ctx, scheduleUpdate); err != nil {
+		return nil, fmt.Errorf("error preparing query ScheduleUpdate: %w", err)
+	}
+	if q.stepCompleteWithEventStmt, err = db.PrepareContext(ctx, stepCompleteWithEvent); err != nil {
+		return nil, fmt.Errorf("error preparing query StepCompleteWithEvent: %w", err)
+	}
+	if q.stepListStmt, err = db.PrepareContext(ctx, stepList); err != nil {
+		return nil, fmt.Errorf("error preparing query StepList: %w", err)
+	}
+	if q.stepUpsertStmt, err = db.PrepareContext(ctx, stepUpsert); err != nil {
+		return nil, fmt.Errorf("error preparing query StepUpsert: %w", err)
+	}
+	if q.taskClaimStmt, err = db.PrepareContext(ctx, taskClaim); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskClaim: %w", err)
+	}
+	if q.taskDeleteStmt, err = db.PrepareContext(ctx, taskDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskDelete: %w", err)
+	}
+	if q.taskGetStmt, err = db.PrepareContext(ctx, taskGet); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskGet: %w", err)
+	}
+	if q.taskHeartbeatStmt, err = db.PrepareContext(ctx, taskHeartbeat); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskHeartbeat: %w", err)
+	}
+	if q.taskHeldStmt, err = db.PrepareContext(ctx, taskHeld); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskHeld: %w", err)
+	}
+	if q.taskInsertStmt, err = db.PrepareContext(ctx, taskInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskInsert: %w", err)
+	}
+	if q.taskInsertLeasedStmt, err = db.PrepareContext(ctx, taskInsertLeased); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskInsertLeased: %w", err)
+	}
+	if q.taskNextRunAtStmt, err = db.PrepareContext(ctx, taskNextRunAt); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskNextRunAt: %w", err)
+	}
+	if q.taskReleaseStmt, err = db.PrepareContext(ctx, taskRelease); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskRelease: %w", err)
+	}
+	if q.taskResetAttemptsStmt, err = db.PrepareContext(ctx, taskResetAttempts); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskResetAttempts: %w", err)
+	}
+	if q.taskScheduleStmt, err = db.PrepareContext(ctx, taskSchedule); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskSchedule: %w", err)
+	}
+	if q.taskUpsertDueStmt, err = db.PrepareContext(ctx, taskUpsertDue); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskUpsertDue: %w", err)
+	}
+	if q.taskWakeForEventStmt, err = db.PrepareContext(ctx, taskWakeForEvent); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskWakeForEvent: %w", err)
+	}
+	return &q, nil
+}
+
+func (q *Queries) Close() error {
+	var err error
+	if q.clockNowStmt != nil {
+		if cerr := q.clockNowStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing clockNowStmt: %w", cerr)
+		}
+	}
+	if q.eventConsumeOldestStmt != nil {
+		if cerr := q.eventConsumeOldestStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventConsumeOldestStmt: %w", cerr)
+		}
+	}
+	if q.eventInsertStmt != nil {
+		if cerr := q.eventInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventInsertStmt: %w", cerr)
+		}
+	}
+	if q.eventListStmt != nil {
+		if cerr := q.eventListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
+		}
+	}
+	if q.eventListRunStmt != nil {
+		if cerr := q.eventListRunStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventListRunStmt: %w", cerr)
+		}
+	}
+	if q.eventSuspendDueStmt != nil {
+		if cerr := q.eventSuspendDueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventSuspendDueStmt: %w", cerr)
+		}
+	}
+	if q.flowGetStmt != nil {
+		if cerr := q.flowGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing flowGetStmt: %w", cerr)
+		}
+	}
+	if q.flowGetLatestStmt != nil {
+		if cerr := q.flowGetLatestStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing flowGetLatestStmt: %w", cerr)
+		}
+	}
+	if q.flowInsertStmt != nil {
+		if cerr := q.flowInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing flowInsertStmt: %w", cerr)
+		}
+	}
+	if q.flowLatestGetStmt != nil {
+		if cerr := q.flowLatestGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing flowLatestGetStmt: %w", cerr)
+		}
+	}
+	if q.flowLatestUpsertStmt != nil {
+		if cerr := q.flowLatestUpsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing flowLatestUpsertStmt: %w", cerr)
+		}
+	}
+	if q.flowListStmt != nil {
+		if cerr := q.flowListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing flowListStmt: %w", cerr)
+		}
+	}
+	if q.flowVersionsStmt != nil {
+		if cerr := q.flowVersionsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing flowVersionsStmt: %w", cerr)
+		}
+	}
+	if q.instanceCompleteStmt != nil {
+		if cerr := q.instanceCompleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceCompleteStmt: %w", cerr)
+		}
+	}
+	if q.instanceFailStmt != nil {
+		if cerr := q.instanceFailStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceFailStmt: %w", cerr)
+		}
+	}
+	if q.instanceGetStmt != nil {
+		if cerr := q.instanceGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceGetStmt: %w", cerr)
+		}
+	}
+	if q.instanceGetRunStmt != nil {
+		if cerr := q.instanceGetRunStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceGetRunStmt: %w", cerr)
+		}
+	}
+	if q.instanceInsertStmt != nil {
+		if cerr := q.instanceInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceInsertStmt: %w", cerr)
+		}
+	}
+	if q.instanceInsertIfAbsentStmt != nil {
+		if cerr := q.instanceInsertIfAbsentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceInsertIfAbsentStmt: %w", cerr)
+		}
+	}
+	if q.instanceInsertStartedIfAbsentStmt != nil {
+		if cerr := q.instanceInsertStartedIfAbsentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceInsertStartedIfAbsentStmt: %w", cerr)
+		}
+	}
+	if q.instanceListStmt != nil {
+		if cerr := q.instanceListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceListStmt: %w", cerr)
+		}
+	}
+	if q.instanceListWorkflowStmt != nil {
+		if cerr := q.instanceListWorkflowStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceListWorkflowStmt: %w", cerr)
+		}
+	}
+	if q.instanceParkStmt != nil {
+		if cerr := q.instanceParkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceParkStmt: %w", cerr)
+		}
+	}
+	if q.instanceRestartStmt != nil {
+		if cerr := q.instanceRestartStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceRestartStmt: %w", cerr)
+		}
+	}
+	if q.instanceSetStatusStmt != nil {
+		if cerr := q.instanceSetStatusStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceSetStatusStmt: %w", cerr)
+		}
+	}
+	if q.instanceStartClaimedStmt != nil {
+		if cerr := q.instanceStartClaimedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceStartClaimedStmt: %w", cerr)
+		}
+	}
+	if q.instanceSuspendStmt != nil {
+		if cerr := q.instanceSuspendStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceSuspendStmt: %w", cerr)
+		}
+	}
+	if q.instanceTouchStmt != nil {
+		if cerr := q.instanceTouchStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceTouchStmt: %w", cerr)
+		}
+	}
+	if q.outboxClaimStmt != nil {
+		if cerr := q.outboxClaimStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing outboxClaimStmt: %w", cerr)
+		}
+	}
+	if q.outboxDeliveredStmt != nil {
+		if cerr := q.outboxDeliveredStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing outboxDeliveredStmt: %w", cerr)
+		}
+	}
+	if q.outboxPruneStmt != nil {
+		if cerr := q.outboxPruneStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing outboxPruneStmt: %w", cerr)
+		}
+	}
+	if q.outboxRecordStmt != nil {
+		if cerr := q.outboxRecordStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing outboxRecordStmt: %w", cerr)
+		}
+	}
+	if q.outboxRetryStmt != nil {
+		if cerr := q.outboxRetryStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing outboxRetryStmt: %w", cerr)
+		}
+	}
+	if q.scheduleAdvanceStmt != nil {
+		if cerr := q.scheduleAdvanceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleAdvanceStmt: %w", cerr)
+		}
+	}
+	if q.scheduleDeleteStmt != nil {
+		if cerr := q.scheduleDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleDeleteStmt: %w", cerr)
+		}
+	}
+	if q.scheduleGetStmt != nil {
+		if cerr := q.scheduleGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleGetStmt: %w", cerr)
+		}
+	}
+	if q.scheduleInsertStmt != nil {
+		if cerr := q.scheduleInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleInsertStmt: %w", cerr)
+		}
+	}
+	if q.scheduleListStmt != nil {
+		if cerr := q.scheduleListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleListStmt: %w", cerr)
+		}
+	}
+	if q.scheduleListDueStmt != nil {
+		if cerr := q.scheduleListDueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleListDueStmt: %w", cerr)
+		}
+	}
+	if q.scheduleListWorkflowStmt != nil {
+		if cerr := q.scheduleListWorkflowStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleListWorkflowStmt: %w", cerr)
+		}
+	}
+	if q.scheduleUpdateStmt != nil {
+		if cerr := q.scheduleUpdateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing scheduleUpdateStmt: %w", cerr)
+		}
+	}
+	if q.stepCompleteWithEventStmt != nil {
+		if cerr := q.stepCompleteWithEventStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepCompleteWithEventStmt: %w", cerr)
+		}
+	}
+	if q.stepListStmt != nil {
+		if cerr := q.stepListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepListStmt: %w", cerr)
+		}
+	}
+	if q.stepUpsertStmt != nil {
+		if cerr := q.stepUpsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepUpsertStmt: %w", cerr)
+		}
+	}
+	if q.taskClaimStmt != nil {
+		if cerr := q.taskClaimStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskClaimStmt: %w", cerr)
+		}
+	}
+	if q.taskDeleteStmt != nil {
+		if cerr := q.taskDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskDeleteStmt: %w", cerr)
+		}
+	}
+	if q.taskGetStmt != nil {
+		if cerr := q.taskGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskGetStmt: %w", cerr)
+		}
+	}
+	if q.taskHeartbeatStmt != nil {
+		if cerr := q.taskHeartbeatStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskHeartbeatStmt: %w", cerr)
+		}
+	}
+	if q.taskHeldStmt != nil {
+		if cerr := q.taskHeldStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskHeldStmt: %w", cerr)
+		}
+	}
+	if q.taskInsertStmt != nil {
+		if cerr := q.taskInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskInsertStmt: %w", cerr)
+		}
+	}
+	if q.taskInsertLeasedStmt != nil {
+		if cerr := q.taskInsertLeasedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskInsertLeasedStmt: %w", cerr)
+		}
+	}
+	if q.taskNextRunAtStmt != nil {
+		if cerr := q.taskNextRunAtStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskNextRunAtStmt: %w", cerr)
+		}
+	}
+	if q.taskReleaseStmt != nil {
+		if cerr := q.taskReleaseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskReleaseStmt: %w", cerr)
+		}
+	}
+	if q.taskResetAttemptsStmt != nil {
+		if cerr := q.taskResetAttemptsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskResetAttemptsStmt: %w", cerr)
+		}
+	}
+	if q.taskScheduleStmt != nil {
+		if cerr := q.taskScheduleStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskScheduleStmt: %w", cerr)
+		}
+	}
+	if q.taskUpsertDueStmt != nil {
+		if cerr := q.taskUpsertDueStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskUpsertDueStmt: %w", cerr)
+		}
+	}
+	if q.taskWakeForEventStmt != nil {
+		if cerr := q.taskWakeForEventStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskWakeForEventStmt: %w", cerr)
+		}
+	}
+	return err
+}
+
+func (q *Queries) exec(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (sql.Result, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).ExecContext(ctx, args...)
+	case stmt != nil:
+		return stmt.ExecContext(ctx, args...)
+	default:
+		return q.db.ExecContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) query(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) (*sql.Rows, error) {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryContext(ctx, args...)
+	default:
+		return q.db.QueryContext(ctx, query, args...)
+	}
+}
+
+func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, args ...interface{}) *sql.Row {
+	switch {
+	case stmt != nil && q.tx != nil:
+		return q.tx.StmtContext(ctx, stmt).QueryRowContext(ctx, args...)
+	case stmt != nil:
+		return stmt.QueryRowContext(ctx, args...)
+	default:
+		return q.db.QueryRowContext(ctx, query, args...)
+	}
+}
+
 type Queries struct {
-	db DBTX
+	db                                DBTX
+	tx                                *sql.Tx
+	clockNowStmt                      *sql.Stmt
+	eventConsumeOldestStmt            *sql.Stmt
+	eventInsertStmt                   *sql.Stmt
+	eventListStmt                     *sql.Stmt
+	eventListRunStmt                  *sql.Stmt
+	eventSuspendDueStmt               *sql.Stmt
+	flowGetStmt                       *sql.Stmt
+	flowGetLatestStmt                 *sql.Stmt
+	flowInsertStmt                    *sql.Stmt
+	flowLatestGetStmt                 *sql.Stmt
+	flowLatestUpsertStmt              *sql.Stmt
+	flowListStmt                      *sql.Stmt
+	flowVersionsStmt                  *sql.Stmt
+	instanceCompleteStmt              *sql.Stmt
+	instanceFailStmt                  *sql.Stmt
+	instanceGetStmt                   *sql.Stmt
+	instanceGetRunStmt                *sql.Stmt
+	instanceInsertStmt                *sql.Stmt
+	instanceInsertIfAbsentStmt        *sql.Stmt
+	instanceInsertStartedIfAbsentStmt *sql.Stmt
+	instanceListStmt                  *sql.Stmt
+	instanceListWorkflowStmt          *sql.Stmt
+	instanceParkStmt                  *sql.Stmt
+	instanceRestartStmt               *sql.Stmt
+	instanceSetStatusStmt             *sql.Stmt
+	instanceStartClaimedStmt          *sql.Stmt
+	instanceSuspendStmt               *sql.Stmt
+	instanceTouchStmt                 *sql.Stmt
+	outboxClaimStmt                   *sql.Stmt
+	outboxDeliveredStmt               *sql.Stmt
+	outboxPruneStmt                   *sql.Stmt
+	outboxRecordStmt                  *sql.Stmt
+	outboxRetryStmt                   *sql.Stmt
+	scheduleAdvanceStmt               *sql.Stmt
+	scheduleDeleteStmt                *sql.Stmt
+	scheduleGetStmt                   *sql.Stmt
+	scheduleInsertStmt                *sql.Stmt
+	scheduleListStmt                  *sql.Stmt
+	scheduleListDueStmt               *sql.Stmt
+	scheduleListWorkflowStmt          *sql.Stmt
+	scheduleUpdateStmt                *sql.Stmt
+	stepCompleteWithEventStmt         *sql.Stmt
+	stepListStmt                      *sql.Stmt
+	stepUpsertStmt                    *sql.Stmt
+	taskClaimStmt                     *sql.Stmt
+	taskDeleteStmt                    *sql.Stmt
+	taskGetStmt                       *sql.Stmt
+	taskHeartbeatStmt                 *sql.Stmt
+	taskHeldStmt                      *sql.Stmt
+	taskInsertStmt                    *sql.Stmt
+	taskInsertLeasedStmt              *sql.Stmt
+	taskNextRunAtStmt                 *sql.Stmt
+	taskReleaseStmt                   *sql.Stmt
+	taskResetAttemptsStmt             *sql.Stmt
+	taskScheduleStmt                  *sql.Stmt
+	taskUpsertDueStmt                 *sql.Stmt
+	taskWakeForEventStmt              *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
-		db: tx,
+		db:                                tx,
+		tx:                                tx,
+		clockNowStmt:                      q.clockNowStmt,
+		eventConsumeOldestStmt:            q.eventConsumeOldestStmt,
+		eventInsertStmt:                   q.eventInsertStmt,
+		eventListStmt:                     q.eventListStmt,
+		eventListRunStmt:                  q.eventListRunStmt,
+		eventSuspendDueStmt:               q.eventSuspendDueStmt,
+		flowGetStmt:                       q.flowGetStmt,
+		flowGetLatestStmt:                 q.flowGetLatestStmt,
+		flowInsertStmt:                    q.flowInsertStmt,
+		flowLatestGetStmt:                 q.flowLatestGetStmt,
+		flowLatestUpsertStmt:              q.flowLatestUpsertStmt,
+		flowListStmt:                      q.flowListStmt,
+		flowVersionsStmt:                  q.flowVersionsStmt,
+		instanceCompleteStmt:              q.instanceCompleteStmt,
+		instanceFailStmt:                  q.instanceFailStmt,
+		instanceGetStmt:                   q.instanceGetStmt,
+		instanceGetRunStmt:                q.instanceGetRunStmt,
+		instanceInsertStmt:                q.instanceInsertStmt,
+		instanceInsertIfAbsentStmt:        q.instanceInsertIfAbsentStmt,
+		instanceInsertStartedIfAbsentStmt: q.instanceInsertStartedIfAbsentStmt,
+		instanceListStmt:                  q.instanceListStmt,
+		instanceListWorkflowStmt:          q.instanceListWorkflowStmt,
+		instanceParkStmt:                  q.instanceParkStmt,
+		instanceRestartStmt:               q.instanceRestartStmt,
+		instanceSetStatusStmt:             q.instanceSetStatusStmt,
+		instanceStartClaimedStmt:          q.instanceStartClaimedStmt,
+		instanceSuspendStmt:               q.instanceSuspendStmt,
+		instanceTouchStmt:                 q.instanceTouchStmt,
+		outboxClaimStmt:                   q.outboxClaimStmt,
+		outboxDeliveredStmt:               q.outboxDeliveredStmt,
+		outboxPruneStmt:                   q.outboxPruneStmt,
+		outboxRecordStmt:                  q.outboxRecordStmt,
+		outboxRetryStmt:                   q.outboxRetryStmt,
+		scheduleAdvanceStmt:               q.scheduleAdvanceStmt,
+		scheduleDeleteStmt:                q.scheduleDeleteStmt,
+		scheduleGetStmt:                   q.scheduleGetStmt,
+		scheduleInsertStmt:                q.scheduleInsertStmt,
+		scheduleListStmt:                  q.scheduleListStmt,
+		scheduleListDueStmt:               q.scheduleListDueStmt,
+		scheduleListWorkflowStmt:          q.scheduleListWorkflowStmt,
+		scheduleUpdateStmt:                q.scheduleUpdateStmt,
+		stepCompleteWithEventStmt:         q.stepCompleteWithEventStmt,
+		stepListStmt:                      q.stepListStmt,
+		stepUpsertStmt:                    q.stepUpsertStmt,
+		taskClaimStmt:                     q.taskClaimStmt,
+		taskDeleteStmt:                    q.taskDeleteStmt,
+		taskGetStmt:                       q.taskGetStmt,
+		taskHeartbeatStmt:                 q.taskHeartbeatStmt,
+		taskHeldStmt:                      q.taskHeldStmt,
+		taskInsertStmt:                    q.taskInsertStmt,
+		taskInsertLeasedStmt:              q.taskInsertLeasedStmt,
+		taskNextRunAtStmt:                 q.taskNextRunAtStmt,
+		taskReleaseStmt:                   q.taskReleaseStmt,
+		taskResetAttemptsStmt:             q.taskResetAttemptsStmt,
+		taskScheduleStmt:                  q.taskScheduleStmt,
+		taskUpsertDueStmt:                 q.taskUpsertDueStmt,
+		taskWakeForEventStmt:              q.taskWakeForEventStmt,
 	}
 }

@@ -37,7 +37,7 @@ type EventConsumeOldestParams struct {
 // by a step. The caller's write transaction excludes every other writer, so
 // no other consumer races.
 func (q *Queries) EventConsumeOldest(ctx context.Context, arg EventConsumeOldestParams) (WorkflowEvent, error) {
-	row := q.db.QueryRowContext(ctx, eventConsumeOldest,
+	row := q.queryRow(ctx, q.eventConsumeOldestStmt, eventConsumeOldest,
 		arg.Now,
 		arg.StepKey,
 		arg.WorkflowName,
@@ -76,7 +76,7 @@ type EventInsertParams struct {
 }
 
 func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) (WorkflowEvent, error) {
-	row := q.db.QueryRowContext(ctx, eventInsert,
+	row := q.queryRow(ctx, q.eventInsertStmt, eventInsert,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
@@ -117,7 +117,7 @@ type EventListParams struct {
 // EventList pages through the events of every run of an instance in id
 // order, after_id excluded; a negative max lists every event.
 func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]WorkflowEvent, error) {
-	rows, err := q.db.QueryContext(ctx, eventList,
+	rows, err := q.query(ctx, q.eventListStmt, eventList,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.AfterID,
@@ -172,7 +172,7 @@ type EventListRunParams struct {
 
 // EventListRun is EventList for the events of one run.
 func (q *Queries) EventListRun(ctx context.Context, arg EventListRunParams) ([]WorkflowEvent, error) {
-	rows, err := q.db.QueryContext(ctx, eventListRun,
+	rows, err := q.query(ctx, q.eventListRunStmt, eventListRun,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
@@ -233,7 +233,7 @@ type EventSuspendDueParams struct {
 // EventSuspendDue reports whether a run that suspends until next_run_at, or
 // until an event of one of the types (a JSON array) arrives, is due at once.
 func (q *Queries) EventSuspendDue(ctx context.Context, arg EventSuspendDueParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, eventSuspendDue,
+	row := q.queryRow(ctx, q.eventSuspendDueStmt, eventSuspendDue,
 		arg.NextRunAt,
 		arg.Now,
 		arg.WorkflowName,

@@ -19,7 +19,7 @@ type FlowGetParams struct {
 }
 
 func (q *Queries) FlowGet(ctx context.Context, arg FlowGetParams) (WorkflowFlow, error) {
-	row := q.db.QueryRowContext(ctx, flowGet, arg.FlowID, arg.Version)
+	row := q.queryRow(ctx, q.flowGetStmt, flowGet, arg.FlowID, arg.Version)
 	var i WorkflowFlow
 	err := row.Scan(
 		&i.FlowID,
@@ -39,7 +39,7 @@ WHERE l.flow_id = ?1
 `
 
 func (q *Queries) FlowGetLatest(ctx context.Context, flowID string) (WorkflowFlow, error) {
-	row := q.db.QueryRowContext(ctx, flowGetLatest, flowID)
+	row := q.queryRow(ctx, q.flowGetLatestStmt, flowGetLatest, flowID)
 	var i WorkflowFlow
 	err := row.Scan(
 		&i.FlowID,
@@ -66,7 +66,7 @@ type FlowInsertParams struct {
 }
 
 func (q *Queries) FlowInsert(ctx context.Context, arg FlowInsertParams) (WorkflowFlow, error) {
-	row := q.db.QueryRowContext(ctx, flowInsert,
+	row := q.queryRow(ctx, q.flowInsertStmt, flowInsert,
 		arg.FlowID,
 		arg.Version,
 		arg.Name,
@@ -89,7 +89,7 @@ SELECT version FROM workflow_flow_latest WHERE flow_id = ?1
 `
 
 func (q *Queries) FlowLatestGet(ctx context.Context, flowID string) (string, error) {
-	row := q.db.QueryRowContext(ctx, flowLatestGet, flowID)
+	row := q.queryRow(ctx, q.flowLatestGetStmt, flowLatestGet, flowID)
 	var version string
 	err := row.Scan(&version)
 	return version, err
@@ -110,7 +110,7 @@ type FlowLatestUpsertParams struct {
 // FlowLatestUpsert sets the flow's latest version. The caller decides, in
 // the same write transaction, that @version supersedes the current one.
 func (q *Queries) FlowLatestUpsert(ctx context.Context, arg FlowLatestUpsertParams) error {
-	_, err := q.db.ExecContext(ctx, flowLatestUpsert, arg.FlowID, arg.Version, arg.Now)
+	_, err := q.exec(ctx, q.flowLatestUpsertStmt, flowLatestUpsert, arg.FlowID, arg.Version, arg.Now)
 	return err
 }
 
@@ -138,7 +138,7 @@ type FlowListRow struct {
 // FlowList pages through the flows by id, each at its latest version,
 // without definitions.
 func (q *Queries) FlowList(ctx context.Context, arg FlowListParams) ([]FlowListRow, error) {
-	rows, err := q.db.QueryContext(ctx, flowList, arg.AfterID, arg.Max)
+	rows, err := q.query(ctx, q.flowListStmt, flowList, arg.AfterID, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ type FlowVersionsRow struct {
 // FlowVersions lists the versions of one flow, without definitions, in no
 // particular order: the store sorts them by semantic version.
 func (q *Queries) FlowVersions(ctx context.Context, flowID string) ([]FlowVersionsRow, error) {
-	rows, err := q.db.QueryContext(ctx, flowVersions, flowID)
+	rows, err := q.query(ctx, q.flowVersionsStmt, flowVersions, flowID)
 	if err != nil {
 		return nil, err
 	}

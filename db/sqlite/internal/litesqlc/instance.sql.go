@@ -27,7 +27,7 @@ type InstanceCompleteParams struct {
 }
 
 func (q *Queries) InstanceComplete(ctx context.Context, arg InstanceCompleteParams) error {
-	_, err := q.db.ExecContext(ctx, instanceComplete,
+	_, err := q.exec(ctx, q.instanceCompleteStmt, instanceComplete,
 		arg.Output,
 		arg.Now,
 		arg.WorkflowName,
@@ -56,7 +56,7 @@ type InstanceFailParams struct {
 }
 
 func (q *Queries) InstanceFail(ctx context.Context, arg InstanceFailParams) error {
-	_, err := q.db.ExecContext(ctx, instanceFail,
+	_, err := q.exec(ctx, q.instanceFailStmt, instanceFail,
 		arg.ErrorName,
 		arg.ErrorMessage,
 		arg.Now,
@@ -77,7 +77,7 @@ type InstanceGetParams struct {
 }
 
 func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (WorkflowInstance, error) {
-	row := q.db.QueryRowContext(ctx, instanceGet, arg.WorkflowName, arg.InstanceID)
+	row := q.queryRow(ctx, q.instanceGetStmt, instanceGet, arg.WorkflowName, arg.InstanceID)
 	var i WorkflowInstance
 	err := row.Scan(
 		&i.WorkflowName,
@@ -122,7 +122,7 @@ type InstanceGetRunRow struct {
 // (or is gone). It does not write the row: updated_at moves with the status
 // transition the checkpoint makes, if any, not with its step rows.
 func (q *Queries) InstanceGetRun(ctx context.Context, arg InstanceGetRunParams) (InstanceGetRunRow, error) {
-	row := q.db.QueryRowContext(ctx, instanceGetRun, arg.WorkflowName, arg.InstanceID, arg.RunNumber)
+	row := q.queryRow(ctx, q.instanceGetRunStmt, instanceGetRun, arg.WorkflowName, arg.InstanceID, arg.RunNumber)
 	var i InstanceGetRunRow
 	err := row.Scan(&i.Status, &i.PauseRequested)
 	return i, err
@@ -146,7 +146,7 @@ type InstanceInsertParams struct {
 }
 
 func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) (WorkflowInstance, error) {
-	row := q.db.QueryRowContext(ctx, instanceInsert,
+	row := q.queryRow(ctx, q.instanceInsertStmt, instanceInsert,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.Params,
@@ -195,7 +195,7 @@ type InstanceInsertIfAbsentParams struct {
 // InstanceInsertIfAbsent inserts a queued instance unless the id is taken,
 // in which case it returns no row.
 func (q *Queries) InstanceInsertIfAbsent(ctx context.Context, arg InstanceInsertIfAbsentParams) (WorkflowInstance, error) {
-	row := q.db.QueryRowContext(ctx, instanceInsertIfAbsent,
+	row := q.queryRow(ctx, q.instanceInsertIfAbsentStmt, instanceInsertIfAbsent,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.Params,
@@ -246,7 +246,7 @@ type InstanceInsertStartedIfAbsentParams struct {
 // running and started as a claim would leave it, unless the id is taken, in
 // which case it returns no row.
 func (q *Queries) InstanceInsertStartedIfAbsent(ctx context.Context, arg InstanceInsertStartedIfAbsentParams) (WorkflowInstance, error) {
-	row := q.db.QueryRowContext(ctx, instanceInsertStartedIfAbsent,
+	row := q.queryRow(ctx, q.instanceInsertStartedIfAbsentStmt, instanceInsertStartedIfAbsent,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.Params,
@@ -300,7 +300,7 @@ type InstanceListParams struct {
 // cursor is the key of the last row of the previous page (for the first page
 // one past every row). The redundant updated_at bound lets the index seek.
 func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]WorkflowInstance, error) {
-	rows, err := q.db.QueryContext(ctx, instanceList,
+	rows, err := q.query(ctx, q.instanceListStmt, instanceList,
 		arg.Statuses,
 		arg.CursorUpdatedAt,
 		arg.CursorWorkflowName,
@@ -369,7 +369,7 @@ type InstanceListWorkflowParams struct {
 
 // InstanceListWorkflow is InstanceList for the instances of one workflow.
 func (q *Queries) InstanceListWorkflow(ctx context.Context, arg InstanceListWorkflowParams) ([]WorkflowInstance, error) {
-	rows, err := q.db.QueryContext(ctx, instanceListWorkflow,
+	rows, err := q.query(ctx, q.instanceListWorkflowStmt, instanceListWorkflow,
 		arg.WorkflowName,
 		arg.Statuses,
 		arg.CursorUpdatedAt,
@@ -429,7 +429,7 @@ type InstanceParkParams struct {
 }
 
 func (q *Queries) InstancePark(ctx context.Context, arg InstanceParkParams) error {
-	_, err := q.db.ExecContext(ctx, instancePark, arg.Now, arg.WorkflowName, arg.InstanceID)
+	_, err := q.exec(ctx, q.instanceParkStmt, instancePark, arg.Now, arg.WorkflowName, arg.InstanceID)
 	return err
 }
 
@@ -455,7 +455,7 @@ type InstanceRestartParams struct {
 }
 
 func (q *Queries) InstanceRestart(ctx context.Context, arg InstanceRestartParams) (WorkflowInstance, error) {
-	row := q.db.QueryRowContext(ctx, instanceRestart, arg.Now, arg.WorkflowName, arg.InstanceID)
+	row := q.queryRow(ctx, q.instanceRestartStmt, instanceRestart, arg.Now, arg.WorkflowName, arg.InstanceID)
 	var i WorkflowInstance
 	err := row.Scan(
 		&i.WorkflowName,
@@ -503,7 +503,7 @@ type InstanceSetStatusParams struct {
 // the caller's write transaction holds; completed_at is set only when the new
 // status is terminal.
 func (q *Queries) InstanceSetStatus(ctx context.Context, arg InstanceSetStatusParams) (WorkflowInstance, error) {
-	row := q.db.QueryRowContext(ctx, instanceSetStatus,
+	row := q.queryRow(ctx, q.instanceSetStatusStmt, instanceSetStatus,
 		arg.Status,
 		arg.PauseRequested,
 		arg.Now,
@@ -550,7 +550,7 @@ type InstanceStartClaimedParams struct {
 // InstanceStartClaimed marks the queued or waiting instances of just-claimed
 // tasks (task_ids is a JSON array of task ids) running.
 func (q *Queries) InstanceStartClaimed(ctx context.Context, arg InstanceStartClaimedParams) error {
-	_, err := q.db.ExecContext(ctx, instanceStartClaimed, arg.Now, arg.TaskIds)
+	_, err := q.exec(ctx, q.instanceStartClaimedStmt, instanceStartClaimed, arg.Now, arg.TaskIds)
 	return err
 }
 
@@ -570,7 +570,7 @@ type InstanceSuspendParams struct {
 }
 
 func (q *Queries) InstanceSuspend(ctx context.Context, arg InstanceSuspendParams) (string, error) {
-	row := q.db.QueryRowContext(ctx, instanceSuspend, arg.Now, arg.WorkflowName, arg.InstanceID)
+	row := q.queryRow(ctx, q.instanceSuspendStmt, instanceSuspend, arg.Now, arg.WorkflowName, arg.InstanceID)
 	var status string
 	err := row.Scan(&status)
 	return status, err
@@ -597,7 +597,7 @@ type InstanceTouchRow struct {
 // InstanceTouch marks an instance (any run) updated for a change that
 // follows, such as buffering an event.
 func (q *Queries) InstanceTouch(ctx context.Context, arg InstanceTouchParams) (InstanceTouchRow, error) {
-	row := q.db.QueryRowContext(ctx, instanceTouch, arg.Now, arg.WorkflowName, arg.InstanceID)
+	row := q.queryRow(ctx, q.instanceTouchStmt, instanceTouch, arg.Now, arg.WorkflowName, arg.InstanceID)
 	var i InstanceTouchRow
 	err := row.Scan(&i.Status, &i.RunNumber)
 	return i, err
@@ -625,7 +625,7 @@ type TaskInsertLeasedParams struct {
 // TaskInsertLeased inserts the first task of an eager start: processing and
 // leased to lock_owner at version 1 with attempts 1, as a claim would leave it.
 func (q *Queries) TaskInsertLeased(ctx context.Context, arg TaskInsertLeasedParams) (WorkflowTask, error) {
-	row := q.db.QueryRowContext(ctx, taskInsertLeased,
+	row := q.queryRow(ctx, q.taskInsertLeasedStmt, taskInsertLeased,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.Now,

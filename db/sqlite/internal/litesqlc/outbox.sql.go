@@ -35,7 +35,7 @@ type OutboxClaimParams struct {
 // the claim's write transaction, which excludes every other writer, so
 // there is nothing to skip.
 func (q *Queries) OutboxClaim(ctx context.Context, arg OutboxClaimParams) ([]WorkflowHookOutbox, error) {
-	rows, err := q.db.QueryContext(ctx, outboxClaim, arg.LockedUntil, arg.Now, arg.Max)
+	rows, err := q.query(ctx, q.outboxClaimStmt, outboxClaim, arg.LockedUntil, arg.Now, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +85,7 @@ type OutboxDeliveredParams struct {
 }
 
 func (q *Queries) OutboxDelivered(ctx context.Context, arg OutboxDeliveredParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, outboxDelivered, arg.Now, arg.ID, arg.Version)
+	result, err := q.exec(ctx, q.outboxDeliveredStmt, outboxDelivered, arg.Now, arg.ID, arg.Version)
 	if err != nil {
 		return 0, err
 	}
@@ -108,7 +108,7 @@ type OutboxPruneParams struct {
 }
 
 func (q *Queries) OutboxPrune(ctx context.Context, arg OutboxPruneParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, outboxPrune, arg.DeliveredBefore, arg.Max)
+	result, err := q.exec(ctx, q.outboxPruneStmt, outboxPrune, arg.DeliveredBefore, arg.Max)
 	if err != nil {
 		return 0, err
 	}
@@ -135,7 +135,7 @@ type OutboxRecordParams struct {
 // OutboxRecord records a hook for the instance's task as it stands in the
 // caller's transaction: run_at is the task's.
 func (q *Queries) OutboxRecord(ctx context.Context, arg OutboxRecordParams) error {
-	_, err := q.db.ExecContext(ctx, outboxRecord,
+	_, err := q.exec(ctx, q.outboxRecordStmt, outboxRecord,
 		arg.Reason,
 		arg.Now,
 		arg.WorkflowName,
@@ -161,7 +161,7 @@ type OutboxRetryParams struct {
 }
 
 func (q *Queries) OutboxRetry(ctx context.Context, arg OutboxRetryParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, outboxRetry,
+	result, err := q.exec(ctx, q.outboxRetryStmt, outboxRetry,
 		arg.NextAttemptAt,
 		arg.LastError,
 		arg.ID,

@@ -35,7 +35,7 @@ type ScheduleAdvanceParams struct {
 // moved on (another scheduler fired it, or it was updated, disabled or
 // deleted).
 func (q *Queries) ScheduleAdvance(ctx context.Context, arg ScheduleAdvanceParams) (WorkflowSchedule, error) {
-	row := q.db.QueryRowContext(ctx, scheduleAdvance,
+	row := q.queryRow(ctx, q.scheduleAdvanceStmt, scheduleAdvance,
 		arg.NextFireAt,
 		arg.LastFiredAt,
 		arg.LastInstanceID,
@@ -67,7 +67,7 @@ DELETE FROM workflow_schedule WHERE schedule_id = ?1
 `
 
 func (q *Queries) ScheduleDelete(ctx context.Context, scheduleID string) (int64, error) {
-	result, err := q.db.ExecContext(ctx, scheduleDelete, scheduleID)
+	result, err := q.exec(ctx, q.scheduleDeleteStmt, scheduleDelete, scheduleID)
 	if err != nil {
 		return 0, err
 	}
@@ -79,7 +79,7 @@ SELECT schedule_id, workflow_name, cron_expr, time_zone, params, enabled, max_ca
 `
 
 func (q *Queries) ScheduleGet(ctx context.Context, scheduleID string) (WorkflowSchedule, error) {
-	row := q.db.QueryRowContext(ctx, scheduleGet, scheduleID)
+	row := q.queryRow(ctx, q.scheduleGetStmt, scheduleGet, scheduleID)
 	var i WorkflowSchedule
 	err := row.Scan(
 		&i.ScheduleID,
@@ -126,7 +126,7 @@ type ScheduleInsertParams struct {
 // fenced by the version of a deleted schedule never matches a new schedule
 // created with the same id.
 func (q *Queries) ScheduleInsert(ctx context.Context, arg ScheduleInsertParams) (WorkflowSchedule, error) {
-	row := q.db.QueryRowContext(ctx, scheduleInsert,
+	row := q.queryRow(ctx, q.scheduleInsertStmt, scheduleInsert,
 		arg.ScheduleID,
 		arg.WorkflowName,
 		arg.CronExpr,
@@ -170,7 +170,7 @@ type ScheduleListParams struct {
 
 // ScheduleList pages through the schedules by id.
 func (q *Queries) ScheduleList(ctx context.Context, arg ScheduleListParams) ([]WorkflowSchedule, error) {
-	rows, err := q.db.QueryContext(ctx, scheduleList, arg.AfterID, arg.Max)
+	rows, err := q.query(ctx, q.scheduleListStmt, scheduleList, arg.AfterID, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ type ScheduleListDueParams struct {
 // ScheduleListDue returns enabled schedules whose next fire time has come,
 // the longest due first, on the partial index of enabled schedules.
 func (q *Queries) ScheduleListDue(ctx context.Context, arg ScheduleListDueParams) ([]WorkflowSchedule, error) {
-	rows, err := q.db.QueryContext(ctx, scheduleListDue, arg.Now, arg.Max)
+	rows, err := q.query(ctx, q.scheduleListDueStmt, scheduleListDue, arg.Now, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -272,7 +272,7 @@ type ScheduleListWorkflowParams struct {
 
 // ScheduleListWorkflow is ScheduleList for the schedules of one workflow.
 func (q *Queries) ScheduleListWorkflow(ctx context.Context, arg ScheduleListWorkflowParams) ([]WorkflowSchedule, error) {
-	rows, err := q.db.QueryContext(ctx, scheduleListWorkflow, arg.WorkflowName, arg.AfterID, arg.Max)
+	rows, err := q.query(ctx, q.scheduleListWorkflowStmt, scheduleListWorkflow, arg.WorkflowName, arg.AfterID, arg.Max)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +339,7 @@ type ScheduleUpdateParams struct {
 // ScheduleUpdate rewrites a schedule whose version is still the caller's
 // and moves the version on; it returns no row when the version moved on.
 func (q *Queries) ScheduleUpdate(ctx context.Context, arg ScheduleUpdateParams) (WorkflowSchedule, error) {
-	row := q.db.QueryRowContext(ctx, scheduleUpdate,
+	row := q.queryRow(ctx, q.scheduleUpdateStmt, scheduleUpdate,
 		arg.WorkflowName,
 		arg.CronExpr,
 		arg.TimeZone,

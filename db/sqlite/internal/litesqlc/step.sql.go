@@ -42,7 +42,7 @@ type StepCompleteWithEventParams struct {
 // StepCompleteWithEvent writes the waitForEvent step that consumed an event.
 // An existing row (the wait) keeps its attempts, timeout and wake_at.
 func (q *Queries) StepCompleteWithEvent(ctx context.Context, arg StepCompleteWithEventParams) error {
-	_, err := q.db.ExecContext(ctx, stepCompleteWithEvent,
+	_, err := q.exec(ctx, q.stepCompleteWithEventStmt, stepCompleteWithEvent,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
@@ -73,7 +73,7 @@ type StepListParams struct {
 // StepList pages through the steps of one run in id (creation) order,
 // after_id excluded; a negative max lists every step.
 func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowStep, error) {
-	rows, err := q.db.QueryContext(ctx, stepList,
+	rows, err := q.query(ctx, q.stepListStmt, stepList,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
@@ -169,7 +169,7 @@ type StepUpsertParams struct {
 }
 
 func (q *Queries) StepUpsert(ctx context.Context, arg StepUpsertParams) error {
-	_, err := q.db.ExecContext(ctx, stepUpsert,
+	_, err := q.exec(ctx, q.stepUpsertStmt, stepUpsert,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,

@@ -16,7 +16,7 @@ SELECT CAST(round(unixepoch('subsec') * 1000) AS INTEGER) * 1000 AS now
 // ClockNow reads the database clock in microseconds since the Unix epoch
 // (SQLite keeps it to the millisecond).
 func (q *Queries) ClockNow(ctx context.Context) (int64, error) {
-	row := q.db.QueryRowContext(ctx, clockNow)
+	row := q.queryRow(ctx, q.clockNowStmt, clockNow)
 	var now int64
 	err := row.Scan(&now)
 	return now, err
@@ -66,7 +66,7 @@ type TaskClaimParams struct {
 // search starts from the tasks (the instance table keeps every instance
 // forever), through the two partial indexes; priority is 0 or 1.
 func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]WorkflowTask, error) {
-	rows, err := q.db.QueryContext(ctx, taskClaim,
+	rows, err := q.query(ctx, q.taskClaimStmt, taskClaim,
 		arg.LockOwner,
 		arg.LockedUntil,
 		arg.Now,
@@ -119,7 +119,7 @@ type TaskDeleteParams struct {
 }
 
 func (q *Queries) TaskDelete(ctx context.Context, arg TaskDeleteParams) error {
-	_, err := q.db.ExecContext(ctx, taskDelete, arg.WorkflowName, arg.InstanceID)
+	_, err := q.exec(ctx, q.taskDeleteStmt, taskDelete, arg.WorkflowName, arg.InstanceID)
 	return err
 }
 
@@ -134,7 +134,7 @@ type TaskGetParams struct {
 }
 
 func (q *Queries) TaskGet(ctx context.Context, arg TaskGetParams) (WorkflowTask, error) {
-	row := q.db.QueryRowContext(ctx, taskGet, arg.WorkflowName, arg.InstanceID)
+	row := q.queryRow(ctx, q.taskGetStmt, taskGet, arg.WorkflowName, arg.InstanceID)
 	var i WorkflowTask
 	err := row.Scan(
 		&i.ID,
@@ -167,7 +167,7 @@ type TaskHeartbeatParams struct {
 }
 
 func (q *Queries) TaskHeartbeat(ctx context.Context, arg TaskHeartbeatParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, taskHeartbeat, arg.LockedUntil, arg.ID, arg.Version)
+	result, err := q.exec(ctx, q.taskHeartbeatStmt, taskHeartbeat, arg.LockedUntil, arg.ID, arg.Version)
 	if err != nil {
 		return 0, err
 	}
@@ -187,7 +187,7 @@ type TaskHeldParams struct {
 // TaskHeld is the fence of a checkpoint: it finds the task only when the
 // caller still holds it at this version.
 func (q *Queries) TaskHeld(ctx context.Context, arg TaskHeldParams) (int64, error) {
-	row := q.db.QueryRowContext(ctx, taskHeld, arg.ID, arg.Version)
+	row := q.queryRow(ctx, q.taskHeldStmt, taskHeld, arg.ID, arg.Version)
 	var id int64
 	err := row.Scan(&id)
 	return id, err
@@ -208,7 +208,7 @@ type TaskInsertParams struct {
 }
 
 func (q *Queries) TaskInsert(ctx context.Context, arg TaskInsertParams) error {
-	_, err := q.db.ExecContext(ctx, taskInsert, arg.WorkflowName, arg.InstanceID, arg.Now)
+	_, err := q.exec(ctx, q.taskInsertStmt, taskInsert, arg.WorkflowName, arg.InstanceID, arg.Now)
 	return err
 }
 
@@ -227,7 +227,7 @@ LIMIT 1
 
 // TaskNextRunAt starts from the tasks, like TaskClaim.
 func (q *Queries) TaskNextRunAt(ctx context.Context, workflowNames string) (int64, error) {
-	row := q.db.QueryRowContext(ctx, taskNextRunAt, workflowNames)
+	row := q.queryRow(ctx, q.taskNextRunAtStmt, taskNextRunAt, workflowNames)
 	var next_at int64
 	err := row.Scan(&next_at)
 	return next_at, err
@@ -251,7 +251,7 @@ type TaskReleaseParams struct {
 }
 
 func (q *Queries) TaskRelease(ctx context.Context, arg TaskReleaseParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, taskRelease,
+	result, err := q.exec(ctx, q.taskReleaseStmt, taskRelease,
 		arg.RunAt,
 		arg.LastError,
 		arg.ID,
@@ -279,7 +279,7 @@ type TaskResetAttemptsParams struct {
 // for a new run. (It is a statement of its own because sqlc does not bind
 // parameters in the DO UPDATE clause of an SQLite upsert.)
 func (q *Queries) TaskResetAttempts(ctx context.Context, arg TaskResetAttemptsParams) error {
-	_, err := q.db.ExecContext(ctx, taskResetAttempts, arg.WorkflowName, arg.InstanceID)
+	_, err := q.exec(ctx, q.taskResetAttemptsStmt, taskResetAttempts, arg.WorkflowName, arg.InstanceID)
 	return err
 }
 
@@ -305,7 +305,7 @@ type TaskScheduleParams struct {
 // TaskSchedule gives a held task back to the queue after a suspend or park,
 // due at run_at, or now when run_at is NULL.
 func (q *Queries) TaskSchedule(ctx context.Context, arg TaskScheduleParams) error {
-	_, err := q.db.ExecContext(ctx, taskSchedule,
+	_, err := q.exec(ctx, q.taskScheduleStmt, taskSchedule,
 		arg.RunAt,
 		arg.Now,
 		arg.Kind,
@@ -344,7 +344,7 @@ type TaskUpsertDueParams struct {
 // TaskUpsertDue makes an instance's task pending and due now with a new
 // version, so that whoever still holds an older version is fenced out.
 func (q *Queries) TaskUpsertDue(ctx context.Context, arg TaskUpsertDueParams) error {
-	_, err := q.db.ExecContext(ctx, taskUpsertDue,
+	_, err := q.exec(ctx, q.taskUpsertDueStmt, taskUpsertDue,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
@@ -382,7 +382,7 @@ type TaskWakeForEventParams struct {
 // TaskWakeForEvent makes a pending task due now (never later than it was)
 // when its run waits for an event of the type.
 func (q *Queries) TaskWakeForEvent(ctx context.Context, arg TaskWakeForEventParams) (int64, error) {
-	result, err := q.db.ExecContext(ctx, taskWakeForEvent,
+	result, err := q.exec(ctx, q.taskWakeForEventStmt, taskWakeForEvent,
 		arg.Now,
 		arg.WorkflowName,
 		arg.InstanceID,

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -16,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/duraflow/duraflow/db/sqlite"
 )
 
 //go:embed sqliteceiling/*.sql
@@ -31,43 +32,6 @@ var sqliteCeilingFiles = map[string]string{
 
 // sqliteCeilingVia names how the SQLite ceiling is measured, in the report.
 const sqliteCeilingVia = "database/sql (SQLite)"
-
-// sqliteStorePragmas are the pragmas db/sqlite's Open gives the store's
-// write connection (defaultPragmas in db/sqlite/dsn.go, which does not
-// export them): the ceiling's connection is opened with the same ones, and
-// the report records what the connection says it runs with.
-var sqliteStorePragmas = []string{"busy_timeout(10000)", "foreign_keys(1)", "journal_mode(WAL)", "synchronous(NORMAL)"}
-
-// sqliteWriteDSN is the DSN of a write connection as db/sqlite's Open
-// builds it for a plain file path: the default pragmas and BEGIN IMMEDIATE
-// for every transaction.
-func sqliteWriteDSN(path string) string {
-	q := url.Values{}
-	for _, p := range sqliteStorePragmas {
-		q.Add("_pragma", p)
-	}
-	q.Set("_txlock", "immediate")
-	return path + "?" + q.Encode()
-}
-
-// openSQLiteWriter opens the single write connection the way db/sqlite
-// opens its store's: the modernc.org/sqlite driver, one connection that is
-// never closed for age or idleness, and a ping to surface errors now.
-func openSQLiteWriter(ctx context.Context, path string) (*sql.DB, error) {
-	w, err := sql.Open("sqlite", sqliteWriteDSN(path))
-	if err != nil {
-		return nil, err
-	}
-	w.SetMaxOpenConns(1)
-	w.SetMaxIdleConns(1)
-	w.SetConnMaxLifetime(0)
-	w.SetConnMaxIdleTime(0)
-	if err := w.PingContext(ctx); err != nil {
-		_ = w.Close()
-		return nil, err
-	}
-	return w, nil
-}
 
 // sqliteStmt is one statement of a ceiling script.
 type sqliteStmt struct {
@@ -267,7 +231,7 @@ func runSQLiteCeiling(ctx context.Context, cfg *Config, runFile string, c *Ceili
 	if err != nil {
 		return fmt.Errorf("reading the engine's tables: %w", err)
 	}
-	w, err := openSQLiteWriter(ctx, path)
+	w, err := sqlite.OpenWriter(ctx, path)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", path, err)
 	}

@@ -134,6 +134,19 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	return s, nil
 }
 
+// OpenWriter opens, for the DSN Open would accept, a *sql.DB of the one
+// write connection exactly as Open opens the store's: the same driver, the
+// same default pragmas and BEGIN IMMEDIATE transactions. It is for tools
+// that measure what the store's connection can do (duraflow bench's SQLite
+// ceiling); the caller closes it.
+func OpenWriter(ctx context.Context, dsn string) (*sql.DB, error) {
+	cfg, err := parseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("opening sqlite database: %w", err)
+	}
+	return openDB(ctx, cfg.write, 1)
+}
+
 // openDB opens a pool of at most conns connections that are never closed
 // for age or idleness (an in-memory database would vanish with its
 // connection) and opens one connection to surface a bad DSN now.

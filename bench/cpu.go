@@ -33,19 +33,25 @@ type CPU struct {
 	// MachineIOWaitPercent is the share of the cores idle while I/O (fsync)
 	// was outstanding.
 	MachineIOWaitPercent float64 `json:"machine_iowait_percent,omitempty"`
+	// MachineStealPercent is the share of the cores' time the hypervisor
+	// gave to other virtual machines while this one wanted to run (steal in
+	// /proc/stat): cores the run could not use, and a sign that its figures
+	// are lower than an unshared machine's.
+	MachineStealPercent float64 `json:"machine_steal_percent,omitempty"`
 }
 
 // cpuSample is a reading of the CPU counters.
 type cpuSample struct {
 	at      time.Time
 	process time.Duration
-	// Machine jiffies: total, busy and iowait; zero without /proc/stat.
-	total, busy, iowait uint64
+	// Machine jiffies: total, busy, iowait and steal; zero without
+	// /proc/stat.
+	total, busy, iowait, steal uint64
 }
 
 func readCPU() cpuSample {
 	s := cpuSample{at: time.Now(), process: processCPU()}
-	s.total, s.busy, s.iowait = readProcStat()
+	s.total, s.busy, s.iowait, s.steal = readProcStat()
 	return s
 }
 
@@ -83,39 +89,43 @@ func parseProcPidStat(line string) (time.Duration, bool) {
 }
 
 // readProcStat reads the machine's CPU jiffies from /proc/stat.
-func readProcStat() (total, busy, iowait uint64) {
+func readProcStat() (total, busy, iowait, steal uint64) {
 	f, err := os.Open("/proc/stat")
 	if err != nil {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	if !sc.Scan() {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	return parseProcStatCPU(sc.Text())
 }
 
 // parseProcStatCPU parses the "cpu" line of /proc/stat: user nice system
-// idle iowait irq softirq steal (guest time is already in user).
-func parseProcStatCPU(line string) (total, busy, iowait uint64) {
+// idle iowait irq softirq steal (guest time is already in user). Busy is
+// what this machine's processes and kernel used: neither idle, iowait nor
+// steal.
+func parseProcStatCPU(line string) (total, busy, iowait, steal uint64) {
 	fields := strings.Fields(line)
 	if len(fields) < 6 || fields[0] != "cpu" {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	var v []uint64
 	for _, f := range fields[1:min(len(fields), 9)] {
 		n, err := strconv.ParseUint(f, 10, 64)
 		if err != nil {
-			return 0, 0, 0
+			return 0, 0, 0, 0
 		}
 		v = append(v, n)
 	}
 	for _, n := range v {
 		total += n
 	}
-	idle := v[3] + v[4]
-	return total, total - idle, v[4]
+	if len(v) > 7 {
+		steal = v[7]
+	}
+	return total, total - v[3] - v[4] - steal, v[4], steal
 }
 
 // cpuSince describes the CPU use between a sample and now; pgStart and
@@ -132,6 +142,7 @@ func cpuSince(start cpuSample, pgStart, pgEnd time.Duration, pgKnown bool) CPU {
 	if total := end.total - start.total; total > 0 && end.total > start.total {
 		c.MachineBusyPercent = 100 * float64(end.busy-start.busy) / float64(total)
 		c.MachineIOWaitPercent = 100 * float64(end.iowait-start.iowait) / float64(total)
+		c.MachineStealPercent = 100 * float64(end.steal-start.steal) / float64(total)
 	}
 	return c
 }

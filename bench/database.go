@@ -217,7 +217,12 @@ type instanceTimes struct {
 // probe reads the run's figures from the database on connections of its
 // own, whichever process did the work.
 type probe interface {
-	// inFlight counts the unfinished instances of a workflow.
+	// inFlight counts the unfinished instances of a workflow: the rows of
+	// its tasks. Every unfinished instance has one task row and a finished
+	// one none, and the task table holds only those rows, so the count is a
+	// short walk of its (workflow_name, instance_id) index, where counting
+	// instances by status would walk an index that grows with every
+	// instance the run has finished, on the very database being measured.
 	inFlight(ctx context.Context, workflowName string) (int, error)
 	// instances returns the timestamps of every instance of a workflow.
 	instances(ctx context.Context, workflowName string) ([]instanceTimes, error)
@@ -232,10 +237,6 @@ type probe interface {
 	close()
 }
 
-// unfinished are the statuses inFlight counts, spelled out so the status
-// index serves the count.
-const unfinished = `('queued', 'running', 'waiting', 'waitingForPause', 'paused')`
-
 type pgProbe struct {
 	pool    *pgxpool.Pool
 	appName string
@@ -243,7 +244,7 @@ type pgProbe struct {
 
 func (p *pgProbe) inFlight(ctx context.Context, name string) (int, error) {
 	var n int
-	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM workflow_instance WHERE workflow_name = $1 AND status IN `+unfinished, name).Scan(&n)
+	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM workflow_task WHERE workflow_name = $1`, name).Scan(&n)
 	return n, err
 }
 
@@ -347,7 +348,7 @@ func newSQLiteProbe(path string) (*sqliteProbe, error) {
 
 func (p *sqliteProbe) inFlight(ctx context.Context, name string) (int, error) {
 	var n int
-	err := p.db.QueryRowContext(ctx, `SELECT count(*) FROM workflow_instance WHERE workflow_name = ? AND status IN `+unfinished, name).Scan(&n)
+	err := p.db.QueryRowContext(ctx, `SELECT count(*) FROM workflow_task WHERE workflow_name = ?`, name).Scan(&n)
 	return n, err
 }
 

@@ -150,13 +150,19 @@ func TestAnalyze(t *testing.T) {
 func TestParseProcStatCPU(t *testing.T) {
 	t.Parallel()
 
-	total, busy, iowait := parseProcStatCPU("cpu  100 5 50 800 40 3 2 0 0 0")
+	total, busy, iowait, steal := parseProcStatCPU("cpu  100 5 50 800 40 3 2 0 0 0")
 	require.Equal(t, uint64(1000), total)
 	require.Equal(t, uint64(160), busy)
 	require.Equal(t, uint64(40), iowait)
-	total, _, _ = parseProcStatCPU("cpu0 1 2 3 4 5")
+	require.Zero(t, steal)
+	total, busy, iowait, steal = parseProcStatCPU("cpu  100 5 50 700 40 3 2 100 0 0")
+	require.Equal(t, uint64(1000), total)
+	require.Equal(t, uint64(160), busy, "stolen time is not this machine's work")
+	require.Equal(t, uint64(40), iowait)
+	require.Equal(t, uint64(100), steal)
+	total, _, _, _ = parseProcStatCPU("cpu0 1 2 3 4 5")
 	require.Zero(t, total, "only the machine-wide line")
-	total, _, _ = parseProcStatCPU("cpu x")
+	total, _, _, _ = parseProcStatCPU("cpu x")
 	require.Zero(t, total)
 }
 

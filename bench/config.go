@@ -67,7 +67,7 @@ type Config struct {
 	// Concurrency is each runner's MaxConcurrency, and the number of
 	// goroutines that create instances in the create workload.
 	//
-	// Defaults to 16, the default of duraflow worker.
+	// Defaults to 64, the default of duraflow worker.
 	Concurrency int
 	// Runners is how many processes run workflows. With InProcessRunner the
 	// first runs in this process and the others in worker processes started
@@ -178,7 +178,7 @@ func (c *Config) WithDefaults() *Config {
 	if len(out.Workloads) == 0 {
 		out.Workloads = slices.Clone(DefaultWorkloads)
 	}
-	out.Concurrency = cmp.Or(out.Concurrency, 16)
+	out.Concurrency = cmp.Or(out.Concurrency, 64)
 	out.Runners = cmp.Or(out.Runners, 1)
 	out.Duration = cmp.Or(out.Duration, time.Minute)
 	if out.Interval == 0 {

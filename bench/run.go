@@ -138,6 +138,10 @@ func Run(ctx context.Context, cfg *Config) (rep *Report, err error) {
 				Metric{Name: "CPU of the machine", Value: cpu.MachineBusyPercent, Unit: fmt.Sprintf("%% of %d cores busy", rep.Machine.CPUs)},
 				Metric{Name: "CPU of everything else (other processes, Postgres' own)", Value: cpu.OtherCores, Unit: "cores"},
 				Metric{Name: "I/O wait of the machine", Value: cpu.MachineIOWaitPercent, Unit: "% of cores"})
+			if cpu.MachineStealPercent > 0 {
+				res.Metrics = append(res.Metrics,
+					Metric{Name: "CPU stolen by the hypervisor (other virtual machines)", Value: cpu.MachineStealPercent, Unit: "% of cores"})
+			}
 		}
 		rep.Results = append(rep.Results, res)
 		rep.applyCeiling()
@@ -165,11 +169,15 @@ func (r *run) workload(ctx context.Context, name string) (*Result, error) {
 // wakePath says how a wake-up reaches the runner that resumes an instance.
 func (r *run) wakePath() string {
 	local := ""
+	direct := "the client wakes it directly"
+	if !r.cfg.NoEagerStart {
+		direct = "the send leases the woken run to it when it has a free slot (eager resume; otherwise the client wakes it directly)"
+	}
 	switch {
 	case !r.cfg.ExternalRunners && r.cfg.Runners == 1:
-		return "in-process runner: the client wakes it directly"
+		return "in-process runner: " + direct
 	case !r.cfg.ExternalRunners:
-		local = "the runner of this process is woken directly by the client; "
+		local = "the runner of this process: " + direct + "; "
 	}
 	if r.db.backend == dburl.Postgres {
 		return local + "runners in other processes are woken by LISTEN/NOTIFY"

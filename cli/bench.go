@@ -106,7 +106,7 @@ as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 	fs.StringVar(&cfg.DatabaseURL, "db", "", "database URL: postgres://… (a schema of the run's own is created and dropped), sqlite:path (a new file), or sqlite (a temporary file)")
 	fs.StringVar(&workloads, "workload", strings.Join(bench.DefaultWorkloads, ","), "workloads to run, comma-separated: "+strings.Join(bench.Workloads, ", ")+", or all")
 	fs.IntVarP(&cfg.N, "n", "n", 0, "size of each workload: instances (empty, steps10), samples per phase (wake), single creates (create); 0 for each one's default (5000, 2000, 200, 2000)")
-	fs.IntVar(&cfg.Concurrency, "concurrency", 16, "each runner's concurrency (instances executed at once)")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "each runner's concurrency (instances executed at once)")
 	fs.IntVar(&cfg.Runners, "runners", 1, "runner processes: this one and K-1 workers")
 	fs.BoolVar(&cfg.ExternalRunners, "external-runners", false, "run no runner in this process: all --runners are workers, so every wake-up crosses processes")
 	fs.Var(newDurationValue(&cfg.Duration, time.Minute), "duration", "how long soak runs")

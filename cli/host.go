@@ -81,7 +81,7 @@ func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "lease", "DURAFLOW_LEASE")
 	fs.Var(newDurationValue(&c.pollInterval, time.Second), "poll-interval", "how often the runner looks for due work when nothing woke it")
 	bindEnv(fs, "poll-interval", "DURAFLOW_POLL_INTERVAL")
-	fs.IntVar(&c.concurrency, "concurrency", 16, "how many instances the runner executes at once")
+	fs.IntVar(&c.concurrency, "concurrency", 64, "how many instances the runner executes at once")
 	bindEnv(fs, "concurrency", "DURAFLOW_CONCURRENCY")
 	fs.BoolVar(&c.eagerStart, "eager-start", true, "start an instance created in this process on its runner at once, its task leased in the create's transaction, when the runner has a free slot (--eager-start=false: always queue it for a claim)")
 	bindEnv(fs, "eager-start", "DURAFLOW_EAGER_START")

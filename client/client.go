@@ -112,6 +112,19 @@ func (c *Client) SetWakeFunc(f func(workflowName string)) {
 	c.wake = f
 }
 
+// EagerResumer is an EagerStarter that also takes the runs that events sent
+// through the client wake (eager resume): SendEvent reserves a slot with
+// ReserveEager, the send leases the woken run's task to the runner in its
+// own transaction, and ResumeEager runs it, with no claim round trip and no
+// notification. *runner.Runner implements it.
+type EagerResumer interface {
+	EagerStarter
+	// ResumeEager runs the task a send leased to the runner
+	// (db.EventSendResult.LeasedTask) in the slot lease reserved, or frees
+	// the slot when task is nil. A nil lease does nothing.
+	ResumeEager(lease *db.CreateLease, task *db.Task)
+}
+
 // SetEagerStarter attaches the runner that new instances may start on at
 // once (see Config.EagerStarter); nil detaches it. Hosts call it once, while
 // wiring a runner, before the client is used concurrently.
@@ -379,7 +392,11 @@ func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflo
 	return c.change(ctx, workflowName, id, c.store.InstanceRestart, true)
 }
 
-// SendEvent buffers an event for the instance's current run.
+// SendEvent buffers an event for the instance's current run. When the run
+// waits for an event of the type it is woken: on this process's runner at
+// once when the eager starter is an EagerResumer with a free slot (its task
+// leased to it by the send itself), otherwise through the queue and the
+// client's WakeFunc.
 func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) error {
 	if err := c.checkInstance(workflowName, id); err != nil {
 		return err
@@ -393,13 +410,26 @@ func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType stri
 	if err := workflow.ValidatePayload("event payload", payload); err != nil {
 		return err
 	}
+	resumer, _ := c.eager.(EagerResumer)
+	var lease *db.CreateLease
+	if resumer != nil {
+		lease = resumer.ReserveEager(workflowName, 1)
+	}
 	res, err := c.store.EventSend(ctx, &db.EventSendParams{
 		WorkflowName: workflowName, InstanceID: id, Type: eventType, Payload: payload, Now: c.now(), RecordHooks: c.hooks,
+		Lease: lease,
 	})
+	if lease != nil {
+		var task *db.Task
+		if err == nil {
+			task = res.LeasedTask
+		}
+		resumer.ResumeEager(lease, task)
+	}
 	if err != nil {
 		return mapError(err, workflowName, id)
 	}
-	if res.Woken {
+	if res.Woken && res.LeasedTask == nil {
 		c.wake(workflowName)
 	}
 	return nil

@@ -182,6 +182,12 @@ type Task struct {
 	Version      int64
 	Attempts     int
 	LastError    string
+	// FreshRun, set only by TaskClaim and only where the store can tell, is
+	// the instance of a claimed run that had never started (it was queued
+	// with no started_at, so no step of the run exists), as the claim left
+	// it (running): the runner executes it without loading the run. Nil
+	// means the run must be loaded.
+	FreshRun *Instance
 }
 
 // TaskRef names a claimed task and the version its holder leased it at. Every
@@ -297,14 +303,24 @@ type EventSendParams struct {
 	// RecordHooks records an outbox entry (reason event) when the event woke
 	// the instance.
 	RecordHooks bool
+	// Lease, when set, leases the task of a run the event wakes to
+	// Lease.Owner in the same transaction, as a claim would (its version and
+	// attempts go up by one, the instance becomes running), instead of
+	// making it due for a claim: the eager resume of an event sent in the
+	// process of a runner with a free slot. Lease.Max is ignored. No
+	// notification is sent for a leased task.
+	Lease *CreateLease
 }
 
 // EventSendResult says what sending an event did.
 type EventSendResult struct {
 	Event *Event
 	// Woken is true when the instance was waiting for this type and its task
-	// was made due now.
+	// was made due now (or leased, with a Lease).
 	Woken bool
+	// LeasedTask is the woken run's task, leased to Lease.Owner, when the
+	// send had a Lease and woke the run; nil otherwise.
+	LeasedTask *Task
 }
 
 // TaskClaimParams are the arguments of Store.TaskClaim.
@@ -611,7 +627,8 @@ type Store interface {
 
 	// CheckpointBatch commits several checkpoints of different instances in
 	// one transaction: the group commit of the runner's hot path. Every item
-	// must be OutcomeContinue without ConsumeEvent. Each item is fenced on its
+	// must be OutcomeContinue, OutcomeComplete or OutcomeError without
+	// ConsumeEvent; each does what Checkpoint would. Each item is fenced on its
 	// own: one whose lease was lost changes nothing and reports ErrLeaseLost in
 	// its Err, while the others commit. The returned error is for the batch as
 	// a whole (nothing committed).

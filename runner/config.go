@@ -50,8 +50,11 @@ type Config struct {
 	// Defaults to 1 second.
 	PollInterval time.Duration
 	// MaxConcurrency is how many instances the runner executes at once.
+	// Instances waiting in a sleep or for an event hold no slot; a slot is
+	// a goroutine running workflow code, and the more run at once the more
+	// checkpoints share each group commit.
 	//
-	// Defaults to 16.
+	// Defaults to 64.
 	MaxConcurrency int
 	// ShutdownGrace is how long a suspended or cancelled run's code may take
 	// to return after its context is cancelled before the runner stops
@@ -106,7 +109,7 @@ func (c *Config) WithDefaults() *Config {
 	out.LeaseDuration = cmp.Or(out.LeaseDuration, 30*time.Second)
 	out.HeartbeatInterval = cmp.Or(out.HeartbeatInterval, out.LeaseDuration/3)
 	out.PollInterval = cmp.Or(out.PollInterval, time.Second)
-	out.MaxConcurrency = cmp.Or(out.MaxConcurrency, 16)
+	out.MaxConcurrency = cmp.Or(out.MaxConcurrency, 64)
 	out.ShutdownGrace = cmp.Or(out.ShutdownGrace, 5*time.Second)
 	out.GroupCommitMax = cmp.Or(out.GroupCommitMax, 64)
 	out.GroupCommitWorkers = cmp.Or(out.GroupCommitWorkers, 2)

@@ -59,10 +59,38 @@ func (r *Runner) StartEager(lease *db.CreateLease, created []*db.Instance) {
 			r.execute(task, nil, state)
 		}()
 	}
-	if unused := lease.Max - used; unused > 0 {
-		r.giveSlots(unused)
-		r.active.Add(-unused)
-		// A slot came free: queued work may wait for it.
-		r.Notify()
+	r.unreserve(lease.Max - used)
+}
+
+// ResumeEager executes, in a slot lease reserved (ReserveEager with n = 1),
+// the run whose task an event sent in this process leased to this runner
+// (db.EventSendResult.LeasedTask): the eager resume, without a claim. It
+// loads the run first, as after a claim. task is nil when the send woke
+// nothing, leased nothing or failed; then the slot is freed. A nil lease
+// does nothing.
+func (r *Runner) ResumeEager(lease *db.CreateLease, task *db.Task) {
+	if lease == nil || lease.Max <= 0 {
+		return
 	}
+	used := 0
+	if task != nil && task.LockOwner == r.cfg.ID {
+		used = 1
+		r.eager.Add(1)
+		go func() {
+			defer r.executionDone()
+			r.execute(task, nil, nil)
+		}()
+	}
+	r.unreserve(lease.Max - used)
+}
+
+// unreserve frees n slots that an eager reservation did not use. Like
+// executionDone it does not wake the loop: a loop that claimed while the
+// slots were reserved and filled every other slot waits for one to free.
+func (r *Runner) unreserve(n int) {
+	if n <= 0 {
+		return
+	}
+	r.giveSlots(n)
+	r.active.Add(-n)
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/duraflow/duraflow/workflow"
 )
 
-var _ client.EagerStarter = (*runner.Runner)(nil)
+var _ client.EagerResumer = (*runner.Runner)(nil)
 
 // eagerHost is a client and a started runner in one process, wired as the
 // hosts wire them, with the runner attached as the client's eager starter.
@@ -485,4 +485,97 @@ func assertNoError(t *testing.T, err error) bool {
 		return false
 	}
 	return true
+}
+
+// registerWaiter registers name: it waits for an event "go" and returns its
+// payload.
+func registerWaiter(reg *workflow.Registry, name string) {
+	workflow.MustRegister(reg, name, workflow.Func[any, string](
+		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
+		}))
+}
+
+func TestEagerResumeRunsAWokenRunWithoutAClaim(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		ctx := context.Background()
+
+		t.Run("Eager", func(t *testing.T) {
+			reg := workflow.NewRegistry()
+			registerWaiter(reg, "wait")
+			h := newEagerHost(t, b.NewStore(t), reg, true, nil)
+			_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
+			require.NoError(t, err)
+			h.waitStatus(t, "wait", "a", workflow.StatusWaiting)
+
+			for range 5 { // sends that wake nothing give their slot back
+				require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "other", nil))
+			}
+			require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "go", []byte(`"v"`)))
+			done := h.waitStatus(t, "wait", "a", workflow.StatusComplete)
+			require.JSONEq(t, `"v"`, string(done.Output))
+			require.EqualValues(t, 2, h.runner.EagerStarts(), "the create and the send")
+			require.Zero(t, h.runner.Claimed(), "no claim round trip")
+
+			// No slot leaked: once the run has finished, all four are free.
+			require.Eventually(t, func() bool {
+				lease := h.runner.ReserveEager("wait", 4)
+				defer h.runner.StartEager(lease, nil)
+				return lease != nil && lease.Max == 4
+			}, 10*time.Second, time.Millisecond)
+		})
+
+		t.Run("Disabled", func(t *testing.T) {
+			reg := workflow.NewRegistry()
+			registerWaiter(reg, "wait")
+			h := newEagerHost(t, b.NewStore(t), reg, true, func(c *runner.Config) { c.DisableEagerStart = true })
+			_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
+			require.NoError(t, err)
+			h.waitStatus(t, "wait", "a", workflow.StatusWaiting)
+			require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "go", []byte(`"v"`)))
+			h.waitStatus(t, "wait", "a", workflow.StatusComplete)
+			require.Zero(t, h.runner.EagerStarts())
+			require.EqualValues(t, 2, h.runner.Claimed(), "claimed to start, and again to resume")
+		})
+	})
+}
+
+// loadCounter counts RunLoad calls.
+type loadCounter struct {
+	db.Store
+	loads atomic.Int64
+}
+
+func (s *loadCounter) RunLoad(ctx context.Context, ref db.InstanceRef) (*db.RunState, error) {
+	s.loads.Add(1)
+	return s.Store.RunLoad(ctx, ref)
+}
+
+func TestClaimedRunThatNeverStartedIsNotLoaded(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		ctx := context.Background()
+		reg := workflow.NewRegistry()
+		registerSteps(reg, "three", 3)
+		registerWaiter(reg, "wait")
+		store := &loadCounter{Store: b.NewStore(t)}
+		h := newEagerHost(t, store, reg, true, func(c *runner.Config) { c.DisableEagerStart = true })
+
+		for _, id := range []string{"a", "b"} {
+			_, err := h.client.Create(ctx, "three", workflow.CreateRequest{ID: id})
+			require.NoError(t, err)
+			h.waitStatus(t, "three", id, workflow.StatusComplete)
+		}
+		require.Zero(t, store.loads.Load(), "claimed runs that never started are not loaded")
+
+		// A run woken after a wait has steps: it is loaded.
+		_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "w"})
+		require.NoError(t, err)
+		h.waitStatus(t, "wait", "w", workflow.StatusWaiting)
+		require.NoError(t, h.client.SendEvent(ctx, "wait", "w", "go", []byte(`"x"`)))
+		h.waitStatus(t, "wait", "w", workflow.StatusComplete)
+		require.EqualValues(t, 1, store.loads.Load())
+		require.EqualValues(t, 4, h.runner.Claimed())
+	})
 }

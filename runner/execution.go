@@ -70,9 +70,19 @@ type execution struct {
 	budget *atomic.Int64
 }
 
+// freshRun is the run a claim returned with its task because it never
+// started (db.Task.FreshRun): its instance and no steps; nil when the run
+// must be loaded.
+func freshRun(t *db.Task) *db.RunState {
+	if t.FreshRun == nil {
+		return nil
+	}
+	return &db.RunState{Instance: t.FreshRun, Steps: map[string]*db.Step{}}
+}
+
 // execute runs a held task. state is the run to replay when the caller has
-// it already (an eager start: the instance it just created, with no steps);
-// nil loads it from the store.
+// it already (an eager start, or a claim of a run that never started: the
+// instance, with no steps); nil loads it from the store.
 func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState) {
 	log := r.cfg.Logger.With("workflow", task.WorkflowName, "instance", task.InstanceID, "task", task.ID)
 	ref := db.TaskRef{ID: task.ID, Version: task.Version}
@@ -275,7 +285,7 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	// it either commits whole or not at all, so it runs on the runner's context.
 	var res *db.CheckpointResult
 	var err error
-	if e.r.commits != nil && p.Outcome == db.OutcomeContinue && p.ConsumeEvent == nil {
+	if e.r.commits != nil && groupCommitted(p) {
 		res, err = e.r.commits.commit(p)
 	} else {
 		res, err = e.r.cfg.Store.Checkpoint(context.WithoutCancel(e.ctx), p)

@@ -202,7 +202,7 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 		r.active.Add(1)
 		go func(t *db.Task) {
 			defer r.executionDone()
-			r.execute(t, nil, nil)
+			r.execute(t, nil, freshRun(t))
 		}(t)
 	}
 	return len(tasks) == free, nil
@@ -229,11 +229,15 @@ func (r *Runner) giveSlots(n int) {
 }
 
 // executionDone ends an execution started in the background: it frees its
-// slot and wakes the loop, which may claim into it.
+// slot. It does not wake the loop: a loop whose last claim filled every slot
+// it took waits for a slot to free and claims at once, and one whose claim
+// left slots empty found no more due work, which the wake that makes work
+// due (or the poll) reports. Waking it here would cost a claim round trip
+// per finished execution that finds nothing, while holding every free slot,
+// so that an eager start or resume in that window finds none.
 func (r *Runner) executionDone() {
 	<-r.slots
 	r.active.Done()
-	r.Notify()
 }
 
 func (r *Runner) claim(ctx context.Context, max int) ([]*db.Task, error) {
@@ -289,7 +293,7 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 		go func(t *db.Task) {
 			defer wg.Done()
 			defer r.active.Done()
-			r.execute(t, budget, nil)
+			r.execute(t, budget, freshRun(t))
 		}(t)
 	}
 	wg.Wait()

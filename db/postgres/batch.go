@@ -11,34 +11,77 @@ import (
 )
 
 // errBatchItem reports an item CheckpointBatch cannot take.
-var errBatchItem = errors.New("checkpoint batch items must be OutcomeContinue without ConsumeEvent")
+var errBatchItem = errors.New("checkpoint batch items must be OutcomeContinue, OutcomeComplete or OutcomeError without ConsumeEvent")
 
-// CheckpointBatch commits a group of Continue checkpoints of different
-// instances in one statement, which fences every item and writes the fenced
-// items' step rows together (see CheckpointBatch in batch.sql). It writes
-// neither the instance rows (updated_at moves on status transitions only)
-// nor the task rows (the runner's heartbeat renews the lease). Items whose
-// fence failed report db.ErrLeaseLost and change nothing.
-func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
-	results := make([]db.CheckpointBatchResult, len(ps))
-	if len(ps) == 0 {
-		return results, nil
+// batchOutcome is the outcome column of a CheckpointBatch item.
+func batchOutcome(o db.CheckpointOutcome) (string, bool) {
+	switch o {
+	case db.OutcomeContinue:
+		return "continue", true
+	case db.OutcomeComplete:
+		return string(db.StatusComplete), true
+	case db.OutcomeError:
+		return string(db.StatusErrored), true
 	}
+	return "", false
+}
+
+// CheckpointBatch commits a group of checkpoints of different instances in
+// one statement, which fences every item and writes the fenced items
+// together (see CheckpointBatch in batch.sql): the step rows of each, and
+// for those that end their run (Complete, Error) the deleted task and the
+// ended instance. A continuing item writes neither its instance row
+// (updated_at moves on status transitions only) nor its task row (the
+// runner's heartbeat renews the lease). Items whose fence failed report
+// db.ErrLeaseLost and change nothing. It runs behind
+// planSettings, so its plan stays a loop of index lookups as the tables
+// grow.
+func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
+	if len(ps) == 0 {
+		return []db.CheckpointBatchResult{}, nil
+	}
+	step, results, err := batchStatement(ctx, ps)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pipeline(ctx, planSettings, nil, step); err != nil {
+		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
+	}
+	return results(), nil
+}
+
+// batchStatement returns the CheckpointBatch statement of ps as a pipeline
+// step (to run behind planSettings), and what reads the results once the
+// pipeline ran.
+func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineStep, func() []db.CheckpointBatchResult, error) {
+	results := make([]db.CheckpointBatchResult, len(ps))
 	w := pgsqlc.CheckpointBatchParams{
 		WorkflowNames: make([]string, len(ps)),
 		InstanceIds:   make([]string, len(ps)),
 		RunNumbers:    make([]int32, len(ps)),
 		TaskIds:       make([]int64, len(ps)),
 		Versions:      make([]int64, len(ps)),
+		Outcomes:      make([]string, len(ps)),
+		Outputs:       make([]string, len(ps)),
+		ErrorNames:    make([]string, len(ps)),
+		ErrorMessages: make([]string, len(ps)),
 	}
 	index := make(map[[2]string]int, len(ps))
 	for i, p := range ps {
-		if p.Outcome != db.OutcomeContinue || p.ConsumeEvent != nil {
-			return nil, errBatchItem
+		outcome, ok := batchOutcome(p.Outcome)
+		if !ok || p.ConsumeEvent != nil {
+			return nil, nil, errBatchItem
+		}
+		w.Outcomes[i] = outcome
+		switch p.Outcome {
+		case db.OutcomeComplete:
+			w.Outputs[i] = string(p.Output)
+		case db.OutcomeError:
+			w.ErrorNames[i], w.ErrorMessages[i] = p.ErrorName, p.ErrorMessage
 		}
 		key := [2]string{p.WorkflowName, p.InstanceID}
 		if _, dup := index[key]; dup {
-			return nil, fmt.Errorf("checkpoint batch: instance %s/%s appears twice", p.WorkflowName, p.InstanceID)
+			return nil, nil, fmt.Errorf("checkpoint batch: instance %s/%s appears twice", p.WorkflowName, p.InstanceID)
 		}
 		index[key] = i
 		w.WorkflowNames[i], w.InstanceIds[i] = p.WorkflowName, p.InstanceID
@@ -53,22 +96,29 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		results[i].Err = db.ErrLeaseLost // until its fence is seen to hold
 	}
 	if w.Now.IsZero() {
-		return nil, errors.New("checkpoint batch: Now is required")
+		return nil, nil, errors.New("checkpoint batch: Now is required")
 	}
-	rows, err := s.queries.CheckpointBatch(ctx, w)
-	if err != nil {
-		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
+	var rows []pgsqlc.CheckpointBatchRow
+	step := func(q *pgsqlc.Queries) error {
+		var err error
+		rows, err = q.CheckpointBatch(ctx, w)
+		return err
 	}
-	for _, row := range rows {
-		if !row.Held {
-			continue
+	read := func() []db.CheckpointBatchResult {
+		for _, row := range rows {
+			if !row.Held {
+				continue
+			}
+			i := index[[2]string{row.WorkflowName, row.InstanceID}]
+			res := &db.CheckpointResult{PauseRequested: row.PauseRequested, Status: db.InstanceStatus(row.Status)}
+			if ps[i].Outcome != db.OutcomeContinue {
+				res = &db.CheckpointResult{Status: db.InstanceStatus(w.Outcomes[i])}
+			}
+			results[i] = db.CheckpointBatchResult{Result: res}
 		}
-		results[index[[2]string{row.WorkflowName, row.InstanceID}]] = db.CheckpointBatchResult{Result: &db.CheckpointResult{
-			PauseRequested: row.PauseRequested,
-			Status:         db.InstanceStatus(row.Status),
-		}}
+		return results
 	}
-	return results, nil
+	return step, read, nil
 }
 
 func appendStep(w *pgsqlc.CheckpointBatchParams, p *db.CheckpointParams, st *db.StepWrite) {

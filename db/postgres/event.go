@@ -8,62 +8,77 @@ import (
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 )
 
-// EventSend buffers an event for the instance's current run and, when the
-// instance waits for that type and is not paused, makes its task due now,
-// records an event hook entry when p.RecordHooks is set, and notifies the
-// wake channel. It returns db.ErrNotFound for an unknown instance and
-// db.ErrTerminal for a terminal one; in both cases nothing is written.
+// EventSend buffers an event for the current run of an instance and, when
+// that run waits for an event of the type, makes its task due now (a
+// resume), records a hook entry when p.RecordHooks is set and notifies the
+// wake channel: all in one transaction sent as one pipelined round trip
+// (see EventSendLock, EventSendInsert and EventSendWake in event.sql, each
+// guarded by the instance EventSendLock locked). With p.Lease the woken
+// run's task is leased to its owner instead (see db.EventSendParams.Lease).
+// db.ErrNotFound when there is no such instance and db.ErrTerminal when it
+// has ended; then nothing changes.
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
-	var res *db.EventSendResult
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		inst, err := q.InstanceTouch(ctx, pgsqlc.InstanceTouchParams{
-			Now:          p.Now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		})
-		if err != nil {
-			return err
-		}
-		status := db.InstanceStatus(inst.Status)
-		if status.Terminal() {
-			return db.ErrTerminal
-		}
-		row, err := q.EventInsert(ctx, pgsqlc.EventInsertParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-			RunNumber:    inst.RunNumber,
-			Type:         p.Type,
-			Payload:      jsonArg(p.Payload),
-			Now:          p.Now,
-		})
-		if err != nil {
-			return err
-		}
-		res = &db.EventSendResult{Event: eventFromRow(&row)}
-		if status == db.StatusPaused || status == db.StatusWaitingForPause {
+	var (
+		inst    pgsqlc.EventSendLockRow
+		instErr error
+		row     pgsqlc.WorkflowEvent
+		rowErr  error
+		woken   []pgsqlc.EventSendWakeRow
+	)
+	wake := pgsqlc.EventSendWakeParams{
+		Channel:      s.wakeChannel,
+		Now:          p.Now,
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		Type:         p.Type,
+		RecordHook:   p.RecordHooks,
+	}
+	if p.Lease != nil {
+		wake.LockOwner, wake.LockedUntil = &p.Lease.Owner, &p.Lease.LockedUntil
+	}
+	key := pgsqlc.EventSendLockParams{Now: p.Now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
+	err := s.pipeline(ctx, append([]string{"BEGIN"}, planSettings...), []string{"COMMIT"},
+		func(q *pgsqlc.Queries) error {
+			inst, instErr = q.EventSendLock(ctx, key)
+			if instErr != nil && !isNoRows(instErr) {
+				return instErr
+			}
 			return nil
-		}
-		woken, err := q.TaskWakeForEvent(ctx, pgsqlc.TaskWakeForEventParams{
-			Now:          p.Now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-			RunNumber:    inst.RunNumber,
-			Type:         p.Type,
-		})
-		if err != nil {
-			return err
-		}
-		res.Woken = woken > 0
-		if !res.Woken {
+		},
+		func(q *pgsqlc.Queries) error {
+			row, rowErr = q.EventSendInsert(ctx, pgsqlc.EventSendInsertParams{
+				Type:         p.Type,
+				Payload:      jsonArg(p.Payload),
+				Now:          p.Now,
+				WorkflowName: p.WorkflowName,
+				InstanceID:   p.InstanceID,
+			})
+			if rowErr != nil && !isNoRows(rowErr) {
+				return rowErr
+			}
 			return nil
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, db.HookReasonEvent, p.Now); err != nil {
+		},
+		func(q *pgsqlc.Queries) error {
+			var err error
+			woken, err = q.EventSendWake(ctx, wake)
 			return err
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
-	})
-	if err != nil {
+		})
+	switch {
+	case err != nil:
 		return nil, fmt.Errorf("sending event: %w", interpretError(err))
+	case isNoRows(instErr):
+		return nil, fmt.Errorf("sending event: %w", db.ErrNotFound)
+	case db.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
+		return nil, fmt.Errorf("sending event: %w", db.ErrTerminal)
+	}
+	res := &db.EventSendResult{Event: eventFromRow(&row), Woken: len(woken) > 0}
+	if p.Lease != nil && len(woken) > 0 {
+		w := woken[0]
+		res.LeasedTask = taskFromRow(&pgsqlc.WorkflowTask{
+			ID: w.ID, WorkflowName: w.WorkflowName, InstanceID: w.InstanceID, RunNumber: w.RunNumber,
+			Kind: w.Kind, Priority: w.Priority, RunAt: w.RunAt, Status: w.Status, LockOwner: w.LockOwner,
+			LockedUntil: w.LockedUntil, Version: w.Version, Attempts: w.Attempts, LastError: w.LastError,
+		})
 	}
 	return res, nil
 }

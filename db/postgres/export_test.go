@@ -1,5 +1,5 @@
 package postgres
 
-// ClaimPlanSettings exposes the planner settings of the claim to the plan
-// tests.
-var ClaimPlanSettings = claimPlanSettings
+// PlanSettings exposes the planner settings of the claim and the group
+// commit to the plan tests.
+var PlanSettings = planSettings

@@ -22,10 +22,10 @@ import (
 // be blocked on the reclaim's lock (pg_blocking_pids), never on a timer.
 //
 // The "task lock" cases reclaim without the instance lock, so the checkpoint
-// gets the instance and waits on the task row itself: the Continue
-// checkpoint's share lock of the task must conflict with the reclaim's
-// update and recheck the version it commits (a FOR KEY SHARE lock would
-// neither wait nor recheck).
+// gets the instance and waits on the task row itself: the group commit's
+// share lock of the task (Continue and Complete checkpoints) must conflict
+// with the reclaim's update and recheck the version it commits (a FOR KEY
+// SHARE lock would neither wait nor recheck).
 func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2041, 3, 4, 10, 0, 0, 0, time.UTC)
@@ -47,7 +47,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			_, err := s.Checkpoint(ctx, p)
 			return err
 		}},
-		{name: "complete", query: "CheckpointFence", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
+		{name: "complete", query: "CheckpointBatch", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
 			p.Outcome, p.Output = db.OutcomeComplete, json.RawMessage(`"done"`)
 			_, err := s.Checkpoint(ctx, p)
 			return err
@@ -58,7 +58,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			return err
 		}},
 	}
-	for _, tc := range cases[:2] {
+	for _, tc := range cases[:3] {
 		tc.name, tc.taskOnly = tc.name+" task lock", true
 		cases = append(cases, tc)
 	}

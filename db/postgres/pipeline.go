@@ -32,6 +32,18 @@ var errQueued = errors.New("postgres: statement queued, not run")
 // A step that returns an error stops the reading of answers; the statements
 // after it still ran, and commit unless one of them failed.
 func (s *Store) pipeline(ctx context.Context, prelude, postlude []string, steps ...pipelineStep) error {
+	return sendPipeline(ctx, s.pool, prelude, postlude, steps...)
+}
+
+// batchSender sends a pgx batch: the pool (on any of its connections) or one
+// connection held for a transaction of several round trips.
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// sendPipeline is pipeline on a sender of its own: on a held connection, a
+// transaction the prelude opens may stay open for the next pipeline.
+func sendPipeline(ctx context.Context, sender batchSender, prelude, postlude []string, steps ...pipelineStep) error {
 	b := &pgx.Batch{}
 	for _, sql := range prelude {
 		b.Queue(sql)
@@ -45,7 +57,7 @@ func (s *Store) pipeline(ctx context.Context, prelude, postlude []string, steps 
 	for _, sql := range postlude {
 		b.Queue(sql)
 	}
-	br := s.pool.SendBatch(ctx, b)
+	br := sender.SendBatch(ctx, b)
 	for range prelude {
 		if _, err := br.Exec(); err != nil {
 			_ = br.Close()

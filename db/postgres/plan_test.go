@@ -105,41 +105,33 @@ func explainLines(t *testing.T, conn *pgxpool.Conn, options, sql string, args ..
 // requireClaimPlan fails unless plan claims by ordered plain index scans:
 // each branch walks its partial index and stops at its LIMIT without sorting
 // the due tasks (the only sorts are of the few claimed rows: the union and
-// the result), and nothing scans the task table by bitmap or sequentially (a
+// the result), nothing scans the task table by bitmap or sequentially (a
 // bitmap scan never marks dead index entries, so every claim would revisit
-// every dead task until vacuum). With populated tables the instances must be
-// found by primary key too; on empty ones every index of workflow_instance
-// costs the same.
-func requireClaimPlan(t *testing.T, plan, what string, populated bool) {
+// every dead task until vacuum), and the instances are found by primary key.
+func requireClaimPlan(t *testing.T, plan, what string) {
 	t.Helper()
-	want := []string{
+	for _, w := range []string{
 		"Index Scan using workflow_task_pending_idx on workflow_task",
 		"Index Scan using workflow_task_processing_idx on workflow_task",
+		"Index Scan using workflow_instance_pkey on workflow_instance",
 		"Limit",
 		"LockRows",
-	}
-	if populated {
-		want = append(want, "Index Scan using workflow_instance_pkey on workflow_instance")
-	}
-	for _, w := range want {
+	} {
 		require.Contains(t, plan, w, "%s:\n%s", what, plan)
 	}
-	for _, bad := range []string{"Bitmap", "Seq Scan"} {
+	for _, bad := range []string{"Bitmap", "Seq Scan", "workflow_instance_name_", "workflow_instance_updated_idx"} {
 		require.NotContains(t, plan, bad, "%s:\n%s", what, plan)
 	}
 	require.Equal(t, 2, strings.Count(plan, "Sort Key:"), "%s:\n%s", what, plan)
-	if populated {
-		require.NotContains(t, plan, "workflow_instance_name_", "%s:\n%s", what, plan)
-	}
 }
 
 // TestClaimPlanIsOrderedIndexScans pins the plan of TaskClaim as the store
-// runs it (a prepared statement behind ClaimPlanSettings, which plans it
-// afresh at every execution) on fresh tables that were never analyzed, and
-// on a table holding thousands of dead tasks next to due ones, analyzed or
-// not. It also pins the task scans of the generic plan, should Postgres
-// ever use one. Each EXPLAIN ANALYZE runs in a transaction that is rolled
-// back.
+// runs it (a prepared statement behind PlanSettings) on fresh tables
+// that were never analyzed, and on a table holding thousands of dead tasks
+// next to due ones, analyzed or not: both the custom plans of its first
+// executions and the generic plan Postgres caches after them, which may
+// have been made while the tables were empty. Each EXPLAIN ANALYZE runs in
+// a transaction that is rolled back.
 func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
@@ -151,12 +143,12 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 	_, err = conn.Exec(ctx, "PREPARE claim AS "+claim)
 	require.NoError(t, err)
 	now := time.Date(2041, 3, 4, 10, 0, 0, 0, time.UTC)
-	explain := func(what string, populated bool) {
+	explain := func(what string) {
 		t.Helper()
 		for _, generic := range []bool{false, true} {
 			tx, err := conn.Begin(ctx)
 			require.NoError(t, err)
-			for _, sql := range postgres.ClaimPlanSettings {
+			for _, sql := range postgres.PlanSettings {
 				_, err := tx.Exec(ctx, sql)
 				require.NoError(t, err)
 			}
@@ -183,10 +175,10 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 			require.Len(t, top, 1)
 			require.Less(t, top[0].Plan.TotalCost, 100000.0, "%s: the claim costs like a disabled plan:\n%s", what, costed)
 			require.NotContains(t, plan, "JIT", "%s:\n%s", what, plan)
-			requireClaimPlan(t, plan, fmt.Sprintf("%s (generic plan: %v)", what, generic), populated && !generic)
+			requireClaimPlan(t, plan, fmt.Sprintf("%s (generic plan: %v)", what, generic))
 		}
 	}
-	explain("fresh tables", false)
+	explain("fresh tables")
 
 	// Thousands of tasks come and go (dead rows and dead index entries, with
 	// no vacuum), and some stay due: pending ones of several ages and
@@ -204,17 +196,17 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 		_, err = conn.Exec(ctx, sql, now)
 		require.NoError(t, err)
 	}
-	explain("dead tasks, never analyzed", true)
+	explain("dead tasks, never analyzed")
 	_, err = conn.Exec(ctx, "ANALYZE workflow_task; ANALYZE workflow_instance")
 	require.NoError(t, err)
-	explain("dead tasks, analyzed", true)
+	explain("dead tasks, analyzed")
 }
 
-// TestClaimPlanSettingsStayInTheirBatch pins what the claim relies on: in a
+// TestPlanSettingsStayInTheirBatch pins what the claim relies on: in a
 // pgx batch (one implicit transaction), settings made local by
-// ClaimPlanSettings hold for the statements after them, and are gone once
+// PlanSettings hold for the statements after them, and are gone once
 // the batch ends, for the next statement on the same connection.
-func TestClaimPlanSettingsStayInTheirBatch(t *testing.T) {
+func TestPlanSettingsStayInTheirBatch(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
 	conn, err := pgtest.NewPool(t, pgtest.WithMaxConns(1)).Acquire(ctx)
@@ -222,7 +214,7 @@ func TestClaimPlanSettingsStayInTheirBatch(t *testing.T) {
 	defer conn.Release()
 
 	b := &pgx.Batch{}
-	for _, sql := range postgres.ClaimPlanSettings {
+	for _, sql := range postgres.PlanSettings {
 		b.Queue(sql)
 	}
 	var inBatch [2]string
@@ -235,4 +227,143 @@ func TestClaimPlanSettingsStayInTheirBatch(t *testing.T) {
 	require.NoError(t, conn.QueryRow(ctx,
 		"SELECT current_setting('enable_seqscan'), current_setting('enable_bitmapscan')").Scan(&after[0], &after[1]))
 	require.Equal(t, [2]string{"on", "on"}, after)
+}
+
+// TestInstanceLookupsUseThePrimaryKeyWithoutStatistics pins that a lookup of
+// one instance by (workflow_name, instance_id) can only be served by the
+// primary key, even by a plan made while the tables were empty and never
+// analyzed: the generic plan a prepared statement caches after five runs,
+// and the plan of the foreign-key check that every step, task and event
+// insert runs against workflow_instance. The list indexes also begin with
+// or hold workflow_name; were they usable, such a plan could walk all of a
+// workflow's entries for each lookup until statistics changed. The lists
+// themselves must still use them.
+func TestInstanceLookupsUseThePrimaryKeyWithoutStatistics(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	conn, err := pgtest.NewPool(t, pgtest.WithMaxConns(1)).Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = force_generic_plan")
+	require.NoError(t, err)
+
+	dir := filepath.Join("internal", "pgsqlc")
+	now := time.Date(2041, 3, 4, 10, 0, 0, 0, time.UTC)
+	lookups := []struct {
+		name string
+		sql  string
+		args string
+	}{
+		{"instanceGet", generatedQuery(t, dir, "instanceGet"), "('w', 'i')"},
+		{"instanceGetForUpdate", generatedQuery(t, dir, "instanceGetForUpdate"), "('w', 'i')"},
+		{"stepListCurrentRun", generatedQuery(t, dir, "stepListCurrentRun"), "('w', 'i')"},
+		{"checkpointFence", generatedQuery(t, dir, "checkpointFence"), "(1, 1, 'w', 'i', 1)"},
+		{"taskClaim", generatedQuery(t, dir, "taskClaim"),
+			fmt.Sprintf("('%s', '{w}', 16, 'me', '%s')", now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339))},
+		// The statement a foreign-key check of workflow_instance runs.
+		{"foreignKeyCheck", `SELECT 1 FROM ONLY workflow_instance x WHERE workflow_name = $1 AND instance_id = $2 FOR KEY SHARE OF x`, "('w', 'i')"},
+	}
+	for i, l := range lookups {
+		_, err := conn.Exec(ctx, fmt.Sprintf("PREPARE lookup%d AS %s", i, l.sql))
+		require.NoError(t, err, l.name)
+		plan := explainLines(t, conn, "COSTS OFF", fmt.Sprintf("EXECUTE lookup%d %s", i, l.args))
+		require.Contains(t, plan, "using workflow_instance_pkey on workflow_instance", "%s:\n%s", l.name, plan)
+		for _, list := range []string{"workflow_instance_name_status_updated_idx", "workflow_instance_name_updated_idx", "workflow_instance_updated_idx"} {
+			require.NotContains(t, plan, list, "%s:\n%s", l.name, plan)
+		}
+	}
+
+	// On empty tables the planner cannot tell the list indexes apart; that
+	// a list can use one of them, rather than the primary key and a sort,
+	// is what the partial predicate must not lose.
+	_, err = conn.Exec(ctx, "SET plan_cache_mode = auto; SET enable_seqscan = off; SET enable_sort = off")
+	require.NoError(t, err)
+	list := generatedQuery(t, dir, "instanceList")
+	cursor := now.Format(time.RFC3339)
+	for _, args := range [][]any{
+		{"w", []string{"running"}, nil, nil, nil, int32(50)},
+		{"w", nil, cursor, "w", "i", int32(50)},
+		{nil, nil, nil, nil, nil, int32(50)},
+	} {
+		plan := explainLines(t, conn, "COSTS OFF", list, args...)
+		require.True(t, slices.ContainsFunc([]string{
+			"workflow_instance_name_status_updated_idx", "workflow_instance_name_updated_idx", "workflow_instance_updated_idx",
+		}, func(index string) bool {
+			return strings.Contains(plan, " using "+index+" on ")
+		}), "%v uses no list index:\n%s", args, plan)
+		require.NotContains(t, plan, "workflow_instance_pkey", "%v:\n%s", args, plan)
+	}
+}
+
+// TestCheckpointBatchPlanIsPrimaryKeyLookups pins the plan of the group
+// commit as the store runs it (a prepared statement behind PlanSettings):
+// every instance and task of the batch is found by primary key, in a loop,
+// never by scanning either table and joining by hash, whether it is locked,
+// deleted or updated. The generic plan is
+// made first on a small analyzed table, where a scan would be cheapest, and
+// must stay a loop of lookups once the table has grown.
+func TestCheckpointBatchPlanIsPrimaryKeyLookups(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	conn, err := pgtest.NewPool(t, pgtest.WithMaxConns(1)).Acquire(ctx)
+	require.NoError(t, err)
+	defer conn.Release()
+
+	now := time.Date(2041, 3, 4, 10, 0, 0, 0, time.UTC)
+	populate := func(from, to int) {
+		t.Helper()
+		for _, sql := range []string{
+			`INSERT INTO workflow_instance (workflow_name, instance_id, status, params, run_number, created_at, updated_at)
+			SELECT 'w', 'i' || g, 'running', '{}', 1, $1, $1 FROM generate_series($2::int, $3::int) g`,
+			`INSERT INTO workflow_task (workflow_name, instance_id, run_number, kind, priority, run_at, status, locked_until, version)
+			SELECT 'w', 'i' || g, 1, 'run', 1, $1, 'processing', $1, 1 FROM generate_series($2::int, $3::int) g`,
+		} {
+			_, err := conn.Exec(ctx, sql, now, from, to)
+			require.NoError(t, err)
+		}
+	}
+	populate(1, 20)
+	_, err = conn.Exec(ctx, "ANALYZE workflow_instance; ANALYZE workflow_task")
+	require.NoError(t, err)
+
+	batch := generatedQuery(t, filepath.Join("internal", "pgsqlc"), "checkpointBatch")
+	_, err = conn.Exec(ctx, "PREPARE batch AS "+batch)
+	require.NoError(t, err)
+	// i3 continues, i7 completes: the batch writes steps, deletes a task
+	// and ends an instance.
+	args := fmt.Sprintf(`('{w,w}', '{i3,i7}', '{1,1}', '{3,7}', '{1,1}',
+		'{continue,complete}', '{"","{}"}', '{"",""}', '{"",""}', '%s',
+		'{w,w}', '{i3,i7}', '{1,1}', '{s1,s1}', '{do,do}', '{complete,complete}', '{1,1}', '{3,3}', '{0,0}',
+		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}', '{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}',
+		'{"",""}', '{1,2}', '{"",""}', '{"",""}')`, now.Format(time.RFC3339))
+	explain := func(what, mode string) {
+		t.Helper()
+		tx, err := conn.Begin(ctx)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, tx.Rollback(ctx)) }()
+		for _, sql := range postgres.PlanSettings {
+			_, err := tx.Exec(ctx, sql)
+			require.NoError(t, err)
+		}
+		_, err = tx.Exec(ctx, "SET LOCAL plan_cache_mode = "+mode)
+		require.NoError(t, err)
+		plan := explainLines(t, conn, "ANALYZE, COSTS OFF, TIMING OFF", "EXECUTE batch "+args)
+		for _, w := range []string{
+			"Index Scan using workflow_instance_pkey on workflow_instance",
+			"Index Scan using workflow_task_pkey on workflow_task",
+			"Insert on workflow_step (actual rows=2 loops=1)",
+			"Delete on workflow_task t_2 (actual rows=1 loops=1)",
+			"Update on workflow_instance i_2 (actual rows=1 loops=1)",
+		} {
+			require.Contains(t, plan, w, "%s (%s):\n%s", what, mode, plan)
+		}
+		// Every table is reached by primary key, in a loop.
+		for _, bad := range []string{"Seq Scan", "Bitmap", "Hash Join", "Merge Join"} {
+			require.NotContains(t, plan, bad, "%s (%s):\n%s", what, mode, plan)
+		}
+	}
+	explain("small analyzed tables", "force_custom_plan")
+	explain("small analyzed tables", "force_generic_plan")
+	populate(21, 6000)
+	explain("grown tables, plan cached while small", "force_generic_plan")
 }

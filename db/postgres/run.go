@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
@@ -90,8 +91,8 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 // moved on. Every path locks the instance first and the task second, the
 // order every writer uses.
 //
-// A Continue checkpoint is a group commit of one (CheckpointBatch). The
-// other outcomes are a pipeline in one transaction: CheckpointFence locks
+// A Continue, Complete or Error checkpoint is a group commit of one
+// (CheckpointBatch). Suspend and Park are a pipeline in one transaction: CheckpointFence locks
 // and checks, then the step rows and the outcome are written by statements
 // that each check the task again (see CheckpointFence in batch.sql). After
 // OutcomeSuspend it records a hook entry (retry or wake, due when the task
@@ -100,9 +101,11 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 // several round trips (checkpointConsume).
 func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	switch {
-	case p.ConsumeEvent != nil || p.Now.IsZero():
+	case p.Now.IsZero():
+		return s.checkpointTx(ctx, p)
+	case p.ConsumeEvent != nil:
 		return s.checkpointConsume(ctx, p)
-	case p.Outcome == db.OutcomeContinue:
+	case p.Outcome == db.OutcomeContinue, p.Outcome == db.OutcomeComplete, p.Outcome == db.OutcomeError:
 		results, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
 		if err != nil {
 			return nil, err
@@ -122,9 +125,23 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 	return res, nil
 }
 
-// checkpointPipelined commits a Suspend, Park, Complete or Error checkpoint
-// without an event to consume in one pipelined round trip.
+// checkpointPipelined commits a Suspend or Park checkpoint without an event
+// to consume in one pipelined round trip.
 func (s *Store) checkpointPipelined(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	steps, result, err := s.suspendStatements(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.pipeline(ctx, nil, nil, steps...); err != nil {
+		return nil, err
+	}
+	return result()
+}
+
+// suspendStatements returns the statements of a Suspend or Park checkpoint
+// without an event to consume, as pipeline steps, and what reads its result
+// once the pipeline ran: db.ErrLeaseLost when the fence failed.
+func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams) ([]pipelineStep, func() (*db.CheckpointResult, error), error) {
 	now := nowArg(p.Now)
 	held := false
 	res := &db.CheckpointResult{}
@@ -199,35 +216,15 @@ func (s *Store) checkpointPipelined(ctx context.Context, p *db.CheckpointParams)
 			res.Status = db.StatusPaused
 			return err
 		}
-	case db.OutcomeComplete, db.OutcomeError:
-		end := pgsqlc.CheckpointEndParams{
-			Status:  string(db.StatusComplete),
-			Output:  jsonArg(p.Output),
-			Now:     now,
-			TaskID:  p.Task.ID,
-			Version: p.Task.Version,
-		}
-		if p.Outcome == db.OutcomeError {
-			end.Status = string(db.StatusErrored)
-			end.Output = nil
-			end.ErrorName, end.ErrorMessage = textArg(p.ErrorName), textArg(p.ErrorMessage)
-		}
-		outcome = func(q *pgsqlc.Queries) error {
-			n, err := q.CheckpointEnd(ctx, end)
-			held = held && n == 1
-			res.Status = db.InstanceStatus(end.Status)
-			return err
-		}
 	default:
-		return nil, errors.New("unknown checkpoint outcome " + fmt.Sprint(p.Outcome))
+		return nil, nil, errors.New("unknown checkpoint outcome " + fmt.Sprint(p.Outcome))
 	}
-	if err := s.pipeline(ctx, nil, nil, append(steps, outcome)...); err != nil {
-		return nil, err
-	}
-	if !held {
-		return nil, db.ErrLeaseLost
-	}
-	return res, nil
+	return append(steps, outcome), func() (*db.CheckpointResult, error) {
+		if !held {
+			return nil, db.ErrLeaseLost
+		}
+		return res, nil
+	}, nil
 }
 
 // checkpointStepsParams are the arrays of CheckpointSteps for p.Steps.
@@ -267,16 +264,16 @@ func emptyIfNil(s []string) []string {
 	return s
 }
 
-// checkpointConsume commits a checkpoint in one transaction of several
-// round trips, fenced by p.Task: the path of checkpoints that consume an
-// event, whose step result is made from the event it finds. It locks the instance first and the task second, the order every
+// checkpointTx commits a checkpoint in one transaction of several round
+// trips, fenced by p.Task: the path of checkpoints on the database clock (no
+// p.Now). It locks the instance first and the task second, the order every
 // writer uses, and returns db.ErrLeaseLost, having changed nothing, when the
 // run was restarted or ended, or the task version moved on. When an event is
 // consumed, a write in p.Steps for the consuming step's key is dropped: the
 // step is complete with the event. After OutcomeSuspend it records a hook
 // entry (retry or wake, due when the task is) when p.RecordHooks is set, and
 // notifies the wake channel when the task is due now.
-func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+func (s *Store) checkpointTx(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	now := nowArg(p.Now)
 	var res *db.CheckpointResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
@@ -336,6 +333,124 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 	return res, nil
 }
 
+// checkpointConsume commits a checkpoint that consumes an event in one
+// transaction of two round trips on one connection. The first opens it,
+// locks the instance and then the task (the fence, in the order every writer
+// uses) and marks the oldest undelivered event of the type consumed. The
+// consuming step's result is made from that event here (eventStepResult: the
+// runner's exact encoding, which SQL cannot reproduce byte for byte). The
+// second writes the consuming step, then the other steps and the outcome
+// with the statements of a checkpoint that consumes nothing (their own
+// fences hold, as this transaction holds the locks), and commits. A failed
+// fence rolls back and reports db.ErrLeaseLost. When an event is consumed,
+// a write in p.Steps for the consuming step's key is dropped: the step is
+// complete with the event.
+func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+	}
+	defer conn.Release()
+	open := true // until COMMIT was sent: roll back on every other way out
+	defer func() {
+		if open {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	now := nowArg(p.Now)
+	ce := p.ConsumeEvent
+	var (
+		inst                    pgsqlc.InstanceLockRunRow
+		instErr, taskErr, evErr error
+		evRow                   pgsqlc.WorkflowEvent
+	)
+	tolerate := func(err error) error {
+		if isNoRows(err) {
+			return nil
+		}
+		return err
+	}
+	err = sendPipeline(ctx, conn, append([]string{"BEGIN"}, planSettings...), nil,
+		func(q *pgsqlc.Queries) error {
+			inst, instErr = q.InstanceLockRun(ctx, pgsqlc.InstanceLockRunParams{
+				WorkflowName: p.WorkflowName,
+				InstanceID:   p.InstanceID,
+				RunNumber:    int32(p.RunNumber),
+			})
+			return tolerate(instErr)
+		},
+		func(q *pgsqlc.Queries) error {
+			_, taskErr = q.TaskLockHeld(ctx, pgsqlc.TaskLockHeldParams{ID: p.Task.ID, Version: p.Task.Version})
+			return tolerate(taskErr)
+		},
+		func(q *pgsqlc.Queries) error {
+			evRow, evErr = q.EventConsumeOldest(ctx, pgsqlc.EventConsumeOldestParams{
+				Now:          now,
+				StepKey:      ce.StepKey,
+				WorkflowName: p.WorkflowName,
+				InstanceID:   p.InstanceID,
+				RunNumber:    int32(p.RunNumber),
+				Type:         ce.Type,
+			})
+			return tolerate(evErr)
+		})
+	if err != nil {
+		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+	}
+	if isNoRows(instErr) || isNoRows(taskErr) || db.InstanceStatus(inst.Status).Terminal() {
+		return nil, db.ErrLeaseLost
+	}
+
+	rest := *p
+	rest.ConsumeEvent = nil
+	var (
+		steps []pipelineStep
+		ev    *db.Event
+	)
+	if !isNoRows(evErr) {
+		ev = eventFromRow(&evRow)
+		result, err := eventStepResult(ev)
+		if err != nil {
+			return nil, err
+		}
+		complete := stepCompleteWithEventParams(p, result, now)
+		steps = append(steps, func(q *pgsqlc.Queries) error { return q.StepCompleteWithEvent(ctx, complete) })
+		rest.Steps = slices.DeleteFunc(slices.Clone(p.Steps), func(w db.StepWrite) bool { return w.Key == ce.StepKey })
+	}
+	var result func() (*db.CheckpointResult, error)
+	switch rest.Outcome {
+	case db.OutcomeContinue, db.OutcomeComplete, db.OutcomeError:
+		step, results, err := batchStatement(ctx, []*db.CheckpointParams{&rest})
+		if err != nil {
+			return nil, err
+		}
+		steps = append(steps, step)
+		result = func() (*db.CheckpointResult, error) {
+			r := results()[0]
+			return r.Result, r.Err
+		}
+	default:
+		more, read, err := s.suspendStatements(ctx, &rest)
+		if err != nil {
+			return nil, err
+		}
+		steps, result = append(steps, more...), read
+	}
+	err = sendPipeline(ctx, conn, nil, []string{"COMMIT"}, steps...)
+	open = err != nil
+	if err != nil {
+		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+	}
+	res, err := result()
+	if err != nil {
+		// The first round trip's fence held and the locks it took were held
+		// until the commit, so no statement's own fence can have failed.
+		return nil, fmt.Errorf("checkpointing: the fence held, then failed in its own transaction: %w", err)
+	}
+	res.Event = ev
+	return res, nil
+}
+
 // consumeEvent marks the oldest undelivered event of the requested type as
 // consumed and completes the waiting step with it; nil when none is buffered.
 func consumeEvent(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams, now *time.Time) (*db.Event, error) {
@@ -359,18 +474,23 @@ func consumeEvent(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams
 	if err != nil {
 		return nil, err
 	}
-	if err := q.StepCompleteWithEvent(ctx, pgsqlc.StepCompleteWithEventParams{
-		WorkflowName:  p.WorkflowName,
-		InstanceID:    p.InstanceID,
-		RunNumber:     int32(p.RunNumber),
-		StepKey:       ce.StepKey,
-		WaitEventType: &ce.Type,
-		Result:        result,
-		Now:           now,
-	}); err != nil {
+	if err := q.StepCompleteWithEvent(ctx, stepCompleteWithEventParams(p, result, now)); err != nil {
 		return nil, err
 	}
 	return ev, nil
+}
+
+// stepCompleteWithEventParams completes p's consuming step with result.
+func stepCompleteWithEventParams(p *db.CheckpointParams, result json.RawMessage, now *time.Time) pgsqlc.StepCompleteWithEventParams {
+	return pgsqlc.StepCompleteWithEventParams{
+		WorkflowName:  p.WorkflowName,
+		InstanceID:    p.InstanceID,
+		RunNumber:     int32(p.RunNumber),
+		StepKey:       p.ConsumeEvent.StepKey,
+		WaitEventType: &p.ConsumeEvent.Type,
+		Result:        result,
+		Now:           now,
+	}
 }
 
 // eventStepResult is the JSON result a waitForEvent step records for the

@@ -11,10 +11,12 @@ import (
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 )
 
-// claimPlanSettings precede TaskClaim in its pipeline: planner settings
-// local to the claim's transaction that leave the planner only ordered plain
-// index scans of the task table, whatever the statistics say (there may be
-// none: tables that were never analyzed). Each branch of the claim is then
+// planSettings precede TaskClaim and CheckpointBatch in their pipelines:
+// planner settings local to the statement's transaction that leave the
+// planner only plain index scans joined by nested loops, whatever the
+// statistics say (there may be none: tables that were never analyzed): the
+// statements join a few rows of their own to a few rows of the tables, by
+// key. Each branch of the claim is then
 // an ordered scan of its partial index that stops after max rows, and marks
 // the entries of dead rows it meets so that no later claim visits them
 // again; a bitmap scan would revisit every dead row on every claim until
@@ -24,15 +26,23 @@ import (
 // spends a second compiling a statement that runs in a millisecond. JIT is
 // switched off for the same reason, should the plan's cost ever cross them.
 //
-// The claim is also planned afresh at every execution (force_custom_plan):
-// the generic plan Postgres would cache after five executions of the
-// prepared statement is costed once, often while the tables are still
-// empty, where every index of workflow_instance looks as good as its
-// primary key, and is kept until statistics change, which without
-// autovacuum is never. A custom plan costs the tables as they are.
-var claimPlanSettings = []string{
+// Both statements always run their generic plan (force_generic_plan), made
+// once per connection under these settings and kept until statistics
+// change: a plan that is right for any statistics needs no replanning, and
+// planning a statement of five parts costs more than running it (about a
+// millisecond each call). Left to choose, Postgres would replan the group
+// commit at every call, as a custom plan knows the real length of its
+// arrays and so always looks cheaper than the generic one. Without the
+// disabled scans, a plan made while the tables are small (a scan of the
+// instance table joined by hash, or a bitmap scan of the queue) would be
+// kept once they are large, which without autovacuum is forever. The
+// instances either statement joins are found by primary key even by a plan
+// made on empty tables, as the list indexes of workflow_instance cannot
+// serve a lookup (migration 00007).
+var planSettings = []string{
 	"SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), " +
-		"set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_custom_plan', true)",
+		"set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), " +
+		"set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)",
 }
 
 // TaskClaim leases up to p.Max due tasks of the named workflows in one
@@ -41,6 +51,7 @@ var claimPlanSettings = []string{
 // version and attempts go up by one and its queued or waiting instance
 // becomes running. Tasks of paused and terminal instances are never claimed,
 // and rows another transaction holds locked are skipped, never waited on.
+// A claimed run that never started comes with its instance (Task.FreshRun).
 func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
 	if p.Max <= 0 || len(p.WorkflowNames) == 0 {
 		return []*db.Task{}, nil
@@ -53,7 +64,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 		LockedUntil:   p.LockedUntil,
 	}
 	var rows []pgsqlc.TaskClaimRow
-	err := s.pipeline(ctx, claimPlanSettings, nil, func(q *pgsqlc.Queries) error {
+	err := s.pipeline(ctx, planSettings, nil, func(q *pgsqlc.Queries) error {
 		var err error
 		rows, err = q.TaskClaim(ctx, params)
 		return err
@@ -63,8 +74,28 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 	}
 	tasks := make([]*db.Task, len(rows))
 	for i := range rows {
-		row := pgsqlc.WorkflowTask(rows[i])
-		tasks[i] = taskFromRow(&row)
+		r := &rows[i]
+		tasks[i] = taskFromRow(&pgsqlc.WorkflowTask{
+			ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber,
+			Kind: r.Kind, Priority: r.Priority, RunAt: r.RunAt, Status: r.Status, LockOwner: r.LockOwner,
+			LockedUntil: r.LockedUntil, Version: r.Version, Attempts: r.Attempts, LastError: r.LastError,
+		})
+		if r.Fresh != nil && *r.Fresh && r.InstanceRunNumber != nil && r.InstanceCreatedAt != nil &&
+			r.InstanceUpdatedAt != nil && r.InstancePauseRequested != nil {
+			tasks[i].FreshRun = instanceFromRow(&pgsqlc.WorkflowInstance{
+				WorkflowName:   r.WorkflowName,
+				InstanceID:     r.InstanceID,
+				Status:         string(db.StatusRunning),
+				Params:         r.InstanceParams,
+				Metadata:       r.InstanceMetadata,
+				PauseRequested: *r.InstancePauseRequested,
+				RunNumber:      *r.InstanceRunNumber,
+				CreatedAt:      *r.InstanceCreatedAt,
+				UpdatedAt:      *r.InstanceUpdatedAt,
+				StartedAt:      r.InstanceStartedAt,
+				RetentionUntil: r.InstanceRetentionUntil,
+			})
+		}
 	}
 	return tasks, nil
 }

@@ -9,8 +9,9 @@ import (
 )
 
 // EventSend buffers an event for the instance's current run and, when the
-// instance waits for that type and is not paused, makes its task due now and
-// records an event hook entry when p.RecordHooks is set. It returns
+// instance waits for that type and is not paused, makes its task due now (or,
+// with p.Lease, leases it to the lease's owner as a claim would) and records
+// an event hook entry when p.RecordHooks is set. It returns
 // db.ErrNotFound for an unknown instance and db.ErrTerminal for a terminal
 // one; in both cases nothing is written.
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
@@ -61,7 +62,23 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		if !res.Woken {
 			return nil
 		}
-		return recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, db.HookReasonEvent, now)
+		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, db.HookReasonEvent, now); err != nil {
+			return err
+		}
+		if p.Lease == nil {
+			return nil
+		}
+		task, err := q.TaskLeaseWoken(ctx, litesqlc.TaskLeaseWokenParams{
+			LockOwner:    p.Lease.Owner,
+			LockedUntil:  micros(p.Lease.LockedUntil),
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+		})
+		if err != nil {
+			return err
+		}
+		res.LeasedTask = taskFromRow(&task)
+		return q.InstanceStartClaimed(ctx, litesqlc.InstanceStartClaimedParams{Now: now, TaskIds: listArg([]int64{task.ID})})
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sending event: %w", interpretError(err))

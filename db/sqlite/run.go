@@ -87,27 +87,24 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 	return res, nil
 }
 
-// checkpointTx is one checkpoint inside the caller's write transaction.
+// checkpointTx is one checkpoint inside the caller's write transaction. It
+// fences before it writes anything: db.ErrLeaseLost means it wrote nothing.
 func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	now, err := txNow(ctx, q, nowArg(p.Now))
 	if err != nil {
 		return nil, err
 	}
-	inst, err := q.InstanceGetRun(ctx, litesqlc.InstanceGetRunParams{
+	inst, err := q.CheckpointFence(ctx, litesqlc.CheckpointFenceParams{
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
 		RunNumber:    int64(p.RunNumber),
+		TaskID:       p.Task.ID,
+		Version:      p.Task.Version,
 	})
 	if isNoRows(err) || err == nil && db.InstanceStatus(inst.Status).Terminal() {
 		return nil, db.ErrLeaseLost
 	}
 	if err != nil {
-		return nil, err
-	}
-	if _, err := q.TaskHeld(ctx, litesqlc.TaskHeldParams{ID: p.Task.ID, Version: p.Task.Version}); err != nil {
-		if isNoRows(err) {
-			return nil, db.ErrLeaseLost
-		}
 		return nil, err
 	}
 
@@ -315,29 +312,28 @@ func scheduleTask(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 	})
 }
 
-// CheckpointBatch commits a group of Continue checkpoints in one write
-// transaction: the embedded database has one writer, so a group costs one
-// commit instead of one per step. Each item is fenced by reads before it
-// writes anything; an item whose lease was lost reports db.ErrLeaseLost and
-// changes nothing.
+// CheckpointBatch commits a group of Continue, Complete and Error
+// checkpoints in one write transaction: the embedded database has one
+// writer, so a group costs one commit instead of one per step. Each item is fenced before it writes
+// anything; an item whose lease was lost reports db.ErrLeaseLost and changes
+// nothing.
 func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	results := make([]db.CheckpointBatchResult, len(ps))
 	for _, p := range ps {
-		if p.Outcome != db.OutcomeContinue || p.ConsumeEvent != nil {
-			return nil, errors.New("checkpoint batch items must be OutcomeContinue without ConsumeEvent")
+		switch {
+		case p.ConsumeEvent != nil,
+			p.Outcome != db.OutcomeContinue && p.Outcome != db.OutcomeComplete && p.Outcome != db.OutcomeError:
+			return nil, errors.New("checkpoint batch items must be OutcomeContinue, OutcomeComplete or OutcomeError without ConsumeEvent")
 		}
 	}
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		for i, p := range ps {
-			held, err := checkpointHeld(ctx, q, p)
-			if err != nil {
-				return err
-			}
-			if !held {
+			res, err := checkpointTx(ctx, q, p)
+			if errors.Is(err, db.ErrLeaseLost) {
+				// Fenced before any write: this item changed nothing.
 				results[i] = db.CheckpointBatchResult{Err: db.ErrLeaseLost}
 				continue
 			}
-			res, err := checkpointTx(ctx, q, p)
 			if err != nil {
 				return err
 			}
@@ -349,27 +345,4 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
 	}
 	return results, nil
-}
-
-// checkpointHeld reports, without writing, whether a checkpoint's fence
-// holds: its run is current and not terminal and its task is held at the
-// version.
-func checkpointHeld(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams) (bool, error) {
-	inst, err := q.InstanceGet(ctx, litesqlc.InstanceGetParams{WorkflowName: p.WorkflowName, InstanceID: p.InstanceID})
-	if isNoRows(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	if int(inst.RunNumber) != p.RunNumber || db.InstanceStatus(inst.Status).Terminal() {
-		return false, nil
-	}
-	if _, err := q.TaskHeld(ctx, litesqlc.TaskHeldParams{ID: p.Task.ID, Version: p.Task.Version}); err != nil {
-		if isNoRows(err) {
-			return false, nil
-		}
-		return false, err
-	}
-	return true, nil
 }

@@ -48,10 +48,29 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 			ids[i] = rows[i].ID
 			tasks[i] = taskFromRow(&rows[i])
 		}
-		return q.InstanceStartClaimed(ctx, litesqlc.InstanceStartClaimedParams{
+		fresh, err := q.InstanceListFresh(ctx, listArg(ids))
+		if err != nil {
+			return err
+		}
+		if err := q.InstanceStartClaimed(ctx, litesqlc.InstanceStartClaimedParams{
 			Now:     now,
 			TaskIds: listArg(ids),
-		})
+		}); err != nil {
+			return err
+		}
+		// The instances of runs that never started, as the claim left them.
+		started := make(map[[2]string]*db.Instance, len(fresh))
+		for i := range fresh {
+			inst := instanceFromRow(&fresh[i])
+			inst.Status = db.StatusRunning
+			at := timeFromMicros(now)
+			inst.StartedAt, inst.UpdatedAt = &at, at
+			started[[2]string{inst.WorkflowName, inst.ID}] = inst
+		}
+		for _, task := range tasks {
+			task.FreshRun = started[[2]string{task.WorkflowName, task.InstanceID}]
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming tasks: %w", interpretError(err))

@@ -98,15 +98,90 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, "no event", steps[1].ErrorMessage)
 	})
 
+	t.Run("EndsRuns", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		tasks := map[string]*db.Task{}
+		for _, id := range []string{"done", "going", "failed", "stale"} {
+			b.create(t, id)
+			tasks[id] = b.claim(t, id)
+		}
+		// stale's lease is lost: the instance was restarted meanwhile.
+		_, err := b.store.InstanceRestart(b.ctx, b.change("stale"))
+		require.NoError(t, err)
+		staleBefore, staleTaskBefore := b.get(t, "stale"), b.task(t, "stale")
+
+		step := func(key string) []db.StepWrite {
+			return []db.StepWrite{{Key: key, Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, Result: json.RawMessage(`"` + key + `"`)}}
+		}
+		done := b.checkpoint(tasks["done"])
+		done.Outcome, done.Output, done.Steps = db.OutcomeComplete, json.RawMessage(`{"total": 42}`), step("last")
+		going := b.checkpoint(tasks["going"])
+		going.Steps = step("next")
+		failed := b.checkpoint(tasks["failed"])
+		failed.Outcome, failed.ErrorName, failed.ErrorMessage = db.OutcomeError, "PaymentError", "card declined"
+		stale := b.checkpoint(tasks["stale"])
+		stale.Outcome, stale.Output = db.OutcomeComplete, json.RawMessage(`1`)
+		for _, p := range []*db.CheckpointParams{done, going, failed, stale} {
+			p.Now = b.at(3 * time.Second)
+		}
+
+		res, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{done, going, failed, stale})
+		require.NoError(t, err)
+		require.Len(t, res, 4)
+		require.NoError(t, res[0].Err)
+		require.Equal(t, &db.CheckpointResult{Status: db.StatusComplete}, res[0].Result)
+		require.NoError(t, res[1].Err)
+		require.Equal(t, &db.CheckpointResult{Status: db.StatusRunning}, res[1].Result)
+		require.NoError(t, res[2].Err)
+		require.Equal(t, &db.CheckpointResult{Status: db.StatusErrored}, res[2].Result)
+		require.ErrorIs(t, res[3].Err, db.ErrLeaseLost)
+
+		inst := b.get(t, "done")
+		require.Equal(t, db.StatusComplete, inst.Status)
+		require.JSONEq(t, `{"total": 42}`, string(inst.Output))
+		require.Empty(t, inst.ErrorName)
+		requireTimePtr(t, b.at(3*time.Second), inst.CompletedAt)
+		require.Equal(t, b.at(3*time.Second), inst.UpdatedAt.UTC())
+		steps := b.steps(t, "done", 1)
+		require.Len(t, steps, 1, "the steps of an ending checkpoint are written with it")
+		require.Equal(t, "last", steps[0].Key)
+
+		inst = b.get(t, "failed")
+		require.Equal(t, db.StatusErrored, inst.Status)
+		require.Nil(t, inst.Output)
+		require.Equal(t, "PaymentError", inst.ErrorName)
+		require.Equal(t, "card declined", inst.ErrorMessage)
+		requireTimePtr(t, b.at(3*time.Second), inst.CompletedAt)
+
+		for _, id := range []string{"done", "failed"} {
+			_, err := b.store.TaskGet(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
+			require.ErrorIs(t, err, db.ErrNotFound, "an ended run has no task")
+		}
+		require.Equal(t, db.StatusRunning, b.get(t, "going").Status)
+		require.Len(t, b.steps(t, "going", 1), 1)
+		require.Equal(t, tasks["going"].Version, b.task(t, "going").Version, "a continuing run keeps its task")
+
+		require.Equal(t, staleBefore, b.get(t, "stale"), "the stale item changed nothing")
+		require.Equal(t, staleTaskBefore, b.task(t, "stale"))
+	})
+
 	t.Run("RejectsOtherOutcomes", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
 		b.create(t, "a")
 		task := b.claim(t, "a")
+		for _, outcome := range []db.CheckpointOutcome{db.OutcomeSuspend, db.OutcomePark} {
+			p := b.checkpoint(task)
+			p.Outcome = outcome
+			_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+			require.Error(t, err, "outcome %v", outcome)
+		}
 		p := b.checkpoint(task)
-		p.Outcome = db.OutcomeComplete
+		p.ConsumeEvent = &db.ConsumeEvent{}
 		_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
-		require.Error(t, err)
+		require.Error(t, err, "consuming an event")
+		require.Equal(t, db.StatusRunning, b.get(t, "a").Status, "nothing was written")
 		res, err := b.store.CheckpointBatch(b.ctx, nil)
 		require.NoError(t, err)
 		require.Empty(t, res)

@@ -112,6 +112,58 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, 24*time.Hour, steps[0].Timeout)
 	})
 
+	t.Run("SendWithLeaseLeasesTheWokenTask", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		for _, id := range []string{"a", "paused"} {
+			b.create(t, id)
+			waitFor(t, b, id, "approve")
+		}
+		_, err := b.store.InstancePause(b.ctx, b.change("paused"))
+		require.NoError(t, err)
+		before := b.task(t, "a")
+		lease := &db.CreateLease{Owner: "eager", LockedUntil: b.at(lease)}
+		send := func(id, typ string) *db.EventSendResult {
+			t.Helper()
+			res, err := b.store.EventSend(b.ctx, &db.EventSendParams{
+				WorkflowName: workflowName, InstanceID: id, Type: typ, Payload: json.RawMessage(`1`),
+				Now: new(b.now), Lease: lease,
+			})
+			require.NoError(t, err)
+			return res
+		}
+
+		res := send("a", "reject")
+		require.False(t, res.Woken)
+		require.Nil(t, res.LeasedTask, "an event the run does not wait for leases nothing")
+		require.Equal(t, before, b.task(t, "a"))
+		res = send("paused", "approve")
+		require.False(t, res.Woken)
+		require.Nil(t, res.LeasedTask, "a paused instance is not resumed")
+
+		res = send("a", "approve")
+		require.True(t, res.Woken)
+		task := res.LeasedTask
+		require.NotNil(t, task)
+		require.Equal(t, before.ID, task.ID)
+		require.Equal(t, db.TaskStatusProcessing, task.Status)
+		require.Equal(t, "eager", task.LockOwner)
+		requireTimePtr(t, b.at(lease.LockedUntil.Sub(b.now)), task.LockedUntil)
+		require.Equal(t, before.Version+1, task.Version, "leased as a claim would")
+		require.Equal(t, before.Attempts+1, task.Attempts)
+		require.Equal(t, db.TaskKindResume, task.Kind)
+		require.Equal(t, task, b.task(t, "a"))
+		require.Equal(t, db.StatusRunning, b.get(t, "a").Status)
+		require.Empty(t, b.claimAt(t, b.at(time.Second), 10), "no other runner can claim it")
+
+		// The lease holder consumes the event.
+		p := b.checkpoint(task)
+		p.ConsumeEvent = &db.ConsumeEvent{Type: "approve", StepKey: "wait"}
+		cp, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, res.Event.ID, cp.Event.ID)
+	})
+
 	t.Run("SendDoesNotWakePausedInstance", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)

@@ -105,7 +105,22 @@ func (b *testBundle) claimAt(t *testing.T, now time.Time, max int) []*db.Task {
 		LockedUntil:   now.Add(lease),
 	})
 	require.NoError(t, err)
+	for _, task := range tasks {
+		requireFreshRun(t, b, task)
+		task.FreshRun = nil // compared with TaskGet's tasks, which have none
+	}
 	return tasks
+}
+
+// requireFreshRun checks the run a claim returned with task: if any, it is
+// the instance exactly as stored after the claim, and has no steps.
+func requireFreshRun(t *testing.T, b *testBundle, task *db.Task) {
+	t.Helper()
+	if task.FreshRun == nil {
+		return
+	}
+	require.Equal(t, b.get(t, task.InstanceID), task.FreshRun, "the fresh run is the instance as the claim left it")
+	require.Empty(t, b.steps(t, task.InstanceID, task.FreshRun.RunNumber), "a fresh run has no steps")
 }
 
 // claim claims at the suite's now and requires that exactly the task of the

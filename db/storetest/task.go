@@ -38,7 +38,21 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, int64(1), task.Version)
 		require.Equal(t, 1, task.Attempts)
 		require.Equal(t, 1, task.RunNumber)
+		// Queued and never started: the claim hands back its instance.
+		require.NotNil(t, task.FreshRun, "a run that never started comes with its instance")
+		requireFreshRun(t, b, task)
+		require.Equal(t, db.StatusRunning, task.FreshRun.Status)
+		task.FreshRun = nil
 		require.Equal(t, task, b.task(t, "a"))
+
+		// Given back and claimed again, it has started: it must be loaded.
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(task), RunAt: claimAt}))
+		again, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+			Owner: "runner-7", WorkflowNames: []string{workflowName}, Max: 10, Now: claimAt, LockedUntil: claimAt.Add(lease),
+		})
+		require.NoError(t, err)
+		require.Len(t, again, 1)
+		require.Nil(t, again[0].FreshRun, "a run that started is not fresh")
 
 		inst := b.get(t, "a")
 		require.Equal(t, db.StatusRunning, inst.Status)

@@ -1,11 +1,18 @@
 -- name: CheckpointBatch :many
--- CheckpointBatch commits a batch of Continue checkpoints of different
--- instances in one statement (in the implicit transaction of the statement):
--- the group commit. It fences and writes together:
+-- CheckpointBatch commits a batch of checkpoints of different instances in
+-- one statement (in the implicit transaction of the statement): the group
+-- commit. Each item continues its run (outcome 'continue': only its step
+-- rows are written) or ends it (outcome 'complete' or 'errored': its steps
+-- are written, its task deleted and the instance ended with its output or
+-- error). It fences and writes together:
 --
 --   * locked locks the instances in key order (the lock order of every writer
 --     is instance before task, and sorted keys keep concurrent batches from
---     deadlocking), keeping those whose run is current and not terminal;
+--     deadlocking), keeping those whose run is current and not terminal.
+--     Each instance is a lookup of its own (LATERAL): the plan is a loop of
+--     primary-key lookups whatever the statistics say, never a scan of the
+--     whole table joined by hash, which a plan made while the table was
+--     small would keep doing once it is large;
 --   * held then share-locks each locked instance's task and keeps it only
 --     when it is still held at the checkpoint's version. The row lock is what
 --     makes the check see the task's latest committed version: under READ
@@ -15,40 +22,52 @@
 --     while the statement waited for the instance lock). FOR SHARE, not FOR
 --     KEY SHARE: a key share lock does not conflict with an update that
 --     leaves the key alone, so it would not recheck a claim's new version.
---     The task is not written: the lease is renewed by the runner's
---     heartbeat, not by step checkpoints;
---   * the step rows are written only for the items in held. The instance row
---     is not written either: updated_at moves on status transitions, not on
---     step checkpoints.
+--     A continuing item's task is not written: the lease is renewed by the
+--     runner's heartbeat, not by step checkpoints;
+--   * the step rows are written only for the items in held. A continuing
+--     item's instance row is not written either: updated_at moves on status
+--     transitions, not on step checkpoints;
+--   * ended and finished delete the task and end the instance of each held
+--     item whose outcome ends its run.
 --
--- It returns one row per locked instance with its status, pause request and
--- whether the fence held; an item without a row, or whose fence failed,
--- changed nothing. Nullable step columns travel as '' or the zero time
--- (year 1) in the arrays and are stored as NULL.
+-- It returns one row per locked instance with its status before the
+-- statement, pause request and whether the fence held; an item without a
+-- row, or whose fence failed, changed nothing. Nullable columns travel as ''
+-- or the zero time (year 1) in the arrays and are stored as NULL.
 WITH items AS (
     SELECT unnest(@workflow_names::text[]) AS workflow_name,
         unnest(@instance_ids::text[]) AS instance_id,
         unnest(@run_numbers::int[]) AS run_number,
         unnest(@task_ids::bigint[]) AS task_id,
-        unnest(@versions::bigint[]) AS version
+        unnest(@versions::bigint[]) AS version,
+        unnest(@outcomes::text[]) AS outcome,
+        unnest(@outputs::text[]) AS output,
+        unnest(@error_names::text[]) AS error_name,
+        unnest(@error_messages::text[]) AS error_message
 ),
 locked AS (
     SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
-        u.task_id, u.version
-    FROM items u
-    JOIN workflow_instance i
-        ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
-    WHERE i.run_number = u.run_number
-        AND i.status NOT IN ('complete', 'errored', 'terminated')
-    ORDER BY i.workflow_name, i.instance_id
-    FOR NO KEY UPDATE OF i
+        u.task_id, u.version, u.outcome, u.output, u.error_name, u.error_message
+    FROM (SELECT * FROM items ORDER BY workflow_name, instance_id) AS u
+    CROSS JOIN LATERAL (
+        SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested
+        FROM workflow_instance i
+        WHERE i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
+            AND i.run_number = u.run_number
+            AND i.status NOT IN ('complete', 'errored', 'terminated')
+        FOR NO KEY UPDATE OF i
+    ) AS i
 ),
 held AS (
-    SELECT l.workflow_name, l.instance_id
+    SELECT l.workflow_name, l.instance_id, l.task_id, l.outcome, l.output,
+        l.error_name, l.error_message
     FROM locked l
-    JOIN workflow_task t ON t.id = l.task_id
-    WHERE t.version = l.version AND t.status = 'processing'
-    FOR SHARE OF t
+    CROSS JOIN LATERAL (
+        SELECT t.id
+        FROM workflow_task t
+        WHERE t.id = l.task_id AND t.version = l.version AND t.status = 'processing'
+        FOR SHARE OF t
+    ) AS t
 ),
 written AS (
     INSERT INTO workflow_step (
@@ -98,6 +117,26 @@ written AS (
         error_message = excluded.error_message,
         updated_at = excluded.updated_at,
         completed_at = excluded.completed_at
+    RETURNING 1
+),
+ended AS (
+    DELETE FROM workflow_task t
+    USING held h
+    WHERE h.outcome <> 'continue' AND t.id = h.task_id
+    RETURNING t.id
+),
+finished AS (
+    UPDATE workflow_instance i
+    SET status = h.outcome,
+        output = NULLIF(h.output, '')::json,
+        error_name = NULLIF(h.error_name, ''),
+        error_message = NULLIF(h.error_message, ''),
+        pause_requested = false,
+        completed_at = @now::timestamptz,
+        updated_at = @now::timestamptz
+    FROM held h
+    WHERE h.outcome <> 'continue'
+        AND i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
     RETURNING 1
 )
 SELECT l.workflow_name, l.instance_id, l.status, l.pause_requested,
@@ -181,26 +220,6 @@ SET type = excluded.type,
     error_message = excluded.error_message,
     updated_at = excluded.updated_at,
     completed_at = excluded.completed_at;
-
--- name: CheckpointEnd :execrows
--- CheckpointEnd completes or errors a fenced instance and deletes its task,
--- when the task is still held at the version; no row changed means it was
--- not.
-WITH ended AS (
-    DELETE FROM workflow_task t
-    WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
-    RETURNING t.workflow_name, t.instance_id
-)
-UPDATE workflow_instance i
-SET status = @status::text,
-    output = sqlc.narg('output')::json,
-    error_name = sqlc.narg('error_name')::text,
-    error_message = sqlc.narg('error_message')::text,
-    pause_requested = false,
-    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-FROM ended e
-WHERE i.workflow_name = e.workflow_name AND i.instance_id = e.instance_id;
 
 -- name: CheckpointPark :execrows
 -- CheckpointPark pauses a fenced instance and gives its task back to the

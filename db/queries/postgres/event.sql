@@ -1,11 +1,3 @@
--- name: EventInsert :one
-INSERT INTO workflow_event (workflow_name, instance_id, run_number, type, payload, created_at)
-VALUES (
-    @workflow_name, @instance_id, @run_number, @type, @payload,
-    coalesce(sqlc.narg('now')::timestamptz, now())
-)
-RETURNING *;
-
 -- name: EventConsumeOldest :one
 -- EventConsumeOldest marks the oldest undelivered event of a type as consumed
 -- by a step. The caller holds the instance lock, so no other consumer races.
@@ -50,3 +42,86 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number AND id > @after_id
 ORDER BY id
 LIMIT sqlc.narg('max')::integer;
+
+-- name: EventSendLock :one
+-- EventSendLock is the first statement of a pipelined send: it locks the
+-- instance (any run) and returns its status and run. A live instance's
+-- updated_at moves; a terminal one is left as it was (the send fails).
+UPDATE workflow_instance
+SET updated_at = CASE WHEN status IN ('complete', 'errored', 'terminated')
+    THEN updated_at ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+RETURNING status, run_number;
+
+-- name: EventSendInsert :one
+-- EventSendInsert buffers the event for the current run of the instance
+-- EventSendLock locked, unless the instance has ended: then no row.
+INSERT INTO workflow_event (workflow_name, instance_id, run_number, type, payload, created_at)
+SELECT i.workflow_name, i.instance_id, i.run_number, @type::text, sqlc.narg('payload')::json,
+    coalesce(sqlc.narg('now')::timestamptz, now())
+FROM workflow_instance i
+WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+    AND i.status NOT IN ('complete', 'errored', 'terminated')
+RETURNING *;
+
+-- name: EventSendWake :many
+-- EventSendWake is the last statement of a pipelined send: when the locked
+-- instance is neither paused, pausing nor ended and its current run waits
+-- for an event of the type, it makes the pending task due now as a resume,
+-- records a hook entry (reason event, due when the task is) when record_hook
+-- is set, and notifies the channel. With a lock_owner it leases the task
+-- instead, as a claim does (version and attempts up by one, the instance
+-- running), and notifies no one. It returns the woken task, if any.
+WITH woken AS (
+    UPDATE workflow_task t
+    SET run_at = least(t.run_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+        kind = 'resume',
+        priority = 0,
+        status = CASE WHEN sqlc.narg('lock_owner')::text IS NULL THEN t.status ELSE 'processing' END,
+        lock_owner = coalesce(sqlc.narg('lock_owner')::text, t.lock_owner),
+        locked_until = coalesce(sqlc.narg('locked_until')::timestamptz, t.locked_until),
+        version = t.version + CASE WHEN sqlc.narg('lock_owner')::text IS NULL THEN 0 ELSE 1 END,
+        attempts = t.attempts + CASE WHEN sqlc.narg('lock_owner')::text IS NULL THEN 0 ELSE 1 END
+    WHERE t.workflow_name = @workflow_name AND t.instance_id = @instance_id
+        AND t.status = 'pending'
+        AND EXISTS (
+            SELECT 1
+            FROM workflow_instance i
+            JOIN workflow_step s
+                ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
+                AND s.run_number = i.run_number
+            WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+                AND i.status NOT IN ('paused', 'waitingForPause', 'complete', 'errored', 'terminated')
+                AND s.type = 'waitForEvent' AND s.status = 'waiting'
+                AND s.wait_event_type = @type::text
+        )
+    RETURNING t.*
+),
+started AS (
+    UPDATE workflow_instance i
+    SET status = 'running',
+        started_at = coalesce(i.started_at, coalesce(sqlc.narg('now')::timestamptz, now())),
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM woken w
+    WHERE sqlc.narg('lock_owner')::text IS NOT NULL
+        AND i.workflow_name = w.workflow_name AND i.instance_id = w.instance_id
+        AND i.status IN ('queued', 'waiting')
+    RETURNING 1
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT w.workflow_name, w.instance_id, 'event', w.run_at,
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM woken w
+    WHERE @record_hook::boolean
+    RETURNING 1
+)
+SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
+    w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error,
+    (SELECT count(*) FROM (
+        SELECT pg_notify(@channel::text, w.workflow_name)
+        WHERE sqlc.narg('lock_owner')::text IS NULL
+    ) AS notified)::int AS notified
+FROM woken w;

@@ -74,8 +74,11 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 FOR NO KEY UPDATE;
 
 -- name: InstanceList :many
+-- The list indexes are partial on updated_at > '-infinity' (true of every
+-- row; see migration 00007), so the list states it to use them.
 SELECT * FROM workflow_instance
-WHERE (sqlc.narg('workflow_name')::text IS NULL OR workflow_name = sqlc.narg('workflow_name')::text)
+WHERE updated_at > '-infinity'::timestamptz
+    AND (sqlc.narg('workflow_name')::text IS NULL OR workflow_name = sqlc.narg('workflow_name')::text)
     AND (coalesce(cardinality(sqlc.narg('statuses')::text[]), 0) = 0
         OR status = ANY(sqlc.narg('statuses')::text[]))
     AND (sqlc.narg('cursor_updated_at')::timestamptz IS NULL
@@ -111,14 +114,6 @@ SET run_number = run_number + 1,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 RETURNING *;
-
--- name: InstanceTouch :one
--- InstanceTouch locks an instance (any run) for a change that follows, such as
--- buffering an event.
-UPDATE workflow_instance
-SET updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-RETURNING status, run_number;
 
 -- name: InstanceLockRun :one
 -- InstanceLockRun locks an instance for a checkpoint of one run; no row

@@ -29,11 +29,17 @@ FROM unnest(@instance_ids::text[]) AS item (instance_id);
 -- single OR of both kinds becomes) never does, and with vacuum lagging
 -- behind every claim would revisit every dead task. The store runs this
 -- statement with bitmap and sequential scans switched off (see
--- claimPlanSettings), so the plan does not depend on statistics. At most max
+-- planSettings), so the plan does not depend on statistics. At most max
 -- of the union are claimed, in claim order; the few rows locked beyond that
 -- are released when the statement's transaction ends.
+--
+-- A claimed run that never started (its instance was queued with no
+-- started_at: no step of the run exists) comes back fresh, with the columns
+-- of its instance as the claim left it (running), so that the runner need
+-- not load it.
 WITH pending AS (
-    SELECT t.id, t.priority, t.run_at
+    SELECT t.id, t.priority, t.run_at,
+        (i.status = 'queued' AND i.started_at IS NULL) AS fresh
     FROM workflow_task t
     JOIN workflow_instance i
         ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
@@ -47,7 +53,7 @@ WITH pending AS (
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
 expired AS (
-    SELECT t.id, t.priority, t.run_at
+    SELECT t.id, t.priority, t.run_at, false AS fresh
     FROM workflow_task t
     JOIN workflow_instance i
         ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
@@ -61,7 +67,7 @@ expired AS (
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
 due AS (
-    SELECT d.id
+    SELECT d.id, d.fresh
     FROM (SELECT * FROM pending UNION ALL SELECT * FROM expired) AS d
     ORDER BY d.priority, d.run_at, d.id
     LIMIT @max
@@ -75,7 +81,7 @@ claimed AS (
         attempts = t.attempts + 1
     FROM due
     WHERE t.id = due.id
-    RETURNING t.*
+    RETURNING t.*, due.fresh
 ),
 started AS (
     UPDATE workflow_instance i
@@ -85,12 +91,19 @@ started AS (
     FROM claimed c
     WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
         AND i.status IN ('queued', 'waiting')
-    RETURNING i.instance_id
+    RETURNING i.*
 )
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status,
-    lock_owner, locked_until, version, attempts, last_error
-FROM claimed
-ORDER BY priority, run_at, id;
+SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
+    c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error,
+    c.fresh AND s.instance_id IS NOT NULL AS fresh,
+    s.params AS instance_params, s.metadata AS instance_metadata,
+    s.run_number AS instance_run_number, s.pause_requested AS instance_pause_requested,
+    s.created_at AS instance_created_at, s.updated_at AS instance_updated_at,
+    s.started_at AS instance_started_at, s.retention_until AS instance_retention_until
+FROM claimed c
+LEFT JOIN started s
+    ON c.fresh AND s.workflow_name = c.workflow_name AND s.instance_id = c.instance_id
+ORDER BY c.priority, c.run_at, c.id;
 
 -- name: TaskHeartbeat :execrows
 UPDATE workflow_task
@@ -167,19 +180,3 @@ SET run_number = excluded.run_number,
     attempts = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.attempts END,
     last_error = CASE WHEN @reset_attempts::boolean THEN NULL ELSE workflow_task.last_error END;
 
--- name: TaskWakeForEvent :execrows
--- TaskWakeForEvent makes a pending task due now when its run waits for an
--- event of the type.
-UPDATE workflow_task t
-SET run_at = least(t.run_at, coalesce(sqlc.narg('now')::timestamptz, now())),
-    kind = 'resume',
-    priority = 0
-WHERE t.workflow_name = @workflow_name AND t.instance_id = @instance_id
-    AND t.status = 'pending'
-    AND EXISTS (
-        SELECT 1 FROM workflow_step s
-        WHERE s.workflow_name = t.workflow_name AND s.instance_id = t.instance_id
-            AND s.run_number = @run_number
-            AND s.type = 'waitForEvent' AND s.status = 'waiting'
-            AND s.wait_event_type = @type::text
-    );

@@ -114,16 +114,6 @@ SET updated_at = @now
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 RETURNING status, run_number;
 
--- name: InstanceGetRun :one
--- InstanceGetRun reads an instance for a checkpoint of one run, inside the
--- checkpoint's write transaction; no row means the instance was restarted
--- (or is gone). It does not write the row: updated_at moves with the status
--- transition the checkpoint makes, if any, not with its step rows.
-SELECT status, pause_requested
-FROM workflow_instance
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-    AND run_number = @run_number;
-
 -- name: InstanceStartClaimed :exec
 -- InstanceStartClaimed marks the queued or waiting instances of just-claimed
 -- tasks (task_ids is a JSON array of task ids) running.
@@ -169,3 +159,27 @@ SET status = 'errored',
     completed_at = CAST(@now AS INTEGER),
     updated_at = @now
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: CheckpointFence :one
+-- CheckpointFence is the fence of a checkpoint, inside its write
+-- transaction: the instance's status and pause request when its run is
+-- current and its task still held at the version; no row means the fence
+-- failed (the instance was restarted or is gone, or the task moved on).
+SELECT i.status, i.pause_requested
+FROM workflow_instance i
+WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+    AND i.run_number = @run_number
+    AND EXISTS (
+        SELECT 1 FROM workflow_task t
+        WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
+    );
+
+-- name: InstanceListFresh :many
+-- InstanceListFresh returns the instances of just-claimed tasks (task_ids is
+-- a JSON array of task ids) that never started: queued with no started_at,
+-- so no step of their run exists.
+SELECT * FROM workflow_instance
+WHERE status = 'queued' AND started_at IS NULL
+    AND (workflow_name, instance_id) IN (
+        SELECT t.workflow_name, t.instance_id FROM workflow_task t
+        WHERE t.id IN (SELECT value FROM json_each(CAST(@task_ids AS TEXT))));

@@ -62,12 +62,6 @@ WHERE id = @id AND version = @version AND status = 'processing';
 SELECT * FROM workflow_task
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
 
--- name: TaskHeld :one
--- TaskHeld is the fence of a checkpoint: it finds the task only when the
--- caller still holds it at this version.
-SELECT id FROM workflow_task
-WHERE id = @id AND version = @version AND status = 'processing';
-
 -- name: TaskNextRunAt :one
 -- TaskNextRunAt starts from the tasks, like TaskClaim.
 SELECT CAST(CASE WHEN t.status = 'pending' THEN t.run_at ELSE t.locked_until END AS INTEGER) AS next_at
@@ -140,3 +134,17 @@ WHERE workflow_task.workflow_name = @workflow_name AND workflow_task.instance_id
             AND s.type = 'waitForEvent' AND s.status = 'waiting'
             AND s.wait_event_type = CAST(@type AS TEXT)
     );
+
+-- name: TaskLeaseWoken :one
+-- TaskLeaseWoken leases an instance's pending task to the owner as a claim
+-- does: the eager resume of a run an event just woke, in the send's
+-- transaction.
+UPDATE workflow_task
+SET status = 'processing',
+    lock_owner = CAST(@lock_owner AS TEXT),
+    locked_until = CAST(@locked_until AS INTEGER),
+    version = version + 1,
+    attempts = attempts + 1
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND status = 'pending'
+RETURNING *;

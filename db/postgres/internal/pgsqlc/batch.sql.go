@@ -16,25 +16,35 @@ WITH items AS (
         unnest($2::text[]) AS instance_id,
         unnest($3::int[]) AS run_number,
         unnest($4::bigint[]) AS task_id,
-        unnest($5::bigint[]) AS version
+        unnest($5::bigint[]) AS version,
+        unnest($6::text[]) AS outcome,
+        unnest($7::text[]) AS output,
+        unnest($8::text[]) AS error_name,
+        unnest($9::text[]) AS error_message
 ),
 locked AS (
     SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested,
-        u.task_id, u.version
-    FROM items u
-    JOIN workflow_instance i
-        ON i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
-    WHERE i.run_number = u.run_number
-        AND i.status NOT IN ('complete', 'errored', 'terminated')
-    ORDER BY i.workflow_name, i.instance_id
-    FOR NO KEY UPDATE OF i
+        u.task_id, u.version, u.outcome, u.output, u.error_name, u.error_message
+    FROM (SELECT workflow_name, instance_id, run_number, task_id, version, outcome, output, error_name, error_message FROM items ORDER BY workflow_name, instance_id) AS u
+    CROSS JOIN LATERAL (
+        SELECT i.workflow_name, i.instance_id, i.status, i.pause_requested
+        FROM workflow_instance i
+        WHERE i.workflow_name = u.workflow_name AND i.instance_id = u.instance_id
+            AND i.run_number = u.run_number
+            AND i.status NOT IN ('complete', 'errored', 'terminated')
+        FOR NO KEY UPDATE OF i
+    ) AS i
 ),
 held AS (
-    SELECT l.workflow_name, l.instance_id
+    SELECT l.workflow_name, l.instance_id, l.task_id, l.outcome, l.output,
+        l.error_name, l.error_message
     FROM locked l
-    JOIN workflow_task t ON t.id = l.task_id
-    WHERE t.version = l.version AND t.status = 'processing'
-    FOR SHARE OF t
+    CROSS JOIN LATERAL (
+        SELECT t.id
+        FROM workflow_task t
+        WHERE t.id = l.task_id AND t.version = l.version AND t.status = 'processing'
+        FOR SHARE OF t
+    ) AS t
 ),
 written AS (
     INSERT INTO workflow_step (
@@ -50,24 +60,24 @@ written AS (
         NULLIF(s.result, '')::json,
         NULLIF(s.error_name, ''),
         NULLIF(s.error_message, ''),
-        $6::timestamptz, $6::timestamptz,
-        CASE WHEN s.status IN ('complete', 'errored') THEN $6::timestamptz END
+        $10::timestamptz, $10::timestamptz,
+        CASE WHEN s.status IN ('complete', 'errored') THEN $10::timestamptz END
     FROM (
-        SELECT unnest($7::text[]) AS workflow_name,
-            unnest($8::text[]) AS instance_id,
-            unnest($9::int[]) AS run_number,
-            unnest($10::text[]) AS step_key,
-            unnest($11::text[]) AS type,
-            unnest($12::text[]) AS status,
-            unnest($13::int[]) AS attempts,
-            unnest($14::int[]) AS max_attempts,
-            unnest($15::bigint[]) AS timeout_ms,
-            unnest($16::timestamptz[]) AS next_retry_at,
-            unnest($17::timestamptz[]) AS wake_at,
-            unnest($18::text[]) AS wait_event_type,
-            unnest($19::text[]) AS result,
-            unnest($20::text[]) AS error_name,
-            unnest($21::text[]) AS error_message
+        SELECT unnest($11::text[]) AS workflow_name,
+            unnest($12::text[]) AS instance_id,
+            unnest($13::int[]) AS run_number,
+            unnest($14::text[]) AS step_key,
+            unnest($15::text[]) AS type,
+            unnest($16::text[]) AS status,
+            unnest($17::int[]) AS attempts,
+            unnest($18::int[]) AS max_attempts,
+            unnest($19::bigint[]) AS timeout_ms,
+            unnest($20::timestamptz[]) AS next_retry_at,
+            unnest($21::timestamptz[]) AS wake_at,
+            unnest($22::text[]) AS wait_event_type,
+            unnest($23::text[]) AS result,
+            unnest($24::text[]) AS error_name,
+            unnest($25::text[]) AS error_message
     ) AS s
     JOIN held h ON h.workflow_name = s.workflow_name AND h.instance_id = s.instance_id
     ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
@@ -85,6 +95,26 @@ written AS (
         updated_at = excluded.updated_at,
         completed_at = excluded.completed_at
     RETURNING 1
+),
+ended AS (
+    DELETE FROM workflow_task t
+    USING held h
+    WHERE h.outcome <> 'continue' AND t.id = h.task_id
+    RETURNING t.id
+),
+finished AS (
+    UPDATE workflow_instance i
+    SET status = h.outcome,
+        output = NULLIF(h.output, '')::json,
+        error_name = NULLIF(h.error_name, ''),
+        error_message = NULLIF(h.error_message, ''),
+        pause_requested = false,
+        completed_at = $10::timestamptz,
+        updated_at = $10::timestamptz
+    FROM held h
+    WHERE h.outcome <> 'continue'
+        AND i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
+    RETURNING 1
 )
 SELECT l.workflow_name, l.instance_id, l.status, l.pause_requested,
     EXISTS (
@@ -100,6 +130,10 @@ type CheckpointBatchParams struct {
 	RunNumbers      []int32
 	TaskIds         []int64
 	Versions        []int64
+	Outcomes        []string
+	Outputs         []string
+	ErrorNames      []string
+	ErrorMessages   []string
 	Now             time.Time
 	SWorkflowNames  []string
 	SInstanceIds    []string
@@ -126,13 +160,20 @@ type CheckpointBatchRow struct {
 	Held           bool
 }
 
-// CheckpointBatch commits a batch of Continue checkpoints of different
-// instances in one statement (in the implicit transaction of the statement):
-// the group commit. It fences and writes together:
+// CheckpointBatch commits a batch of checkpoints of different instances in
+// one statement (in the implicit transaction of the statement): the group
+// commit. Each item continues its run (outcome 'continue': only its step
+// rows are written) or ends it (outcome 'complete' or 'errored': its steps
+// are written, its task deleted and the instance ended with its output or
+// error). It fences and writes together:
 //
 //   - locked locks the instances in key order (the lock order of every writer
 //     is instance before task, and sorted keys keep concurrent batches from
-//     deadlocking), keeping those whose run is current and not terminal;
+//     deadlocking), keeping those whose run is current and not terminal.
+//     Each instance is a lookup of its own (LATERAL): the plan is a loop of
+//     primary-key lookups whatever the statistics say, never a scan of the
+//     whole table joined by hash, which a plan made while the table was
+//     small would keep doing once it is large;
 //   - held then share-locks each locked instance's task and keeps it only
 //     when it is still held at the checkpoint's version. The row lock is what
 //     makes the check see the task's latest committed version: under READ
@@ -142,16 +183,18 @@ type CheckpointBatchRow struct {
 //     while the statement waited for the instance lock). FOR SHARE, not FOR
 //     KEY SHARE: a key share lock does not conflict with an update that
 //     leaves the key alone, so it would not recheck a claim's new version.
-//     The task is not written: the lease is renewed by the runner's
-//     heartbeat, not by step checkpoints;
-//   - the step rows are written only for the items in held. The instance row
-//     is not written either: updated_at moves on status transitions, not on
-//     step checkpoints.
+//     A continuing item's task is not written: the lease is renewed by the
+//     runner's heartbeat, not by step checkpoints;
+//   - the step rows are written only for the items in held. A continuing
+//     item's instance row is not written either: updated_at moves on status
+//     transitions, not on step checkpoints;
+//   - ended and finished delete the task and end the instance of each held
+//     item whose outcome ends its run.
 //
-// It returns one row per locked instance with its status, pause request and
-// whether the fence held; an item without a row, or whose fence failed,
-// changed nothing. Nullable step columns travel as ” or the zero time
-// (year 1) in the arrays and are stored as NULL.
+// It returns one row per locked instance with its status before the
+// statement, pause request and whether the fence held; an item without a
+// row, or whose fence failed, changed nothing. Nullable columns travel as ”
+// or the zero time (year 1) in the arrays and are stored as NULL.
 func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams) ([]CheckpointBatchRow, error) {
 	rows, err := q.db.Query(ctx, checkpointBatch,
 		arg.WorkflowNames,
@@ -159,6 +202,10 @@ func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams
 		arg.RunNumbers,
 		arg.TaskIds,
 		arg.Versions,
+		arg.Outcomes,
+		arg.Outputs,
+		arg.ErrorNames,
+		arg.ErrorMessages,
 		arg.Now,
 		arg.SWorkflowNames,
 		arg.SInstanceIds,
@@ -198,53 +245,6 @@ func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams
 		return nil, err
 	}
 	return items, nil
-}
-
-const checkpointEnd = `-- name: CheckpointEnd :execrows
-WITH ended AS (
-    DELETE FROM workflow_task t
-    WHERE t.id = $6 AND t.version = $7 AND t.status = 'processing'
-    RETURNING t.workflow_name, t.instance_id
-)
-UPDATE workflow_instance i
-SET status = $1::text,
-    output = $2::json,
-    error_name = $3::text,
-    error_message = $4::text,
-    pause_requested = false,
-    completed_at = coalesce($5::timestamptz, now()),
-    updated_at = coalesce($5::timestamptz, now())
-FROM ended e
-WHERE i.workflow_name = e.workflow_name AND i.instance_id = e.instance_id
-`
-
-type CheckpointEndParams struct {
-	Status       string
-	Output       []byte
-	ErrorName    *string
-	ErrorMessage *string
-	Now          *time.Time
-	TaskID       int64
-	Version      int64
-}
-
-// CheckpointEnd completes or errors a fenced instance and deletes its task,
-// when the task is still held at the version; no row changed means it was
-// not.
-func (q *Queries) CheckpointEnd(ctx context.Context, arg CheckpointEndParams) (int64, error) {
-	result, err := q.db.Exec(ctx, checkpointEnd,
-		arg.Status,
-		arg.Output,
-		arg.ErrorName,
-		arg.ErrorMessage,
-		arg.Now,
-		arg.TaskID,
-		arg.Version,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }
 
 const checkpointFence = `-- name: CheckpointFence :one

@@ -61,48 +61,6 @@ func (q *Queries) EventConsumeOldest(ctx context.Context, arg EventConsumeOldest
 	return i, err
 }
 
-const eventInsert = `-- name: EventInsert :one
-INSERT INTO workflow_event (workflow_name, instance_id, run_number, type, payload, created_at)
-VALUES (
-    $1, $2, $3, $4, $5,
-    coalesce($6::timestamptz, now())
-)
-RETURNING id, workflow_name, instance_id, run_number, type, payload, created_at, delivered_at, consumed_by_step_key
-`
-
-type EventInsertParams struct {
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int32
-	Type         string
-	Payload      []byte
-	Now          *time.Time
-}
-
-func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) (WorkflowEvent, error) {
-	row := q.db.QueryRow(ctx, eventInsert,
-		arg.WorkflowName,
-		arg.InstanceID,
-		arg.RunNumber,
-		arg.Type,
-		arg.Payload,
-		arg.Now,
-	)
-	var i WorkflowEvent
-	err := row.Scan(
-		&i.ID,
-		&i.WorkflowName,
-		&i.InstanceID,
-		&i.RunNumber,
-		&i.Type,
-		&i.Payload,
-		&i.CreatedAt,
-		&i.DeliveredAt,
-		&i.ConsumedByStepKey,
-	)
-	return i, err
-}
-
 const eventList = `-- name: EventList :many
 SELECT id, workflow_name, instance_id, run_number, type, payload, created_at, delivered_at, consumed_by_step_key FROM workflow_event
 WHERE workflow_name = $1 AND instance_id = $2
@@ -197,6 +155,213 @@ func (q *Queries) EventListRun(ctx context.Context, arg EventListRunParams) ([]W
 			&i.CreatedAt,
 			&i.DeliveredAt,
 			&i.ConsumedByStepKey,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventSendInsert = `-- name: EventSendInsert :one
+INSERT INTO workflow_event (workflow_name, instance_id, run_number, type, payload, created_at)
+SELECT i.workflow_name, i.instance_id, i.run_number, $1::text, $2::json,
+    coalesce($3::timestamptz, now())
+FROM workflow_instance i
+WHERE i.workflow_name = $4 AND i.instance_id = $5
+    AND i.status NOT IN ('complete', 'errored', 'terminated')
+RETURNING id, workflow_name, instance_id, run_number, type, payload, created_at, delivered_at, consumed_by_step_key
+`
+
+type EventSendInsertParams struct {
+	Type         string
+	Payload      []byte
+	Now          *time.Time
+	WorkflowName string
+	InstanceID   string
+}
+
+// EventSendInsert buffers the event for the current run of the instance
+// EventSendLock locked, unless the instance has ended: then no row.
+func (q *Queries) EventSendInsert(ctx context.Context, arg EventSendInsertParams) (WorkflowEvent, error) {
+	row := q.db.QueryRow(ctx, eventSendInsert,
+		arg.Type,
+		arg.Payload,
+		arg.Now,
+		arg.WorkflowName,
+		arg.InstanceID,
+	)
+	var i WorkflowEvent
+	err := row.Scan(
+		&i.ID,
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.RunNumber,
+		&i.Type,
+		&i.Payload,
+		&i.CreatedAt,
+		&i.DeliveredAt,
+		&i.ConsumedByStepKey,
+	)
+	return i, err
+}
+
+const eventSendLock = `-- name: EventSendLock :one
+UPDATE workflow_instance
+SET updated_at = CASE WHEN status IN ('complete', 'errored', 'terminated')
+    THEN updated_at ELSE coalesce($1::timestamptz, now()) END
+WHERE workflow_name = $2 AND instance_id = $3
+RETURNING status, run_number
+`
+
+type EventSendLockParams struct {
+	Now          *time.Time
+	WorkflowName string
+	InstanceID   string
+}
+
+type EventSendLockRow struct {
+	Status    string
+	RunNumber int32
+}
+
+// EventSendLock is the first statement of a pipelined send: it locks the
+// instance (any run) and returns its status and run. A live instance's
+// updated_at moves; a terminal one is left as it was (the send fails).
+func (q *Queries) EventSendLock(ctx context.Context, arg EventSendLockParams) (EventSendLockRow, error) {
+	row := q.db.QueryRow(ctx, eventSendLock, arg.Now, arg.WorkflowName, arg.InstanceID)
+	var i EventSendLockRow
+	err := row.Scan(&i.Status, &i.RunNumber)
+	return i, err
+}
+
+const eventSendWake = `-- name: EventSendWake :many
+WITH woken AS (
+    UPDATE workflow_task t
+    SET run_at = least(t.run_at, coalesce($3::timestamptz, now())),
+        kind = 'resume',
+        priority = 0,
+        status = CASE WHEN $2::text IS NULL THEN t.status ELSE 'processing' END,
+        lock_owner = coalesce($2::text, t.lock_owner),
+        locked_until = coalesce($4::timestamptz, t.locked_until),
+        version = t.version + CASE WHEN $2::text IS NULL THEN 0 ELSE 1 END,
+        attempts = t.attempts + CASE WHEN $2::text IS NULL THEN 0 ELSE 1 END
+    WHERE t.workflow_name = $5 AND t.instance_id = $6
+        AND t.status = 'pending'
+        AND EXISTS (
+            SELECT 1
+            FROM workflow_instance i
+            JOIN workflow_step s
+                ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
+                AND s.run_number = i.run_number
+            WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+                AND i.status NOT IN ('paused', 'waitingForPause', 'complete', 'errored', 'terminated')
+                AND s.type = 'waitForEvent' AND s.status = 'waiting'
+                AND s.wait_event_type = $7::text
+        )
+    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error
+),
+started AS (
+    UPDATE workflow_instance i
+    SET status = 'running',
+        started_at = coalesce(i.started_at, coalesce($3::timestamptz, now())),
+        updated_at = coalesce($3::timestamptz, now())
+    FROM woken w
+    WHERE $2::text IS NOT NULL
+        AND i.workflow_name = w.workflow_name AND i.instance_id = w.instance_id
+        AND i.status IN ('queued', 'waiting')
+    RETURNING 1
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT w.workflow_name, w.instance_id, 'event', w.run_at,
+        coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now())
+    FROM woken w
+    WHERE $8::boolean
+    RETURNING 1
+)
+SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
+    w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error,
+    (SELECT count(*) FROM (
+        SELECT pg_notify($1::text, w.workflow_name)
+        WHERE $2::text IS NULL
+    ) AS notified)::int AS notified
+FROM woken w
+`
+
+type EventSendWakeParams struct {
+	Channel      string
+	LockOwner    *string
+	Now          *time.Time
+	LockedUntil  *time.Time
+	WorkflowName string
+	InstanceID   string
+	Type         string
+	RecordHook   bool
+}
+
+type EventSendWakeRow struct {
+	ID           int64
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int32
+	Kind         string
+	Priority     int16
+	RunAt        time.Time
+	Status       string
+	LockOwner    *string
+	LockedUntil  *time.Time
+	Version      int64
+	Attempts     int32
+	LastError    *string
+	Notified     int32
+}
+
+// EventSendWake is the last statement of a pipelined send: when the locked
+// instance is neither paused, pausing nor ended and its current run waits
+// for an event of the type, it makes the pending task due now as a resume,
+// records a hook entry (reason event, due when the task is) when record_hook
+// is set, and notifies the channel. With a lock_owner it leases the task
+// instead, as a claim does (version and attempts up by one, the instance
+// running), and notifies no one. It returns the woken task, if any.
+func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([]EventSendWakeRow, error) {
+	rows, err := q.db.Query(ctx, eventSendWake,
+		arg.Channel,
+		arg.LockOwner,
+		arg.Now,
+		arg.LockedUntil,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Type,
+		arg.RecordHook,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventSendWakeRow{}
+	for rows.Next() {
+		var i EventSendWakeRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.Kind,
+			&i.Priority,
+			&i.RunAt,
+			&i.Status,
+			&i.LockOwner,
+			&i.LockedUntil,
+			&i.Version,
+			&i.Attempts,
+			&i.LastError,
+			&i.Notified,
 		); err != nil {
 			return nil, err
 		}

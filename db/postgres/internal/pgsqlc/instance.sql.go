@@ -355,7 +355,8 @@ func (q *Queries) InstanceInsertMany(ctx context.Context, arg InstanceInsertMany
 
 const instanceList = `-- name: InstanceList :many
 SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
-WHERE ($1::text IS NULL OR workflow_name = $1::text)
+WHERE updated_at > '-infinity'::timestamptz
+    AND ($1::text IS NULL OR workflow_name = $1::text)
     AND (coalesce(cardinality($2::text[]), 0) = 0
         OR status = ANY($2::text[]))
     AND ($3::timestamptz IS NULL
@@ -376,6 +377,8 @@ type InstanceListParams struct {
 	Max                int32
 }
 
+// The list indexes are partial on updated_at > '-infinity' (true of every
+// row; see migration 00007), so the list states it to use them.
 func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]WorkflowInstance, error) {
 	rows, err := q.db.Query(ctx, instanceList,
 		arg.WorkflowName,
@@ -582,33 +585,6 @@ func (q *Queries) InstanceSuspend(ctx context.Context, arg InstanceSuspendParams
 	var status string
 	err := row.Scan(&status)
 	return status, err
-}
-
-const instanceTouch = `-- name: InstanceTouch :one
-UPDATE workflow_instance
-SET updated_at = coalesce($1::timestamptz, now())
-WHERE workflow_name = $2 AND instance_id = $3
-RETURNING status, run_number
-`
-
-type InstanceTouchParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-type InstanceTouchRow struct {
-	Status    string
-	RunNumber int32
-}
-
-// InstanceTouch locks an instance (any run) for a change that follows, such as
-// buffering an event.
-func (q *Queries) InstanceTouch(ctx context.Context, arg InstanceTouchParams) (InstanceTouchRow, error) {
-	row := q.db.QueryRow(ctx, instanceTouch, arg.Now, arg.WorkflowName, arg.InstanceID)
-	var i InstanceTouchRow
-	err := row.Scan(&i.Status, &i.RunNumber)
-	return i, err
 }
 
 const taskInsertManyLeased = `-- name: TaskInsertManyLeased :many

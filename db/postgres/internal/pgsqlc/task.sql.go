@@ -12,7 +12,8 @@ import (
 
 const taskClaim = `-- name: TaskClaim :many
 WITH pending AS (
-    SELECT t.id, t.priority, t.run_at
+    SELECT t.id, t.priority, t.run_at,
+        (i.status = 'queued' AND i.started_at IS NULL) AS fresh
     FROM workflow_task t
     JOIN workflow_instance i
         ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
@@ -26,7 +27,7 @@ WITH pending AS (
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
 expired AS (
-    SELECT t.id, t.priority, t.run_at
+    SELECT t.id, t.priority, t.run_at, false AS fresh
     FROM workflow_task t
     JOIN workflow_instance i
         ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
@@ -40,8 +41,8 @@ expired AS (
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
 due AS (
-    SELECT d.id
-    FROM (SELECT id, priority, run_at FROM pending UNION ALL SELECT id, priority, run_at FROM expired) AS d
+    SELECT d.id, d.fresh
+    FROM (SELECT id, priority, run_at, fresh FROM pending UNION ALL SELECT id, priority, run_at, fresh FROM expired) AS d
     ORDER BY d.priority, d.run_at, d.id
     LIMIT $3
 ),
@@ -54,7 +55,7 @@ claimed AS (
         attempts = t.attempts + 1
     FROM due
     WHERE t.id = due.id
-    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error
+    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, due.fresh
 ),
 started AS (
     UPDATE workflow_instance i
@@ -64,12 +65,19 @@ started AS (
     FROM claimed c
     WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
         AND i.status IN ('queued', 'waiting')
-    RETURNING i.instance_id
+    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata
 )
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status,
-    lock_owner, locked_until, version, attempts, last_error
-FROM claimed
-ORDER BY priority, run_at, id
+SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
+    c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error,
+    c.fresh AND s.instance_id IS NOT NULL AS fresh,
+    s.params AS instance_params, s.metadata AS instance_metadata,
+    s.run_number AS instance_run_number, s.pause_requested AS instance_pause_requested,
+    s.created_at AS instance_created_at, s.updated_at AS instance_updated_at,
+    s.started_at AS instance_started_at, s.retention_until AS instance_retention_until
+FROM claimed c
+LEFT JOIN started s
+    ON c.fresh AND s.workflow_name = c.workflow_name AND s.instance_id = c.instance_id
+ORDER BY c.priority, c.run_at, c.id
 `
 
 type TaskClaimParams struct {
@@ -81,19 +89,28 @@ type TaskClaimParams struct {
 }
 
 type TaskClaimRow struct {
-	ID           int64
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int32
-	Kind         string
-	Priority     int16
-	RunAt        time.Time
-	Status       string
-	LockOwner    *string
-	LockedUntil  *time.Time
-	Version      int64
-	Attempts     int32
-	LastError    *string
+	ID                     int64
+	WorkflowName           string
+	InstanceID             string
+	RunNumber              int32
+	Kind                   string
+	Priority               int16
+	RunAt                  time.Time
+	Status                 string
+	LockOwner              *string
+	LockedUntil            *time.Time
+	Version                int64
+	Attempts               int32
+	LastError              *string
+	Fresh                  *bool
+	InstanceParams         []byte
+	InstanceMetadata       []byte
+	InstanceRunNumber      *int32
+	InstancePauseRequested *bool
+	InstanceCreatedAt      *time.Time
+	InstanceUpdatedAt      *time.Time
+	InstanceStartedAt      *time.Time
+	InstanceRetentionUntil *time.Time
 }
 
 // TaskClaim leases due tasks in one statement. It never waits on a lock: a
@@ -110,9 +127,14 @@ type TaskClaimRow struct {
 // single OR of both kinds becomes) never does, and with vacuum lagging
 // behind every claim would revisit every dead task. The store runs this
 // statement with bitmap and sequential scans switched off (see
-// claimPlanSettings), so the plan does not depend on statistics. At most max
+// planSettings), so the plan does not depend on statistics. At most max
 // of the union are claimed, in claim order; the few rows locked beyond that
 // are released when the statement's transaction ends.
+//
+// A claimed run that never started (its instance was queued with no
+// started_at: no step of the run exists) comes back fresh, with the columns
+// of its instance as the claim left it (running), so that the runner need
+// not load it.
 func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskClaimRow, error) {
 	rows, err := q.db.Query(ctx, taskClaim,
 		arg.Now,
@@ -142,6 +164,15 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 			&i.Version,
 			&i.Attempts,
 			&i.LastError,
+			&i.Fresh,
+			&i.InstanceParams,
+			&i.InstanceMetadata,
+			&i.InstanceRunNumber,
+			&i.InstancePauseRequested,
+			&i.InstanceCreatedAt,
+			&i.InstanceUpdatedAt,
+			&i.InstanceStartedAt,
+			&i.InstanceRetentionUntil,
 		); err != nil {
 			return nil, err
 		}
@@ -411,44 +442,4 @@ func (q *Queries) TaskUpsertDue(ctx context.Context, arg TaskUpsertDueParams) er
 		arg.ResetAttempts,
 	)
 	return err
-}
-
-const taskWakeForEvent = `-- name: TaskWakeForEvent :execrows
-UPDATE workflow_task t
-SET run_at = least(t.run_at, coalesce($1::timestamptz, now())),
-    kind = 'resume',
-    priority = 0
-WHERE t.workflow_name = $2 AND t.instance_id = $3
-    AND t.status = 'pending'
-    AND EXISTS (
-        SELECT 1 FROM workflow_step s
-        WHERE s.workflow_name = t.workflow_name AND s.instance_id = t.instance_id
-            AND s.run_number = $4
-            AND s.type = 'waitForEvent' AND s.status = 'waiting'
-            AND s.wait_event_type = $5::text
-    )
-`
-
-type TaskWakeForEventParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int32
-	Type         string
-}
-
-// TaskWakeForEvent makes a pending task due now when its run waits for an
-// event of the type.
-func (q *Queries) TaskWakeForEvent(ctx context.Context, arg TaskWakeForEventParams) (int64, error) {
-	result, err := q.db.Exec(ctx, taskWakeForEvent,
-		arg.Now,
-		arg.WorkflowName,
-		arg.InstanceID,
-		arg.RunNumber,
-		arg.Type,
-	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
 }

@@ -24,6 +24,9 @@ func New(db DBTX) *Queries {
 func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	q := Queries{db: db}
 	var err error
+	if q.checkpointFenceStmt, err = db.PrepareContext(ctx, checkpointFence); err != nil {
+		return nil, fmt.Errorf("error preparing query CheckpointFence: %w", err)
+	}
 	if q.clockNowStmt, err = db.PrepareContext(ctx, clockNow); err != nil {
 		return nil, fmt.Errorf("error preparing query ClockNow: %w", err)
 	}
@@ -72,9 +75,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.instanceGetStmt, err = db.PrepareContext(ctx, instanceGet); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceGet: %w", err)
 	}
-	if q.instanceGetRunStmt, err = db.PrepareContext(ctx, instanceGetRun); err != nil {
-		return nil, fmt.Errorf("error preparing query InstanceGetRun: %w", err)
-	}
 	if q.instanceInsertStmt, err = db.PrepareContext(ctx, instanceInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceInsert: %w", err)
 	}
@@ -86,6 +86,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.instanceListStmt, err = db.PrepareContext(ctx, instanceList); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceList: %w", err)
+	}
+	if q.instanceListFreshStmt, err = db.PrepareContext(ctx, instanceListFresh); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceListFresh: %w", err)
 	}
 	if q.instanceListWorkflowStmt, err = db.PrepareContext(ctx, instanceListWorkflow); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceListWorkflow: %w", err)
@@ -168,14 +171,14 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.taskHeartbeatStmt, err = db.PrepareContext(ctx, taskHeartbeat); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskHeartbeat: %w", err)
 	}
-	if q.taskHeldStmt, err = db.PrepareContext(ctx, taskHeld); err != nil {
-		return nil, fmt.Errorf("error preparing query TaskHeld: %w", err)
-	}
 	if q.taskInsertStmt, err = db.PrepareContext(ctx, taskInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskInsert: %w", err)
 	}
 	if q.taskInsertLeasedStmt, err = db.PrepareContext(ctx, taskInsertLeased); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskInsertLeased: %w", err)
+	}
+	if q.taskLeaseWokenStmt, err = db.PrepareContext(ctx, taskLeaseWoken); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskLeaseWoken: %w", err)
 	}
 	if q.taskNextRunAtStmt, err = db.PrepareContext(ctx, taskNextRunAt); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskNextRunAt: %w", err)
@@ -200,6 +203,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 
 func (q *Queries) Close() error {
 	var err error
+	if q.checkpointFenceStmt != nil {
+		if cerr := q.checkpointFenceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing checkpointFenceStmt: %w", cerr)
+		}
+	}
 	if q.clockNowStmt != nil {
 		if cerr := q.clockNowStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing clockNowStmt: %w", cerr)
@@ -280,11 +288,6 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing instanceGetStmt: %w", cerr)
 		}
 	}
-	if q.instanceGetRunStmt != nil {
-		if cerr := q.instanceGetRunStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing instanceGetRunStmt: %w", cerr)
-		}
-	}
 	if q.instanceInsertStmt != nil {
 		if cerr := q.instanceInsertStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceInsertStmt: %w", cerr)
@@ -303,6 +306,11 @@ func (q *Queries) Close() error {
 	if q.instanceListStmt != nil {
 		if cerr := q.instanceListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceListStmt: %w", cerr)
+		}
+	}
+	if q.instanceListFreshStmt != nil {
+		if cerr := q.instanceListFreshStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceListFreshStmt: %w", cerr)
 		}
 	}
 	if q.instanceListWorkflowStmt != nil {
@@ -440,11 +448,6 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing taskHeartbeatStmt: %w", cerr)
 		}
 	}
-	if q.taskHeldStmt != nil {
-		if cerr := q.taskHeldStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing taskHeldStmt: %w", cerr)
-		}
-	}
 	if q.taskInsertStmt != nil {
 		if cerr := q.taskInsertStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing taskInsertStmt: %w", cerr)
@@ -453,6 +456,11 @@ func (q *Queries) Close() error {
 	if q.taskInsertLeasedStmt != nil {
 		if cerr := q.taskInsertLeasedStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing taskInsertLeasedStmt: %w", cerr)
+		}
+	}
+	if q.taskLeaseWokenStmt != nil {
+		if cerr := q.taskLeaseWokenStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskLeaseWokenStmt: %w", cerr)
 		}
 	}
 	if q.taskNextRunAtStmt != nil {
@@ -524,6 +532,7 @@ func (q *Queries) queryRow(ctx context.Context, stmt *sql.Stmt, query string, ar
 type Queries struct {
 	db                                DBTX
 	tx                                *sql.Tx
+	checkpointFenceStmt               *sql.Stmt
 	clockNowStmt                      *sql.Stmt
 	eventConsumeOldestStmt            *sql.Stmt
 	eventInsertStmt                   *sql.Stmt
@@ -540,11 +549,11 @@ type Queries struct {
 	instanceCompleteStmt              *sql.Stmt
 	instanceFailStmt                  *sql.Stmt
 	instanceGetStmt                   *sql.Stmt
-	instanceGetRunStmt                *sql.Stmt
 	instanceInsertStmt                *sql.Stmt
 	instanceInsertIfAbsentStmt        *sql.Stmt
 	instanceInsertStartedIfAbsentStmt *sql.Stmt
 	instanceListStmt                  *sql.Stmt
+	instanceListFreshStmt             *sql.Stmt
 	instanceListWorkflowStmt          *sql.Stmt
 	instanceParkStmt                  *sql.Stmt
 	instanceRestartStmt               *sql.Stmt
@@ -572,9 +581,9 @@ type Queries struct {
 	taskDeleteStmt                    *sql.Stmt
 	taskGetStmt                       *sql.Stmt
 	taskHeartbeatStmt                 *sql.Stmt
-	taskHeldStmt                      *sql.Stmt
 	taskInsertStmt                    *sql.Stmt
 	taskInsertLeasedStmt              *sql.Stmt
+	taskLeaseWokenStmt                *sql.Stmt
 	taskNextRunAtStmt                 *sql.Stmt
 	taskReleaseStmt                   *sql.Stmt
 	taskResetAttemptsStmt             *sql.Stmt
@@ -587,6 +596,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 	return &Queries{
 		db:                                tx,
 		tx:                                tx,
+		checkpointFenceStmt:               q.checkpointFenceStmt,
 		clockNowStmt:                      q.clockNowStmt,
 		eventConsumeOldestStmt:            q.eventConsumeOldestStmt,
 		eventInsertStmt:                   q.eventInsertStmt,
@@ -603,11 +613,11 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceCompleteStmt:              q.instanceCompleteStmt,
 		instanceFailStmt:                  q.instanceFailStmt,
 		instanceGetStmt:                   q.instanceGetStmt,
-		instanceGetRunStmt:                q.instanceGetRunStmt,
 		instanceInsertStmt:                q.instanceInsertStmt,
 		instanceInsertIfAbsentStmt:        q.instanceInsertIfAbsentStmt,
 		instanceInsertStartedIfAbsentStmt: q.instanceInsertStartedIfAbsentStmt,
 		instanceListStmt:                  q.instanceListStmt,
+		instanceListFreshStmt:             q.instanceListFreshStmt,
 		instanceListWorkflowStmt:          q.instanceListWorkflowStmt,
 		instanceParkStmt:                  q.instanceParkStmt,
 		instanceRestartStmt:               q.instanceRestartStmt,
@@ -635,9 +645,9 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		taskDeleteStmt:                    q.taskDeleteStmt,
 		taskGetStmt:                       q.taskGetStmt,
 		taskHeartbeatStmt:                 q.taskHeartbeatStmt,
-		taskHeldStmt:                      q.taskHeldStmt,
 		taskInsertStmt:                    q.taskInsertStmt,
 		taskInsertLeasedStmt:              q.taskInsertLeasedStmt,
+		taskLeaseWokenStmt:                q.taskLeaseWokenStmt,
 		taskNextRunAtStmt:                 q.taskNextRunAtStmt,
 		taskReleaseStmt:                   q.taskReleaseStmt,
 		taskResetAttemptsStmt:             q.taskResetAttemptsStmt,

@@ -9,6 +9,47 @@ import (
 	"context"
 )
 
+const checkpointFence = `-- name: CheckpointFence :one
+SELECT i.status, i.pause_requested
+FROM workflow_instance i
+WHERE i.workflow_name = ?1 AND i.instance_id = ?2
+    AND i.run_number = ?3
+    AND EXISTS (
+        SELECT 1 FROM workflow_task t
+        WHERE t.id = ?4 AND t.version = ?5 AND t.status = 'processing'
+    )
+`
+
+type CheckpointFenceParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+	TaskID       int64
+	Version      int64
+}
+
+type CheckpointFenceRow struct {
+	Status         string
+	PauseRequested int64
+}
+
+// CheckpointFence is the fence of a checkpoint, inside its write
+// transaction: the instance's status and pause request when its run is
+// current and its task still held at the version; no row means the fence
+// failed (the instance was restarted or is gone, or the task moved on).
+func (q *Queries) CheckpointFence(ctx context.Context, arg CheckpointFenceParams) (CheckpointFenceRow, error) {
+	row := q.queryRow(ctx, q.checkpointFenceStmt, checkpointFence,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.TaskID,
+		arg.Version,
+	)
+	var i CheckpointFenceRow
+	err := row.Scan(&i.Status, &i.PauseRequested)
+	return i, err
+}
+
 const instanceComplete = `-- name: InstanceComplete :exec
 UPDATE workflow_instance
 SET status = 'complete',
@@ -96,35 +137,6 @@ func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (Workf
 		&i.RetentionUntil,
 		&i.Metadata,
 	)
-	return i, err
-}
-
-const instanceGetRun = `-- name: InstanceGetRun :one
-SELECT status, pause_requested
-FROM workflow_instance
-WHERE workflow_name = ?1 AND instance_id = ?2
-    AND run_number = ?3
-`
-
-type InstanceGetRunParams struct {
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int64
-}
-
-type InstanceGetRunRow struct {
-	Status         string
-	PauseRequested int64
-}
-
-// InstanceGetRun reads an instance for a checkpoint of one run, inside the
-// checkpoint's write transaction; no row means the instance was restarted
-// (or is gone). It does not write the row: updated_at moves with the status
-// transition the checkpoint makes, if any, not with its step rows.
-func (q *Queries) InstanceGetRun(ctx context.Context, arg InstanceGetRunParams) (InstanceGetRunRow, error) {
-	row := q.queryRow(ctx, q.instanceGetRunStmt, instanceGetRun, arg.WorkflowName, arg.InstanceID, arg.RunNumber)
-	var i InstanceGetRunRow
-	err := row.Scan(&i.Status, &i.PauseRequested)
 	return i, err
 }
 
@@ -307,6 +319,56 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 		arg.CursorInstanceID,
 		arg.Max,
 	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowInstance{}
+	for rows.Next() {
+		var i WorkflowInstance
+		if err := rows.Scan(
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.Status,
+			&i.Params,
+			&i.Output,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.PauseRequested,
+			&i.RunNumber,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.RetentionUntil,
+			&i.Metadata,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const instanceListFresh = `-- name: InstanceListFresh :many
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+WHERE status = 'queued' AND started_at IS NULL
+    AND (workflow_name, instance_id) IN (
+        SELECT t.workflow_name, t.instance_id FROM workflow_task t
+        WHERE t.id IN (SELECT value FROM json_each(CAST(?1 AS TEXT))))
+`
+
+// InstanceListFresh returns the instances of just-claimed tasks (task_ids is
+// a JSON array of task ids) that never started: queued with no started_at,
+// so no step of their run exists.
+func (q *Queries) InstanceListFresh(ctx context.Context, taskIds string) ([]WorkflowInstance, error) {
+	rows, err := q.query(ctx, q.instanceListFreshStmt, instanceListFresh, taskIds)
 	if err != nil {
 		return nil, err
 	}

@@ -174,25 +174,6 @@ func (q *Queries) TaskHeartbeat(ctx context.Context, arg TaskHeartbeatParams) (i
 	return result.RowsAffected()
 }
 
-const taskHeld = `-- name: TaskHeld :one
-SELECT id FROM workflow_task
-WHERE id = ?1 AND version = ?2 AND status = 'processing'
-`
-
-type TaskHeldParams struct {
-	ID      int64
-	Version int64
-}
-
-// TaskHeld is the fence of a checkpoint: it finds the task only when the
-// caller still holds it at this version.
-func (q *Queries) TaskHeld(ctx context.Context, arg TaskHeldParams) (int64, error) {
-	row := q.queryRow(ctx, q.taskHeldStmt, taskHeld, arg.ID, arg.Version)
-	var id int64
-	err := row.Scan(&id)
-	return id, err
-}
-
 const taskInsert = `-- name: TaskInsert :exec
 INSERT INTO workflow_task (
     workflow_name, instance_id, run_number, kind, priority, run_at, status, version
@@ -210,6 +191,54 @@ type TaskInsertParams struct {
 func (q *Queries) TaskInsert(ctx context.Context, arg TaskInsertParams) error {
 	_, err := q.exec(ctx, q.taskInsertStmt, taskInsert, arg.WorkflowName, arg.InstanceID, arg.Now)
 	return err
+}
+
+const taskLeaseWoken = `-- name: TaskLeaseWoken :one
+UPDATE workflow_task
+SET status = 'processing',
+    lock_owner = CAST(?1 AS TEXT),
+    locked_until = CAST(?2 AS INTEGER),
+    version = version + 1,
+    attempts = attempts + 1
+WHERE workflow_name = ?3 AND instance_id = ?4
+    AND status = 'pending'
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error
+`
+
+type TaskLeaseWokenParams struct {
+	LockOwner    string
+	LockedUntil  int64
+	WorkflowName string
+	InstanceID   string
+}
+
+// TaskLeaseWoken leases an instance's pending task to the owner as a claim
+// does: the eager resume of a run an event just woke, in the send's
+// transaction.
+func (q *Queries) TaskLeaseWoken(ctx context.Context, arg TaskLeaseWokenParams) (WorkflowTask, error) {
+	row := q.queryRow(ctx, q.taskLeaseWokenStmt, taskLeaseWoken,
+		arg.LockOwner,
+		arg.LockedUntil,
+		arg.WorkflowName,
+		arg.InstanceID,
+	)
+	var i WorkflowTask
+	err := row.Scan(
+		&i.ID,
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.RunNumber,
+		&i.Kind,
+		&i.Priority,
+		&i.RunAt,
+		&i.Status,
+		&i.LockOwner,
+		&i.LockedUntil,
+		&i.Version,
+		&i.Attempts,
+		&i.LastError,
+	)
+	return i, err
 }
 
 const taskNextRunAt = `-- name: TaskNextRunAt :one

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
@@ -15,8 +17,10 @@ import (
 // (see EventSendLock, EventSendInsert and EventSendWake in event.sql, each
 // guarded by the instance EventSendLock locked). With p.Lease the woken
 // run's task is leased to its owner instead (see db.EventSendParams.Lease).
-// db.ErrNotFound when there is no such instance and db.ErrTerminal when it
-// has ended; then nothing changes.
+// A send on the caller's clock (p.Now) also delivers the event to the run
+// it wakes when the event is the run's only undelivered one of the type
+// (db.EventSendResult.DeliveredTo). db.ErrNotFound when there is no such
+// instance and db.ErrTerminal when it has ended; then nothing changes.
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
 	var (
 		inst    pgsqlc.EventSendLockRow
@@ -25,18 +29,32 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		rowErr  error
 		woken   []pgsqlc.EventSendWakeRow
 	)
+	now := p.Now
+	var delivered json.RawMessage
+	if now != nil {
+		// The event's timestamp as stored (Postgres keeps microseconds) is
+		// the one its step result carries.
+		at := now.UTC().Truncate(time.Microsecond)
+		now = &at
+		var err error
+		delivered, err = eventStepResult(&db.Event{Type: p.Type, Payload: p.Payload, CreatedAt: at})
+		if err != nil {
+			return nil, fmt.Errorf("sending event: encoding its step result: %w", err)
+		}
+	}
 	wake := pgsqlc.EventSendWakeParams{
-		Channel:      s.wakeChannel,
-		Now:          p.Now,
-		WorkflowName: p.WorkflowName,
-		InstanceID:   p.InstanceID,
-		Type:         p.Type,
-		RecordHook:   p.RecordHooks,
+		Channel:         s.wakeChannel,
+		Now:             now,
+		DeliveredResult: delivered,
+		WorkflowName:    p.WorkflowName,
+		InstanceID:      p.InstanceID,
+		Type:            p.Type,
+		RecordHook:      p.RecordHooks,
 	}
 	if p.Lease != nil {
 		wake.LockOwner, wake.LockedUntil = &p.Lease.Owner, &p.Lease.LockedUntil
 	}
-	key := pgsqlc.EventSendLockParams{Now: p.Now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
+	key := pgsqlc.EventSendLockParams{Now: now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
 	err := s.pipeline(ctx, append([]string{"BEGIN"}, planSettings...), []string{"COMMIT"},
 		func(q *pgsqlc.Queries) error {
 			inst, instErr = q.EventSendLock(ctx, key)
@@ -49,7 +67,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			row, rowErr = q.EventSendInsert(ctx, pgsqlc.EventSendInsertParams{
 				Type:         p.Type,
 				Payload:      jsonArg(p.Payload),
-				Now:          p.Now,
+				Now:          now,
 				WorkflowName: p.WorkflowName,
 				InstanceID:   p.InstanceID,
 			})
@@ -72,6 +90,11 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		return nil, fmt.Errorf("sending event: %w", db.ErrTerminal)
 	}
 	res := &db.EventSendResult{Event: eventFromRow(&row), Woken: len(woken) > 0}
+	if len(woken) > 0 && woken[0].DeliveredStepKey != "" {
+		// Delivered at the send's time, which is the event's time.
+		res.DeliveredTo = woken[0].DeliveredStepKey
+		res.Event.DeliveredAt, res.Event.ConsumedByStepKey = new(res.Event.CreatedAt), res.DeliveredTo
+	}
 	if p.Lease != nil && len(woken) > 0 {
 		w := woken[0]
 		res.LeasedTask = taskFromRow(&pgsqlc.WorkflowTask{

@@ -384,14 +384,7 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 			return tolerate(taskErr)
 		},
 		func(q *pgsqlc.Queries) error {
-			evRow, evErr = q.EventConsumeOldest(ctx, pgsqlc.EventConsumeOldestParams{
-				Now:          now,
-				StepKey:      ce.StepKey,
-				WorkflowName: p.WorkflowName,
-				InstanceID:   p.InstanceID,
-				RunNumber:    int32(p.RunNumber),
-				Type:         ce.Type,
-			})
+			evRow, evErr = q.EventConsumeOldest(ctx, eventConsumeOldestParams(p, now))
 			return tolerate(evErr)
 		})
 	if err != nil {
@@ -454,15 +447,7 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 // consumeEvent marks the oldest undelivered event of the requested type as
 // consumed and completes the waiting step with it; nil when none is buffered.
 func consumeEvent(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams, now *time.Time) (*db.Event, error) {
-	ce := p.ConsumeEvent
-	row, err := q.EventConsumeOldest(ctx, pgsqlc.EventConsumeOldestParams{
-		Now:          now,
-		StepKey:      ce.StepKey,
-		WorkflowName: p.WorkflowName,
-		InstanceID:   p.InstanceID,
-		RunNumber:    int32(p.RunNumber),
-		Type:         ce.Type,
-	})
+	row, err := q.EventConsumeOldest(ctx, eventConsumeOldestParams(p, now))
 	if isNoRows(err) {
 		return nil, nil
 	}
@@ -478,6 +463,19 @@ func consumeEvent(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams
 		return nil, err
 	}
 	return ev, nil
+}
+
+// eventConsumeOldestParams consumes, for p's consuming step, the oldest
+// undelivered event of the type it waits for.
+func eventConsumeOldestParams(p *db.CheckpointParams, now *time.Time) pgsqlc.EventConsumeOldestParams {
+	return pgsqlc.EventConsumeOldestParams{
+		Now:          now,
+		StepKey:      p.ConsumeEvent.StepKey,
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		RunNumber:    int32(p.RunNumber),
+		Type:         p.ConsumeEvent.Type,
+	}
 }
 
 // stepCompleteWithEventParams completes p's consuming step with result.

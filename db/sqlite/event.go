@@ -11,7 +11,9 @@ import (
 // EventSend buffers an event for the instance's current run and, when the
 // instance waits for that type and is not paused, makes its task due now (or,
 // with p.Lease, leases it to the lease's owner as a claim would) and records
-// an event hook entry when p.RecordHooks is set. It returns
+// an event hook entry when p.RecordHooks is set. The event a send wakes a
+// run with is delivered to it in the same transaction (deliverEvent). It
+// returns
 // db.ErrNotFound for an unknown instance and db.ErrTerminal for a terminal
 // one; in both cases nothing is written.
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
@@ -63,6 +65,9 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			return nil
 		}
 		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, db.HookReasonEvent, now); err != nil {
+			return err
+		}
+		if err := deliverEvent(ctx, q, p, int(inst.RunNumber), now, res); err != nil {
 			return err
 		}
 		if p.Lease == nil {
@@ -117,4 +122,39 @@ func (s *Store) EventList(ctx context.Context, p *db.EventListParams) ([]*db.Eve
 		list[i] = eventFromRow(&rows[i])
 	}
 	return list, nil
+}
+
+// deliverEvent delivers an event to the run a send woke, as the run would
+// consume it on resuming (see db.EventSendResult.DeliveredTo): the run's
+// first step waiting for the type completes with the oldest undelivered
+// event of the type, which is marked consumed by it. The send's write
+// transaction excludes every other writer, so the oldest is always found
+// here. It records the delivery in res.
+func deliverEvent(ctx context.Context, q *litesqlc.Queries, p *db.EventSendParams, runNumber int, now int64, res *db.EventSendResult) error {
+	key, err := q.StepFirstWaitingForEvent(ctx, litesqlc.StepFirstWaitingForEventParams{
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		RunNumber:    int64(runNumber),
+		Type:         p.Type,
+	})
+	if isNoRows(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	ev, err := consumeEvent(ctx, q, &db.CheckpointParams{
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		RunNumber:    runNumber,
+		ConsumeEvent: &db.ConsumeEvent{Type: p.Type, StepKey: key},
+	}, now)
+	if err != nil || ev == nil {
+		return err
+	}
+	res.DeliveredTo = key
+	if ev.ID == res.Event.ID {
+		res.Event = ev
+	}
+	return nil
 }

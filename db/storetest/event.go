@@ -82,6 +82,7 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b.create(t, "a")
 		waitFor(t, b, "a", "approve")
 		before := b.task(t, "a")
+		timeoutAt := b.at(24 * time.Hour)
 
 		b.now = b.at(time.Minute)
 		res := b.send(t, "a", "reject", `{}`)
@@ -99,17 +100,30 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, before.Version, task.Version)
 		requireTimePtr(t, b.now, b.nextRunAt(t))
 
+		// The send delivered the event to the wait it woke, as the run would
+		// consume it: the run finds the step complete.
+		require.Equal(t, "wait", res.DeliveredTo)
+		requireTimePtr(t, b.now, res.Event.DeliveredAt)
+		require.Equal(t, "wait", res.Event.ConsumedByStepKey)
+		require.Equal(t, res.Event, b.events(t, "a", 1)[1])
+		steps := b.steps(t, "a", 1)
+		require.Len(t, steps, 1)
+		require.Equal(t, db.StepStatusComplete, steps[0].Status)
+		requireTimePtr(t, b.now, steps[0].CompletedAt)
+		require.Equal(t, 24*time.Hour, steps[0].Timeout, "the wait keeps its timeout")
+		requireTimePtr(t, timeoutAt, steps[0].WakeAt)
+		requireJSON(t, `{"type":"approve","payload":{"ok":true},"timestamp":"2041-03-04T10:02:00Z"}`, steps[0].Result)
+
 		claimed := b.claimIDAt(t, "a", b.now)
 		require.Equal(t, db.TaskKindResume, claimed.Kind)
+		state, err := b.store.RunLoad(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: "a"})
+		require.NoError(t, err)
+		require.Equal(t, steps[0], state.Steps["wait"], "the resumed run replays the delivered step")
 		p := b.checkpoint(claimed)
 		p.ConsumeEvent = &db.ConsumeEvent{Type: "approve", StepKey: "wait"}
 		cp, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, res.Event.ID, cp.Event.ID)
-		steps := b.steps(t, "a", 1)
-		require.Len(t, steps, 1)
-		require.Equal(t, db.StepStatusComplete, steps[0].Status)
-		require.Equal(t, 24*time.Hour, steps[0].Timeout)
+		require.Nil(t, cp.Event, "delivered once: nothing is left to consume")
 	})
 
 	t.Run("SendWithLeaseLeasesTheWokenTask", func(t *testing.T) {
@@ -156,12 +170,82 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, db.StatusRunning, b.get(t, "a").Status)
 		require.Empty(t, b.claimAt(t, b.at(time.Second), 10), "no other runner can claim it")
 
-		// The lease holder consumes the event.
+		// The lease holder finds the event delivered to its wait.
+		require.Equal(t, "wait", res.DeliveredTo)
+		steps := b.steps(t, "a", 1)
+		require.Len(t, steps, 1)
+		require.Equal(t, db.StepStatusComplete, steps[0].Status)
+		requireJSON(t, `{"type":"approve","payload":1,"timestamp":"2041-03-04T10:00:00Z"}`, steps[0].Result)
 		p := b.checkpoint(task)
-		p.ConsumeEvent = &db.ConsumeEvent{Type: "approve", StepKey: "wait"}
-		cp, err := b.store.Checkpoint(b.ctx, p)
+		p.Outcome, p.Output = db.OutcomeComplete, json.RawMessage(`1`)
+		_, err = b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err, "the lease holds")
+	})
+
+	t.Run("SendDeliversTheOldestEventFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		waitFor(t, b, "a", "approve")
+		// Sent while paused: buffered, not delivered, nothing woken.
+		_, err := b.store.InstancePause(b.ctx, b.change("a"))
 		require.NoError(t, err)
-		require.Equal(t, res.Event.ID, cp.Event.ID)
+		b.now = b.at(time.Second)
+		first := b.send(t, "a", "approve", `1`)
+		require.False(t, first.Woken)
+		require.Empty(t, first.DeliveredTo)
+		require.Equal(t, db.StepStatusWaiting, b.steps(t, "a", 1)[0].Status)
+		_, err = b.store.InstanceResume(b.ctx, b.change("a"))
+		require.NoError(t, err)
+
+		// The next send wakes the run; the first event is the one it gets,
+		// whether the send delivers it or the run consumes it.
+		b.now = b.at(time.Second)
+		second := b.send(t, "a", "approve", `2`)
+		require.True(t, second.Woken)
+		task := b.claimIDAt(t, "a", b.now)
+		steps := b.steps(t, "a", 1)
+		require.Len(t, steps, 1)
+		if second.DeliveredTo == "" {
+			require.Equal(t, db.StepStatusWaiting, steps[0].Status)
+			p := b.checkpoint(task)
+			p.ConsumeEvent = &db.ConsumeEvent{Type: "approve", StepKey: "wait"}
+			cp, err := b.store.Checkpoint(b.ctx, p)
+			require.NoError(t, err)
+			require.Equal(t, first.Event.ID, cp.Event.ID)
+			steps = b.steps(t, "a", 1)
+		} else {
+			require.Equal(t, "wait", second.DeliveredTo)
+			require.Nil(t, second.Event.DeliveredAt, "the second event stays buffered")
+		}
+		require.Equal(t, db.StepStatusComplete, steps[0].Status)
+		requireJSON(t, `{"type":"approve","payload":1,"timestamp":"2041-03-04T10:00:01Z"}`, steps[0].Result)
+		events := b.events(t, "a", 1)
+		require.Len(t, events, 2)
+		require.Equal(t, "wait", events[0].ConsumedByStepKey)
+		require.Nil(t, events[1].DeliveredAt)
+		require.Empty(t, events[1].ConsumedByStepKey)
+	})
+
+	t.Run("SendOnTheDatabaseClockStillWakes", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		waitFor(t, b, "a", "approve")
+		res, err := b.store.EventSend(b.ctx, &db.EventSendParams{
+			WorkflowName: workflowName, InstanceID: "a", Type: "approve", Payload: json.RawMessage(`1`),
+		})
+		require.NoError(t, err)
+		require.True(t, res.Woken)
+		steps := b.steps(t, "a", 1)
+		require.Len(t, steps, 1)
+		if res.DeliveredTo == "" {
+			require.Equal(t, db.StepStatusWaiting, steps[0].Status, "left for the run to consume")
+			require.Nil(t, b.events(t, "a", 1)[0].DeliveredAt)
+		} else {
+			require.Equal(t, db.StepStatusComplete, steps[0].Status)
+			require.Equal(t, "wait", b.events(t, "a", 1)[0].ConsumedByStepKey)
+		}
 	})
 
 	t.Run("SendDoesNotWakePausedInstance", func(t *testing.T) {

@@ -71,7 +71,19 @@ RETURNING *;
 -- records a hook entry (reason event, due when the task is) when record_hook
 -- is set, and notifies the channel. With a lock_owner it leases the task
 -- instead, as a claim does (version and attempts up by one, the instance
--- running), and notifies no one. It returns the woken task, if any.
+-- running), and notifies no one.
+--
+-- With a delivered_result (the step result of the event EventSendInsert
+-- buffered, encoded by the caller) it also delivers the event to the run it
+-- wakes, as the run would consume it: the first step of the run waiting for
+-- the type (oldest first) completes with that result and the event is
+-- marked consumed by it, so that the resumed run finds the step complete
+-- and goes on without a checkpoint of its own. It does so only when that
+-- event is the run's one undelivered event of the type, the one the run
+-- would consume first; otherwise the run consumes the oldest itself.
+--
+-- It returns the woken task, if any, and the key of the step the event was
+-- delivered to ('' when none).
 WITH woken AS (
     UPDATE workflow_task t
     SET run_at = least(t.run_at, coalesce(sqlc.narg('now')::timestamptz, now())),
@@ -117,11 +129,56 @@ hook AS (
     FROM woken w
     WHERE @record_hook::boolean
     RETURNING 1
+),
+target AS (
+    SELECT s.run_number, s.step_key
+    FROM woken w
+    JOIN workflow_step s
+        ON s.workflow_name = w.workflow_name AND s.instance_id = w.instance_id
+        AND s.run_number = w.run_number
+    WHERE sqlc.narg('delivered_result')::json IS NOT NULL
+        AND s.type = 'waitForEvent' AND s.status = 'waiting'
+        AND s.wait_event_type = @type::text
+    ORDER BY s.created_at, s.step_key
+    LIMIT 1
+),
+only_event AS (
+    SELECT max(e.id) AS id
+    FROM target g
+    JOIN workflow_event e
+        ON e.workflow_name = @workflow_name AND e.instance_id = @instance_id
+        AND e.run_number = g.run_number AND e.type = @type::text
+        AND e.delivered_at IS NULL
+    HAVING count(*) = 1
+),
+consumed AS (
+    UPDATE workflow_event e
+    SET delivered_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        consumed_by_step_key = g.step_key
+    FROM target g, only_event o
+    WHERE e.id = o.id
+    RETURNING e.id
+),
+delivered AS (
+    UPDATE workflow_step s
+    SET status = 'complete',
+        result = sqlc.narg('delivered_result')::json,
+        next_retry_at = NULL,
+        error_name = NULL,
+        error_message = NULL,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        completed_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM target g, only_event o
+    WHERE s.workflow_name = @workflow_name AND s.instance_id = @instance_id
+        AND s.run_number = g.run_number AND s.step_key = g.step_key
+    RETURNING s.step_key
 )
 SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
     w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error,
     (SELECT count(*) FROM (
         SELECT pg_notify(@channel::text, w.workflow_name)
         WHERE sqlc.narg('lock_owner')::text IS NULL
-    ) AS notified)::int AS notified
+    ) AS notified)::int AS notified,
+    coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key,
+    (SELECT count(*) FROM consumed)::int AS consumed
 FROM woken w;

@@ -54,3 +54,15 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number AND id > CAST(@after_id AS INTEGER)
 ORDER BY id
 LIMIT @max;
+
+-- name: StepFirstWaitingForEvent :one
+-- StepFirstWaitingForEvent returns the key of a run's first step (oldest
+-- first) that waits for an event of the type: the step an event of that
+-- type is delivered to.
+SELECT step_key FROM workflow_step
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number
+    AND type = 'waitForEvent' AND status = 'waiting'
+    AND wait_event_type = CAST(@type AS TEXT)
+ORDER BY created_at, step_key
+LIMIT 1;

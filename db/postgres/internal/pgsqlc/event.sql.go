@@ -284,42 +284,90 @@ hook AS (
     FROM woken w
     WHERE $8::boolean
     RETURNING 1
+),
+target AS (
+    SELECT s.run_number, s.step_key
+    FROM woken w
+    JOIN workflow_step s
+        ON s.workflow_name = w.workflow_name AND s.instance_id = w.instance_id
+        AND s.run_number = w.run_number
+    WHERE $9::json IS NOT NULL
+        AND s.type = 'waitForEvent' AND s.status = 'waiting'
+        AND s.wait_event_type = $7::text
+    ORDER BY s.created_at, s.step_key
+    LIMIT 1
+),
+only_event AS (
+    SELECT max(e.id) AS id
+    FROM target g
+    JOIN workflow_event e
+        ON e.workflow_name = $5 AND e.instance_id = $6
+        AND e.run_number = g.run_number AND e.type = $7::text
+        AND e.delivered_at IS NULL
+    HAVING count(*) = 1
+),
+consumed AS (
+    UPDATE workflow_event e
+    SET delivered_at = coalesce($3::timestamptz, now()),
+        consumed_by_step_key = g.step_key
+    FROM target g, only_event o
+    WHERE e.id = o.id
+    RETURNING e.id
+),
+delivered AS (
+    UPDATE workflow_step s
+    SET status = 'complete',
+        result = $9::json,
+        next_retry_at = NULL,
+        error_name = NULL,
+        error_message = NULL,
+        updated_at = coalesce($3::timestamptz, now()),
+        completed_at = coalesce($3::timestamptz, now())
+    FROM target g, only_event o
+    WHERE s.workflow_name = $5 AND s.instance_id = $6
+        AND s.run_number = g.run_number AND s.step_key = g.step_key
+    RETURNING s.step_key
 )
 SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
     w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error,
     (SELECT count(*) FROM (
         SELECT pg_notify($1::text, w.workflow_name)
         WHERE $2::text IS NULL
-    ) AS notified)::int AS notified
+    ) AS notified)::int AS notified,
+    coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key,
+    (SELECT count(*) FROM consumed)::int AS consumed
 FROM woken w
 `
 
 type EventSendWakeParams struct {
-	Channel      string
-	LockOwner    *string
-	Now          *time.Time
-	LockedUntil  *time.Time
-	WorkflowName string
-	InstanceID   string
-	Type         string
-	RecordHook   bool
+	Channel         string
+	LockOwner       *string
+	Now             *time.Time
+	LockedUntil     *time.Time
+	WorkflowName    string
+	InstanceID      string
+	Type            string
+	RecordHook      bool
+	DeliveredResult []byte
 }
 
 type EventSendWakeRow struct {
-	ID           int64
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int32
-	Kind         string
-	Priority     int16
-	RunAt        time.Time
-	Status       string
-	LockOwner    *string
-	LockedUntil  *time.Time
-	Version      int64
-	Attempts     int32
-	LastError    *string
-	Notified     int32
+	ID               int64
+	WorkflowName     string
+	InstanceID       string
+	RunNumber        int32
+	Kind             string
+	Priority         int16
+	RunAt            time.Time
+	Status           string
+	LockOwner        *string
+	LockedUntil      *time.Time
+	Version          int64
+	Attempts         int32
+	LastError        *string
+	Notified         int32
+	DeliveredStepKey string
+	Consumed         int32
 }
 
 // EventSendWake is the last statement of a pipelined send: when the locked
@@ -328,7 +376,19 @@ type EventSendWakeRow struct {
 // records a hook entry (reason event, due when the task is) when record_hook
 // is set, and notifies the channel. With a lock_owner it leases the task
 // instead, as a claim does (version and attempts up by one, the instance
-// running), and notifies no one. It returns the woken task, if any.
+// running), and notifies no one.
+//
+// With a delivered_result (the step result of the event EventSendInsert
+// buffered, encoded by the caller) it also delivers the event to the run it
+// wakes, as the run would consume it: the first step of the run waiting for
+// the type (oldest first) completes with that result and the event is
+// marked consumed by it, so that the resumed run finds the step complete
+// and goes on without a checkpoint of its own. It does so only when that
+// event is the run's one undelivered event of the type, the one the run
+// would consume first; otherwise the run consumes the oldest itself.
+//
+// It returns the woken task, if any, and the key of the step the event was
+// delivered to (” when none).
 func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([]EventSendWakeRow, error) {
 	rows, err := q.db.Query(ctx, eventSendWake,
 		arg.Channel,
@@ -339,6 +399,7 @@ func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([
 		arg.InstanceID,
 		arg.Type,
 		arg.RecordHook,
+		arg.DeliveredResult,
 	)
 	if err != nil {
 		return nil, err
@@ -362,6 +423,8 @@ func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([
 			&i.Attempts,
 			&i.LastError,
 			&i.Notified,
+			&i.DeliveredStepKey,
+			&i.Consumed,
 		); err != nil {
 			return nil, err
 		}

@@ -153,6 +153,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.stepCompleteWithEventStmt, err = db.PrepareContext(ctx, stepCompleteWithEvent); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompleteWithEvent: %w", err)
 	}
+	if q.stepFirstWaitingForEventStmt, err = db.PrepareContext(ctx, stepFirstWaitingForEvent); err != nil {
+		return nil, fmt.Errorf("error preparing query StepFirstWaitingForEvent: %w", err)
+	}
 	if q.stepListStmt, err = db.PrepareContext(ctx, stepList); err != nil {
 		return nil, fmt.Errorf("error preparing query StepList: %w", err)
 	}
@@ -418,6 +421,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing stepCompleteWithEventStmt: %w", cerr)
 		}
 	}
+	if q.stepFirstWaitingForEventStmt != nil {
+		if cerr := q.stepFirstWaitingForEventStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepFirstWaitingForEventStmt: %w", cerr)
+		}
+	}
 	if q.stepListStmt != nil {
 		if cerr := q.stepListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepListStmt: %w", cerr)
@@ -575,6 +583,7 @@ type Queries struct {
 	scheduleListWorkflowStmt          *sql.Stmt
 	scheduleUpdateStmt                *sql.Stmt
 	stepCompleteWithEventStmt         *sql.Stmt
+	stepFirstWaitingForEventStmt      *sql.Stmt
 	stepListStmt                      *sql.Stmt
 	stepUpsertStmt                    *sql.Stmt
 	taskClaimStmt                     *sql.Stmt
@@ -639,6 +648,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		scheduleListWorkflowStmt:          q.scheduleListWorkflowStmt,
 		scheduleUpdateStmt:                q.scheduleUpdateStmt,
 		stepCompleteWithEventStmt:         q.stepCompleteWithEventStmt,
+		stepFirstWaitingForEventStmt:      q.stepFirstWaitingForEventStmt,
 		stepListStmt:                      q.stepListStmt,
 		stepUpsertStmt:                    q.stepUpsertStmt,
 		taskClaimStmt:                     q.taskClaimStmt,

@@ -54,6 +54,38 @@ func (q *Queries) StepCompleteWithEvent(ctx context.Context, arg StepCompleteWit
 	return err
 }
 
+const stepFirstWaitingForEvent = `-- name: StepFirstWaitingForEvent :one
+SELECT step_key FROM workflow_step
+WHERE workflow_name = ?1 AND instance_id = ?2
+    AND run_number = ?3
+    AND type = 'waitForEvent' AND status = 'waiting'
+    AND wait_event_type = CAST(?4 AS TEXT)
+ORDER BY created_at, step_key
+LIMIT 1
+`
+
+type StepFirstWaitingForEventParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+	Type         string
+}
+
+// StepFirstWaitingForEvent returns the key of a run's first step (oldest
+// first) that waits for an event of the type: the step an event of that
+// type is delivered to.
+func (q *Queries) StepFirstWaitingForEvent(ctx context.Context, arg StepFirstWaitingForEventParams) (string, error) {
+	row := q.queryRow(ctx, q.stepFirstWaitingForEventStmt, stepFirstWaitingForEvent,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.Type,
+	)
+	var step_key string
+	err := row.Scan(&step_key)
+	return step_key, err
+}
+
 const stepList = `-- name: StepList :many
 SELECT id, workflow_name, instance_id, run_number, step_key, type, status, attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type, result, error_name, error_message, created_at, updated_at, completed_at FROM workflow_step
 WHERE workflow_name = ?1 AND instance_id = ?2

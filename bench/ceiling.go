@@ -217,7 +217,7 @@ func setupCeilingTables(ctx context.Context, storeURL string) error {
 	if err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, storeURL)
+	conn, err := connect(ctx, storeURL)
 	if err != nil {
 		return err
 	}
@@ -310,12 +310,12 @@ func parsePgbench(out string, runErr error) (*CeilingScript, error) {
 // notifyLatency measures NOTIFY → received on a LISTENing connection,
 // sequentially, after a few unrecorded warm-up rounds.
 func notifyLatency(ctx context.Context, storeURL string, samples int) (*Summary, error) {
-	listener, err := pgx.Connect(ctx, storeURL)
+	listener, err := connect(ctx, storeURL)
 	if err != nil {
 		return nil, err
 	}
 	defer listener.Close(context.WithoutCancel(ctx))
-	sender, err := pgx.Connect(ctx, storeURL)
+	sender, err := connect(ctx, storeURL)
 	if err != nil {
 		return nil, err
 	}

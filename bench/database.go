@@ -174,9 +174,21 @@ func (d *database) close(ctx context.Context, keep bool) (string, error) {
 	return "", nil
 }
 
+// connect opens one connection to a postgres:// URL that may also set the
+// store's pool (pool_max_conns and the other pool_ parameters, which
+// pgxpool.ParseConfig takes out, where pgx.Connect would send them to the
+// server as settings it does not know).
+func connect(ctx context.Context, rawURL string) (*pgx.Conn, error) {
+	pc, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.ConnectConfig(ctx, pc.ConnConfig)
+}
+
 // execAdmin runs one statement on a connection of its own.
 func execAdmin(ctx context.Context, rawURL, stmt string) error {
-	conn, err := pgx.Connect(ctx, rawURL)
+	conn, err := connect(ctx, rawURL)
 	if err != nil {
 		return err
 	}

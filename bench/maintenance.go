@@ -42,7 +42,7 @@ type autovacuumSettings struct {
 
 // startMaintenance connects, runs a first round and starts the loop.
 func startMaintenance(ctx context.Context, url string, every time.Duration) (*maintenance, error) {
-	conn, err := pgx.Connect(ctx, url)
+	conn, err := connect(ctx, url)
 	if err != nil {
 		return nil, err
 	}

@@ -212,7 +212,13 @@ func TestRunPostgres(t *testing.T) {
 	t.Parallel()
 	url := requirePostgres(t)
 
-	cfg := tinyConfig(url)
+	// The store's pool size rides on the URL; every other connection the
+	// run opens (schema, ceiling, maintenance) must take the URL too.
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
+	cfg := tinyConfig(url + sep + "pool_max_conns=5")
 	cfg.Ceiling = true
 	cfg.CeilingDuration = time.Second
 	cfg.CeilingClients = 1
@@ -222,6 +228,7 @@ func TestRunPostgres(t *testing.T) {
 	require.NoError(t, err)
 	requireResults(t, rep, "empty", "steps10", "wake", "soak", "create")
 	require.Equal(t, "postgres", rep.Database.Backend)
+	require.Equal(t, 5, rep.Settings.PoolMaxConns)
 	require.Equal(t, "on", rep.Database.Settings["synchronous_commit"])
 	require.NotNil(t, rep.Ceiling.Notify)
 	require.Positive(t, rep.Ceiling.Notify.P50)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // DefaultWakeChannel is the Postgres notification channel the Postgres store
@@ -18,7 +19,9 @@ const DefaultWakeChannel = "duraflow_wake"
 
 // PGListenerConfig configures a PGListener.
 type PGListenerConfig struct {
-	// ConnString is the database the store uses. Required.
+	// ConnString is the database the store uses, as the store takes it (a
+	// URL or keyword/value string; pool_ parameters are the store's and are
+	// ignored here). Required.
 	ConnString string
 	// Channel is the notification channel.
 	//
@@ -49,6 +52,10 @@ type PGListenerConfig struct {
 // with backoff; work is never lost meanwhile, because runners keep polling.
 type PGListener struct {
 	cfg PGListenerConfig
+	// conn is ConnString parsed as the store parses it, without the pool's
+	// own parameters (pool_max_conns and the like), which the server would
+	// reject as unknown settings.
+	conn *pgx.ConnConfig
 
 	mu        sync.Mutex
 	connected chan struct{}
@@ -66,10 +73,11 @@ func NewPGListener(cfg *PGListenerConfig) (*PGListener, error) {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	if _, err := pgx.ParseConfig(c.ConnString); err != nil {
+	pc, err := pgxpool.ParseConfig(c.ConnString)
+	if err != nil {
 		return nil, fmt.Errorf("dispatcher: parsing the listener's connection string: %w", err)
 	}
-	return &PGListener{cfg: c, connected: make(chan struct{})}, nil
+	return &PGListener{cfg: c, conn: pc.ConnConfig, connected: make(chan struct{})}, nil
 }
 
 // Connected returns a channel that is closed once the listener is listening;
@@ -105,7 +113,7 @@ func (l *PGListener) Run(ctx context.Context) error {
 
 // listen holds one connection until it fails.
 func (l *PGListener) listen(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, l.cfg.ConnString)
+	conn, err := pgx.ConnectConfig(ctx, l.conn)
 	if err != nil {
 		return fmt.Errorf("connecting: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,8 +21,14 @@ func TestPGListenerWakesAndReconnects(t *testing.T) {
 	t.Parallel()
 	store := pgtest.NewStore(t)
 	woken := make(chan string, 16)
+	// The store's URL, pool settings and all, as the hosts pass it.
+	url := pgtest.DatabaseURL()
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
+	}
 	l, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
-		ConnString: pgtest.DatabaseURL(),
+		ConnString: url + sep + "pool_max_conns=3&pool_min_conns=1",
 		Channel:    store.WakeChannel(),
 		WakeFunc:   func(name string) { woken <- name },
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -45,7 +52,15 @@ func TestPGListenerWakesAndReconnects(t *testing.T) {
 			return ""
 		}
 	}
-	<-l.Connected()
+	connected := func() {
+		t.Helper()
+		select {
+		case <-l.Connected():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the listener did not connect")
+		}
+	}
+	connected()
 	require.Equal(t, "", next(), "a (re)connection wakes everything once")
 
 	create := func(name, id string) {
@@ -66,7 +81,7 @@ func TestPGListenerWakesAndReconnects(t *testing.T) {
 	require.EqualValues(t, 1, tag.RowsAffected())
 
 	require.Equal(t, "", next(), "after the reconnection the runners are woken to catch up")
-	<-l.Connected()
+	connected()
 	create("orders", "b")
 	require.Equal(t, "orders", next(), "notifications arrive again")
 }

@@ -22,6 +22,10 @@ var (
 	// match: the lease expired and was reclaimed, or the instance was terminated or
 	// restarted. The write changed nothing and the caller must drop its work.
 	ErrLeaseLost = errors.New("db: task lease lost")
+	// ErrNotBatchable means a checkpoint given to CheckpointBatch is one the
+	// batch cannot take (see CheckpointParams.Batchable); nothing was
+	// written.
+	ErrNotBatchable = errors.New("db: checkpoint batch items must continue, complete or error a run and consume no event")
 )
 
 // InstanceStatus is the life-cycle status of a workflow instance.
@@ -433,6 +437,19 @@ type CheckpointParams struct {
 	RecordHooks bool
 }
 
+// Batchable reports whether CheckpointBatch can take the checkpoint: one that
+// continues its run (OutcomeContinue) or ends it (OutcomeComplete,
+// OutcomeError) and consumes no event. Suspend and Park give the task back
+// to the queue and may notify, and a consume makes its step's result from
+// what it reads, so those commit through Checkpoint on their own.
+func (p *CheckpointParams) Batchable() bool {
+	switch p.Outcome {
+	case OutcomeContinue, OutcomeComplete, OutcomeError:
+		return p.ConsumeEvent == nil
+	}
+	return false
+}
+
 // ConsumeEvent asks a checkpoint to consume the oldest undelivered event of a type.
 type ConsumeEvent struct {
 	Type    string
@@ -637,8 +654,8 @@ type Store interface {
 
 	// CheckpointBatch commits several checkpoints of different instances in
 	// one transaction: the group commit of the runner's hot path. Every item
-	// must be OutcomeContinue, OutcomeComplete or OutcomeError without
-	// ConsumeEvent; each does what Checkpoint would. Each item is fenced on its
+	// must be Batchable (else ErrNotBatchable, and nothing is written); each
+	// does what Checkpoint would. Each item is fenced on its
 	// own: one whose lease was lost changes nothing and reports ErrLeaseLost in
 	// its Err, while the others commit. The returned error is for the batch as
 	// a whole (nothing committed).

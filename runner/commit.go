@@ -16,10 +16,11 @@ type commitReq struct {
 	done chan struct{}
 }
 
-// groupCommit commits the step and end checkpoints of many running instances
-// together: each worker takes one queued checkpoint and everything else
-// queued at that moment (up to GroupCommitMax), commits them in one
-// transaction with Store.CheckpointBatch, and answers each. While a commit is in flight the
+// groupCommit commits the batchable checkpoints (db.CheckpointParams.Batchable:
+// steps, and the ends of runs) of many running instances together: each
+// worker takes one queued checkpoint and everything else queued at that
+// moment (up to GroupCommitMax), commits them in one transaction with
+// Store.CheckpointBatch, and answers each. While a commit is in flight the
 // next checkpoints queue, so under load commits grow and their number per
 // step falls, and when idle a checkpoint commits alone at once.
 type groupCommit struct {
@@ -41,18 +42,6 @@ func newGroupCommit(store db.Store, max, workers int, stop <-chan struct{}) *gro
 }
 
 var errRunnerStopped = errors.New("runner stopped")
-
-// groupCommitted reports whether a checkpoint goes through the group commit:
-// a step checkpoint, or the end of a run (its last steps, output or error),
-// when it consumes no event. Suspend and Park commit on their own: they
-// give the task back to the queue and may notify.
-func groupCommitted(p *db.CheckpointParams) bool {
-	switch p.Outcome {
-	case db.OutcomeContinue, db.OutcomeComplete, db.OutcomeError:
-		return p.ConsumeEvent == nil
-	}
-	return false
-}
 
 // commit queues p and waits until the commit holding it is done.
 func (g *groupCommit) commit(p *db.CheckpointParams) (*db.CheckpointResult, error) {

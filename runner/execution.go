@@ -285,7 +285,7 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	// it either commits whole or not at all, so it runs on the runner's context.
 	var res *db.CheckpointResult
 	var err error
-	if e.r.commits != nil && groupCommitted(p) {
+	if e.r.commits != nil && p.Batchable() {
 		res, err = e.r.commits.commit(p)
 	} else {
 		res, err = e.r.cfg.Store.Checkpoint(context.WithoutCancel(e.ctx), p)

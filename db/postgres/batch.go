@@ -10,20 +10,16 @@ import (
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 )
 
-// errBatchItem reports an item CheckpointBatch cannot take.
-var errBatchItem = errors.New("checkpoint batch items must be OutcomeContinue, OutcomeComplete or OutcomeError without ConsumeEvent")
-
-// batchOutcome is the outcome column of a CheckpointBatch item.
-func batchOutcome(o db.CheckpointOutcome) (string, bool) {
+// batchOutcome is the outcome column of a batchable item: continue, or the
+// status that ends the run.
+func batchOutcome(o db.CheckpointOutcome) string {
 	switch o {
-	case db.OutcomeContinue:
-		return "continue", true
 	case db.OutcomeComplete:
-		return string(db.StatusComplete), true
+		return string(db.StatusComplete)
 	case db.OutcomeError:
-		return string(db.StatusErrored), true
+		return string(db.StatusErrored)
 	}
-	return "", false
+	return "continue"
 }
 
 // CheckpointBatch commits a group of checkpoints of different instances in
@@ -33,9 +29,8 @@ func batchOutcome(o db.CheckpointOutcome) (string, bool) {
 // ended instance. A continuing item writes neither its instance row
 // (updated_at moves on status transitions only) nor its task row (the
 // runner's heartbeat renews the lease). Items whose fence failed report
-// db.ErrLeaseLost and change nothing. It runs behind
-// planSettings, so its plan stays a loop of index lookups as the tables
-// grow.
+// db.ErrLeaseLost and change nothing. It runs behind planSettings, so its
+// plan stays a loop of index lookups as the tables grow.
 func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	if len(ps) == 0 {
 		return []db.CheckpointBatchResult{}, nil
@@ -68,11 +63,10 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 	}
 	index := make(map[[2]string]int, len(ps))
 	for i, p := range ps {
-		outcome, ok := batchOutcome(p.Outcome)
-		if !ok || p.ConsumeEvent != nil {
-			return nil, nil, errBatchItem
+		if !p.Batchable() {
+			return nil, nil, db.ErrNotBatchable
 		}
-		w.Outcomes[i] = outcome
+		w.Outcomes[i] = batchOutcome(p.Outcome)
 		switch p.Outcome {
 		case db.OutcomeComplete:
 			w.Outputs[i] = string(p.Output)

@@ -91,21 +91,23 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 // moved on. Every path locks the instance first and the task second, the
 // order every writer uses.
 //
-// A Continue, Complete or Error checkpoint is a group commit of one
-// (CheckpointBatch). Suspend and Park are a pipeline in one transaction: CheckpointFence locks
-// and checks, then the step rows and the outcome are written by statements
-// that each check the task again (see CheckpointFence in batch.sql). After
-// OutcomeSuspend it records a hook entry (retry or wake, due when the task
-// is) when p.RecordHooks is set, and notifies the wake channel when the task
-// is due now. A checkpoint that consumes an event takes a transaction of
-// several round trips (checkpointConsume).
+// A batchable checkpoint (Continue, Complete or Error) is a group commit of
+// one (CheckpointBatch). Suspend and Park are a pipeline in one transaction:
+// CheckpointFence locks and checks, then the step rows and the outcome are
+// written by statements that each check the task again (see CheckpointFence
+// in batch.sql). After OutcomeSuspend it records a hook entry (retry or
+// wake, due when the task is) when p.RecordHooks is set, and notifies the
+// wake channel when the task is due now. A checkpoint that consumes an event
+// takes a transaction of two round trips on one connection
+// (checkpointConsume), and one on the database's clock (no p.Now) a
+// transaction of several (checkpointTx).
 func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	switch {
 	case p.Now.IsZero():
 		return s.checkpointTx(ctx, p)
 	case p.ConsumeEvent != nil:
 		return s.checkpointConsume(ctx, p)
-	case p.Outcome == db.OutcomeContinue, p.Outcome == db.OutcomeComplete, p.Outcome == db.OutcomeError:
+	case p.Batchable():
 		results, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
 		if err != nil {
 			return nil, err

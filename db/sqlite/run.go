@@ -312,18 +312,16 @@ func scheduleTask(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 	})
 }
 
-// CheckpointBatch commits a group of Continue, Complete and Error
-// checkpoints in one write transaction: the embedded database has one
-// writer, so a group costs one commit instead of one per step. Each item is fenced before it writes
-// anything; an item whose lease was lost reports db.ErrLeaseLost and changes
-// nothing.
+// CheckpointBatch commits a group of batchable checkpoints (Continue,
+// Complete, Error) in one write transaction: the embedded database has one
+// writer, so a group costs one commit instead of one per step. Each item is
+// fenced before it writes anything; an item whose lease was lost reports
+// db.ErrLeaseLost and changes nothing.
 func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	results := make([]db.CheckpointBatchResult, len(ps))
 	for _, p := range ps {
-		switch {
-		case p.ConsumeEvent != nil,
-			p.Outcome != db.OutcomeContinue && p.Outcome != db.OutcomeComplete && p.Outcome != db.OutcomeError:
-			return nil, errors.New("checkpoint batch items must be OutcomeContinue, OutcomeComplete or OutcomeError without ConsumeEvent")
+		if !p.Batchable() {
+			return nil, db.ErrNotBatchable
 		}
 	}
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {

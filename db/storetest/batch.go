@@ -174,13 +174,15 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 		for _, outcome := range []db.CheckpointOutcome{db.OutcomeSuspend, db.OutcomePark} {
 			p := b.checkpoint(task)
 			p.Outcome = outcome
+			require.False(t, p.Batchable())
 			_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
-			require.Error(t, err, "outcome %v", outcome)
+			require.ErrorIs(t, err, db.ErrNotBatchable, "outcome %v", outcome)
 		}
 		p := b.checkpoint(task)
 		p.ConsumeEvent = &db.ConsumeEvent{}
+		require.False(t, p.Batchable())
 		_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
-		require.Error(t, err, "consuming an event")
+		require.ErrorIs(t, err, db.ErrNotBatchable, "consuming an event")
 		require.Equal(t, db.StatusRunning, b.get(t, "a").Status, "nothing was written")
 		res, err := b.store.CheckpointBatch(b.ctx, nil)
 		require.NoError(t, err)

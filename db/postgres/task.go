@@ -11,34 +11,34 @@ import (
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 )
 
-// planSettings precede TaskClaim and CheckpointBatch in their pipelines:
-// planner settings local to the statement's transaction that leave the
-// planner only plain index scans joined by nested loops, whatever the
+// planSettings precede the statements of the hot path in their pipelines
+// (TaskClaim, CheckpointBatch, and those of EventSend and
+// checkpointConsume): planner settings local to the transaction that leave
+// the planner only plain index scans joined by nested loops, whatever the
 // statistics say (there may be none: tables that were never analyzed): the
 // statements join a few rows of their own to a few rows of the tables, by
-// key. Each branch of the claim is then
-// an ordered scan of its partial index that stops after max rows, and marks
-// the entries of dead rows it meets so that no later claim visits them
-// again; a bitmap scan would revisit every dead row on every claim until
-// vacuum runs (see TaskClaim in task.sql). Sorts stay enabled: the claimed
-// rows must be sorted, and a disabled node that cannot be avoided adds its
-// huge disabling cost to the plan, which then crosses the JIT thresholds and
-// spends a second compiling a statement that runs in a millisecond. JIT is
-// switched off for the same reason, should the plan's cost ever cross them.
+// key. Each branch of the claim is then an ordered scan of its partial index
+// that stops after max rows, and marks the entries of dead rows it meets so
+// that no later claim visits them again; a bitmap scan would revisit every
+// dead row on every claim until vacuum runs (see TaskClaim in task.sql).
+// Sorts stay enabled: the claimed rows must be sorted, and a disabled node
+// that cannot be avoided adds its huge disabling cost to the plan, which
+// then crosses the JIT thresholds and spends a second compiling a statement
+// that runs in a millisecond. JIT is switched off for the same reason,
+// should the plan's cost ever cross them.
 //
-// Both statements always run their generic plan (force_generic_plan), made
-// once per connection under these settings and kept until statistics
-// change: a plan that is right for any statistics needs no replanning, and
-// planning a statement of five parts costs more than running it (about a
-// millisecond each call). Left to choose, Postgres would replan the group
-// commit at every call, as a custom plan knows the real length of its
-// arrays and so always looks cheaper than the generic one. Without the
-// disabled scans, a plan made while the tables are small (a scan of the
-// instance table joined by hash, or a bitmap scan of the queue) would be
-// kept once they are large, which without autovacuum is forever. The
-// instances either statement joins are found by primary key even by a plan
-// made on empty tables, as the list indexes of workflow_instance cannot
-// serve a lookup (migration 00007).
+// These statements always run their generic plan (force_generic_plan), made
+// once per connection under these settings and kept until statistics change:
+// a plan that is right for any statistics needs no replanning, and planning
+// a statement of five parts costs more than running it (about a millisecond
+// each call). Left to choose, Postgres would replan the group commit at
+// every call, as a custom plan knows the real length of its arrays and so
+// always looks cheaper than the generic one. Without the disabled scans, a
+// plan made while the tables are small (a scan of the instance table joined
+// by hash, or a bitmap scan of the queue) would be kept once they are large,
+// which without autovacuum is forever. The instances these statements join
+// are found by primary key even by a plan made on empty tables, as the list
+// indexes of workflow_instance cannot serve a lookup (migration 00007).
 var planSettings = []string{
 	"SELECT set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true), " +
 		"set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true), " +

@@ -179,6 +179,5 @@ SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w
         SELECT pg_notify(@channel::text, w.workflow_name)
         WHERE sqlc.narg('lock_owner')::text IS NULL
     ) AS notified)::int AS notified,
-    coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key,
-    (SELECT count(*) FROM consumed)::int AS consumed
+    coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key
 FROM woken w;

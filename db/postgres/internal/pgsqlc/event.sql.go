@@ -334,8 +334,7 @@ SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w
         SELECT pg_notify($1::text, w.workflow_name)
         WHERE $2::text IS NULL
     ) AS notified)::int AS notified,
-    coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key,
-    (SELECT count(*) FROM consumed)::int AS consumed
+    coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key
 FROM woken w
 `
 
@@ -367,7 +366,6 @@ type EventSendWakeRow struct {
 	LastError        *string
 	Notified         int32
 	DeliveredStepKey string
-	Consumed         int32
 }
 
 // EventSendWake is the last statement of a pipelined send: when the locked
@@ -424,7 +422,6 @@ func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([
 			&i.LastError,
 			&i.Notified,
 			&i.DeliveredStepKey,
-			&i.Consumed,
 		); err != nil {
 			return nil, err
 		}

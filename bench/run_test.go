@@ -214,11 +214,7 @@ func TestRunPostgres(t *testing.T) {
 
 	// The store's pool size rides on the URL; every other connection the
 	// run opens (schema, ceiling, maintenance) must take the URL too.
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
-	cfg := tinyConfig(url + sep + "pool_max_conns=5")
+	cfg := tinyConfig(pgtest.DatabaseURLWith("pool_max_conns=5"))
 	cfg.Ceiling = true
 	cfg.CeilingDuration = time.Second
 	cfg.CeilingClients = 1

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"strings"
 	"testing"
 	"time"
 
@@ -22,13 +21,8 @@ func TestPGListenerWakesAndReconnects(t *testing.T) {
 	store := pgtest.NewStore(t)
 	woken := make(chan string, 16)
 	// The store's URL, pool settings and all, as the hosts pass it.
-	url := pgtest.DatabaseURL()
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
 	l, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
-		ConnString: url + sep + "pool_max_conns=3&pool_min_conns=1",
+		ConnString: pgtest.DatabaseURLWith("pool_max_conns=3", "pool_min_conns=1"),
 		Channel:    store.WakeChannel(),
 		WakeFunc:   func(name string) { woken <- name },
 		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),

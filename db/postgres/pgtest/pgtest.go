@@ -64,6 +64,21 @@ func DatabaseURL() string {
 	return DefaultDatabaseURL
 }
 
+// DatabaseURLWith returns DatabaseURL with more connection parameters, each
+// "key=value" (such as the store's pool_max_conns): appended to the query of
+// a URL, or to a keyword/value connection string.
+func DatabaseURLWith(params ...string) string {
+	conn := DatabaseURL()
+	if !strings.Contains(conn, "://") {
+		return strings.Join(append([]string{conn}, params...), " ")
+	}
+	sep := "?"
+	if strings.Contains(conn, "?") {
+		sep = "&"
+	}
+	return conn + sep + strings.Join(params, "&")
+}
+
 // NewStore returns a postgres.Store over a pool of its own, on a fresh,
 // migrated schema that is dropped when the test ends. The store's wake
 // notifications go to a channel of the test's own, "duraflow_wake_" and the

@@ -24,8 +24,10 @@ const TypeExec = "exec"
 // allow-listed (ExecHandlerConfig.Commands) — nothing else can run, and by
 // default nothing is listed. The program is started directly, without a
 // shell, with the step's input as JSON on stdin; it must write one JSON value
-// (or nothing, which is null) on stdout, which is the step's output. It is
-// killed when its timeout passes or the step's attempt ends.
+// (or nothing, which is null) on stdout, which is the step's output. It runs
+// in a process group of its own (on Unix), and the whole group — the command
+// and every process it started — is killed when its timeout passes, when the
+// step's attempt ends, and when the command exits.
 //
 //	{"command": "resize-image", "args": ["--width", "${size.width}"], "timeout": "2 minutes"}
 //
@@ -200,7 +202,11 @@ func (h *ExecHandler) Run(ctx context.Context, inv *Invocation) (any, error) {
 	stderr := &cappedBuffer{max: 64 << 10, keepTail: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = h.cfg.WaitDelay
+	startInGroup(cmd)
 	runErr := cmd.Run()
+	// Children the command left behind (daemons, or those of a killed
+	// command that still hold its pipes) go with it.
+	_ = killGroup(cmd)
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()

@@ -74,6 +74,12 @@ type TransformHandlerConfig struct {
 	//
 	// Defaults to workflow.MaxPayloadBytes (1 MiB).
 	MaxValueBytes int
+	// MaxDepth bounds the nesting of every value an expression builds (and
+	// of what toJSON and fromJSON read), so that a loop can't nest a value
+	// deep enough to make the built-ins that walk it recurse without end.
+	//
+	// Defaults to 1000.
+	MaxDepth int
 	// Timeout bounds one evaluation.
 	//
 	// Defaults to 1 second.
@@ -91,12 +97,13 @@ func (c *TransformHandlerConfig) WithDefaults() *TransformHandlerConfig {
 	out.MaxNodes = cmp.Or(out.MaxNodes, 1000)
 	out.MaxOperations = cmp.Or(out.MaxOperations, 1_000_000)
 	out.MaxValueBytes = cmp.Or(out.MaxValueBytes, workflow.MaxPayloadBytes)
+	out.MaxDepth = cmp.Or(out.MaxDepth, 1000)
 	out.Timeout = cmp.Or(out.Timeout, time.Second)
 	return &out
 }
 
 func (c *TransformHandlerConfig) validate() error {
-	if c.MaxExpressionBytes < 0 || c.MaxOperations < 0 || c.MaxValueBytes < 0 || c.Timeout < 0 {
+	if c.MaxExpressionBytes < 0 || c.MaxOperations < 0 || c.MaxValueBytes < 0 || c.MaxDepth < 0 || c.Timeout < 0 {
 		return errors.New("flow: TransformHandlerConfig: limits must not be negative")
 	}
 	return nil

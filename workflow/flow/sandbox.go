@@ -23,43 +23,94 @@ import (
 // computes something — operators, calls, collection literals and predicate
 // bodies (the loop bodies of map, filter, reduce, ...) — in a call to
 // guardFunc, which counts operations, checks the deadline and measures the
-// value built, failing the evaluation as soon as one limit is passed. The
-// built-ins whose result can be far bigger than their arguments (repeat,
-// replace, join) are replaced with versions that check the size first.
+// value built (its JSON size and depth), failing the evaluation as soon as
+// one limit is passed.
+//
+// The guard runs between operations, and nothing can stop a built-in that
+// is running, so every built-in must also be bounded on its own: given
+// arguments the guard let through (or the flow context, which the payload
+// limits bound), none may allocate or run for much more than linear in the
+// value limit. The audit of expr's built-ins (v1.17):
+//
+//   - predicates (all, any, none, one, filter, map, find*, count, sum,
+//     groupBy, sortBy, reduce) loop in the VM, with each iteration guarded;
+//   - the range operator (..) and literal arrays and maps count against
+//     expr's memory budget (vm.MemoryBudget, 1e6 elements) before they are
+//     built;
+//   - results no bigger than their arguments, in linear or n·log n time:
+//     len, type, abs, ceil, floor, round, int, float, string, trim*, upper
+//     and lower (at most 3/2 of the input), indexOf, lastIndexOf, hasPrefix,
+//     hasSuffix, max, min, mean, median, toBase64 (4/3), fromBase64, first,
+//     last, get, take, keys, values, toPairs, fromPairs, reverse, uniq,
+//     flatten, sort, the bit functions, now, duration, date, timezone;
+//   - replaced here because their result can be far bigger than their
+//     arguments, or their work superlinear: repeat, replace and join (size
+//     checked before building), split and splitAfter (pieces counted before
+//     splitting), concat (sizes summed before copying), toJSON (its
+//     indentation grows with the square of the depth: written into a
+//     bounded buffer, stopped when it is full), fromJSON (decoded token by
+//     token with the size and depth counted) and the matches operator (a
+//     linear-time regexp, but its time is the text's length times the
+//     compiled pattern's size, which is checked first).
+//
+// The functions the sandbox adds (urlEncode, urlPathEscape) are linear too.
 
-const guardFunc = "__guard"
+const (
+	guardFunc   = "__guard"
+	matchesFunc = "__matches"
+
+	// maxRegexpWork bounds len(text) × instructions of the compiled pattern
+	// for one matches: Go's regexp runs in time linear in both, some tens of
+	// nanoseconds per unit at worst, so this is well under a second.
+	maxRegexpWork = 20_000_000
+)
 
 type sandbox struct {
 	ctx      context.Context
 	timeout  time.Duration
 	maxOps   int
 	maxBytes int
+	maxDepth int
 	ops      int
 	err      error // the first limit passed, reported instead of expr's wrapping
 }
 
 func newSandbox(ctx context.Context, cfg *TransformHandlerConfig) *sandbox {
-	return &sandbox{ctx: ctx, timeout: cfg.Timeout, maxOps: cfg.MaxOperations, maxBytes: cfg.MaxValueBytes}
+	return &sandbox{ctx: ctx, timeout: cfg.Timeout, maxOps: cfg.MaxOperations, maxBytes: cfg.MaxValueBytes, maxDepth: cfg.MaxDepth}
 }
+
+// replacedBuiltins are expr's built-ins the sandbox disables and provides
+// itself, with size checks.
+var replacedBuiltins = []string{"repeat", "replace", "join", "split", "splitAfter", "concat", "toJSON", "fromJSON"}
 
 // options returns the compile options of the sandbox; the patcher records an
 // expression that calls an unknown function.
 func (sb *sandbox) options(maxNodes uint) ([]expr.Option, *guardPatcher) {
 	p := &guardPatcher{}
-	return []expr.Option{
+	opts := []expr.Option{
 		expr.MaxNodes(maxNodes),
 		expr.Patch(p),
 		expr.Function(guardFunc, func(params ...any) (any, error) { return sb.guard(params[0]) }, new(func(any) any)),
-		expr.DisableBuiltin("repeat"),
-		expr.DisableBuiltin("replace"),
-		expr.DisableBuiltin("join"),
+		expr.Function(matchesFunc, sb.matches, new(func(string, string) bool)),
+	}
+	for _, name := range replacedBuiltins {
+		opts = append(opts, expr.DisableBuiltin(name))
+	}
+	return append(opts,
 		expr.Function("repeat", sb.repeat, new(func(string, int) string)),
 		expr.Function("replace", sb.replace,
 			new(func(string, string, string) string), new(func(string, string, string, int) string)),
 		expr.Function("join", sb.join,
 			new(func([]any, string) string), new(func([]any) string),
 			new(func([]string, string) string), new(func([]string) string)),
-	}, p
+		expr.Function("split", sb.split(false), new(func(string, string) []string), new(func(string, string, int) []string)),
+		expr.Function("splitAfter", sb.split(true), new(func(string, string) []string), new(func(string, string, int) []string)),
+		expr.Function("concat", sb.concat, new(func(...any) []any)),
+		expr.Function("toJSON", sb.toJSON, new(func(any) string)),
+		expr.Function("fromJSON", sb.fromJSON, new(func(string) any)),
+		expr.Function("urlEncode", sb.urlEncode, new(func(string) string)),
+		expr.Function("urlPathEscape", sb.urlPathEscape, new(func(string) string)),
+	), p
 }
 
 func (sb *sandbox) fail(err error) error {
@@ -87,10 +138,23 @@ func (sb *sandbox) guard(v any) (any, error) {
 		return nil, sb.fail(fmt.Errorf("expression stopped: %w", sb.ctx.Err()))
 	default:
 	}
-	if n, over := sizeOf(v, sb.maxBytes); over {
-		return nil, sb.fail(fmt.Errorf("expression stopped: it built a value of more than %d bytes (%d+)", sb.maxBytes, n))
+	if err := sb.checkValue(v); err != nil {
+		return nil, err
 	}
 	return v, nil
+}
+
+// checkValue checks the size and depth of a value.
+func (sb *sandbox) checkValue(v any) error {
+	s := sizer{limit: sb.maxBytes, maxDepth: sb.maxDepth}
+	s.walk(v, 0)
+	switch {
+	case s.tooDeep:
+		return sb.fail(fmt.Errorf("expression stopped: it built a value nested more than %d levels deep", sb.maxDepth))
+	case s.n > s.limit:
+		return sb.fail(fmt.Errorf("expression stopped: it built a value of more than %d bytes (%d+)", sb.maxBytes, s.n))
+	}
+	return nil
 }
 
 func (sb *sandbox) checkLen(what string, n int) error {
@@ -183,11 +247,24 @@ func toInt(v any) int {
 type guardPatcher struct{ err error }
 
 // sandboxFuncs are the functions the sandbox adds or replaces.
-var sandboxFuncs = map[string]bool{guardFunc: true, "repeat": true, "replace": true, "join": true}
+var sandboxFuncs = map[string]bool{guardFunc: true, matchesFunc: true, "urlEncode": true, "urlPathEscape": true}
+
+func init() {
+	for _, name := range replacedBuiltins {
+		sandboxFuncs[name] = true
+	}
+}
 
 func (p *guardPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
-	case *ast.BinaryNode, *ast.UnaryNode, *ast.ArrayNode, *ast.MapNode, *ast.BuiltinNode, *ast.SliceNode:
+	case *ast.BinaryNode:
+		if n.Operator == "matches" {
+			call := &ast.CallNode{Callee: &ast.IdentifierNode{Value: matchesFunc}, Arguments: []ast.Node{n.Left, n.Right}}
+			ast.Patch(node, call)
+			call.Callee.SetLocation(call.Location())
+		}
+		wrapGuard(node)
+	case *ast.UnaryNode, *ast.ArrayNode, *ast.MapNode, *ast.BuiltinNode, *ast.SliceNode:
 		wrapGuard(node)
 	case *ast.CallNode:
 		if isGuard(n) {
@@ -223,14 +300,28 @@ func isGuard(c *ast.CallNode) bool {
 // expands hugely) costs O(limit) at most.
 func sizeOf(v any, limit int) (int, bool) {
 	s := sizer{limit: limit}
-	s.walk(v)
+	s.walk(v, 0)
 	return s.n, s.n > limit
 }
 
-type sizer struct{ n, limit int }
+// sizer measures a value's JSON size, up to limit, and its depth, up to
+// maxDepth (0: unbounded).
+type sizer struct {
+	n, limit, maxDepth int
+	tooDeep            bool
+}
 
-func (s *sizer) walk(v any) {
-	if s.n > s.limit {
+func (s *sizer) stop() bool { return s.n > s.limit || s.tooDeep }
+
+func (s *sizer) enter(depth int) bool {
+	if s.maxDepth > 0 && depth >= s.maxDepth {
+		s.tooDeep = true
+	}
+	return !s.stop()
+}
+
+func (s *sizer) walk(v any, depth int) {
+	if s.stop() {
 		return
 	}
 	switch x := v.(type) {
@@ -243,48 +334,60 @@ func (s *sizer) walk(v any) {
 	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32, float64:
 		s.n += 8
 	case []any:
+		if !s.enter(depth) {
+			return
+		}
 		s.n += 2
 		for _, e := range x {
-			if s.n > s.limit {
+			if s.stop() {
 				return
 			}
-			s.walk(e)
+			s.walk(e, depth+1)
 			s.n++
 		}
 	case map[string]any:
+		if !s.enter(depth) {
+			return
+		}
 		s.n += 2
 		for k, e := range x {
-			if s.n > s.limit {
+			if s.stop() {
 				return
 			}
 			s.n += len(k) + 4
-			s.walk(e)
+			s.walk(e, depth+1)
 		}
 	default:
-		s.reflectWalk(reflect.ValueOf(v))
+		s.reflectWalk(reflect.ValueOf(v), depth)
 	}
 }
 
-func (s *sizer) reflectWalk(rv reflect.Value) {
+func (s *sizer) reflectWalk(rv reflect.Value, depth int) {
 	switch rv.Kind() {
 	case reflect.Slice, reflect.Array:
+		if !s.enter(depth) {
+			return
+		}
 		s.n += 2
 		for i := range rv.Len() {
-			if s.n > s.limit {
+			if s.stop() {
 				return
 			}
-			s.walk(rv.Index(i).Interface())
+			s.walk(rv.Index(i).Interface(), depth+1)
 			s.n++
 		}
 	case reflect.Map:
+		if !s.enter(depth) {
+			return
+		}
 		s.n += 2
 		it := rv.MapRange()
 		for it.Next() {
-			if s.n > s.limit {
+			if s.stop() {
 				return
 			}
-			s.walk(it.Key().Interface())
-			s.walk(it.Value().Interface())
+			s.walk(it.Key().Interface(), depth+1)
+			s.walk(it.Value().Interface(), depth+1)
 		}
 	case reflect.String:
 		s.n += rv.Len() + 2
@@ -293,7 +396,7 @@ func (s *sizer) reflectWalk(rv reflect.Value) {
 			s.n += 4
 			return
 		}
-		s.walk(rv.Elem().Interface())
+		s.walk(rv.Elem().Interface(), depth)
 	default:
 		s.n += 16
 	}

@@ -43,7 +43,12 @@ type HTTPConfig struct {
 	//
 	// Defaults to GET.
 	Method string `json:"method,omitempty"`
-	// URL is an http or https URL, or a template that yields one.
+	// URL is an http or https URL, or a template that yields one. Each
+	// value is escaped for the part of the URL it lands in: url.PathEscape
+	// in the path ("a/b?c" becomes "a%2Fb%3Fc"; "." and ".." are refused),
+	// url.QueryEscape in the query, letters, digits, '.' and '-' only in the
+	// host; a placeholder before "://" does not validate. "${raw:path}"
+	// inserts a trusted value as it is ("${raw:api.base}/orders/${id}").
 	URL string `json:"url"`
 	// Headers are request headers; values are templates. Host cannot be set.
 	Headers map[string]string `json:"headers,omitempty"`
@@ -202,6 +207,8 @@ func (h *HTTPHandler) Validate(config json.RawMessage) error {
 		if _, err := h.checkURL(c.URL); err != nil {
 			add("url", "%v", err)
 		}
+	} else if err := validateURLTemplate(t); err != nil {
+		add("url", "%v", err)
 	} else if lit := t[0].literal; t[0].path == nil && strings.Contains(lit, "://") &&
 		!strings.HasPrefix(strings.ToLower(lit), "http://") && !strings.HasPrefix(strings.ToLower(lit), "https://") {
 		add("url", "only http and https URLs are allowed")
@@ -294,7 +301,11 @@ func (h *HTTPHandler) Run(ctx context.Context, inv *Invocation) (any, error) {
 			return nil, failure(ErrorNameInvalidInput, "unknown method %q", m)
 		}
 	}
-	rawURL, err := inv.Expand(c.URL)
+	urlTemplate, err := parseTemplate(c.URL)
+	if err != nil {
+		return nil, failure(ErrorNameInvalidConfig, "url: %v", err)
+	}
+	rawURL, err := urlTemplate.expandEscaped(inv.Context, escapeURLValue)
 	if err != nil {
 		return nil, err
 	}

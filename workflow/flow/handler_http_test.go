@@ -66,12 +66,12 @@ func newHTTP(t *testing.T, cfg *flow.HTTPHandlerConfig) *flow.HTTPHandler {
 	return h
 }
 
-// run runs an http step with url (set as a template in the context, so that
+// runHTTP runs an http step with url (set as a raw template value, so that
 // validation does not refuse IP literals before the dialer does).
 func runHTTP(t *testing.T, h *flow.HTTPHandler, rawURL string, extra string) (map[string]any, error) {
 	t.Helper()
 	ctx, _ := json.Marshal(map[string]any{"target": rawURL})
-	cfg := `{"url": "${target}"` + extra + `}`
+	cfg := `{"url": "${raw:target}"` + extra + `}`
 	out, err := invoke(t, h, cfg, string(ctx), nil)
 	if err != nil {
 		return nil, err

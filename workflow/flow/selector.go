@@ -177,8 +177,9 @@ func (s *Selector) Select(ctx map[string]any) (v any, found bool, err error) {
 // (so "$${x}" is the text "${x}", and "$$${price}" a dollar sign and a price).
 // Spaces around the path are ignored ("${ user.name }"). A path that is not
 // in the context is an INVALID_INPUT error. Values are not escaped for any
-// particular syntax (a URL, a header): build such parts with a transform
-// step when they come from untrusted params.
+// particular syntax (a header, an argument) — except in an http step's url,
+// which escapes each value for its place in the URL unless the placeholder
+// says "raw:" ("${raw:base}"); elsewhere "raw:" changes nothing.
 func Expand(template string, ctx map[string]any) (string, error) {
 	t, err := parseTemplate(template)
 	if err != nil {
@@ -198,6 +199,7 @@ type templatePart struct {
 	literal string
 	path    []string // nil for a literal part
 	source  string
+	raw     bool // "${raw:path}": not escaped, where templates escape
 }
 
 type parsedTemplate []templatePart
@@ -216,6 +218,10 @@ func parseTemplate(s string) (parsedTemplate, error) {
 				return nil, fmt.Errorf("template %q: \"${\" at offset %d is not closed with \"}\"", s, i)
 			}
 			src := strings.TrimSpace(s[i+2 : i+2+end])
+			raw := false
+			if rest, ok := strings.CutPrefix(src, "raw:"); ok {
+				src, raw = strings.TrimSpace(rest), true
+			}
 			segs, err := parsePath(src)
 			if err != nil {
 				return nil, fmt.Errorf("template %q: ${%s}: %v", s, src, err)
@@ -224,7 +230,7 @@ func parseTemplate(s string) (parsedTemplate, error) {
 				parts = append(parts, templatePart{literal: lit.String()})
 				lit.Reset()
 			}
-			parts = append(parts, templatePart{path: segs, source: src})
+			parts = append(parts, templatePart{path: segs, source: src, raw: raw})
 			i += end + 3
 		default:
 			lit.WriteByte(s[i])
@@ -248,6 +254,12 @@ func (t parsedTemplate) hasPlaceholders() bool {
 }
 
 func (t parsedTemplate) expand(ctx map[string]any) (string, error) {
+	return t.expandEscaped(ctx, nil)
+}
+
+// expandEscaped expands the template, passing each value that is not raw
+// through escape with the text expanded so far.
+func (t parsedTemplate) expandEscaped(ctx map[string]any, escape func(p templatePart, before, value string) (string, error)) (string, error) {
 	var b strings.Builder
 	for _, p := range t {
 		if p.path == nil {
@@ -261,6 +273,11 @@ func (t parsedTemplate) expand(ctx map[string]any) (string, error) {
 		s, err := formatValue(v)
 		if err != nil {
 			return "", failure(ErrorNameInvalidInput, "template: ${%s}: %v", p.source, err)
+		}
+		if escape != nil && !p.raw {
+			if s, err = escape(p, b.String(), s); err != nil {
+				return "", err
+			}
 		}
 		b.WriteString(s)
 	}

@@ -137,6 +137,10 @@ func TestExpand(t *testing.T) {
 	s, err := flow.Expand("/users/${user.name}/tags/${user.tags.1}", ctx)
 	require.NoError(t, err)
 	require.Equal(t, "/users/Ada/tags/y", s)
+	s, err = flow.Expand("${raw:user.name} ${ raw: user.tags.1 }", ctx)
+	require.NoError(t, err)
+	require.Equal(t, "Ada y", s, `"raw:" changes nothing outside an http url`)
 	require.Error(t, flow.ValidateTemplate("${a"))
+	require.Error(t, flow.ValidateTemplate("${raw:}"))
 	require.NoError(t, flow.ValidateTemplate("no placeholders, $ alone, and $${escaped}"))
 }

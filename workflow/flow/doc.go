@@ -89,8 +89,10 @@
 // WithHandler extends or replaces:
 //
 //   - http (HTTPConfig): a request from templates, with a body, a timeout,
-//     capped redirects and response size; internal addresses are refused at
-//     dial time unless the host allow-lists them (HTTPHandlerConfig.Allow).
+//     capped redirects and response size; the url's values are escaped for
+//     the part of the URL they land in unless a placeholder says raw
+//     ("${raw:base}"); internal addresses are refused at dial time unless
+//     the host allow-lists them (HTTPHandlerConfig.Allow).
 //   - delay (DelayConfig): a durable sleep.
 //   - branch (BranchConfig): the first condition that holds (eq, neq, gt,
 //     gte, lt, lte, exists, notExists, in) picks the next step, else the
@@ -101,13 +103,16 @@
 //   - wait-for-event (WaitForEventConfig): a durable wait for an event.
 //   - exec (ExecConfig): a command the host allow-listed
 //     (ExecHandlerConfig.Commands; none by default), JSON on stdin and
-//     stdout, no shell, killed when its attempt ends.
+//     stdout, no shell, run in a process group of its own that is killed
+//     when its attempt ends.
 //
 // # Dependencies
 //
 //   - github.com/expr-lang/expr (≥ v1.17.7) evaluates transform expressions:
 //     a small, widely used expression language with no I/O of its own, a node
 //     limit (expr.MaxNodes), a memory budget, and an AST patching hook that
-//     this package uses to meter operations, time and value sizes.
+//     this package uses to meter operations, time and value sizes during
+//     the evaluation; the built-ins that could outgrow their arguments are
+//     replaced by size-checked ones (sandbox.go has the audit).
 //   - golang.org/x/mod/semver orders flow versions (see Versions).
 package flow

@@ -39,10 +39,13 @@ var transformPresets = []string{PresetUpper, PresetLower, PresetTrim, PresetJSON
 //	{"expression": "{total: sum(map(order.items, #.price * #.qty)), count: len(order.items)}"}
 //
 // Expressions are sandboxed: they see the flow context and expr's pure
-// built-in functions, and nothing else — no environment variables, files,
-// network, clock-driven waits or Go methods of the host. Their size, AST
-// nodes, operations, the size of the values they build and their running
-// time are limited (see TransformHandlerConfig); a step that hits a limit
+// built-in functions, plus urlEncode(s) (url.QueryEscape) and
+// urlPathEscape(s) (url.PathEscape), and nothing else — no environment
+// variables, files, network, clock-driven waits or Go methods of the host.
+// Their size, AST nodes, operations, the size and depth of the values they
+// build and their running time are limited (see TransformHandlerConfig),
+// and checked during the evaluation: the built-ins that could build far
+// more than their arguments check the size first. A step that hits a limit
 // fails with EXPRESSION_ERROR and is not retried. Numbers in the context are
 // ints when they are integers that fit in 64 bits and float64 otherwise.
 type TransformConfig struct {

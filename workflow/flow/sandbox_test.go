@@ -67,7 +67,9 @@ func TestSandboxBombs(t *testing.T) {
 			t.Logf("%s: %v in %s", tt.src, err, elapsed)
 			requireFailure(t, err, flow.ErrorNameExpression, false, tt.src)
 			require.Regexp(t, "expression stopped|memory budget exceeded", err.Error())
-			require.Less(t, elapsed, 2*timeout, "refused within the time limit")
+			// The limits are checked between operations, so a little past the
+			// timeout at worst; slack for the race detector on a busy machine.
+			require.Less(t, elapsed, 3*timeout, "refused within the time limit")
 			allocated := after.TotalAlloc - before.TotalAlloc
 			require.Less(t, allocated, uint64(64<<20), fmt.Sprintf("allocated %d MB", allocated>>20))
 		})

@@ -29,10 +29,13 @@ func TestExecHandlerKillsTheProcessGroup(t *testing.T) {
 	spawner := func(t *testing.T) (*flow.ExecHandler, string) {
 		t.Helper()
 		pidFile := filepath.Join(t.TempDir(), "pid")
+		env := []string{"PIDFILE=" + pidFile}
 		h, err := flow.NewExecHandler(&flow.ExecHandlerConfig{
-			Commands: []flow.ExecCommand{{Name: "spawn", Path: "/bin/sh",
-				Args: []string{"-c", `sleep 60 & echo $! > "$PIDFILE"; wait`},
-				Env:  []string{"PIDFILE=" + pidFile}}},
+			Commands: []flow.ExecCommand{
+				{Name: "spawn", Path: "/bin/sh", Args: []string{"-c", `sleep 60 & echo $! > "$PIDFILE"; wait`}, Env: env},
+				// A daemon: the grandchild holds none of the command's pipes.
+				{Name: "detach", Path: "/bin/sh", Args: []string{"-c", `sleep 60 < /dev/null > /dev/null 2>&1 & echo $! > "$PIDFILE"`}, Env: env},
+			},
 			WaitDelay: 500 * time.Millisecond,
 		})
 		require.NoError(t, err)
@@ -44,6 +47,15 @@ func TestExecHandlerKillsTheProcessGroup(t *testing.T) {
 		h, pidFile := spawner(t)
 		_, err := invoke(t, h, `{"command": "spawn", "timeout": "300 milliseconds"}`, `{}`, nil)
 		requireFailure(t, err, flow.ErrorNameExec, true)
+		requireGone(t, readPID(t, pidFile))
+	})
+
+	t.Run("OnExit", func(t *testing.T) {
+		t.Parallel()
+		h, pidFile := spawner(t)
+		out, err := invoke(t, h, `{"command": "detach"}`, `{}`, nil)
+		require.NoError(t, err)
+		require.Nil(t, out)
 		requireGone(t, readPID(t, pidFile))
 	})
 

@@ -91,7 +91,7 @@ func (sb *sandbox) options(maxNodes uint) ([]expr.Option, *guardPatcher) {
 		expr.MaxNodes(maxNodes),
 		expr.Patch(p),
 		expr.Function(guardFunc, func(params ...any) (any, error) { return sb.guard(params[0]) }, new(func(any) any)),
-		expr.Function(matchesFunc, sb.matches, new(func(string, string) bool)),
+		expr.Function(matchesFunc, sb.matches, new(func(any, any) bool)),
 	}
 	for _, name := range replacedBuiltins {
 		opts = append(opts, expr.DisableBuiltin(name))

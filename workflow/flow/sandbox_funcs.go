@@ -346,7 +346,14 @@ func (r *jsonReader) value(depth int) (any, error) {
 // matches is the matches operator with its work bounded: the text's length
 // times the size of the compiled pattern.
 func (sb *sandbox) matches(args ...any) (any, error) {
-	text, pattern := args[0].(string), args[1].(string)
+	if args[0] == nil || args[1] == nil {
+		return false, nil // as expr's own operator
+	}
+	text, ok1 := args[0].(string)
+	pattern, ok2 := args[1].(string)
+	if !ok1 || !ok2 {
+		return nil, fmt.Errorf("matches: needs two strings, not a %s and a %s", typeName(args[0]), typeName(args[1]))
+	}
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return nil, fmt.Errorf("matches: %w", err)

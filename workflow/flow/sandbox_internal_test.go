@@ -85,5 +85,10 @@ func TestSandboxReplacementsMatchExpr(t *testing.T) {
 		require.Equal(t, true, got)
 		_, err = sb.matches("x", `(`)
 		require.ErrorContains(t, err, "matches:")
+		got, err = sb.matches(nil, "x")
+		require.NoError(t, err)
+		require.Equal(t, false, got)
+		_, err = sb.matches(1, "x")
+		require.ErrorContains(t, err, "matches: needs two strings, not a number and a string")
 	})
 }

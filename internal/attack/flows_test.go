@@ -53,6 +53,10 @@ func newUpstream(t *testing.T) string {
 			_, _ = w.Write([]byte(`{"ok":true}`))
 		case "/redirect":
 			http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+		case "/deep":
+			depth, _ := strconv.Atoi(r.URL.Query().Get("depth"))
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(nested(depth)))
 		default:
 			http.NotFound(w, r)
 		}
@@ -189,6 +193,27 @@ func TestSSRF(t *testing.T) {
 		s.requireHealthy(t)
 	})
 	require.Zero(t, c.hits.Load(), "a refused request reached the canary")
+}
+
+// TestDeepStepResult has an http step fetch an answer nested deeper than
+// SQLite's JSON limit (defect 1): the instance must end (errored, with the
+// depth limit named) instead of being retried forever, on both backends,
+// and the server must go on serving.
+func TestDeepStepResult(t *testing.T) {
+	t.Parallel()
+	up := newUpstream(t)
+	for _, s := range backends(t) {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			s.applyFlow(t, httpFlow("deep-result", "${target}"))
+			for _, depth := range []int{1001, 5000} {
+				inst := s.runFlow(t, "deep-result", fmt.Sprintf(`{"target":%q}`, fmt.Sprintf("%s/deep?depth=%d", up, depth)), 15*time.Second)
+				require.Equal(t, "errored", inst.Status, "depth %d", depth)
+				t.Logf("depth %d: %s %s", depth, inst.Error.Name, inst.Error.Message)
+			}
+			s.requireHealthy(t)
+		})
+	}
 }
 
 // peakRSS returns the peak resident set size of a process in bytes (VmHWM).

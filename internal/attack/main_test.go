@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -489,3 +490,5 @@ func (s *server) raw(t testing.TB, method, target, body string) *response {
 	require.NoError(t, err)
 	return &response{status: resp.StatusCode, header: resp.Header, body: data}
 }
+
+func queryEscape(s string) string { return url.QueryEscape(s) }

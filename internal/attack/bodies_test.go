@@ -74,10 +74,11 @@ func TestBadBodies(t *testing.T) {
 						{"depth1001", nested(1001), 400, []string{codePayloadTooDeep}},
 						{"depth5000", nested(5000), 400, []string{codePayloadTooDeep}},
 						// With the body around it, 9999 levels pass encoding/json's limit of
-						// 10000 on some routes, which refuse it as INVALID_REQUEST.
-						{"depth9999", nested(9999), 400, []string{codePayloadTooDeep, "INVALID_REQUEST"}},
+						// 10000 on some routes, which refuse it as INVALID_REQUEST (a flow
+						// definition as INVALID_FLOW).
+						{"depth9999", nested(9999), 400, []string{codePayloadTooDeep, "INVALID_REQUEST", "INVALID_FLOW"}},
 						// Deeper than encoding/json's own limit of 10000.
-						{"depth20000", nested(20000), 400, []string{codePayloadTooDeep, "INVALID_REQUEST"}},
+						{"depth20000", nested(20000), 400, []string{codePayloadTooDeep, "INVALID_REQUEST", "INVALID_FLOW"}},
 						{"objects1500", strings.Repeat(`{"a":`, 1500) + "1" + strings.Repeat("}", 1500), 400, []string{codePayloadTooDeep}},
 						{"over1MiB", `"` + strings.Repeat("x", 1<<20+10<<10) + `"`, 413, []string{"PAYLOAD_TOO_LARGE"}},
 						{"bodyOverLimit", `"` + strings.Repeat("x", 2<<20) + `"`, 413, []string{"PAYLOAD_TOO_LARGE"}},

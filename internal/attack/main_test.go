@@ -147,7 +147,10 @@ func startServer(t testing.TB, name string, o serverOptions) *server {
 	args = append(args, o.extraArgs...)
 	s := &server{name: name, exited: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}
 	s.cmd = exec.Command(binary, args...)
-	s.cmd.Env = append(os.Environ(), "DURAFLOW_TOKENS=", "DURAFLOW_DATABASE_URL=", "DURAFLOW_HTTP_ALLOW=")
+	// netdns=go on top of CGO_ENABLED=0: whatever the build, names are
+	// answered by the pure Go resolver, which never sends an all-numeric
+	// name to DNS.
+	s.cmd.Env = append(os.Environ(), "DURAFLOW_TOKENS=", "DURAFLOW_DATABASE_URL=", "DURAFLOW_HTTP_ALLOW=", "GODEBUG=netdns=go")
 	stderr, err := s.cmd.StderrPipe()
 	require.NoError(t, err)
 	s.cmd.Stdout = io.Discard

@@ -96,11 +96,13 @@ func FuzzRequestBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, route uint8, contentType string, body []byte) {
 		rt := fuzzRoutes[int(route)%len(fuzzRoutes)]
 		req := httptest.NewRequestWithContext(h.Context(), rt.method, rt.path, strings.NewReader(string(body)))
+		req.Host = "127.0.0.1" // without tokens the API serves loopback hosts only
 		if contentType != "" && !strings.ContainsAny(contentType, "\r\n") {
 			req.Header.Set("Content-Type", contentType)
 		}
 		rec := httptest.NewRecorder()
 		handler.ServeHTTP(rec, req)
+		require.NotEqual(t, http.StatusForbidden, rec.Code, "the request never reached the route: %s", rec.Body)
 		require.NotEqual(t, http.StatusInternalServerError, rec.Code, "%s %s %q: %s", rt.method, rt.path, body, rec.Body)
 		if rec.Code >= 400 {
 			var e struct {

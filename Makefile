@@ -2,10 +2,12 @@
 #
 #   make test       go test -race ./... (Postgres tests skip when it is unreachable)
 #   make generate   regenerate the sqlc code (installs sqlc when missing)
-#   make verify     gofmt, go vet, generated code in sync
+#   make verify     gofmt, go vet (with the attack and chaos tags), generated code in sync
 #   make tidy-check go.mod and go.sum tidy
 #   make bench      the Go benchmarks, then duraflow bench on BENCH_DB (see docs/benchmarks.md)
 #   make examples   run the example programs (SQLite unless DURAFLOW_DATABASE_URL is set)
+#   make attack     the attack suite: the real binary on loopback against the attack table (internal/attack)
+#   make fuzz       each Go fuzz target for FUZZTIME (10s), one at a time; plain go test runs their seeds
 
 GO ?= go
 
@@ -33,7 +35,7 @@ BENCH_DB ?= $(DURAFLOW_TEST_DATABASE_URL)
 BENCH_ARGS ?= --ceiling
 BENCH_BIN ?= $(or $(TMPDIR),/tmp)/duraflow-bench
 
-.PHONY: test generate sqlc sqlc-diff verify tidy-check bench bench-go bench-run examples
+.PHONY: test generate sqlc sqlc-diff verify tidy-check bench bench-go bench-run examples attack fuzz
 
 test:
 	$(GO) test -race $(TESTFLAGS) ./...
@@ -64,7 +66,7 @@ verify: sqlc-diff tidy-check
 	@echo "gofmt -l ."; files="$$(gofmt -l .)"; if [ -n "$$files" ]; then \
 		echo "these files need gofmt:"; echo "$$files"; exit 1; \
 	fi
-	$(GO) vet ./...
+	$(GO) vet -tags attack,chaos ./...
 
 # tidy-check fails when go.mod or go.sum is not tidy; it changes nothing.
 tidy-check:
@@ -85,3 +87,30 @@ bench-run:
 examples:
 	$(GO) run ./examples/quickstart
 	$(GO) run ./examples/billing
+
+# attack runs the attack suite (build tag attack, package internal/attack): it
+# builds cmd/duraflow, starts it on loopback and checks every attack of the
+# table is refused with its status and code, the server still answers and
+# nothing was half-written. Postgres cases use DURAFLOW_TEST_DATABASE_URL.
+attack:
+	$(GO) test -race -count=1 $(TESTFLAGS) -tags attack ./internal/attack/...
+
+# FUZZ_TARGETS are the Go fuzz targets, package:target; make fuzz runs each
+# for FUZZTIME in turn (go test -fuzz takes one target at a time). Their seed
+# corpora (f.Add and testdata/fuzz) run with every plain go test.
+FUZZTIME ?= 10s
+FUZZ_TARGETS ?= \
+	./workflow:FuzzParseDuration \
+	./workflow:FuzzDurationJSON \
+	./workflow/flow:FuzzFlowDefinition \
+	./workflow/flow:FuzzExpression \
+	./httpapi:FuzzRequestBody \
+	./client:FuzzInstanceCursor \
+	./client:FuzzHistoryCursor
+
+fuzz:
+	@set -e; for pt in $(FUZZ_TARGETS); do \
+		pkg="$${pt%%:*}"; target="$${pt#*:}"; \
+		echo "==> $$pkg $$target ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	done

@@ -1,0 +1,43 @@
+// Package attack is the attack suite of issue 12 ("make attack"): Go tests,
+// behind the build tag attack so that plain go test skips them, that build
+// the real duraflow binary (cmd/duraflow), start it on loopback and run an
+// attack table against it, asserting for each attack the refusal (status and
+// error code), that the server still answers (/healthz), and that nothing
+// was half-written (a refused create leaves no instance, a refused flow is
+// not stored).
+//
+// The tables:
+//
+//   - SSRF: http steps aimed at loopback, private, link-local, CGNAT and
+//     metadata addresses, as literals, in other encodings (decimal, octal,
+//     short forms), v4-mapped, with zone ids and userinfo, through names
+//     that resolve to loopback and through redirects from an allow-listed
+//     upstream. IP literals are refused when the flow is applied; the rest
+//     when the step dials. Only loopback is ever contacted: targets that
+//     are not loopback are only given as literals refused at apply time, and
+//     a canary server on loopback proves that nothing got through. Rebinding
+//     at dial time (a name answering public, then loopback) needs a resolver
+//     the binary cannot be given, so it runs at package level with the http
+//     handler of workflow/flow.
+//   - Expression bombs: transform steps that build huge ranges, strings,
+//     nested values or pretty-printed JSON, and regular expressions over big
+//     inputs; each instance must fail with EXPRESSION_ERROR within seconds
+//     while /healthz keeps answering.
+//   - Exec escapes: exec steps naming commands that are not allow-listed,
+//     path tricks, shells, and config fields that do not exist (env), all
+//     refused when the flow is applied; arguments with shell syntax run
+//     without a shell (package level, with an allow-listed printf).
+//   - Every route × every credential: no token, unknown and malformed
+//     tokens, one token per scope and "*" — 401, 403 or success as the scope
+//     table says. The route table must cover every route httpapi declares.
+//   - Bad bodies: nesting depth, size, invalid encodings, truncated JSON,
+//     trailing data, and slow bodies with and without a token.
+//   - Ids and cursors: invalid instance ids, event types, workflow names,
+//     cursors and page sizes: 400 with a code, never 500.
+//
+// Run it with make attack (go test -race -count=1 -tags attack
+// ./internal/attack/...). Each test process uses SQLite files of its own;
+// when DURAFLOW_TEST_DATABASE_URL names a reachable Postgres, the body and id
+// tables also run against a second server on a fresh schema
+// (DURAFLOW_REQUIRE_POSTGRES=1 makes an unreachable Postgres a failure).
+package attack

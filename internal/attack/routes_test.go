@@ -1,0 +1,237 @@
+//go:build attack
+
+package attack_test
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// credential is what a request presents.
+type credential struct {
+	name   string
+	header string // the Authorization header; "" sends none
+	scope  string // the scope it carries; "*" for admin; "" for none
+}
+
+func credentials() []credential {
+	creds := []credential{
+		{name: "none"},
+		{name: "unknown", header: "Bearer not-a-configured-secret"},
+		{name: "basic", header: "Basic YWRtaW46YXR0YWNrLWFkbWluLXNlY3JldA=="},
+		{name: "empty-bearer", header: "Bearer "},
+		{name: "admin-lowercase-scheme", header: "bearer " + secretAdmin, scope: "*"},
+		{name: "admin", header: "Bearer " + secretAdmin, scope: "*"},
+		{name: "read", header: "Bearer " + secretRead, scope: "read"},
+		{name: "create", header: "Bearer " + secretCreate, scope: "create"},
+		{name: "manage", header: "Bearer " + secretManage, scope: "manage"},
+		{name: "events", header: "Bearer " + secretEvents, scope: "events"},
+		{name: "flows", header: "Bearer " + secretFlows, scope: "flows"},
+		{name: "tick", header: "Bearer " + secretTick, scope: "tick"},
+	}
+	if schedulesScope {
+		creds = append(creds, credential{name: "schedules", header: "Bearer " + secretSchedules, scope: "schedules"})
+	}
+	return creds
+}
+
+// scheduleWriteAction is the scope that creating, changing, enabling,
+// disabling and deleting a schedule needs: "schedules" once the binary knows
+// that scope (defect 6), "manage" before.
+func scheduleWriteAction() string {
+	if schedulesScope {
+		return "schedules"
+	}
+	return "manage"
+}
+
+// allows reports whether a credential's scope allows action: "*" is every
+// action but tick.
+func (c credential) allows(action string) bool {
+	if c.scope == "*" {
+		return action != "tick"
+	}
+	return c.scope != "" && c.scope == action
+}
+
+// routeCase is one route of the API: how to build a request that succeeds
+// with the right credential, and what that success is.
+type routeCase struct {
+	method, pattern string // as httpapi declares it, under /api
+	action          string
+	status          int
+	// build makes the target of one request (an instance, a schedule) with
+	// the admin token and returns the path and body.
+	build func(t *testing.T, s *server) (path, body string)
+}
+
+// newApproval creates an instance of the demo workflow approval, which
+// waits for an event, and returns its id.
+func newApproval(t *testing.T, s *server) string {
+	t.Helper()
+	id := uniqueID("route")
+	r := s.call(t, http.MethodPost, "/api/workflows/approval/instances", fmt.Sprintf(`{"id":%q,"params":{"amount":1}}`, id))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	return id
+}
+
+func newSchedule(t *testing.T, s *server) string {
+	t.Helper()
+	id := uniqueID("sched")
+	r := s.call(t, http.MethodPost, "/api/schedules", fmt.Sprintf(`{"id":%q,"workflowName":"hello","cron":"0 0 1 1 *","enabled":false}`, id))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	return id
+}
+
+const routeFlowID = "route-flow"
+
+func flowJSON(id, version string) string {
+	return fmt.Sprintf(`{"id":%q,"version":%q,"initialStepId":"s","steps":{"s":{"id":"s","type":"set","config":{"values":{"ok":{"value":true}}}}}}`, id, version)
+}
+
+func fixed(path, body string) func(*testing.T, *server) (string, string) {
+	return func(*testing.T, *server) (string, string) { return path, body }
+}
+
+func onApproval(suffix, body string) func(*testing.T, *server) (string, string) {
+	return func(t *testing.T, s *server) (string, string) {
+		return "/api/workflows/approval/instances/" + newApproval(t, s) + suffix, body
+	}
+}
+
+func onSchedule(suffix, body string) func(*testing.T, *server) (string, string) {
+	return func(t *testing.T, s *server) (string, string) {
+		return "/api/schedules/" + newSchedule(t, s) + suffix, body
+	}
+}
+
+func routeCases() []routeCase {
+	return []routeCase{
+		{"GET", "/workflows", "read", 200, fixed("/api/workflows", "")},
+		{"GET", "/workflows/:name/instances", "read", 200, fixed("/api/workflows/approval/instances", "")},
+		{"POST", "/workflows/:name/instances", "create", 201, func(*testing.T, *server) (string, string) {
+			return "/api/workflows/hello/instances", fmt.Sprintf(`{"id":%q,"params":{"name":"Ada"}}`, uniqueID("route"))
+		}},
+		{"POST", "/workflows/:name/instances/batch", "create", 201, func(*testing.T, *server) (string, string) {
+			return "/api/workflows/hello/instances/batch", fmt.Sprintf(`{"instances":[{"id":%q}]}`, uniqueID("route"))
+		}},
+		{"GET", "/workflows/:name/instances/:id", "read", 200, onApproval("", "")},
+		{"GET", "/workflows/:name/instances/batch", "read", 200, func(t *testing.T, s *server) (string, string) {
+			if s.getInstance(t, "approval", "batch") == nil {
+				r := s.call(t, http.MethodPost, "/api/workflows/approval/instances", `{"id":"batch","params":{"amount":1}}`)
+				require.Contains(t, []int{201, 409}, r.status, "body: %s", r.body)
+			}
+			return "/api/workflows/approval/instances/batch", ""
+		}},
+		{"POST", "/workflows/:name/instances/:id/pause", "manage", 200, onApproval("/pause", "")},
+		{"POST", "/workflows/:name/instances/:id/resume", "manage", 200, onApproval("/resume", "")},
+		{"POST", "/workflows/:name/instances/:id/terminate", "manage", 200, onApproval("/terminate", "")},
+		{"POST", "/workflows/:name/instances/:id/restart", "manage", 200, onApproval("/restart", "")},
+		{"POST", "/workflows/:name/instances/:id/events", "events", 202, onApproval("/events", `{"type":"approval","payload":{"approved":true}}`)},
+		{"GET", "/workflows/:name/instances/:id/history", "read", 200, onApproval("/history", "")},
+		{"POST", "/_runner/tick", "tick", 200, fixed("/api/_runner/tick", `{"maxInstances":1}`)},
+		{"GET", "/schedules", "read", 200, fixed("/api/schedules", "")},
+		{"POST", "/schedules", scheduleWriteAction(), 201, func(*testing.T, *server) (string, string) {
+			return "/api/schedules", fmt.Sprintf(`{"id":%q,"workflowName":"hello","cron":"0 0 1 1 *","enabled":false}`, uniqueID("sched"))
+		}},
+		{"GET", "/schedules/:id", "read", 200, onSchedule("", "")},
+		{"PATCH", "/schedules/:id", scheduleWriteAction(), 200, onSchedule("", `{"cron":"0 0 2 1 *"}`)},
+		{"DELETE", "/schedules/:id", scheduleWriteAction(), 204, onSchedule("", "")},
+		{"POST", "/schedules/:id/enable", scheduleWriteAction(), 200, onSchedule("/enable", "")},
+		{"POST", "/schedules/:id/disable", scheduleWriteAction(), 200, onSchedule("/disable", "")},
+		{"POST", "/flows", "flows", 201, func(*testing.T, *server) (string, string) {
+			return "/api/flows", flowJSON(uniqueID("flow"), "1.0.0")
+		}},
+		{"GET", "/flows", "read", 200, fixed("/api/flows", "")},
+		{"GET", "/flows/:id", "read", 200, fixed("/api/flows/"+routeFlowID, "")},
+		{"GET", "/flows/:id/versions", "read", 200, fixed("/api/flows/"+routeFlowID+"/versions", "")},
+		{"GET", "/flows/:id/versions/:version", "read", 200, fixed("/api/flows/"+routeFlowID+"/versions/1.0.0", "")},
+		// The trigger the servers are started with (--trigger 'POST /hooks/hello=hello').
+		{"POST", "trigger /hooks/hello", "create", 202, fixed("/hooks/hello", `{"name":"Ada"}`)},
+	}
+}
+
+var routeDeclRE = regexp.MustCompile(`route\(http\.Method(\w+), "([^"]+)"`)
+
+// TestRouteTableCoversEveryRoute fails when httpapi declares a route the
+// table of TestRoutesByCredential does not list: a new route must say which
+// credentials it accepts.
+func TestRouteTableCoversEveryRoute(t *testing.T) {
+	t.Parallel()
+	files, err := filepath.Glob(filepath.Join("..", "..", "httpapi", "*.go"))
+	require.NoError(t, err)
+	var declared []string
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		require.NoError(t, err)
+		for _, m := range routeDeclRE.FindAllStringSubmatch(string(src), -1) {
+			declared = append(declared, strings.ToUpper(m[1])+" "+m[2])
+		}
+	}
+	require.NotEmpty(t, declared, "no route declarations found in httpapi: has route() changed?")
+	var covered []string
+	for _, rc := range routeCases() {
+		covered = append(covered, rc.method+" "+rc.pattern)
+	}
+	for _, d := range declared {
+		require.True(t, slices.Contains(covered, d), "httpapi declares %s, which the attack route table does not cover", d)
+	}
+}
+
+// TestRoutesByCredential sends every route with every credential: without a
+// valid token 401 UNAUTHORIZED, with a token that lacks the route's scope
+// 403 FORBIDDEN, with one that has it the route's success.
+func TestRoutesByCredential(t *testing.T) {
+	t.Parallel()
+	s := sqliteServer(t)
+	r := s.call(t, http.MethodPost, "/api/flows", flowJSON(routeFlowID, "1.0.0"))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+
+	for _, rc := range routeCases() {
+		t.Run(strings.ReplaceAll(rc.method+rc.pattern, "/", "_"), func(t *testing.T) {
+			for _, c := range credentials() {
+				path, body := rc.build(t, s)
+				countBefore := -1
+				if rc.action == "create" && !c.allows(rc.action) {
+					countBefore = s.countInstances(t, "hello")
+				}
+				req := request{method: rc.method, path: path, header: map[string]string{}}
+				if body != "" {
+					req.body = strings.NewReader(body)
+				}
+				if c.header != "" {
+					req.header["Authorization"] = c.header
+				}
+				resp := s.do(t, req)
+				switch {
+				case c.scope == "":
+					requireRefused(t, resp, http.StatusUnauthorized, "UNAUTHORIZED")
+					require.Contains(t, resp.header.Get("WWW-Authenticate"), "Bearer")
+				case !c.allows(rc.action):
+					requireRefused(t, resp, http.StatusForbidden, "FORBIDDEN")
+				default:
+					require.Equal(t, rc.status, resp.status, "%s with %s: %s", path, c.name, resp.body)
+				}
+				if countBefore >= 0 {
+					require.Equal(t, countBefore, s.countInstances(t, "hello"), "a refused %s created an instance", rc.pattern)
+				}
+			}
+		})
+	}
+	// Health and readiness need no token.
+	for _, p := range []string{"/healthz", "/readyz"} {
+		require.Equal(t, http.StatusOK, s.do(t, request{method: http.MethodGet, path: p}).status, p)
+	}
+	s.requireHealthy(t)
+}

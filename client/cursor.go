@@ -30,6 +30,11 @@ func decodeCursor(s string) (*db.InstanceCursor, error) {
 	if err := json.Unmarshal(b, &c); err != nil || c.U.IsZero() {
 		return nil, fmt.Errorf("%w: malformed cursor", workflow.ErrInvalidRequest)
 	}
+	// A cursor comes from the caller: its names reach the store's keyset
+	// comparison, so they must be names the store could have written.
+	if workflow.ValidateWorkflowName(c.W) != nil || workflow.ValidateInstanceID(c.I) != nil {
+		return nil, fmt.Errorf("%w: malformed cursor", workflow.ErrInvalidRequest)
+	}
 	return &db.InstanceCursor{UpdatedAt: c.U, WorkflowName: c.W, ID: c.I}, nil
 }
 

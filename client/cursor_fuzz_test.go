@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // FuzzInstanceCursor checks that decoding an instance list cursor, which
@@ -30,6 +31,8 @@ func FuzzInstanceCursor(f *testing.F) {
 		if err != nil {
 			return
 		}
+		require.NoError(t, workflow.ValidateWorkflowName(c.WorkflowName), "an accepted cursor names a valid workflow")
+		require.NoError(t, workflow.ValidateInstanceID(c.ID), "an accepted cursor names a valid instance id")
 		back, err := decodeCursor(encodeCursor(c))
 		require.NoError(t, err)
 		require.True(t, c.UpdatedAt.Equal(back.UpdatedAt), "%v != %v", c.UpdatedAt, back.UpdatedAt)

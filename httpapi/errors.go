@@ -32,6 +32,7 @@ const (
 	CodeInvalidEventType        Code = "INVALID_EVENT_TYPE"         // 400
 	CodeInvalidRequest          Code = "INVALID_REQUEST"            // 400
 	CodePayloadTooLarge         Code = "PAYLOAD_TOO_LARGE"          // 413
+	CodePayloadTooDeep          Code = "PAYLOAD_TOO_DEEP"           // 400
 	CodeUnauthorized            Code = "UNAUTHORIZED"               // 401
 	CodeForbidden               Code = "FORBIDDEN"                  // 403
 	CodeNotFound                Code = "NOT_FOUND"                  // 404: no such route
@@ -79,6 +80,7 @@ var errorKinds = []struct {
 	{workflow.ErrInvalidRequest, http.StatusBadRequest, CodeInvalidRequest},
 	{workflow.ErrInvalidWorkflowName, http.StatusBadRequest, CodeInvalidRequest},
 	{workflow.ErrPayloadTooLarge, http.StatusRequestEntityTooLarge, CodePayloadTooLarge},
+	{workflow.ErrPayloadTooDeep, http.StatusBadRequest, CodePayloadTooDeep},
 	{ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
 	{ErrForbidden, http.StatusForbidden, CodeForbidden},
 	{errNotFound, http.StatusNotFound, CodeNotFound},

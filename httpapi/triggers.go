@@ -296,19 +296,13 @@ func (s *Server) provenance(c echo.Context, typ, source string) *workflow.Proven
 	return prov
 }
 
-// readBody reads the request body, at most MaxBodyBytes; empty is nil.
+// readBody reads the request body, at most MaxBodyBytes; empty is nil. The
+// body is a payload (params, or a flow definition), so it may nest at most
+// workflow.MaxPayloadDepth levels deep.
 func (s *Server) readBody(c echo.Context) ([]byte, error) {
-	r := c.Request()
-	limit := s.cfg.MaxBodyBytes
-	if r.ContentLength > limit {
-		return nil, fmt.Errorf("%w: the request body is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, r.ContentLength, limit)
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
+	data, err := s.readAll(c, workflow.MaxPayloadDepth)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, fmt.Errorf("%w: the request body is larger than %d bytes", workflow.ErrPayloadTooLarge, limit)
-		}
-		return nil, fmt.Errorf("%w: reading the request body: %v", workflow.ErrInvalidRequest, err)
+		return nil, err
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil

@@ -84,7 +84,7 @@ type Config struct {
 	MaxBodyBytes int64
 	// Schedules serves the schedule routes (/schedules…, see
 	// addScheduleRoutes): reading them needs ActionRead, changing them
-	// ActionManage.
+	// ActionSchedules.
 	//
 	// Defaults to nil: the routes do not exist (404 NOT_FOUND).
 	Schedules *schedule.Scheduler

@@ -82,6 +82,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"BadToken", []string{"serve", "--addr", "127.0.0.1:0", "--token", "nameonly"}, nil, "--token"},
 		{"BadScope", []string{"serve", "--addr", "127.0.0.1:0", "--token", "a:b:fly"}, nil, `unknown scope "fly"`},
 		{"BadConcurrency", []string{"worker", "--concurrency", "0"}, nil, "--concurrency 0"},
+		{"BadBodyTimeout", []string{"serve", "--addr", "127.0.0.1:0", "--body-timeout", "0s"}, nil, "--body-timeout 0s must be positive"},
 		{"BadEnvironmentValue", []string{"worker"}, map[string]string{"DURAFLOW_CONCURRENCY": "many"}, "$DURAFLOW_CONCURRENCY"},
 		{"BadLogFormat", []string{"worker", "--log-format", "xml"}, nil, "--log-format"},
 		{"BadDatabaseURL", []string{"worker", "--db", "mysql://x"}, nil, "unsupported database URL scheme"},

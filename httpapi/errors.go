@@ -37,6 +37,7 @@ const (
 	CodeForbidden               Code = "FORBIDDEN"                  // 403
 	CodeNotFound                Code = "NOT_FOUND"                  // 404: no such route
 	CodeMethodNotAllowed        Code = "METHOD_NOT_ALLOWED"         // 405
+	CodeRequestTimeout          Code = "REQUEST_TIMEOUT"            // 408: the body did not arrive within BodyTimeout
 	CodeTickBusy                Code = "TICK_BUSY"                  // 429: every tick slot is taken
 	CodeNotReady                Code = "NOT_READY"                  // 503: Config.Ready failed
 	CodeInternal                Code = "INTERNAL"                   // 500
@@ -54,6 +55,7 @@ var (
 	errNotFound         = errors.New("no such route")
 	errMethodNotAllowed = errors.New("method not allowed")
 	errTickBusy         = errors.New("a tick is already running")
+	errBodyTimeout      = errors.New("request body timeout")
 	errNotReady         = errors.New("not ready")
 )
 
@@ -85,6 +87,7 @@ var errorKinds = []struct {
 	{ErrForbidden, http.StatusForbidden, CodeForbidden},
 	{errNotFound, http.StatusNotFound, CodeNotFound},
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, CodeMethodNotAllowed},
+	{errBodyTimeout, http.StatusRequestTimeout, CodeRequestTimeout},
 	{errTickBusy, http.StatusTooManyRequests, CodeTickBusy},
 	{errNotReady, http.StatusServiceUnavailable, CodeNotReady},
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -70,6 +71,9 @@ func (s *Server) readAll(c echo.Context, depth int) ([]byte, error) {
 	if err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			return nil, fmt.Errorf("%w: the request body is larger than %d bytes", workflow.ErrPayloadTooLarge, limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, fmt.Errorf("%w: the request body did not arrive within %s", errBodyTimeout, s.cfg.BodyTimeout)
 		}
 		return nil, fmt.Errorf("%w: reading the request body: %v", workflow.ErrInvalidRequest, err)
 	}

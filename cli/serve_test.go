@@ -293,6 +293,8 @@ func TestExitCode(t *testing.T) {
 		{&httpapi.APIError{Status: 409, Code: httpapi.CodeInstanceTerminal}, cli.ExitConflict},
 		{&httpapi.APIError{Status: 400, Code: httpapi.CodeInvalidRequest}, cli.ExitInvalid},
 		{&httpapi.APIError{Status: 413, Code: httpapi.CodePayloadTooLarge}, cli.ExitInvalid},
+		{&httpapi.APIError{Status: 400, Code: httpapi.CodePayloadTooDeep}, cli.ExitInvalid},
+		{fmt.Errorf("params: %w", workflow.ErrPayloadTooDeep), cli.ExitInvalid},
 		{&httpapi.APIError{Status: 401, Code: httpapi.CodeUnauthorized}, cli.ExitAuth},
 		{&httpapi.APIError{Status: 403, Code: httpapi.CodeForbidden}, cli.ExitAuth},
 		{&httpapi.APIError{Status: 500, Code: httpapi.CodeInternal}, cli.ExitError},

@@ -77,6 +77,7 @@ func (s *Server) readAll(c echo.Context, depth int) ([]byte, error) {
 		}
 		return nil, fmt.Errorf("%w: reading the request body: %v", workflow.ErrInvalidRequest, err)
 	}
+	c.Set(bodyReadKey, true)
 	if err := workflow.ValidatePayloadDepth("the request body", data, depth); err != nil {
 		return nil, err
 	}

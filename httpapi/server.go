@@ -184,18 +184,23 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", "1")
 	}
-	if status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusRequestTimeout {
+	if r.ContentLength != 0 && c.Get(bodyReadKey) == nil {
 		closeUnread(w)
 	}
 	writeJSON(w, status, errorBody{Error: newAPIError(err, code, msg)})
 }
 
+// bodyReadKey marks (in the echo context) a request whose body was read to
+// its end.
+const bodyReadKey = "duraflow.bodyRead"
+
 // closeUnread makes a refusal close its connection without reading what is
 // left of the request body: a request refused before its body was read (no
-// credentials, the wrong ones) or whose body is too slow must not hold the
-// connection while the server drains a body that may never come. net/http
-// drains an unread body before the answer unless the answer closes the
-// connection, and after it until its read deadline, which is set to now.
+// credentials, the wrong ones, an unknown route) or whose body is too slow
+// or too large must not hold the connection while the server drains a body
+// that may never come. net/http drains an unread body before the answer
+// unless the answer closes the connection, and after it until its read
+// deadline, which is set to now.
 func closeUnread(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())

@@ -61,28 +61,31 @@ func slowRequest(t *testing.T, addr, path string, headers ...string) (*http.Resp
 }
 
 // TestUnauthenticatedSlowBody sends headers and the start of a body that
-// never comes, without a token: the answer is 401 at once, without waiting
-// for the body, and the server closes the connection instead of draining
-// it.
+// never comes, without a token (or refused for another reason before the
+// body is read): the answer comes at once, without waiting for the body,
+// and the server closes the connection instead of draining it.
 func TestUnauthenticatedSlowBody(t *testing.T) {
 	t.Parallel()
 	addr := serveReal(t, &httpapi.Config{
 		Tokens:            []httpapi.Token{httpapi.NewToken("reader", "r", httpapi.ActionRead)},
 		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second,
 	})
+	const create = "/api/workflows/greet/instances"
 	for _, tc := range []struct {
-		name   string
-		header []string
-		status int
+		name, path string
+		header     []string
+		status     int
 	}{
-		{"no token", nil, http.StatusUnauthorized},
-		{"unknown token", []string{"Authorization: Bearer nope"}, http.StatusUnauthorized},
-		{"token without the scope", []string{"Authorization: Bearer r"}, http.StatusForbidden},
+		{"no token", create, nil, http.StatusUnauthorized},
+		{"unknown token", create, []string{"Authorization: Bearer nope"}, http.StatusUnauthorized},
+		{"token without the scope", create, []string{"Authorization: Bearer r"}, http.StatusForbidden},
+		{"unknown route", "/api/nowhere", []string{"Authorization: Bearer r"}, http.StatusNotFound},
+		{"cross-origin", create, []string{"Authorization: Bearer r", "Sec-Fetch-Site: cross-site"}, http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			start := time.Now()
-			resp, closed := slowRequest(t, addr, "/api/workflows/greet/instances", tc.header...)
+			resp, closed := slowRequest(t, addr, tc.path, tc.header...)
 			require.Equal(t, tc.status, resp.StatusCode)
 			require.True(t, resp.Close, "the answer says Connection: close")
 			require.True(t, closed, "the server closes the connection")

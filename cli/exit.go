@@ -84,7 +84,7 @@ func ExitCode(err error) int {
 		return ExitConflict
 	case errors.Is(err, workflow.ErrInvalidRequest), errors.Is(err, workflow.ErrInvalidInstanceID),
 		errors.Is(err, workflow.ErrInvalidEventType), errors.Is(err, workflow.ErrInvalidWorkflowName),
-		errors.Is(err, workflow.ErrPayloadTooLarge):
+		errors.Is(err, workflow.ErrPayloadTooLarge), errors.Is(err, workflow.ErrPayloadTooDeep):
 		return ExitInvalid
 	case errors.Is(err, httpapi.ErrUnauthorized), errors.Is(err, httpapi.ErrForbidden):
 		return ExitAuth

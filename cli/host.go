@@ -39,6 +39,7 @@ type hostConfig struct {
 	triggers        []string
 	triggersFile    string
 	httpAllow       []string
+	timeouts        httpTimeouts
 	flowRefresh     time.Duration
 	flowsDir        string // dev
 	stub            bool   // dev
@@ -65,15 +66,45 @@ func addDatabaseFlags(fs *pflag.FlagSet, c *hostConfig, def string) {
 func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address of the HTTP API; without --token only loopback addresses are allowed")
 	bindEnv(fs, "addr", "DURAFLOW_ADDR")
-	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes", scopes from read,create,manage,events,tick or * (repeatable; the variable takes several separated by spaces or ';')`)
+	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes", scopes from read,create,manage,events,flows,schedules,tick or * (repeatable; the variable takes several separated by spaces or ';')`)
 	bindEnv(fs, "token", "DURAFLOW_TOKENS")
 	fs.StringVar(&c.prefix, "api-prefix", "/api", "path the API routes are mounted under")
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
 	fs.BoolVar(&c.tick, "tick", false, "enable POST <prefix>/_runner/tick, which fires due schedules and runs due work once (needs a token with the tick scope)")
 	bindEnv(fs, "tick", "DURAFLOW_TICK")
-	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[,key=source...]": a request to the path (at the root) starts the workflow with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x (repeatable; needs the create scope)`)
-	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","params":{key: source}}]`)
+	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[,key=source...]": a request to the path (at the root) starts the workflow with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x; credential headers (Authorization, Cookie, …) only with a trailing ",allowCredentialHeaders" (repeatable; needs the create scope)`)
+	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","params":{key: source},"allowCredentialHeaders":false}]`)
 	bindEnv(fs, "triggers-file", "DURAFLOW_TRIGGERS_FILE")
+	addTimeoutFlags(fs, c)
+}
+
+// httpTimeouts are the timeouts of the HTTP server (see httpapi.Config).
+type httpTimeouts struct {
+	readHeader, body, write, idle time.Duration
+}
+
+// check refuses timeouts that are not positive (0 would not mean "none").
+func (t httpTimeouts) check() error {
+	for _, d := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--read-header-timeout", t.readHeader}, {"--body-timeout", t.body}, {"--write-timeout", t.write}, {"--idle-timeout", t.idle}} {
+		if d.d <= 0 {
+			return fmt.Errorf("%s %s must be positive", d.flag, d.d)
+		}
+	}
+	return nil
+}
+
+func addTimeoutFlags(fs *pflag.FlagSet, c *hostConfig) {
+	fs.Var(newDurationValue(&c.timeouts.readHeader, httpapi.DefaultReadHeaderTimeout), "read-header-timeout", "how long a client may take to send a request's headers")
+	bindEnv(fs, "read-header-timeout", "DURAFLOW_READ_HEADER_TIMEOUT")
+	fs.Var(newDurationValue(&c.timeouts.body, httpapi.DefaultBodyTimeout), "body-timeout", "how long a client may take to send a request's body once it is authorized; a slower one is answered 408 and disconnected")
+	bindEnv(fs, "body-timeout", "DURAFLOW_BODY_TIMEOUT")
+	fs.Var(newDurationValue(&c.timeouts.write, httpapi.DefaultWriteTimeout), "write-timeout", "how long a request may take from the end of its headers to the end of its answer (a tick's work does not count)")
+	bindEnv(fs, "write-timeout", "DURAFLOW_WRITE_TIMEOUT")
+	fs.Var(newDurationValue(&c.timeouts.idle, httpapi.DefaultIdleTimeout), "idle-timeout", "how long a kept-alive connection may wait for its next request")
+	bindEnv(fs, "idle-timeout", "DURAFLOW_IDLE_TIMEOUT")
 }
 
 func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
@@ -174,6 +205,11 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	}()
 	if cfg.concurrency < 1 {
 		return nil, usageError(fmt.Errorf("--concurrency %d must be at least 1", cfg.concurrency))
+	}
+	if serveHTTP {
+		if err := cfg.timeouts.check(); err != nil {
+			return nil, usageError(err)
+		}
 	}
 	var tokens []httpapi.Token
 	for _, spec := range cfg.tokens {
@@ -297,6 +333,8 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		apiCfg := &httpapi.Config{
 			Client: h.client, Prefix: cfg.prefix, Tokens: tokens, Authorize: o.Authorize,
 			Ready: h.ready, Logger: log, Schedules: h.scheduler, Triggers: triggers, Flows: h.flows,
+			ReadHeaderTimeout: cfg.timeouts.readHeader, BodyTimeout: cfg.timeouts.body,
+			WriteTimeout: cfg.timeouts.write, IdleTimeout: cfg.timeouts.idle,
 		}
 		if cfg.tick {
 			apiCfg.Tick = h.tickFunc(dispatcher.TickFunc(h.runner))
@@ -401,11 +439,8 @@ func (h *host) serve(ctx context.Context) error {
 		srvDone sync.WaitGroup
 	)
 	if h.listener != nil {
-		srv = &http.Server{
-			Handler:           h.api.Handler(),
-			ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
-		}
+		srv = h.api.HTTPServer()
+		srv.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
 		srvDone.Add(1)
 		go func() {
 			defer srvDone.Done()

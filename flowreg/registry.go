@@ -160,12 +160,17 @@ type ApplyResult struct {
 // registers the flow. It fails with a *flow.ValidationError (matching
 // flow.ErrInvalidDefinition) listing every problem, with ErrVersionConflict
 // when the version is stored with another definition, and with
-// workflow.ErrPayloadTooLarge for a definition over flow.MaxDefinitionBytes.
+// workflow.ErrPayloadTooLarge for a definition over flow.MaxDefinitionBytes,
+// and with workflow.ErrPayloadTooDeep for one nested deeper than
+// workflow.MaxPayloadDepth (checked before anything decodes it).
 // Applying a stored version again with the same JSON (spaced differently or
 // not) changes nothing; the stored bytes stay.
 func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, error) {
 	if len(definition) > flow.MaxDefinitionBytes {
 		return nil, fmt.Errorf("%w: the definition is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, len(definition), flow.MaxDefinitionBytes)
+	}
+	if err := workflow.ValidatePayloadDepth("the flow definition", definition, workflow.MaxPayloadDepth); err != nil {
+		return nil, err
 	}
 	def, err := flow.Parse(definition)
 	if err != nil {

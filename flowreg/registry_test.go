@@ -139,6 +139,18 @@ func TestApply(t *testing.T) {
 			_, err := p.flows.Apply(p.ctx(), bytes.Repeat([]byte(" "), flow.MaxDefinitionBytes+1))
 			require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 		})
+
+		t.Run("TooDeep", func(t *testing.T) {
+			t.Parallel()
+			p := newProcess(t, b)
+			deep := strings.Repeat("[", 2000) + strings.Repeat("]", 2000)
+			def := `{"id": "deep", "version": "1.0.0", "initialStepId": "set",
+  "steps": {"set": {"id": "set", "type": "set", "config": {"values": {"x": {"value": ` + deep + `}}}}}}`
+			_, err := p.flows.Apply(p.ctx(), []byte(def))
+			require.ErrorIs(t, err, workflow.ErrPayloadTooDeep)
+			_, err = p.flows.Get(p.ctx(), "deep", "")
+			require.ErrorIs(t, err, flowreg.ErrNotFound, "nothing is stored")
+		})
 	})
 }
 

@@ -32,6 +32,12 @@ const (
 	// steps make requests from the server's network position. Reading flows
 	// needs ActionRead.
 	ActionFlows Action = "flows"
+	// ActionSchedules creates, changes, enables, disables and deletes
+	// schedules. It is a scope of its own, apart from manage and create,
+	// because a schedule starts its workflow with its params again and
+	// again, without further requests: it is more than either. Reading
+	// schedules needs ActionRead.
+	ActionSchedules Action = "schedules"
 	// ActionTick drives the runner through POST /_runner/tick. The scope "*"
 	// does not include it: a token that may tick names it.
 	ActionTick Action = "tick"
@@ -39,8 +45,8 @@ const (
 
 // allActions are the actions a token may name; wildcardActions are those "*" grants.
 var (
-	allActions      = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionTick}
-	wildcardActions = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows}
+	allActions      = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules, ActionTick}
+	wildcardActions = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules}
 )
 
 // AuthorizeFunc decides whether a request may do action. It is called by
@@ -74,7 +80,7 @@ var tokenNameRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$`)
 // "ci:s3cret:read,create,events", or "name:sha256=<64 hex digits>:scopes",
 // which names the secret by its SHA-256 so the spec holds no secret. Scopes
 // are a comma-separated list of actions (read, create, manage, events,
-// flows, tick); "*" stands for every action except tick, which is always named:
+// flows, schedules, tick); "*" stands for every action except tick, which is always named:
 // "cron:…:tick", "admin:…:*,tick". The secret may contain colons; the name
 // is letters, digits, '_', '.' and '-'.
 func ParseToken(spec string) (Token, error) {
@@ -127,7 +133,7 @@ func parseScopes(list string) ([]Action, error) {
 		case s == "":
 			return nil, errors.New("empty scope")
 		default:
-			return nil, fmt.Errorf("unknown scope %q (want read, create, manage, events, flows, tick or *)", s)
+			return nil, fmt.Errorf("unknown scope %q (want read, create, manage, events, flows, schedules, tick or *)", s)
 		}
 	}
 	return out, nil

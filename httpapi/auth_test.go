@@ -217,7 +217,7 @@ func TestParseToken(t *testing.T) {
 	t.Parallel()
 	sum := sha256.Sum256([]byte("s3cret"))
 	hexSum := hex.EncodeToString(sum[:])
-	all := []httpapi.Action{httpapi.ActionRead, httpapi.ActionCreate, httpapi.ActionManage, httpapi.ActionEvents, httpapi.ActionFlows}
+	all := []httpapi.Action{httpapi.ActionRead, httpapi.ActionCreate, httpapi.ActionManage, httpapi.ActionEvents, httpapi.ActionFlows, httpapi.ActionSchedules}
 	for _, tc := range []struct {
 		spec   string
 		name   string

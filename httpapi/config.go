@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/benbjohnson/clock"
 
@@ -22,6 +23,24 @@ import (
 // batch whose params add up to more than about 1 MiB must be split (or the
 // bound raised).
 const DefaultMaxBodyBytes = workflow.MaxPayloadBytes + 64<<10
+
+// Default timeouts of the *http.Server that Server.HTTPServer returns.
+const (
+	// DefaultReadHeaderTimeout bounds the reading of a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultBodyTimeout bounds the reading of a request's body: a body of
+	// DefaultMaxBodyBytes arrives within it at about 40 KB/s, a slow but
+	// real client.
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds a request from the end of its headers to
+	// the end of its answer. No route waits for long except the tick, which
+	// is not bound by it (a tick writes its answer within WriteTimeout after
+	// its work is done).
+	DefaultWriteTimeout = 60 * time.Second
+	// DefaultIdleTimeout bounds how long a kept-alive connection waits for
+	// its next request.
+	DefaultIdleTimeout = 120 * time.Second
+)
 
 // MaxTickInstances bounds maxInstances of one tick request.
 const MaxTickInstances = 1000
@@ -84,7 +103,7 @@ type Config struct {
 	MaxBodyBytes int64
 	// Schedules serves the schedule routes (/schedules…, see
 	// addScheduleRoutes): reading them needs ActionRead, changing them
-	// ActionManage.
+	// ActionSchedules.
 	//
 	// Defaults to nil: the routes do not exist (404 NOT_FOUND).
 	Schedules *schedule.Scheduler
@@ -103,6 +122,33 @@ type Config struct {
 	//
 	// Defaults to the real clock.
 	Clock clock.Clock
+	// ReadHeaderTimeout bounds the reading of a request's headers (see
+	// HTTPServer).
+	//
+	// Defaults to DefaultReadHeaderTimeout (10 seconds).
+	ReadHeaderTimeout time.Duration
+	// BodyTimeout bounds the reading of a request's body: once the request
+	// is authorized, its body must arrive within BodyTimeout, or the
+	// request is answered 408 REQUEST_TIMEOUT and its connection closed.
+	// It holds under any *http.Server that serves Handler (it sets the
+	// connection's read deadline); HTTPServer also sets ReadTimeout to
+	// ReadHeaderTimeout + BodyTimeout. A request without the credentials
+	// for its route is answered before its body is read, and its
+	// connection closed.
+	//
+	// Defaults to DefaultBodyTimeout (30 seconds).
+	BodyTimeout time.Duration
+	// WriteTimeout bounds a request from the end of its headers to the end
+	// of its answer (see HTTPServer). A tick is not bound by it: it has
+	// WriteTimeout to write its answer once its work is done.
+	//
+	// Defaults to DefaultWriteTimeout (60 seconds).
+	WriteTimeout time.Duration
+	// IdleTimeout bounds how long a kept-alive connection waits for its
+	// next request (see HTTPServer).
+	//
+	// Defaults to DefaultIdleTimeout (120 seconds).
+	IdleTimeout time.Duration
 }
 
 // WithDefaults returns a copy of the config with zero fields filled in.
@@ -114,6 +160,10 @@ func (c *Config) WithDefaults() *Config {
 	}
 	out.MaxConcurrentTicks = cmp.Or(out.MaxConcurrentTicks, 1)
 	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, DefaultMaxBodyBytes)
+	out.ReadHeaderTimeout = cmp.Or(out.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	out.BodyTimeout = cmp.Or(out.BodyTimeout, DefaultBodyTimeout)
+	out.WriteTimeout = cmp.Or(out.WriteTimeout, DefaultWriteTimeout)
+	out.IdleTimeout = cmp.Or(out.IdleTimeout, DefaultIdleTimeout)
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
@@ -135,6 +185,14 @@ func (c *Config) validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		return fmt.Errorf("httpapi: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
+	}
+	for _, d := range []struct {
+		name string
+		d    time.Duration
+	}{{"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"BodyTimeout", c.BodyTimeout}, {"WriteTimeout", c.WriteTimeout}, {"IdleTimeout", c.IdleTimeout}} {
+		if d.d <= 0 {
+			return fmt.Errorf("httpapi: %s %s must be positive", d.name, d.d)
+		}
 	}
 	return nil
 }

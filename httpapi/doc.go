@@ -21,6 +21,10 @@
 // Authentication is a list of bearer tokens with scopes (Token, ParseToken),
 // or a host's own AuthorizeFunc. A server with neither serves only loopback
 // hosts; CheckListenAddr lets the host refuse to listen anywhere else.
+// Credentials are checked before a request body is read, and a refused
+// request's connection is closed without reading the rest of its body;
+// HTTPServer returns an *http.Server with the configured read-header, body,
+// write and idle timeouts (Config.ReadHeaderTimeout and the others).
 //
 // The package knows nothing of databases, of how the runner executes
 // workflow code, or of the command line: it speaks HTTP to client.Client and

@@ -32,10 +32,12 @@ const (
 	CodeInvalidEventType        Code = "INVALID_EVENT_TYPE"         // 400
 	CodeInvalidRequest          Code = "INVALID_REQUEST"            // 400
 	CodePayloadTooLarge         Code = "PAYLOAD_TOO_LARGE"          // 413
+	CodePayloadTooDeep          Code = "PAYLOAD_TOO_DEEP"           // 400
 	CodeUnauthorized            Code = "UNAUTHORIZED"               // 401
 	CodeForbidden               Code = "FORBIDDEN"                  // 403
 	CodeNotFound                Code = "NOT_FOUND"                  // 404: no such route
 	CodeMethodNotAllowed        Code = "METHOD_NOT_ALLOWED"         // 405
+	CodeRequestTimeout          Code = "REQUEST_TIMEOUT"            // 408: the body did not arrive within BodyTimeout
 	CodeTickBusy                Code = "TICK_BUSY"                  // 429: every tick slot is taken
 	CodeNotReady                Code = "NOT_READY"                  // 503: Config.Ready failed
 	CodeInternal                Code = "INTERNAL"                   // 500
@@ -53,6 +55,7 @@ var (
 	errNotFound         = errors.New("no such route")
 	errMethodNotAllowed = errors.New("method not allowed")
 	errTickBusy         = errors.New("a tick is already running")
+	errBodyTimeout      = errors.New("request body timeout")
 	errNotReady         = errors.New("not ready")
 )
 
@@ -79,10 +82,12 @@ var errorKinds = []struct {
 	{workflow.ErrInvalidRequest, http.StatusBadRequest, CodeInvalidRequest},
 	{workflow.ErrInvalidWorkflowName, http.StatusBadRequest, CodeInvalidRequest},
 	{workflow.ErrPayloadTooLarge, http.StatusRequestEntityTooLarge, CodePayloadTooLarge},
+	{workflow.ErrPayloadTooDeep, http.StatusBadRequest, CodePayloadTooDeep},
 	{ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
 	{ErrForbidden, http.StatusForbidden, CodeForbidden},
 	{errNotFound, http.StatusNotFound, CodeNotFound},
 	{errMethodNotAllowed, http.StatusMethodNotAllowed, CodeMethodNotAllowed},
+	{errBodyTimeout, http.StatusRequestTimeout, CodeRequestTimeout},
 	{errTickBusy, http.StatusTooManyRequests, CodeTickBusy},
 	{errNotReady, http.StatusServiceUnavailable, CodeNotReady},
 }

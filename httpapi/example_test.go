@@ -121,9 +121,9 @@ func ExampleParseToken() {
 	fmt.Println(err)
 	// Output:
 	// ci [read create events]
-	// ops [read create manage events flows]
+	// ops [read create manage events flows schedules]
 	// cron [tick]
-	// httpapi: token "ci": unknown scope "admin" (want read, create, manage, events, flows, tick or *)
+	// httpapi: token "ci": unknown scope "admin" (want read, create, manage, events, flows, schedules, tick or *)
 }
 
 func ExampleCheckListenAddr() {

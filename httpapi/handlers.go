@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -232,6 +233,9 @@ func (s *Server) tick(c echo.Context) error {
 		return fmt.Errorf("%w; try again later", errTickBusy)
 	}
 	res, err := s.cfg.Tick(c.Request().Context(), req.MaxInstances, req.MaxSteps)
+	// A tick may run longer than WriteTimeout; its answer gets
+	// WriteTimeout from the end of its work.
+	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err != nil {
 		return fmt.Errorf("ticking: %w", err)
 	}

@@ -75,7 +75,13 @@ type testBundle struct {
 // (numSteps steps, counted). token is what the typed client sends.
 func setup(t *testing.T, token string, configure ...func(*httpapi.Config, *testharness.Harness)) *testBundle {
 	t.Helper()
-	h := testharness.New(t)
+	return setupOn(t, testharness.DefaultBackend(), token, configure...)
+}
+
+// setupOn is setup on a fresh database of backend b.
+func setupOn(t *testing.T, backend testharness.Backend, token string, configure ...func(*httpapi.Config, *testharness.Harness)) *testBundle {
+	t.Helper()
+	h := testharness.New(t, testharness.WithBackend(backend))
 	steps := &stepCounter{}
 	workflow.MustRegister(h.Registry, "greet", workflow.Func[greetParams, greetOutput](
 		func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {

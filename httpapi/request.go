@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,22 +18,23 @@ import (
 	"github.com/duraflow/duraflow/workflow"
 )
 
+// maxEnvelopeDepth is how many levels a request body of the API wraps
+// around the payload it carries: {"instances":[{"params":…}]} is the
+// deepest. A body nested deeper than workflow.MaxPayloadDepth plus these is
+// refused before it is decoded; the payloads in it are checked exactly
+// where they are stored.
+const maxEnvelopeDepth = 3
+
 // decodeBody reads the request body (at most MaxBodyBytes) and decodes it
 // into v strictly: one JSON object, no unknown fields, no trailing data. An
 // empty body leaves v alone when optional is true. The whole body is read
-// and checked before the handler does anything with it.
+// and checked before the handler does anything with it; a body nested too
+// deeply to hold a payload of workflow.MaxPayloadDepth levels is refused
+// with workflow.ErrPayloadTooDeep before it is decoded.
 func (s *Server) decodeBody(c echo.Context, v any, optional bool) error {
-	r := c.Request()
-	limit := s.cfg.MaxBodyBytes
-	if r.ContentLength > limit {
-		return fmt.Errorf("%w: the request body is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, r.ContentLength, limit)
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
+	data, err := s.readAll(c, workflow.MaxPayloadDepth+maxEnvelopeDepth)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return fmt.Errorf("%w: the request body is larger than %d bytes", workflow.ErrPayloadTooLarge, limit)
-		}
-		return fmt.Errorf("%w: reading the request body: %v", workflow.ErrInvalidRequest, err)
+		return err
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		if optional {
@@ -55,6 +57,31 @@ func (s *Server) decodeBody(c echo.Context, v any, optional bool) error {
 		return fmt.Errorf("%w: unexpected data after the JSON object", workflow.ErrInvalidRequest)
 	}
 	return nil
+}
+
+// readAll reads the request body, at most MaxBodyBytes, and checks that it
+// nests at most depth levels deep.
+func (s *Server) readAll(c echo.Context, depth int) ([]byte, error) {
+	r := c.Request()
+	limit := s.cfg.MaxBodyBytes
+	if r.ContentLength > limit {
+		return nil, fmt.Errorf("%w: the request body is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, r.ContentLength, limit)
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			return nil, fmt.Errorf("%w: the request body is larger than %d bytes", workflow.ErrPayloadTooLarge, limit)
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, fmt.Errorf("%w: the request body did not arrive within %s", errBodyTimeout, s.cfg.BodyTimeout)
+		}
+		return nil, fmt.Errorf("%w: reading the request body: %v", workflow.ErrInvalidRequest, err)
+	}
+	c.Set(bodyReadKey, true)
+	if err := workflow.ValidatePayloadDepth("the request body", data, depth); err != nil {
+		return nil, err
+	}
+	return data, nil
 }
 
 // describeJSONError says what is wrong with a body in the caller's terms.

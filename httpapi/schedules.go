@@ -16,11 +16,14 @@ import (
 // The schedule routes, present when Config.Schedules is set:
 //
 //	GET    /schedules?workflow=&pageSize=&cursor=   read
-//	POST   /schedules                               manage  schedule.CreateRequest → 201
+//	POST   /schedules                               schedules  schedule.CreateRequest → 201
 //	GET    /schedules/:id                           read
-//	PATCH  /schedules/:id                           manage  schedule.UpdateRequest
-//	DELETE /schedules/:id                           manage  → 204
-//	POST   /schedules/:id/enable|disable            manage
+//	PATCH  /schedules/:id                           schedules  schedule.UpdateRequest
+//	DELETE /schedules/:id                           schedules  → 204
+//	POST   /schedules/:id/enable|disable            schedules
+//
+// Changes need ActionSchedules, not ActionManage: a schedule starts any
+// workflow with any params, which manage alone must not allow.
 
 // ScheduleList is the answer of GET /schedules: a page of schedules ordered
 // by id, and the cursor of the next page.
@@ -33,12 +36,12 @@ func (s *Server) addScheduleRoutes(route func(method, path string, h echo.Handle
 		return
 	}
 	route(http.MethodGet, "/schedules", s.listSchedules, ActionRead)
-	route(http.MethodPost, "/schedules", s.createSchedule, ActionManage)
+	route(http.MethodPost, "/schedules", s.createSchedule, ActionSchedules)
 	route(http.MethodGet, "/schedules/:id", s.getSchedule, ActionRead)
-	route(http.MethodPatch, "/schedules/:id", s.updateSchedule, ActionManage)
-	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule, ActionManage)
-	route(http.MethodPost, "/schedules/:id/enable", s.toggleSchedule(s.cfg.Schedules.Enable), ActionManage)
-	route(http.MethodPost, "/schedules/:id/disable", s.toggleSchedule(s.cfg.Schedules.Disable), ActionManage)
+	route(http.MethodPatch, "/schedules/:id", s.updateSchedule, ActionSchedules)
+	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule, ActionSchedules)
+	route(http.MethodPost, "/schedules/:id/enable", s.toggleSchedule(s.cfg.Schedules.Enable), ActionSchedules)
+	route(http.MethodPost, "/schedules/:id/disable", s.toggleSchedule(s.cfg.Schedules.Disable), ActionSchedules)
 }
 
 func (s *Server) listSchedules(c echo.Context) error {

@@ -170,9 +170,9 @@ func TestScheduleRoutesNeedScopes(t *testing.T) {
 	b.call(t, "GET", "/api/schedules", "", reader...).requireOK(t, 200, nil)
 	b.call(t, "GET", "/api/schedules/s", "", reader...).requireOK(t, 200, nil)
 	b.call(t, "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"@daily"}`, reader...).
-		requireError(t, 403, httpapi.CodeForbidden, `"manage"`)
-	b.call(t, "POST", "/api/schedules/s/disable", "", reader...).requireError(t, 403, httpapi.CodeForbidden, `"manage"`)
-	b.call(t, "DELETE", "/api/schedules/s", "", reader...).requireError(t, 403, httpapi.CodeForbidden, `"manage"`)
+		requireError(t, 403, httpapi.CodeForbidden, `"schedules"`)
+	b.call(t, "POST", "/api/schedules/s/disable", "", reader...).requireError(t, 403, httpapi.CodeForbidden, `"schedules"`)
+	b.call(t, "DELETE", "/api/schedules/s", "", reader...).requireError(t, 403, httpapi.CodeForbidden, `"schedules"`)
 	b.call(t, "GET", "/api/schedules", "").requireError(t, 401, httpapi.CodeUnauthorized)
 }
 
@@ -211,5 +211,67 @@ func TestAPICreateRecordsProvenance(t *testing.T) {
 		require.Equal(t, "api", meta.Trigger["type"])
 		require.Equal(t, "POST /api/workflows/:name/instances/batch", meta.Trigger["source"])
 		require.Len(t, meta.Trigger["requestId"], 32, "generated")
+	}
+}
+
+// TestScheduleScopes sends every schedule route with a token of each scope:
+// reading needs read, and every change needs the schedules scope (which "*"
+// grants); manage, create and the others do not allow a change, since a
+// schedule starts any workflow with any params.
+func TestScheduleScopes(t *testing.T) {
+	t.Parallel()
+	var sched *schedule.Scheduler
+	tokens := map[string]string{
+		"read": "read", "create": "create", "manage": "manage", "events": "events", "flows": "flows", "tick": "tick",
+		"schedules": "schedules", "star": "*", "manage-create": "manage,create",
+	}
+	b := setup(t, "", withSchedules(t, &sched), func(c *httpapi.Config, _ *testharness.Harness) {
+		for name, scopes := range tokens {
+			c.Tokens = append(c.Tokens, mustParseToken(t, name+":secret-"+name+":"+scopes))
+		}
+	})
+	for name := range tokens {
+		_, err := sched.Create(b.ctx, schedule.CreateRequest{ID: "s-" + name, WorkflowName: "greet", Cron: "@daily"})
+		require.NoError(t, err)
+	}
+	canChange := map[string]bool{"schedules": true, "star": true}
+	canRead := map[string]bool{"read": true, "star": true}
+	for name := range tokens {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			auth := "Authorization: Bearer secret-" + name
+			id := "s-" + name
+			for _, rt := range []struct {
+				method, path, body string
+				change             bool
+				ok                 int
+			}{
+				{"GET", "/api/schedules", "", false, 200},
+				{"GET", "/api/schedules/" + id, "", false, 200},
+				{"POST", "/api/schedules", `{"id":"new-` + name + `","workflowName":"greet","cron":"@hourly","params":{"name":"x"}}`, true, 201},
+				{"PATCH", "/api/schedules/" + id, `{"params":{"name":"y"}}`, true, 200},
+				{"POST", "/api/schedules/" + id + "/disable", "", true, 200},
+				{"POST", "/api/schedules/" + id + "/enable", "", true, 200},
+				{"DELETE", "/api/schedules/" + id, "", true, 204},
+			} {
+				r := b.call(t, rt.method, rt.path, rt.body, auth)
+				allowed := canRead[name]
+				want := "read"
+				if rt.change {
+					allowed, want = canChange[name], "schedules"
+				}
+				if !allowed {
+					r.requireError(t, http.StatusForbidden, httpapi.CodeForbidden, `lacks the "`+want+`" scope`)
+					continue
+				}
+				require.Equal(t, rt.ok, r.status, "%s %s: %s", rt.method, rt.path, r.body)
+			}
+			_, err := sched.Get(b.ctx, "new-"+name)
+			if canChange[name] {
+				require.NoError(t, err)
+			} else {
+				require.ErrorIs(t, err, schedule.ErrNotFound, "a token without the schedules scope created a schedule")
+			}
+		})
 	}
 }

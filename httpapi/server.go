@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -91,6 +92,7 @@ func New(cfg *Config) (*Server, error) {
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		closeUnread(w)
 		writeError(w, http.StatusForbidden, CodeForbidden, "forbidden: cross-origin request refused")
 	}))
 	s.handler = cop.Handler(e)
@@ -102,6 +104,20 @@ func New(cfg *Config) (*Server, error) {
 // from browsers (403 FORBIDDEN), so a web page cannot drive the API with a
 // visitor's network position.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// HTTPServer returns an *http.Server that serves Handler with the
+// configured timeouts: ReadHeaderTimeout, ReadTimeout (ReadHeaderTimeout +
+// BodyTimeout, for the whole request), WriteTimeout and IdleTimeout. Serve
+// it with Serve(listener), or set Addr; set ErrorLog as needed.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadHeaderTimeout + s.cfg.BodyTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+	}
+}
 
 // AuthConfigured reports whether the server authenticates requests (it has
 // tokens or an AuthorizeFunc). Pass it to CheckListenAddr.
@@ -117,13 +133,15 @@ func (s *Server) authMiddleware(action Action) echo.MiddlewareFunc {
 				if !isLoopbackHost(r.Host) {
 					return fmt.Errorf("%w: authentication is off, so only loopback hosts are served (Host %q)", ErrForbidden, r.Host)
 				}
-				return next(c)
-			}
-			if err := s.authorize(r, action); err != nil {
+			} else if err := s.authorize(r, action); err != nil {
 				if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden) {
 					return err
 				}
 				return fmt.Errorf("authorizing %s: %w", action, err)
+			}
+			// Authorized: from now on the body must arrive within BodyTimeout.
+			if r.ContentLength != 0 {
+				_ = http.NewResponseController(c.Response()).SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
 			}
 			return next(c)
 		}
@@ -166,7 +184,26 @@ func (s *Server) handleError(err error, c echo.Context) {
 	case http.StatusTooManyRequests:
 		w.Header().Set("Retry-After", "1")
 	}
+	if r.ContentLength != 0 && c.Get(bodyReadKey) == nil {
+		closeUnread(w)
+	}
 	writeJSON(w, status, errorBody{Error: newAPIError(err, code, msg)})
+}
+
+// bodyReadKey marks (in the echo context) a request whose body was read to
+// its end.
+const bodyReadKey = "duraflow.bodyRead"
+
+// closeUnread makes a refusal close its connection without reading what is
+// left of the request body: a request refused before its body was read (no
+// credentials, the wrong ones, an unknown route) or whose body is too slow
+// or too large must not hold the connection while the server drains a body
+// that may never come. net/http drains an unread body before the answer
+// unless the answer closes the connection, and after it until its read
+// deadline, which is set to now.
+func closeUnread(w http.ResponseWriter) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
 func writeError(w http.ResponseWriter, status int, code Code, msg string) {

@@ -58,6 +58,38 @@ type Trigger struct {
 	//
 	// Defaults to none: the JSON body is the params (null when empty).
 	Params map[string]string `json:"params,omitempty"`
+	// AllowCredentialHeaders lets Params copy credential headers
+	// (Authorization, Proxy-Authorization, Cookie, Set-Cookie, and any
+	// header whose name holds auth, cookie, token, secret, password,
+	// session, credential, api-key or apikey) into the params. Params are
+	// stored and shown to every token with the read scope, so a trigger that
+	// maps such a header is refused unless it sets this; set it only when
+	// the workflow needs the caller's credential and every reader may see
+	// it. In the command-line form it is the item "allowCredentialHeaders".
+	//
+	// Defaults to false.
+	AllowCredentialHeaders bool `json:"allowCredentialHeaders,omitempty"`
+}
+
+// allowCredentialHeadersItem is the command-line form of
+// Trigger.AllowCredentialHeaders.
+const allowCredentialHeadersItem = "allowCredentialHeaders"
+
+// credentialHeaderWords are the parts of header names that mark a
+// credential (compared in lower case).
+var credentialHeaderWords = []string{"auth", "cookie", "token", "secret", "password", "passwd", "session", "credential", "api-key", "apikey"}
+
+// isCredentialHeader reports whether a header typically carries a
+// credential: Authorization, Proxy-Authorization, Cookie, Set-Cookie,
+// X-Api-Key, X-Auth-Token, X-Amz-Security-Token and the like.
+func isCredentialHeader(name string) bool {
+	lower := strings.ToLower(name)
+	for _, w := range credentialHeaderWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // TriggerResponse is the answer of a trigger route.
@@ -73,7 +105,7 @@ const maxRequestIDLength = 200
 
 // ParseTrigger parses the command-line form of a trigger:
 //
-//	[METHOD ]PATH=WORKFLOW[,KEY=SOURCE...]
+//	[METHOD ]PATH=WORKFLOW[,KEY=SOURCE...][,allowCredentialHeaders]
 //
 // such as "POST /hooks/orders=orders" (the body as params) or
 // "/hooks/orders/:id=orders,order.id=path.id,order.lines=body.lines,source=header.X-Source".
@@ -92,6 +124,10 @@ func ParseTrigger(spec string) (Trigger, error) {
 	}
 	t.Path, t.Workflow = strings.TrimSpace(path), strings.TrimSpace(wf)
 	for _, part := range parts[1:] {
+		if strings.TrimSpace(part) == allowCredentialHeadersItem {
+			t.AllowCredentialHeaders = true
+			continue
+		}
 		key, source, ok := strings.Cut(part, "=")
 		if !ok {
 			return Trigger{}, fmt.Errorf("trigger %q: mapping %q: want KEY=SOURCE, such as order.id=body.id", spec, part)
@@ -217,6 +253,11 @@ func compileTrigger(t Trigger) (*compiledTrigger, error) {
 			if kind == "path" && !params[rest] {
 				return nil, fmt.Errorf("trigger %s: source %q: the path has no parameter :%s", name, src, rest)
 			}
+			if kind == "header" && !t.AllowCredentialHeaders && isCredentialHeader(rest) {
+				return nil, fmt.Errorf("trigger %s: source %q copies a credential header into the params, where every token with the read scope sees it; "+
+					"map another header, or set \"allowCredentialHeaders\": true on the trigger (%s in the command-line form) if the workflow needs it",
+					name, src, allowCredentialHeadersItem)
+			}
 			m.name = rest
 		default:
 			return nil, fmt.Errorf("trigger %s: source %q must start with body, query., header. or path.", name, src)
@@ -296,19 +337,13 @@ func (s *Server) provenance(c echo.Context, typ, source string) *workflow.Proven
 	return prov
 }
 
-// readBody reads the request body, at most MaxBodyBytes; empty is nil.
+// readBody reads the request body, at most MaxBodyBytes; empty is nil. The
+// body is a payload (params, or a flow definition), so it may nest at most
+// workflow.MaxPayloadDepth levels deep.
 func (s *Server) readBody(c echo.Context) ([]byte, error) {
-	r := c.Request()
-	limit := s.cfg.MaxBodyBytes
-	if r.ContentLength > limit {
-		return nil, fmt.Errorf("%w: the request body is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, r.ContentLength, limit)
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(c.Response(), r.Body, limit))
+	data, err := s.readAll(c, workflow.MaxPayloadDepth)
 	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return nil, fmt.Errorf("%w: the request body is larger than %d bytes", workflow.ErrPayloadTooLarge, limit)
-		}
-		return nil, fmt.Errorf("%w: reading the request body: %v", workflow.ErrInvalidRequest, err)
+		return nil, err
 	}
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, nil

@@ -261,3 +261,47 @@ func TestParseTriggersJSON(t *testing.T) {
 	_, err = httpapi.ParseTriggersJSON([]byte(`[] []`))
 	require.ErrorContains(t, err, "unexpected data")
 }
+
+// TestTriggerRefusesCredentialHeaders checks that a trigger cannot copy the
+// caller's credentials into params, where a read token sees them, unless it
+// says allowCredentialHeaders: at New, in the command-line form and in JSON.
+func TestTriggerRefusesCredentialHeaders(t *testing.T) {
+	t.Parallel()
+	h := testharness.New(t)
+	for _, header := range []string{
+		"Authorization", "authorization", "Proxy-Authorization", "Cookie", "Set-Cookie",
+		"X-Api-Key", "X-Auth-Token", "X-Amz-Security-Token", "X-Session-Id", "X-Client-Secret",
+	} {
+		tr := httpapi.Trigger{Path: "/hooks/x", Workflow: "greet", Params: map[string]string{"who": "header." + header}}
+		_, err := httpapi.New(&httpapi.Config{Client: h.Client, Triggers: []httpapi.Trigger{tr}})
+		require.ErrorContains(t, err, `source "header.`+header+`" copies a credential header`, header)
+		require.ErrorContains(t, err, `"allowCredentialHeaders": true`, header)
+		_, err = httpapi.ParseTrigger("/hooks/x=greet,who=header." + header)
+		require.ErrorContains(t, err, "credential header", header)
+		doc, err := json.Marshal([]httpapi.Trigger{tr})
+		require.NoError(t, err)
+		_, err = httpapi.ParseTriggersJSON(doc)
+		require.ErrorContains(t, err, "credential header", header)
+
+		tr.AllowCredentialHeaders = true
+		_, err = httpapi.New(&httpapi.Config{Client: h.Client, Triggers: []httpapi.Trigger{tr}})
+		require.NoError(t, err, header)
+	}
+	// Ordinary headers stay allowed.
+	for _, header := range []string{"X-Source", "X-Request-Id", "X-Idempotency-Key", "X-Hub-Signature-256", "User-Agent", "Content-Type"} {
+		_, err := httpapi.ParseTrigger("/hooks/x=greet,v=header." + header)
+		require.NoError(t, err, header)
+	}
+
+	// Opted in, in either form, the header is copied.
+	got, err := httpapi.ParseTrigger("/hooks/x=greet,who=header.Authorization,allowCredentialHeaders")
+	require.NoError(t, err)
+	require.Equal(t, httpapi.Trigger{Path: "/hooks/x", Workflow: "greet", Params: map[string]string{"who": "header.Authorization"}, AllowCredentialHeaders: true}, got)
+	list, err := httpapi.ParseTriggersJSON([]byte(`[{"path":"/hooks/x","workflow":"greet","params":{"who":"header.Cookie"},"allowCredentialHeaders":true}]`))
+	require.NoError(t, err)
+	require.True(t, list[0].AllowCredentialHeaders)
+
+	b := setup(t, "", withTriggers(got))
+	inst := b.triggered(t, b.call(t, "POST", "/hooks/x", "", "Authorization: Bearer passed-on"))
+	require.JSONEq(t, `{"who":"Bearer passed-on"}`, string(inst.Params))
+}

@@ -28,6 +28,12 @@ var (
 	// ErrPayloadTooLarge means params, an event payload, a step result or an
 	// output is larger than MaxPayloadBytes.
 	ErrPayloadTooLarge = errors.New("payload too large")
+	// ErrPayloadTooDeep means arrays and objects nest deeper than
+	// MaxPayloadDepth in params, an event payload, a step result, an output,
+	// metadata or a flow definition. It is not an ErrInvalidRequest: the
+	// JSON may be valid, only too deep to store the same way on every
+	// backend.
+	ErrPayloadTooDeep = errors.New("payload nested too deeply")
 	// ErrEngineNotBound means a binding was used before its registry was
 	// connected to an engine (see Registry.Bind).
 	ErrEngineNotBound = errors.New("workflow registry is not bound to an engine")

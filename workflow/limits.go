@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -20,6 +21,16 @@ const (
 	MaxStepNameLength = 256
 	// MaxPayloadBytes bounds params, event payloads, step results and outputs.
 	MaxPayloadBytes = 1 << 20
+	// MaxPayloadDepth bounds how deeply arrays and objects nest in params,
+	// event payloads, step results, outputs, metadata, schedule params and
+	// flow definitions. Every payload is checked against it where it enters
+	// (ValidatePayload), so both backends store the same payloads: SQLite's
+	// JSON functions refuse documents nested deeper than 1000 levels and
+	// Go's decoder deeper than 10000, while Postgres takes more. 256 leaves
+	// room for the levels a payload gains when it is embedded in another
+	// document (history, metadata, a flow's expressions) and is far deeper
+	// than any real document.
+	MaxPayloadDepth = 256
 	// MaxStepsPerRun bounds the Do and WaitForEvent steps of one run; sleeps don't count.
 	MaxStepsPerRun = 1024
 	// MaxBatchSize bounds one CreateBatch call.
@@ -81,11 +92,16 @@ func NormalizeStepName(name string) (string, error) {
 	return key, nil
 }
 
-// ValidatePayload checks that b is valid JSON of at most MaxPayloadBytes. what
-// names the payload in the error ("params", "event payload", ...).
+// ValidatePayload checks that b is valid JSON of at most MaxPayloadBytes,
+// nested at most MaxPayloadDepth levels deep. what names the payload in the
+// error ("params", "event payload", ...). It fails with ErrPayloadTooLarge,
+// ErrPayloadTooDeep or ErrInvalidRequest.
 func ValidatePayload(what string, b []byte) error {
 	if len(b) > MaxPayloadBytes {
 		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrPayloadTooLarge, what, len(b), MaxPayloadBytes)
+	}
+	if err := ValidatePayloadDepth(what, b, MaxPayloadDepth); err != nil {
+		return err
 	}
 	if len(b) > 0 && !json.Valid(b) {
 		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalidRequest, what)
@@ -93,7 +109,60 @@ func ValidatePayload(what string, b []byte) error {
 	return nil
 }
 
-// MarshalPayload encodes v as JSON and checks the size limit.
+// ValidatePayloadDepth checks that arrays and objects nest at most limit
+// levels deep in the JSON b, with ErrPayloadTooDeep when they nest deeper.
+// It checks the nesting only (see PayloadDepth), and is cheap enough to run
+// before anything decodes b.
+func ValidatePayloadDepth(what string, b []byte, limit int) error {
+	if d := PayloadDepth(b); d > limit {
+		return fmt.Errorf("%w: %s nests arrays and objects deeper than %d levels (%d)", ErrPayloadTooDeep, what, limit, d)
+	}
+	return nil
+}
+
+// PayloadDepth returns how deeply arrays and objects nest in the JSON b: 0
+// for a string, number or literal, 1 for [1,2] or {"a":1}, 2 for [[]], and
+// so on. It counts the brackets and braces outside strings in one pass,
+// without decoding or allocating; it does not check that b is valid JSON,
+// and its answer for invalid JSON means nothing (but it never fails).
+func PayloadDepth(b []byte) int {
+	depth, deepest := 0, 0
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			i = stringEnd(b, i+1)
+		case '[', '{':
+			depth++
+			deepest = max(deepest, depth)
+		case ']', '}':
+			depth--
+		}
+	}
+	return deepest
+}
+
+// stringEnd returns the index of the quote that closes the string whose
+// contents start at start (len(b) when it is not closed): the first quote
+// preceded by an even number of backslashes.
+func stringEnd(b []byte, start int) int {
+	for from := start; ; {
+		j := bytes.IndexByte(b[from:], '"')
+		if j < 0 {
+			return len(b)
+		}
+		q := from + j
+		k := q
+		for k > start && b[k-1] == '\\' {
+			k--
+		}
+		if (q-k)%2 == 0 {
+			return q
+		}
+		from = q + 1
+	}
+}
+
+// MarshalPayload encodes v as JSON and checks it as ValidatePayload does.
 func MarshalPayload(what string, v any) (json.RawMessage, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		if len(raw) == 0 {

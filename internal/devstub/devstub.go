@@ -131,7 +131,12 @@ func Start(addr string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devstub: listening on %s: %w", addr, err)
 	}
-	s := &Server{ln: ln, srv: &http.Server{Handler: Handler(), ReadHeaderTimeout: 10 * time.Second}}
+	// The same bounds as the API's server (see httpapi.Config): a slow
+	// client never holds a connection for long.
+	s := &Server{ln: ln, srv: &http.Server{
+		Handler: Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 40 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+	}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
 }

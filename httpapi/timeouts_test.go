@@ -1,0 +1,151 @@
+package httpapi_test
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/testharness"
+)
+
+// serveReal serves cfg with the *http.Server of Server.HTTPServer on a
+// loopback listener and returns its address.
+func serveReal(t *testing.T, cfg *httpapi.Config) string {
+	t.Helper()
+	if cfg.Client == nil {
+		h := testharness.New(t)
+		cfg.Client = h.Client
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	s, err := httpapi.New(cfg)
+	require.NoError(t, err)
+	hs := s.HTTPServer()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+	return ln.Addr().String()
+}
+
+// slowRequest sends the headers of a request whose body is 1000 bytes
+// long, and only its first byte, and returns the answer as far as it comes
+// before the deadline, and whether the server then closed the connection.
+func slowRequest(t *testing.T, addr, path string, headers ...string) (*http.Response, bool) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	req := "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n"
+	for _, h := range headers {
+		req += h + "\r\n"
+	}
+	_, err = io.WriteString(conn, req+"\r\n{")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(3*time.Second)))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err, "no answer before the deadline")
+	_, err = io.Copy(io.Discard, resp.Body)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	_, err = br.ReadByte()
+	return resp, err == io.EOF
+}
+
+// TestUnauthenticatedSlowBody sends headers and the start of a body that
+// never comes, without a token (or refused for another reason before the
+// body is read): the answer comes at once, without waiting for the body,
+// and the server closes the connection instead of draining it.
+func TestUnauthenticatedSlowBody(t *testing.T) {
+	t.Parallel()
+	addr := serveReal(t, &httpapi.Config{
+		Tokens:            []httpapi.Token{httpapi.NewToken("reader", "r", httpapi.ActionRead)},
+		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: 10 * time.Second,
+	})
+	const create = "/api/workflows/greet/instances"
+	for _, tc := range []struct {
+		name, path string
+		header     []string
+		status     int
+	}{
+		{"no token", create, nil, http.StatusUnauthorized},
+		{"unknown token", create, []string{"Authorization: Bearer nope"}, http.StatusUnauthorized},
+		{"token without the scope", create, []string{"Authorization: Bearer r"}, http.StatusForbidden},
+		{"unknown route", "/api/nowhere", []string{"Authorization: Bearer r"}, http.StatusNotFound},
+		{"cross-origin", create, []string{"Authorization: Bearer r", "Sec-Fetch-Site: cross-site"}, http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			resp, closed := slowRequest(t, addr, tc.path, tc.header...)
+			require.Equal(t, tc.status, resp.StatusCode)
+			require.True(t, resp.Close, "the answer says Connection: close")
+			require.True(t, closed, "the server closes the connection")
+			require.Less(t, time.Since(start), 2*time.Second)
+		})
+	}
+}
+
+// TestSlowBodyIsCutOff sends the start of a body that never comes with a
+// valid token: the body deadline cuts it off with 408 REQUEST_TIMEOUT.
+func TestSlowBodyIsCutOff(t *testing.T) {
+	t.Parallel()
+	addr := serveReal(t, &httpapi.Config{
+		Tokens:            []httpapi.Token{httpapi.NewToken("creator", "c", httpapi.ActionCreate)},
+		ReadHeaderTimeout: 10 * time.Second, BodyTimeout: 100 * time.Millisecond,
+	})
+	resp, closed := slowRequest(t, addr, "/api/workflows/greet/instances", "Authorization: Bearer c")
+	require.Equal(t, http.StatusRequestTimeout, resp.StatusCode)
+	require.True(t, closed, "the server closes the connection")
+}
+
+// TestHTTPServerTimeouts checks the timeouts of Server.HTTPServer: the
+// defaults, and the configured ones.
+func TestHTTPServerTimeouts(t *testing.T) {
+	t.Parallel()
+	h := testharness.New(t)
+	s, err := httpapi.New(&httpapi.Config{Client: h.Client})
+	require.NoError(t, err)
+	hs := s.HTTPServer()
+	require.Equal(t, httpapi.DefaultReadHeaderTimeout, hs.ReadHeaderTimeout)
+	require.Equal(t, httpapi.DefaultReadHeaderTimeout+httpapi.DefaultBodyTimeout, hs.ReadTimeout)
+	require.Equal(t, httpapi.DefaultWriteTimeout, hs.WriteTimeout)
+	require.Equal(t, httpapi.DefaultIdleTimeout, hs.IdleTimeout)
+	require.NotNil(t, hs.Handler)
+
+	s, err = httpapi.New(&httpapi.Config{Client: h.Client, ReadHeaderTimeout: time.Second, BodyTimeout: 2 * time.Second, WriteTimeout: 3 * time.Second, IdleTimeout: 4 * time.Second})
+	require.NoError(t, err)
+	hs = s.HTTPServer()
+	require.Equal(t, []time.Duration{time.Second, 3 * time.Second, 3 * time.Second, 4 * time.Second},
+		[]time.Duration{hs.ReadHeaderTimeout, hs.ReadTimeout, hs.WriteTimeout, hs.IdleTimeout})
+
+	_, err = httpapi.New(&httpapi.Config{Client: h.Client, BodyTimeout: -1})
+	require.ErrorContains(t, err, "BodyTimeout")
+}
+
+// TestLongTickOutlivesWriteTimeout checks that a tick that runs longer than
+// WriteTimeout is still answered: the tick's work is not cut off by it.
+func TestLongTickOutlivesWriteTimeout(t *testing.T) {
+	t.Parallel()
+	addr := serveReal(t, &httpapi.Config{
+		Tokens:       []httpapi.Token{httpapi.NewToken("cron", "t", httpapi.ActionTick)},
+		WriteTimeout: 100 * time.Millisecond,
+		Tick: func(ctx context.Context, _, _ int) (any, error) {
+			select { // work that takes longer than WriteTimeout
+			case <-time.After(300 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			return map[string]int{"instances": 0}, nil
+		},
+	})
+	_, err := httpapi.NewClient("http://"+addr, "t", nil).Tick(context.Background(), httpapi.TickRequest{})
+	require.NoError(t, err)
+}

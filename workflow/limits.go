@@ -3,8 +3,10 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -106,6 +108,9 @@ func ValidatePayload(what string, b []byte) error {
 	if len(b) > 0 && !json.Valid(b) {
 		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalidRequest, what)
 	}
+	if err := portable(b); err != nil {
+		return fmt.Errorf("%w: %s %w", ErrInvalidRequest, what, err)
+	}
 	return nil
 }
 
@@ -182,4 +187,120 @@ func truncate(s string) string {
 		return s[:120] + "…"
 	}
 	return s
+}
+
+// portable checks what json.Valid lets through but a backend cannot store
+// or a Go program cannot decode, so that the same payload is taken or refused
+// alike on every backend: strings must be valid UTF-8 with no \u0000 (which
+// Postgres' jsonb cannot hold) and no unpaired surrogate escape; numbers must
+// fit a float64 (Postgres' numeric takes more, but no Go or JavaScript
+// program could read it back). b must be valid JSON. It runs on every step
+// result, so it is one pass that allocates nothing for common payloads.
+func portable(b []byte) error {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			end := stringEnd(b, i+1)
+			if err := portableString(b[i+1 : end]); err != nil {
+				return err
+			}
+			i = end
+		case c == '-' || ('0' <= c && c <= '9'):
+			j := i + 1
+			for j < len(b) && isNumberByte(b[j]) {
+				j++
+			}
+			if err := portableNumber(b[i:j]); err != nil {
+				return err
+			}
+			i = j - 1
+		}
+	}
+	return nil
+}
+
+func isNumberByte(c byte) bool {
+	return '0' <= c && c <= '9' || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-'
+}
+
+// portableString checks the contents of one JSON string (without quotes).
+func portableString(s []byte) error {
+	if !utf8.Valid(s) {
+		return errors.New("holds a string that is not valid UTF-8")
+	}
+	for {
+		k := bytes.IndexByte(s, '\\')
+		if k < 0 || k+1 >= len(s) {
+			return nil
+		}
+		if s[k+1] != 'u' {
+			s = s[k+2:]
+			continue
+		}
+		r := hex4(s[k+2:])
+		s = s[k+6:]
+		switch {
+		case r == 0:
+			return errors.New(`holds a string with \u0000, which not every backend can store`)
+		case 0xDC00 <= r && r < 0xE000:
+			return errors.New("holds a string with an unpaired UTF-16 surrogate escape")
+		case 0xD800 <= r && r < 0xDC00:
+			if len(s) < 6 || s[0] != '\\' || s[1] != 'u' {
+				return errors.New("holds a string with an unpaired UTF-16 surrogate escape")
+			}
+			if low := hex4(s[2:]); low < 0xDC00 || low >= 0xE000 {
+				return errors.New("holds a string with an unpaired UTF-16 surrogate escape")
+			}
+			s = s[6:]
+		}
+	}
+}
+
+// hex4 decodes the four hex digits that json.Valid guarantees after \u.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a':
+			r = r<<4 | rune(c-'a'+10)
+		default:
+			r = r<<4 | rune(c-'A'+10)
+		}
+	}
+	return r
+}
+
+// portableNumber checks that one JSON number fits a float64, and that its
+// exponent is one Postgres' numeric can hold (1e-10000 is 0 as a float64, but
+// too small for numeric). Only a number whose size could pass float64's
+// largest is parsed; most are plainly in range.
+func portableNumber(n []byte) error {
+	mant, exp := n, 0
+	if k := bytes.IndexAny(n, "eE"); k >= 0 {
+		mant = n[:k]
+		digits := bytes.TrimLeft(n[k+1:], "+-")
+		if len(digits) > 4 {
+			return numberRangeError(n)
+		}
+		exp, _ = strconv.Atoi(string(digits))
+		if bytes.IndexByte(n[k+1:], '-') >= 0 {
+			exp = -exp
+		}
+	}
+	if k := bytes.IndexByte(mant, '.'); k >= 0 {
+		mant = mant[:k]
+	}
+	mant = bytes.TrimLeft(bytes.TrimPrefix(mant, []byte("-")), "0")
+	if len(mant)+exp > 308 {
+		if _, err := strconv.ParseFloat(string(n), 64); err != nil {
+			return numberRangeError(n)
+		}
+	}
+	return nil
+}
+
+func numberRangeError(n []byte) error {
+	return fmt.Errorf("holds the number %s, which is out of range: numbers must fit a float64", truncate(string(n)))
 }

@@ -80,8 +80,10 @@ type TransformHandlerConfig struct {
 	// MaxDepth bounds the nesting of every value an expression builds (and
 	// of what toJSON and fromJSON read), so that a loop can't nest a value
 	// deep enough to make the built-ins that walk it recurse without end.
+	// A value deeper than workflow.MaxPayloadDepth could not be stored as a
+	// step result anyway.
 	//
-	// Defaults to 1000.
+	// Defaults to workflow.MaxPayloadDepth (256).
 	MaxDepth int
 	// Timeout bounds one evaluation.
 	//
@@ -100,7 +102,7 @@ func (c *TransformHandlerConfig) WithDefaults() *TransformHandlerConfig {
 	out.MaxNodes = cmp.Or(out.MaxNodes, 1000)
 	out.MaxOperations = cmp.Or(out.MaxOperations, 1_000_000)
 	out.MaxValueBytes = cmp.Or(out.MaxValueBytes, workflow.MaxPayloadBytes)
-	out.MaxDepth = cmp.Or(out.MaxDepth, 1000)
+	out.MaxDepth = cmp.Or(out.MaxDepth, workflow.MaxPayloadDepth)
 	out.Timeout = cmp.Or(out.Timeout, time.Second)
 	return &out
 }

@@ -199,14 +199,19 @@ func runChaos(t *testing.T, cfg config, backend string, seed int64, sum *summary
 	r.client = c
 
 	settle := r.settleTimeout()
-	r.fleet = newFleet(t, dir, cfg.workers, []string{
+	env := []string{
 		envBackend + "=" + backend,
 		envDSN + "=" + r.dsn,
 		envLedger + "=" + r.ledger,
 		envLease + "=" + cfg.lease.String(),
 		envLifetime + "=" + (cfg.duration + 2*settle + 2*time.Minute).String(),
-	})
+	}
+	r.fleet = newFleet(t, "worker", dir, cfg.workers, append(env, envWorkflow+"="+chaosWorkflow))
+	var loop *fleet
 	if cfg.crashLoop {
+		// A worker of its own, out of the chaos, which its instance kills
+		// on every attempt and the fleet starts again.
+		loop = newFleet(t, "crashloop", dir, 1, append(env, envWorkflow+"="+crashLoopWorkflow))
 		r.create(ctx, crashLoopWorkflow, crashLoopID, json.RawMessage(`{}`))
 	}
 
@@ -222,8 +227,11 @@ func runChaos(t *testing.T, cfg config, backend string, seed int64, sum *summary
 	t.Logf("%s: chaos over after %s; settling", backend, time.Since(start).Round(time.Second))
 
 	r.settle(ctx, settle)
-	sum.crashes = r.fleet.crashCount()
 	r.fleet.close()
+	if loop != nil {
+		sum.crashes = loop.crashCount()
+		loop.close()
+	}
 	r.verify(ctx)
 	for _, f := range r.failures {
 		t.Error(f)
@@ -280,9 +288,14 @@ func (r *run) load(ctx context.Context, rng *rand.Rand, events *sync.WaitGroup) 
 		}
 		p := chaosParams{N: k, NapMillis: 200 + rng.IntN(1300)}
 		for i := range doSteps {
-			ms := rng.IntN(150)
-			if doSteps[i] == "b" {
-				ms = 100 + rng.IntN(300)
+			var ms int
+			switch doSteps[i] {
+			case "a":
+				ms = rng.IntN(100)
+			case "b":
+				ms = 300 + rng.IntN(700)
+			default:
+				ms = 50 + rng.IntN(250)
 			}
 			p.StepMillis = append(p.StepMillis, ms)
 		}
@@ -326,6 +339,11 @@ func (r *run) chaos(ctx context.Context, rng *rand.Rand, stops *sync.WaitGroup, 
 			restarts = append(restarts, start.Add(time.Duration((float64(i)+0.5)/float64(n)*float64(r.cfg.duration))))
 		}
 	}
+	first := []float64{0.1, 0.9}
+	if r.cluster != nil {
+		first = append(first, 0.3)
+	}
+	rng.Shuffle(len(first), func(i, j int) { first[i], first[j] = first[j], first[i] })
 	for {
 		wait := min(max(time.Duration(rng.ExpFloat64()*float64(3*time.Second)), 500*time.Millisecond), 8*time.Second)
 		if len(restarts) > 0 && time.Until(restarts[0]) < wait {
@@ -342,6 +360,11 @@ func (r *run) chaos(ctx context.Context, rng *rand.Rand, stops *sync.WaitGroup, 
 			continue
 		}
 		roll := rng.Float64()
+		if len(first) > 0 {
+			// Every kind of chaos once, in random order, before chance
+			// decides: a short run must not miss one.
+			roll, first = first[0], first[1:]
+		}
 		switch {
 		case roll < 0.2 && len(r.stoppedPids()) == 0:
 			pid := r.fleet.pids()[rng.IntN(r.cfg.workers)]
@@ -658,7 +681,7 @@ func (r *run) settle(ctx context.Context, timeout time.Duration) {
 // workflow records.
 func decodeResult(s *db.Step) (stepResult, bool) {
 	var res stepResult
-	if s.Type != db.StepTypeDo || s.Status != db.StepStatusComplete || json.Unmarshal(s.Result, &res) != nil || res.Token == "" {
+	if s == nil || s.Type != db.StepTypeDo || s.Status != db.StepStatusComplete || json.Unmarshal(s.Result, &res) != nil || res.Token == "" {
 		return res, false
 	}
 	return res, true

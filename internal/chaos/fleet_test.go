@@ -31,6 +31,7 @@ type worker struct {
 // slot whose process died of its own accord.
 type fleet struct {
 	t       *testing.T
+	name    string
 	dir     string
 	env     []string
 	mu      sync.Mutex
@@ -42,10 +43,10 @@ type fleet struct {
 
 // newFleet starts n workers with the environment env (the worker settings)
 // and kills them all when the test ends, logging the tail of each one's
-// output if the test failed.
-func newFleet(t *testing.T, dir string, n int, env []string) *fleet {
-	f := &fleet{t: t, dir: dir, env: env, slots: make([]*worker, n)}
-	t.Cleanup(f.close)
+// output if the test failed. Their output files are named after the fleet.
+func newFleet(t *testing.T, name, dir string, n int, env []string) *fleet {
+	f := &fleet{t: t, name: name, dir: dir, env: env, slots: make([]*worker, n)}
+	t.Cleanup(f.cleanup)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range n {
@@ -57,7 +58,7 @@ func newFleet(t *testing.T, dir string, n int, env []string) *fleet {
 // startLocked starts a worker in the slot; f.mu is held.
 func (f *fleet) startLocked(slot int) *worker {
 	t := f.t
-	out := filepath.Join(f.dir, fmt.Sprintf("worker-%d.out", len(f.all)+1))
+	out := filepath.Join(f.dir, fmt.Sprintf("%s-%d.out", f.name, len(f.all)+1))
 	file, err := os.Create(out)
 	if err != nil {
 		t.Errorf("creating worker output: %v", err)
@@ -93,8 +94,7 @@ func (f *fleet) watch(w *worker) {
 	f.startLocked(w.slot)
 }
 
-// live returns the pids of the slots' processes that are not stopped, and
-// of every slot's process.
+// pids returns the pids of the slots' processes.
 func (f *fleet) pids() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -148,8 +148,7 @@ func (f *fleet) crashCount() int {
 	return f.crashes
 }
 
-// close kills every worker and logs the tail of their outputs if the test
-// failed.
+// close kills every worker; it may be called more than once.
 func (f *fleet) close() {
 	f.mu.Lock()
 	f.closing = true
@@ -160,11 +159,20 @@ func (f *fleet) close() {
 		_ = w.cmd.Process.Signal(syscall.SIGKILL)
 		<-w.exited
 	}
-	if f.t.Failed() {
-		for _, w := range all {
-			b, _ := os.ReadFile(w.out)
-			f.t.Logf("worker %d (%s), output tail:\n%s", w.pid, w.cmd.ProcessState, tail(string(b), 15))
-		}
+}
+
+// cleanup closes the fleet and logs the tail of the last five workers'
+// output if the test failed.
+func (f *fleet) cleanup() {
+	f.close()
+	if !f.t.Failed() {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.all[max(len(f.all)-5, 0):] {
+		b, _ := os.ReadFile(w.out)
+		f.t.Logf("%s %d (%s), output tail:\n%s", f.name, w.pid, w.cmd.ProcessState, tail(string(b), 15))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -40,6 +41,10 @@ const (
 	envLease = "DURAFLOW_CHAOS_WORKER_LEASE"
 	// envLifetime bounds a worker nobody killed, should the test die.
 	envLifetime = "DURAFLOW_CHAOS_WORKER_LIFETIME"
+	// envWorkflow is the one workflow the worker runs: chaos workers never
+	// claim the crash-looping instance, whose step would take the instances
+	// claimed with it down on every attempt.
+	envWorkflow = "DURAFLOW_CHAOS_WORKER_WORKFLOW"
 )
 
 const (
@@ -96,9 +101,19 @@ func expectedValue(n, x int) int { return n*10 + 1 + x + len(doSteps) - 3 }
 // eventValue is the payload the test sends to the instance with params n.
 func eventValue(n int) int { return n * 7 }
 
-// registerWorkflows registers the chaos and crash-loop workflows, whose step
-// callbacks append to the ledger at ledgerPath.
-func registerWorkflows(reg *workflow.Registry, ledgerPath string) {
+// registerWorkflows registers the named workflows (chaos, crashloop; none
+// means both), whose step callbacks append to the ledger at ledgerPath.
+func registerWorkflows(reg *workflow.Registry, ledgerPath string, names ...string) {
+	want := func(name string) bool { return len(names) == 0 || slices.Contains(names, name) }
+	if want(chaosWorkflow) {
+		registerChaos(reg, ledgerPath)
+	}
+	if want(crashLoopWorkflow) {
+		registerCrashLoop(reg, ledgerPath)
+	}
+}
+
+func registerChaos(reg *workflow.Registry, ledgerPath string) {
 	workflow.MustRegister(reg, chaosWorkflow, workflow.Func[chaosParams, chaosOutput](
 		func(ctx context.Context, ev workflow.Event[chaosParams], step workflow.Step) (chaosOutput, error) {
 			p := ev.Payload
@@ -140,7 +155,9 @@ func registerWorkflows(reg *workflow.Registry, ledgerPath string) {
 			out.V = v
 			return out, nil
 		}))
+}
 
+func registerCrashLoop(reg *workflow.Registry, ledgerPath string) {
 	// crashloop's one step kills its own process on every attempt: the
 	// crash loop that must end in an error after a bounded number of lost
 	// leases instead of killing runners forever.
@@ -258,7 +275,7 @@ func TestChaosWorker(t *testing.T) {
 	defer func() { _ = store.Close() }()
 
 	reg := workflow.NewRegistry()
-	registerWorkflows(reg, os.Getenv(envLedger))
+	registerWorkflows(reg, os.Getenv(envLedger), os.Getenv(envWorkflow))
 	r, err := runner.New(&runner.Config{
 		Store:          store,
 		Registry:       reg,

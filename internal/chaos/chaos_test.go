@@ -293,7 +293,7 @@ func (r *run) load(ctx context.Context, rng *rand.Rand, events *sync.WaitGroup) 
 			case "a":
 				ms = rng.IntN(100)
 			case "b":
-				ms = 300 + rng.IntN(700)
+				ms = 500 + rng.IntN(1000)
 			default:
 				ms = 50 + rng.IntN(250)
 			}

@@ -274,7 +274,7 @@ func formatSummary(cfg config, sums []*summary) string {
 	row("self-crashes (crash loop)", num(func(s *summary) int { return s.crashes }))
 	row("SIGSTOPs past the lease", num(func(s *summary) int { return s.stops }))
 	row("  tasks held / taken over", func(s *summary) string { return fmt.Sprintf("%d / %d", s.stopsHeld, s.stopsTaken) })
-	row("  stale attempts / finished after resume", func(s *summary) string { return fmt.Sprintf("%d / %d", s.staleAttempts, s.staleFinished) })
+	row("  stale attempts / their work done", func(s *summary) string { return fmt.Sprintf("%d / %d", s.staleAttempts, s.staleFinished) })
 	row("  stale writes recorded", num(func(s *summary) int { return s.staleWrites }))
 	row("postgres restarts", num(func(s *summary) int { return s.restarts }))
 	row("listener terminations / relistens", func(s *summary) string { return fmt.Sprintf("%d / %d", s.listenerKills, s.listenerReconnects) })

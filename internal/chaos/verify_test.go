@@ -276,8 +276,16 @@ func formatSummary(cfg config, sums []*summary) string {
 	row("  tasks held / taken over", func(s *summary) string { return fmt.Sprintf("%d / %d", s.stopsHeld, s.stopsTaken) })
 	row("  stale attempts / their work done", func(s *summary) string { return fmt.Sprintf("%d / %d", s.staleAttempts, s.staleFinished) })
 	row("  stale writes recorded", num(func(s *summary) int { return s.staleWrites }))
-	row("postgres restarts", num(func(s *summary) int { return s.restarts }))
-	row("listener terminations / relistens", func(s *summary) string { return fmt.Sprintf("%d / %d", s.listenerKills, s.listenerReconnects) })
+	pgOnly := func(f func(s *summary) string) func(s *summary) string {
+		return func(s *summary) string {
+			if s.backend != "postgres" {
+				return "-"
+			}
+			return f(s)
+		}
+	}
+	row("postgres restarts", pgOnly(num(func(s *summary) int { return s.restarts })))
+	row("listener terminations / relistens", pgOnly(func(s *summary) string { return fmt.Sprintf("%d / %d", s.listenerKills, s.listenerReconnects) }))
 	row("lost", num(func(s *summary) int { return s.lost }))
 	row("duplicated", num(func(s *summary) int { return s.duplicated }))
 	row("  step rows recorded twice", num(func(s *summary) int { return s.stepRowsDuplicated }))

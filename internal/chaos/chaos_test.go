@@ -131,7 +131,6 @@ func TestChaos(t *testing.T) {
 		})
 	}
 	table := formatSummary(cfg, sums)
-	t.Logf("chaos summary (seed %d):\n%s", cfg.seed, table)
 	fmt.Printf("\nchaos summary (seed %d):\n%s\n", cfg.seed, table)
 	if cfg.report != "" {
 		require.NoError(t, os.WriteFile(cfg.report, []byte(table), 0o644))

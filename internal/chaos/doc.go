@@ -1,0 +1,53 @@
+// Package chaos holds only the chaos suite (`make chaos`): runner processes
+// on one database are killed with SIGKILL at random points, stopped with
+// SIGSTOP past their lease and resumed, the Postgres server is restarted in
+// immediate mode under load and the runners' LISTEN connections are
+// terminated, while the test creates instances and sends them events. After
+// the chaos stops and the instances settle, the suite checks from the
+// database and an external side-effect ledger that no instance was lost,
+// none completed twice, no step was recorded twice, no completed step ran
+// again and a stale (stopped, then resumed) runner wrote nothing; it prints
+// a summary table of what it did and measured (kills, stops, restarts,
+// re-executed side effects, stall after a database restart).
+//
+// What it checks beyond that: a crash-looping instance, whose step kills
+// its runner on every attempt (on a worker of its own, so that it takes no
+// other instance down with it), must end errored with "lost its runner"
+// after 5 lost leases; and after each 2.5 s Postgres restart, every instance
+// that was running on a live runner must make progress within
+// DURAFLOW_CHAOS_MAX_STALL of the database's return, not a lease later.
+//
+// The package has no code of its own. Its test files carry the build tags
+// chaos and linux, so `go test ./...` skips them; the worker processes are
+// the test binary re-executed as a host (a runner with the chaos workflows,
+// and on Postgres a LISTEN wake listener). SQLite runs several worker
+// processes on one file (WAL, busy_timeout), as the store supports. Postgres
+// runs on a private cluster the suite creates with initdb and pg_ctl (found
+// under /usr/lib/postgresql/*/bin or DURAFLOW_CHAOS_PG_BIN; as root they run
+// as the OS user postgres), on a free loopback port with fsync on, and
+// removes at the end; the shared test server is never touched. Without those
+// binaries the Postgres half is skipped, or fails when CI=true. Run it with
+//
+//	make chaos
+//	go test -count=1 -tags chaos -timeout 30m -v -run '^TestChaos$' ./internal/chaos/
+//
+// Knobs (environment):
+//
+//	DURAFLOW_CHAOS_SEED       seed of every random choice (or -chaos.seed), logged as "seed N":
+//	                          a replay makes the same choices, though timing still varies
+//	DURAFLOW_CHAOS_DURATION   chaos time per backend (default 1m; the full run is 10m)
+//	DURAFLOW_CHAOS_BACKENDS   comma-separated: sqlite,postgres (default both)
+//	DURAFLOW_CHAOS_WORKERS    runner processes (default 3)
+//	DURAFLOW_CHAOS_RATE       instances created per second (default 4)
+//	DURAFLOW_CHAOS_LEASE      the runners' lease (default 10s)
+//	DURAFLOW_CHAOS_MAX_STALL  longest allowed stall after a database restart (default 3s)
+//	DURAFLOW_CHAOS_CRASHLOOP  0 leaves out the crash-looping instance (default 1)
+//	DURAFLOW_CHAOS_REPORT     file the summary table is also written to
+//
+// The CI version is the default, a minute of chaos per backend; the full
+// version, whose numbers docs/reliability.md reports, is
+//
+//	make chaos CHAOS_DURATION=10m CHAOS_TIMEOUT=60m
+//
+// It runs only on Linux (SIGSTOP, /proc, runuser).
+package chaos

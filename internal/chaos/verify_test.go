@@ -1,0 +1,310 @@
+//go:build chaos && linux
+
+package chaos_test
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+)
+
+// ledgerLine is one line of the side-effect ledger.
+type ledgerLine struct {
+	kind                  byte // 'S' an attempt started, 'D' it finished its work
+	pid                   int
+	instance, step, token string
+}
+
+// readLedger returns the ledger's lines in the order they were written.
+func readLedger(path string) ([]ledgerLine, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading ledger: %w", err)
+	}
+	var lines []ledgerLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 5 || len(f[0]) != 1 {
+			return nil, fmt.Errorf("reading ledger: malformed line %q", sc.Text())
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil {
+			return nil, fmt.Errorf("reading ledger: malformed line %q", sc.Text())
+		}
+		lines = append(lines, ledgerLine{kind: f[0][0], pid: pid, instance: f[2], step: f[3], token: f[4]})
+	}
+	return lines, sc.Err()
+}
+
+// restartStall is what one database restart stalled.
+type restartStall struct {
+	inFlight    int
+	median, max time.Duration
+}
+
+// summary is what one backend's run did and found.
+type summary struct {
+	backend  string
+	duration time.Duration
+
+	instances, completed, events int
+	kills, crashes, stops        int
+	stopsHeld, stopsTaken        int
+	restarts                     int
+	listenerKills                int
+	listenerReconnects           int
+	stalls                       []restartStall
+
+	lost, duplicated, wrongOutput int
+	stepRowsDuplicated            int
+	completedRerun                int
+	reexecuted                    int
+	maxAttemptsOneStep            int
+	crashLooped                   int
+	staleAttempts, staleFinished  int
+	staleWrites                   int
+	crashLoopOutcome              string
+}
+
+// verify checks, from the database and the ledger, everything the chaos must
+// not have broken, and fills the summary's counts.
+func (r *run) verify(ctx context.Context) {
+	s := r.sum
+	lines, err := readLedger(r.ledger)
+	if err != nil {
+		r.failf("%v", err)
+		return
+	}
+	// starts: the ledger positions of the attempts of each step; done: the
+	// position of each attempt's D line.
+	starts := map[string][]int{}
+	done := map[string]int{}
+	for i, l := range lines {
+		switch l.kind {
+		case 'S':
+			starts[l.instance+"/"+l.step] = append(starts[l.instance+"/"+l.step], i)
+		case 'D':
+			done[l.token] = i
+		}
+	}
+	recorded := map[string]string{} // token -> instance/step of a complete step row
+	want := map[string]db.StepType{"nap": db.StepTypeSleep, "go": db.StepTypeWaitForEvent}
+	for _, name := range doSteps {
+		want[name] = db.StepTypeDo
+	}
+
+	ids := make([]string, 0, len(r.created))
+	for id := range r.created {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	s.instances = len(ids)
+	for _, id := range ids {
+		n := r.created[id]
+		ref := db.InstanceRef{WorkflowName: chaosWorkflow, ID: id}
+		inst, err := r.store.InstanceGet(ctx, ref)
+		if err != nil {
+			s.lost++
+			r.failf("%s: lost: %v", id, err)
+			continue
+		}
+		steps, err := r.store.StepList(ctx, &db.StepListParams{WorkflowName: chaosWorkflow, InstanceID: id, RunNumber: 1})
+		if err != nil {
+			r.failf("%s: listing steps: %v", id, err)
+			continue
+		}
+		dup := false
+		byKey := map[string]*db.Step{}
+		for _, st := range steps {
+			if byKey[st.Key] != nil {
+				s.stepRowsDuplicated++
+				dup = true
+				r.failf("%s: step %q recorded twice", id, st.Key)
+			}
+			byKey[st.Key] = st
+			if res, ok := decodeResult(st); ok {
+				recorded[res.Token] = id + "/" + st.Key
+			}
+		}
+		mostAttempts := 0
+		for _, name := range doSteps {
+			k := id + "/" + name
+			s.reexecuted += max(len(starts[k])-1, 0)
+			mostAttempts = max(mostAttempts, len(starts[k]))
+			st := byKey[name]
+			res, ok := decodeResult(st)
+			if st == nil || !ok {
+				continue
+			}
+			d, ok := done[res.Token]
+			if !ok {
+				r.failf("%s: step %s records attempt %s of pid %d, which the ledger never saw finish", id, name, res.Token, res.Pid)
+				continue
+			}
+			for _, p := range starts[k] {
+				if p > d {
+					s.completedRerun++
+					dup = true
+					r.failf("%s: step %s ran again (pid %d) after its recorded attempt had finished", id, name, lines[p].pid)
+				}
+			}
+		}
+		s.maxAttemptsOneStep = max(s.maxAttemptsOneStep, mostAttempts)
+		switch {
+		case inst.Status == db.StatusComplete:
+			s.completed++
+		case inst.Status == db.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
+			// The crash-loop bound hit an ordinary instance: an expected
+			// outcome of the fix for crash loops when one of its steps was
+			// cut short crashLimit times, which the ledger must show.
+			s.crashLooped++
+			if mostAttempts < crashLimit {
+				r.failf("%s: errored %q, though no step of it started %d times", id, inst.ErrorMessage, crashLimit)
+			}
+			continue
+		default:
+			s.lost++
+			r.failf("%s: did not complete: status %s, error %s: %s", id, inst.Status, inst.ErrorName, inst.ErrorMessage)
+			continue
+		}
+		var out chaosOutput
+		if err := json.Unmarshal(inst.Output, &out); err != nil {
+			s.wrongOutput++
+			r.failf("%s: output %s: %v", id, inst.Output, err)
+			continue
+		}
+		if w := expectedValue(n, eventValue(n)); out.V != w {
+			s.wrongOutput++
+			r.failf("%s: output value %d, want %d", id, out.V, w)
+		}
+		if len(byKey) != len(want) {
+			r.failf("%s: %d steps recorded, want %d", id, len(byKey), len(want))
+		}
+		for key, typ := range want {
+			st := byKey[key]
+			if st == nil || st.Type != typ || st.Status != db.StepStatusComplete {
+				r.failf("%s: step %q missing or not complete: %+v", id, key, st)
+				continue
+			}
+			if typ == db.StepTypeDo {
+				res, _ := decodeResult(st)
+				if out.Tokens[key] != res.Token {
+					dup = true
+					r.failf("%s: output used attempt %s of step %s, the database recorded %s", id, out.Tokens[key], key, res.Token)
+				}
+			}
+		}
+		if dup {
+			s.duplicated++
+		}
+	}
+
+	s.staleAttempts = len(r.stale)
+	for _, a := range r.stale {
+		if _, ok := done[a.token]; ok {
+			s.staleFinished++
+		}
+		if where, ok := recorded[a.token]; ok {
+			s.staleWrites++
+			r.failf("stale runner %d wrote step %s (attempt %s) after its lease was taken over", a.pid, where, a.token)
+		}
+	}
+
+	if r.cfg.crashLoop {
+		inst, err := r.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: crashLoopWorkflow, ID: crashLoopID})
+		attempts := len(starts[crashLoopID+"/boom"])
+		switch {
+		case err != nil:
+			s.crashLoopOutcome = "lost"
+			r.failf("crash-looping instance: %v", err)
+		case inst.Status == db.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
+			s.crashLoopOutcome = fmt.Sprintf("errored after %d attempts", attempts)
+		default:
+			s.crashLoopOutcome = fmt.Sprintf("%s after %d attempts", inst.Status, attempts)
+			r.failf("crash-looping instance: %s after %d attempts that each killed their runner, want errored with \"lost its runner\" after %d (defect 9)",
+				inst.Status, attempts, crashLimit)
+		}
+	}
+	for i, st := range s.stalls {
+		if st.max > r.cfg.maxStall {
+			r.failf("postgres restart %d: in-flight instances stalled up to %s after the database was back (median %s, %d instances), want at most %s (defect 10)",
+				i+1, st.max.Round(10*time.Millisecond), st.median.Round(10*time.Millisecond), st.inFlight, r.cfg.maxStall)
+		}
+	}
+}
+
+// formatSummary returns the summary table: one row per measure, one column
+// per backend.
+func formatSummary(cfg config, sums []*summary) string {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, f func(s *summary) string) {
+		fmt.Fprintf(w, "%s\t", name)
+		for _, s := range sums {
+			fmt.Fprintf(w, "%s\t", f(s))
+		}
+		fmt.Fprintln(w)
+	}
+	num := func(f func(s *summary) int) func(s *summary) string {
+		return func(s *summary) string { return strconv.Itoa(f(s)) }
+	}
+	row("", func(s *summary) string { return s.backend })
+	row("chaos time", func(s *summary) string { return s.duration.String() })
+	row("runner processes / lease", func(*summary) string { return fmt.Sprintf("%d / %s", cfg.workers, cfg.lease) })
+	row("instances created", num(func(s *summary) int { return s.instances }))
+	row("completed", num(func(s *summary) int { return s.completed }))
+	row("events sent", num(func(s *summary) int { return s.events }))
+	row("SIGKILLs", num(func(s *summary) int { return s.kills }))
+	row("self-crashes (crash loop)", num(func(s *summary) int { return s.crashes }))
+	row("SIGSTOPs past the lease", num(func(s *summary) int { return s.stops }))
+	row("  tasks held / taken over", func(s *summary) string { return fmt.Sprintf("%d / %d", s.stopsHeld, s.stopsTaken) })
+	row("  stale attempts / their work done", func(s *summary) string { return fmt.Sprintf("%d / %d", s.staleAttempts, s.staleFinished) })
+	row("  stale writes recorded", num(func(s *summary) int { return s.staleWrites }))
+	pgOnly := func(f func(s *summary) string) func(s *summary) string {
+		return func(s *summary) string {
+			if s.backend != "postgres" {
+				return "-"
+			}
+			return f(s)
+		}
+	}
+	row("postgres restarts", pgOnly(num(func(s *summary) int { return s.restarts })))
+	row("listener terminations / relistens", pgOnly(func(s *summary) string { return fmt.Sprintf("%d / %d", s.listenerKills, s.listenerReconnects) }))
+	row("lost", num(func(s *summary) int { return s.lost }))
+	row("duplicated", num(func(s *summary) int { return s.duplicated }))
+	row("  step rows recorded twice", num(func(s *summary) int { return s.stepRowsDuplicated }))
+	row("  completed steps run again", num(func(s *summary) int { return s.completedRerun }))
+	row("wrong output", num(func(s *summary) int { return s.wrongOutput }))
+	row("re-executed side effects", num(func(s *summary) int { return s.reexecuted }))
+	row("most attempts of one step", num(func(s *summary) int { return s.maxAttemptsOneStep }))
+	row("ended by the crash-loop bound", num(func(s *summary) int { return s.crashLooped }))
+	row("crash-looping instance", func(s *summary) string { return cmp.Or(s.crashLoopOutcome, "-") })
+	row("stall after restart (median / max)", func(s *summary) string {
+		if len(s.stalls) == 0 {
+			return "-"
+		}
+		var parts []string
+		for _, st := range s.stalls {
+			parts = append(parts, fmt.Sprintf("%s / %s (%d)", st.median.Round(10*time.Millisecond), st.max.Round(10*time.Millisecond), st.inFlight))
+		}
+		return strings.Join(parts, ", ")
+	})
+	_ = w.Flush()
+	return b.String()
+}

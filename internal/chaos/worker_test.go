@@ -1,0 +1,300 @@
+//go:build chaos && linux
+
+package chaos_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/dispatcher"
+	"github.com/duraflow/duraflow/runner"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// The environment through which the test tells a worker process what to do.
+const (
+	// envWorker set to "1" turns TestChaosWorker into the host program.
+	envWorker = "DURAFLOW_CHAOS_WORKER"
+	// envBackend is "sqlite" or "postgres".
+	envBackend = "DURAFLOW_CHAOS_WORKER_BACKEND"
+	// envDSN is the SQLite file or the Postgres URL.
+	envDSN = "DURAFLOW_CHAOS_WORKER_DSN"
+	// envLedger is the side-effect ledger the step callbacks append to.
+	envLedger = "DURAFLOW_CHAOS_WORKER_LEDGER"
+	// envLease is the runner's lease duration.
+	envLease = "DURAFLOW_CHAOS_WORKER_LEASE"
+	// envLifetime bounds a worker nobody killed, should the test die.
+	envLifetime = "DURAFLOW_CHAOS_WORKER_LIFETIME"
+	// envWorkflow is the one workflow the worker runs: chaos workers never
+	// claim the crash-looping instance, whose step would take the instances
+	// claimed with it down on every attempt.
+	envWorkflow = "DURAFLOW_CHAOS_WORKER_WORKFLOW"
+)
+
+const (
+	chaosWorkflow     = "chaos"
+	crashLoopWorkflow = "crashloop"
+
+	// listenerAppName prefixes the application_name of a worker's LISTEN
+	// connection; the pid follows, so the test can terminate one worker's.
+	listenerAppName = "duraflow-chaos-listener-"
+	// eventType is the event every chaos instance waits for.
+	eventType = "go"
+	// doSteps are the step.Do steps of the chaos workflow, in order.
+	// stepMillis in the params gives each its callback's duration.
+)
+
+var doSteps = []string{"a", "b", "c", "d0", "d1", "d2"}
+
+// chaosParams are the params of a chaos instance, drawn by the test from its
+// seed so a replay runs the same workflows.
+type chaosParams struct {
+	N int `json:"n"`
+	// StepMillis is how long each step of doSteps works (sleeps) inside its
+	// callback, so that kills land mid-step.
+	StepMillis []int `json:"stepMillis"`
+	// NapMillis is the durable sleep between steps b and the wait.
+	NapMillis int `json:"napMillis"`
+}
+
+// goEvent is the payload of the event a chaos instance waits for.
+type goEvent struct {
+	X int `json:"x"`
+}
+
+// stepResult is what every step.Do of the chaos workflow records: the value,
+// and who computed it (pid and attempt token), so the database shows which
+// process's attempt wrote each completed step.
+type stepResult struct {
+	V     int    `json:"v"`
+	Pid   int    `json:"pid"`
+	Token string `json:"token"`
+}
+
+// chaosOutput is a chaos instance's output: the final value and the token of
+// the attempt whose result each step used.
+type chaosOutput struct {
+	V      int               `json:"v"`
+	Tokens map[string]string `json:"tokens"`
+}
+
+// expectedValue is the output value of a chaos instance with params n whose
+// event carried x.
+func expectedValue(n, x int) int { return n*10 + 1 + x + len(doSteps) - 3 }
+
+// eventValue is the payload the test sends to the instance with params n.
+func eventValue(n int) int { return n * 7 }
+
+// registerWorkflows registers the named workflows (chaos, crashloop; none
+// means both), whose step callbacks append to the ledger at ledgerPath.
+func registerWorkflows(reg *workflow.Registry, ledgerPath string, names ...string) {
+	want := func(name string) bool { return len(names) == 0 || slices.Contains(names, name) }
+	if want(chaosWorkflow) {
+		registerChaos(reg, ledgerPath)
+	}
+	if want(crashLoopWorkflow) {
+		registerCrashLoop(reg, ledgerPath)
+	}
+}
+
+func registerChaos(reg *workflow.Registry, ledgerPath string) {
+	workflow.MustRegister(reg, chaosWorkflow, workflow.Func[chaosParams, chaosOutput](
+		func(ctx context.Context, ev workflow.Event[chaosParams], step workflow.Step) (chaosOutput, error) {
+			p := ev.Payload
+			out := chaosOutput{Tokens: map[string]string{}}
+			do := func(i int, v int) (int, error) {
+				name := doSteps[i]
+				work := time.Duration(p.StepMillis[i]) * time.Millisecond
+				r, err := workflow.Do(step, name, func(ctx context.Context) (stepResult, error) {
+					return ledgered(ctx, ledgerPath, work, v)
+				})
+				if err != nil {
+					return 0, err
+				}
+				out.Tokens[name] = r.Token
+				return r.V, nil
+			}
+			v, err := do(0, p.N*10)
+			if err != nil {
+				return out, err
+			}
+			if v, err = do(1, v+1); err != nil {
+				return out, err
+			}
+			if err := step.Sleep("nap", time.Duration(p.NapMillis)*time.Millisecond); err != nil {
+				return out, err
+			}
+			e, err := workflow.WaitForEvent[goEvent](step, "go", workflow.WaitOptions{Type: eventType, Timeout: time.Hour})
+			if err != nil {
+				return out, err
+			}
+			if v, err = do(2, v+e.X); err != nil {
+				return out, err
+			}
+			for i := 3; i < len(doSteps); i++ {
+				if v, err = do(i, v+1); err != nil {
+					return out, err
+				}
+			}
+			out.V = v
+			return out, nil
+		}))
+}
+
+func registerCrashLoop(reg *workflow.Registry, ledgerPath string) {
+	// crashloop's one step kills its own process on every attempt: the
+	// crash loop that must end in an error after a bounded number of lost
+	// leases instead of killing runners forever.
+	workflow.MustRegister(reg, crashLoopWorkflow, workflow.Func[struct{}, int](
+		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (int, error) {
+			return workflow.Do(step, "boom", func(ctx context.Context) (int, error) {
+				info, _ := workflow.StepInfoFromContext(ctx)
+				if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, newToken()); err != nil {
+					return 0, err
+				}
+				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				<-ctx.Done()
+				return 0, ctx.Err()
+			})
+		}))
+}
+
+// ledgered is the body of every chaos step: it records its start in the
+// ledger, works for the step's duration, records that it is done, and
+// returns v with its pid and attempt token.
+func ledgered(ctx context.Context, ledgerPath string, work time.Duration, v int) (stepResult, error) {
+	info, ok := workflow.StepInfoFromContext(ctx)
+	if !ok {
+		return stepResult{}, workflow.NonRetryable(errors.New("step callback without step info"))
+	}
+	token := newToken()
+	if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, token); err != nil {
+		return stepResult{}, err
+	}
+	select {
+	case <-ctx.Done():
+		return stepResult{}, ctx.Err()
+	case <-time.After(work):
+	}
+	if err := appendLedger(ledgerPath, 'D', info.InstanceID, info.Step, token); err != nil {
+		return stepResult{}, err
+	}
+	return stepResult{V: v, Pid: os.Getpid(), Token: token}, nil
+}
+
+func newToken() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// appendLedger appends "<kind> <pid> <instance> <step> <token>" to the
+// ledger in one O_APPEND write, which keeps lines of concurrent processes
+// whole and ordered. It does not sync: a SIGKILL loses nothing the kernel
+// accepted.
+func appendLedger(path string, kind byte, instance, step, token string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening ledger: %w", err)
+	}
+	if _, err := fmt.Fprintf(f, "%c %d %s %s %s\n", kind, os.Getpid(), instance, step, token); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("writing ledger: %w", err)
+	}
+	return f.Close()
+}
+
+// workerID is the runner id of the worker process with the pid: the lock
+// owner the database shows on the tasks it holds.
+func workerID(pid int) string { return "chaos-" + strconv.Itoa(pid) }
+
+// TestChaosWorker is the host program the chaos test starts, kills, stops
+// and starts again: the test binary re-executed with envWorker set. It opens
+// the database the test migrated, runs a runner with the chaos workflows
+// (and on Postgres a LISTEN wake listener whose application_name carries
+// the pid) until it is killed or its lifetime ends. Without envWorker it
+// does nothing.
+func TestChaosWorker(t *testing.T) {
+	if os.Getenv(envWorker) != "1" {
+		return
+	}
+	lifetime, err := time.ParseDuration(os.Getenv(envLifetime))
+	require.NoError(t, err)
+	lease, err := time.ParseDuration(os.Getenv(envLease))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), lifetime)
+	defer cancel()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	dsn := os.Getenv(envDSN)
+	local := dispatcher.NewLocal()
+	var store db.Store
+	var listener *dispatcher.PGListener
+	poll := 200 * time.Millisecond
+	switch backend := os.Getenv(envBackend); backend {
+	case "sqlite":
+		s, err := sqlite.Open(ctx, dsn)
+		require.NoError(t, err)
+		store = s
+	case "postgres":
+		s, err := postgres.Open(ctx, dsn)
+		require.NoError(t, err)
+		store = s
+		u, err := url.Parse(dsn)
+		require.NoError(t, err)
+		q := u.Query()
+		q.Set("application_name", listenerAppName+strconv.Itoa(os.Getpid()))
+		u.RawQuery = q.Encode()
+		listener, err = dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
+			ConnString: u.String(), Channel: s.WakeChannel(), WakeFunc: local.Wake, Logger: logger,
+			MaxReconnectDelay: time.Second,
+		})
+		require.NoError(t, err)
+		// Wake-ups come over LISTEN, so the poll is only the safety net
+		// and a terminated listener shows as slower work.
+		poll = time.Second
+	default:
+		t.Fatalf("worker: unknown backend %q", backend)
+	}
+	defer func() { _ = store.Close() }()
+
+	reg := workflow.NewRegistry()
+	registerWorkflows(reg, os.Getenv(envLedger), os.Getenv(envWorkflow))
+	r, err := runner.New(&runner.Config{
+		Store:          store,
+		Registry:       reg,
+		Logger:         logger,
+		ID:             workerID(os.Getpid()),
+		LeaseDuration:  lease,
+		PollInterval:   poll,
+		MaxConcurrency: 32,
+		WakeFunc:       local.Wake,
+	})
+	require.NoError(t, err)
+	local.Add(r)
+	if listener != nil {
+		go func() { _ = listener.Run(ctx) }()
+	}
+	require.NoError(t, r.Start(ctx))
+	fmt.Fprintf(os.Stderr, "chaos worker %d started\n", os.Getpid())
+	<-ctx.Done()
+	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+	defer stop()
+	_ = r.Stop(stopCtx)
+}

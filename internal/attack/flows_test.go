@@ -144,7 +144,7 @@ func TestSSRF(t *testing.T) {
 	})
 
 	t.Run("RefusedAtDial", func(t *testing.T) {
-		s.applyFlow(t, httpFlow("ssrf-probe", "${target}"))
+		s.applyFlow(t, httpFlow("ssrf-probe", "${raw:target}"))
 		// The allow-listed upstream answers: the probe works.
 		ok := s.runFlow(t, "ssrf-probe", fmt.Sprintf(`{"target":%q}`, up+"/ok"), 15*time.Second)
 		require.Equal(t, "complete", ok.Status, "the allow-listed upstream must be reachable: %+v", ok.Error)
@@ -205,7 +205,7 @@ func TestDeepStepResult(t *testing.T) {
 	for _, s := range backends(t) {
 		t.Run(s.name, func(t *testing.T) {
 			t.Parallel()
-			s.applyFlow(t, httpFlow("deep-result", "${target}"))
+			s.applyFlow(t, httpFlow("deep-result", "${raw:target}"))
 			for _, depth := range []int{1001, 5000} {
 				inst := s.runFlow(t, "deep-result", fmt.Sprintf(`{"target":%q}`, fmt.Sprintf("%s/deep?depth=%d", up, depth)), 15*time.Second)
 				require.Equal(t, "errored", inst.Status, "depth %d", depth)

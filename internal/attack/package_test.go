@@ -119,7 +119,7 @@ func TestSSRFPackageLevel(t *testing.T) {
 		h, err := flow.NewHTTPHandler(&flow.HTTPHandlerConfig{Resolver: res, DialContextFunc: d.dial})
 		require.NoError(t, err)
 		for _, host := range []string{"0x7f000001", "0x7f.0x0.0x0.0x1", "0x7f.1", "2130706433", "0177.0.0.1", "0177.1", "127.1", "0", "017700000001"} {
-			_, err := runStep(t, h, `{"url":"${target}"}`, `{"target":"http://`+host+`:`+canary.port+`/"}`)
+			_, err := runStep(t, h, `{"url":"${raw:target}"}`, `{"target":"http://`+host+`:`+canary.port+`/"}`)
 			requireAddressRefused(t, err, host)
 		}
 		require.Empty(t, d.addresses(), "refused addresses are never dialed")
@@ -190,7 +190,7 @@ func TestSSRFPackageLevel(t *testing.T) {
 			"http://127.0.0.1:" + canary.port + "/", "http://evil.test:" + canary.port + "/", "http://[::ffff:127.0.0.1]:" + canary.port + "/",
 			"http://0x7f000001:" + canary.port + "/", "http://allowed.test@127.0.0.1:" + canary.port + "/",
 		} {
-			_, err := runStep(t, h, `{"url":"${target}"}`, `{"target":"http://allowed.test:`+rport+`/?to=`+queryEscape(to)+`"}`)
+			_, err := runStep(t, h, `{"url":"${raw:target}"}`, `{"target":"http://allowed.test:`+rport+`/?to=`+queryEscape(to)+`"}`)
 			require.Error(t, err, to)
 			require.Contains(t, []string{flow.ErrorNameAddressNotAllowed, flow.ErrorNameHTTPRequest}, workflow.ErrorName(err), "%s: %v", to, err)
 		}

@@ -48,8 +48,9 @@ var planSettings = []string{
 // TaskClaim leases up to p.Max due tasks of the named workflows in one
 // statement: pending tasks with run_at <= p.Now and processing tasks whose
 // lease expired, resuming kinds first, then oldest run_at. Each claimed task's
-// version and attempts go up by one and its queued or waiting instance
-// becomes running. Tasks of paused and terminal instances are never claimed,
+// version and attempts go up by one (and its lease losses, when the claim
+// took over an expired lease) and its queued or waiting instance becomes
+// running. Tasks of paused and terminal instances are never claimed,
 // and rows another transaction holds locked are skipped, never waited on.
 // A claimed run that never started comes with its instance (Task.FreshRun).
 func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
@@ -79,6 +80,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 			ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber,
 			Kind: r.Kind, Priority: r.Priority, RunAt: r.RunAt, Status: r.Status, LockOwner: r.LockOwner,
 			LockedUntil: r.LockedUntil, Version: r.Version, Attempts: r.Attempts, LastError: r.LastError,
+			LeaseLosses: r.LeaseLosses,
 		})
 		if r.Fresh != nil && *r.Fresh && r.InstanceRunNumber != nil && r.InstanceCreatedAt != nil &&
 			r.InstanceUpdatedAt != nil && r.InstancePauseRequested != nil {

@@ -14,8 +14,9 @@ import (
 // TaskClaim leases up to p.Max due tasks of the named workflows in one write
 // transaction: pending tasks with run_at <= p.Now and processing tasks whose
 // lease expired, resuming kinds first, then oldest run_at. Each claimed
-// task's version and attempts go up by one and its queued or waiting
-// instance becomes running. Tasks of paused and terminal instances are never
+// task's version and attempts go up by one (and its lease losses, when the
+// claim took over an expired lease) and its queued or waiting instance
+// becomes running. Tasks of paused and terminal instances are never
 // claimed. SQLite has no SKIP LOCKED and needs none: the transaction holds
 // the database's single write lock, so concurrent claims run one after the
 // other and never see each other's tasks as due.

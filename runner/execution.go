@@ -351,7 +351,8 @@ func (e *execution) awaitReturn(done <-chan runOutcome) {
 // holds commitMu and has checked that the execution is not closed. A
 // transient store error is retried with backoff while the lease may still be
 // held (retryStore), so an outage of the database delays the run by about as
-// long as it lasts. A lost lease, or a store error that outlived the
+// long as it lasts; a checkpoint that consumes an event is not, as it is
+// not safe to repeat. A lost lease, or a store error that outlived the
 // retries, cancels the execution. Data the store refuses
 // (db.ErrInvalidData) is returned to the caller, which fails the step or
 // the run, and cancels nothing.
@@ -369,7 +370,7 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	// it either commits whole or not at all, so it runs on the runner's
 	// context; only the retries stop when the execution is cancelled.
 	var res *db.CheckpointResult
-	err := e.r.retryStore(e.ctx, e.leaseDeadline, "checkpoint", e.log, func() error {
+	commit := func() error {
 		var err error
 		if e.r.commits != nil && p.Batchable() {
 			res, err = e.r.commits.commit(p)
@@ -377,7 +378,19 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 			res, err = e.r.cfg.Store.Checkpoint(context.WithoutCancel(e.ctx), p)
 		}
 		return err
-	})
+	}
+	var err error
+	if p.ConsumeEvent != nil {
+		// Not retried: a commit whose answer was lost would consume the
+		// next event too. The run is given back instead, and its replay
+		// finds what was committed.
+		err = commit()
+	} else {
+		// Every other checkpoint is safe to repeat: a step row is written
+		// again as it was, and one that committed before its answer was
+		// lost ended the lease, so its repetition is fenced out.
+		err = e.r.retryStore(e.ctx, e.leaseDeadline, "checkpoint", e.log, commit)
+	}
 	switch {
 	case errors.Is(err, db.ErrLeaseLost):
 		e.log.Info("lease lost; dropping the run", "version", e.ref.Version)

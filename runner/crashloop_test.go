@@ -90,6 +90,24 @@ func TestCrashLoopErrorsTheInstance(t *testing.T) {
 	})
 }
 
+// TestCrashLoopPastTheLimitEndsWithoutRunning: a run that still lost its
+// runner once it had reached the limit (it died before it reached a step,
+// in workflow code or replay) is errored without running its code.
+func TestCrashLoopPastTheLimitEndsWithoutRunning(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h, prepare, fetch := crashLoop(t, b, 6)
+		n, err := h.Runner.RunDue(h.Context(), 1)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+
+		info := h.RequireStatus("w", "x", workflow.StatusErrored)
+		require.Equal(t, runner.ErrorNameRunnerLost, info.Error.Name)
+		require.Equal(t, "the run lost its runner 6 times", info.Error.Message)
+		require.Zero(t, prepare.Load()+fetch.Load(), "no code ran")
+	})
+}
+
 // TestCrashLoopBelowTheLimitRunsAgain: a task that lost fewer leases than
 // MaxLeaseLosses runs its step again, and its checkpoint resets the count.
 func TestCrashLoopBelowTheLimitRunsAgain(t *testing.T) {

@@ -381,6 +381,11 @@ type TaskReleaseParams struct {
 	Task      TaskRef
 	RunAt     time.Time
 	LastError string
+	// CountLeaseLoss adds one to the task's LeaseLosses: the holder gives
+	// the task back without a checkpoint because the store kept failing,
+	// which counts against the crash-loop limit as a lease that expired
+	// would.
+	CountLeaseLoss bool
 }
 
 // RunState is everything a runner needs to replay the current run.

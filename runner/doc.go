@@ -16,8 +16,9 @@
 // error may be transient: the checkpoint, heartbeat, run load or hand-back is
 // retried with backoff while the lease the runner last wrote holds (see
 // retryStore), so a database outage stalls a run about as long as it lasts.
-// A task whose lease expired without a checkpoint Config.MaxLeaseLosses
-// times in a row (db.Task.LeaseLosses) is a crash loop: the runner errors the
+// A task whose lease expired without a checkpoint (or that was given back
+// because the store kept failing) Config.MaxLeaseLosses times in a row
+// (db.Task.LeaseLosses) is a crash loop: the runner errors the
 // instance at the first step the run would start (ErrorNameRunnerLost).
 //
 // The runner knows nothing about HTTP or about how it is woken: the

@@ -125,7 +125,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 	until := func() time.Time { return leaseUntil }
 	wf, ok := r.cfg.Registry.Lookup(task.WorkflowName)
 	if !ok {
-		r.release(ref, r.now(), "workflow not registered on this runner", log, until)
+		r.release(ref, r.now(), "workflow not registered on this runner", log, until, false)
 		return
 	}
 	if state == nil {
@@ -136,7 +136,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 		})
 		if err != nil {
 			log.Error("loading run failed", "error", err)
-			r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log, until)
+			r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log, until, true)
 			return
 		}
 	}
@@ -285,7 +285,7 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	e.cancel(errCauseFinished)
 	if err != nil {
 		if !errors.Is(err, db.ErrLeaseLost) {
-			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline)
+			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, true)
 		}
 		return
 	}
@@ -312,10 +312,11 @@ func (e *execution) abandon(cause error) {
 		return
 	}
 	runAt := e.r.now()
-	if errors.Is(cause, errCauseStore) {
+	storeFailed := errors.Is(cause, errCauseStore)
+	if storeFailed {
 		runAt = runAt.Add(e.r.cfg.PollInterval)
 	}
-	e.r.release(e.ref, runAt, cause.Error(), e.log, e.leaseDeadline)
+	e.r.release(e.ref, runAt, cause.Error(), e.log, e.leaseDeadline, storeFailed)
 }
 
 // refusedEnd is the checkpoint that ends a run whose last checkpoint p the
@@ -474,8 +475,11 @@ func (e *execution) signal() {
 // release gives a claimed task back to the queue, due at runAt. A transient
 // store error is retried until the lease could have expired (after which
 // any runner claims the task anyway) or, once the runner is stopping, for at
-// most ShutdownGrace.
-func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger, until func() time.Time) {
+// most ShutdownGrace. storeFailed counts the hand-back as a lease loss (the
+// run ends without a checkpoint because the store kept failing), so that a
+// store error that is not transient after all cannot make the run loop
+// forever: it meets MaxLeaseLosses like a crash.
+func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger, until func() time.Time, storeFailed bool) {
 	ctx := context.Background()
 	if r.execCtx.Err() != nil {
 		var cancel context.CancelFunc
@@ -485,7 +489,7 @@ func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *sl
 	err := r.retryStore(ctx, until, "releasing task", log, func() error {
 		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		return r.cfg.Store.TaskRelease(callCtx, &db.TaskReleaseParams{Task: ref, RunAt: runAt, LastError: reason})
+		return r.cfg.Store.TaskRelease(callCtx, &db.TaskReleaseParams{Task: ref, RunAt: runAt, LastError: reason, CountLeaseLoss: storeFailed})
 	})
 	if err != nil && !errors.Is(err, db.ErrLeaseLost) {
 		log.Warn("releasing task failed; it is retried when its lease expires", "error", err)

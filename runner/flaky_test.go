@@ -200,3 +200,50 @@ func TestTransientStoreErrorsAreRetried(t *testing.T) {
 		require.Less(t, time.Since(start), 10*time.Second, "backoff starts small")
 	})
 }
+
+// TestStoreFailureOutlastingTheLeaseIsALeaseLoss: a checkpoint whose store
+// keeps failing is retried until the lease could have expired; then the run
+// is given back, and the hand-back counts as a lost lease, so that an error
+// that is not transient after all meets MaxLeaseLosses instead of looping.
+func TestStoreFailureOutlastingTheLeaseIsALeaseLoss(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		store := &flakyStore{Store: b.NewStore(t)}
+		h := testharness.New(t, testharness.WithStore(store))
+		var calls atomic.Int32
+		workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "s", func(ctx context.Context) (int, error) {
+					calls.Add(1)
+					store.failures.Store(1 << 30) // the store fails from here on
+					return 1, nil
+				})
+			}))
+		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
+		require.NoError(t, err)
+		done := make(chan int, 1)
+		go func() { n, _ := h.Runner.RunDue(h.Context(), 1); done <- n }()
+		require.Eventually(t, func() bool { return store.failed.Load() >= 2 }, 10*time.Second, 5*time.Millisecond,
+			"the checkpoint is retried")
+		select {
+		case <-done:
+			t.Fatal("the runner gave up while its lease held")
+		default:
+		}
+
+		h.Advance(31 * time.Second) // past the lease
+		select {
+		case n := <-done:
+			require.Equal(t, 1, n)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the runner kept retrying after its lease could have expired")
+		}
+		store.failures.Store(0)
+		task, err := h.Store.TaskGet(h.Context(), db.InstanceRef{WorkflowName: "w", ID: "x"})
+		require.NoError(t, err)
+		require.Equal(t, db.TaskStatusPending, task.Status, "given back")
+		require.Equal(t, 1, task.LeaseLosses)
+		require.Contains(t, task.LastError, "connection reset")
+		require.Equal(t, int32(1), calls.Load())
+	})
+}

@@ -120,16 +120,18 @@ func (s *Store) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) er
 }
 
 // TaskRelease gives a held task back to the queue, pending and due at
-// p.RunAt, recording p.LastError; db.ErrLeaseLost when the version moved on.
+// p.RunAt, recording p.LastError (and a lease loss with p.CountLeaseLoss);
+// db.ErrLeaseLost when the version moved on.
 // When p.RunAt has come by the database clock (the call carries no "now"),
 // it notifies the wake channel in the same transaction.
 func (s *Store) TaskRelease(ctx context.Context, p *db.TaskReleaseParams) error {
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		row, err := q.TaskRelease(ctx, pgsqlc.TaskReleaseParams{
-			RunAt:     p.RunAt,
-			LastError: textArg(p.LastError),
-			ID:        p.Task.ID,
-			Version:   p.Task.Version,
+			RunAt:          p.RunAt,
+			LastError:      textArg(p.LastError),
+			ID:             p.Task.ID,
+			Version:        p.Task.Version,
+			CountLeaseLoss: p.CountLeaseLoss,
 		})
 		if isNoRows(err) {
 			return db.ErrLeaseLost

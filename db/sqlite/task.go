@@ -109,15 +109,17 @@ func (s *Store) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) er
 }
 
 // TaskRelease gives a held task back to the queue, pending and due at
-// p.RunAt, recording p.LastError; db.ErrLeaseLost when the version moved on.
+// p.RunAt, recording p.LastError (and a lease loss with p.CountLeaseLoss);
+// db.ErrLeaseLost when the version moved on.
 func (s *Store) TaskRelease(ctx context.Context, p *db.TaskReleaseParams) error {
 	var n int64
 	err := s.inTx(ctx, func(q *litesqlc.Queries) (err error) {
 		n, err = q.TaskRelease(ctx, litesqlc.TaskReleaseParams{
-			RunAt:     micros(p.RunAt),
-			LastError: textArg(p.LastError),
-			ID:        p.Task.ID,
-			Version:   p.Task.Version,
+			RunAt:          micros(p.RunAt),
+			LastError:      textArg(p.LastError),
+			ID:             p.Task.ID,
+			Version:        p.Task.Version,
+			CountLeaseLoss: boolArg(p.CountLeaseLoss),
 		})
 		return err
 	})

@@ -32,6 +32,19 @@ func testLeaseLosses(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(held), RunAt: b.at(4 * lease)}))
 		again := b.claimIDAt(t, "a", b.at(4*lease))
 		require.Equal(t, 3, again.LeaseLosses)
+
+		// Given back because the store kept failing: that counts.
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{
+			Task: ref(again), RunAt: b.at(4 * lease), LastError: "checkpointing: connection reset", CountLeaseLoss: true,
+		}))
+		released := b.task(t, "a")
+		require.Equal(t, 4, released.LeaseLosses)
+		require.Equal(t, "checkpointing: connection reset", released.LastError)
+		require.Equal(t, db.TaskStatusPending, released.Status)
+
+		// A stale holder's hand-back counts nothing.
+		require.ErrorIs(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(again), RunAt: b.now, CountLeaseLoss: true}), db.ErrLeaseLost)
+		require.Equal(t, 4, b.task(t, "a").LeaseLosses)
 	})
 
 	t.Run("CheckpointWithResetClearsThem", func(t *testing.T) {

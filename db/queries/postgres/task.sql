@@ -122,7 +122,8 @@ SET status = 'pending',
     run_at = @run_at,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = sqlc.narg('last_error')
+    last_error = sqlc.narg('last_error'),
+    lease_losses = lease_losses + CASE WHEN @count_lease_loss::boolean THEN 1 ELSE 0 END
 WHERE id = @id AND version = @version AND status = 'processing'
 RETURNING workflow_name,
     (run_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS due;

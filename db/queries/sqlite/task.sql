@@ -58,7 +58,8 @@ SET status = 'pending',
     run_at = @run_at,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = sqlc.narg('last_error')
+    last_error = sqlc.narg('last_error'),
+    lease_losses = lease_losses + CAST(@count_lease_loss AS INTEGER)
 WHERE id = @id AND version = @version AND status = 'processing';
 
 -- name: TaskGet :one

@@ -341,18 +341,20 @@ SET status = 'pending',
     run_at = $1,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = $2
-WHERE id = $3 AND version = $4 AND status = 'processing'
+    last_error = $2,
+    lease_losses = lease_losses + CASE WHEN $3::boolean THEN 1 ELSE 0 END
+WHERE id = $4 AND version = $5 AND status = 'processing'
 RETURNING workflow_name,
-    (run_at <= coalesce($5::timestamptz, now()))::boolean AS due
+    (run_at <= coalesce($6::timestamptz, now()))::boolean AS due
 `
 
 type TaskReleaseParams struct {
-	RunAt     time.Time
-	LastError *string
-	ID        int64
-	Version   int64
-	Now       *time.Time
+	RunAt          time.Time
+	LastError      *string
+	CountLeaseLoss bool
+	ID             int64
+	Version        int64
+	Now            *time.Time
 }
 
 type TaskReleaseRow struct {
@@ -366,6 +368,7 @@ func (q *Queries) TaskRelease(ctx context.Context, arg TaskReleaseParams) (TaskR
 	row := q.db.QueryRow(ctx, taskRelease,
 		arg.RunAt,
 		arg.LastError,
+		arg.CountLeaseLoss,
 		arg.ID,
 		arg.Version,
 		arg.Now,

@@ -274,21 +274,24 @@ SET status = 'pending',
     run_at = ?1,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = ?2
-WHERE id = ?3 AND version = ?4 AND status = 'processing'
+    last_error = ?2,
+    lease_losses = lease_losses + CAST(?3 AS INTEGER)
+WHERE id = ?4 AND version = ?5 AND status = 'processing'
 `
 
 type TaskReleaseParams struct {
-	RunAt     int64
-	LastError *string
-	ID        int64
-	Version   int64
+	RunAt          int64
+	LastError      *string
+	CountLeaseLoss int64
+	ID             int64
+	Version        int64
 }
 
 func (q *Queries) TaskRelease(ctx context.Context, arg TaskReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.taskReleaseStmt, taskRelease,
 		arg.RunAt,
 		arg.LastError,
+		arg.CountLeaseLoss,
 		arg.ID,
 		arg.Version,
 	)

@@ -25,7 +25,20 @@ var (
 	// ErrNotBatchable means a checkpoint given to CheckpointBatch is one the
 	// batch cannot take (see CheckpointParams.Batchable); nothing was
 	// written.
-	ErrNotBatchable = errors.New("db: checkpoint batch items must continue, complete or error a run and consume no event")
+	ErrNotBatchable = errors.New("db: checkpoint batch items must continue, complete or error a run, consume no event and reset no lease losses")
+	// ErrInvalidData means the database refused the values of a write: a
+	// constraint or check failed, or a value was not valid JSON, not valid
+	// text in the database's encoding, or past a size or nesting limit of
+	// the database (SQLite's json_valid refuses JSON nested deeper than
+	// 1000 levels; Postgres refuses invalid UTF-8). Nothing was written, and
+	// the same write fails the same way every time: retrying it cannot
+	// help. Backends wrap the driver's error with it, so its message says
+	// what was refused.
+	//
+	// Every error of a Store that is none of these sentinels may be
+	// transient (a lost connection, a timeout, a serialization failure, a
+	// busy database): the runner retries those with backoff.
+	ErrInvalidData = errors.New("db: data refused")
 )
 
 // InstanceStatus is the life-cycle status of a workflow instance.
@@ -186,6 +199,12 @@ type Task struct {
 	Version      int64
 	Attempts     int
 	LastError    string
+	// LeaseLosses counts the claims that took the task over from a holder
+	// whose lease had expired, since the task's last checkpoint that made
+	// progress (one that set ResetLeaseLosses, a suspend or a park) or the
+	// start of its run. A step whose process dies mid-attempt makes it grow
+	// by one per reclaim; the runner stops the loop at its MaxLeaseLosses.
+	LeaseLosses int
 	// FreshRun, set only by TaskClaim and only where the store can tell, is
 	// the instance of a claimed run that had never started (it was queued
 	// with no started_at, so no step of the run exists), as the claim left
@@ -362,6 +381,11 @@ type TaskReleaseParams struct {
 	Task      TaskRef
 	RunAt     time.Time
 	LastError string
+	// CountLeaseLoss adds one to the task's LeaseLosses: the holder gives
+	// the task back without a checkpoint because the store kept failing,
+	// which counts against the crash-loop limit as a lease that expired
+	// would.
+	CountLeaseLoss bool
 }
 
 // RunState is everything a runner needs to replay the current run.
@@ -435,17 +459,24 @@ type CheckpointParams struct {
 	// RecordHooks records an outbox entry after OutcomeSuspend (reason retry
 	// when NextKind is retry, else wake; RunAt is when the task is due).
 	RecordHooks bool
+	// ResetLeaseLosses sets the task's LeaseLosses back to zero in the same
+	// transaction: the runner sets it on its first checkpoint of a task it
+	// claimed with lease losses. (A suspend or park resets them anyway, and
+	// a run that ends deletes its task.)
+	ResetLeaseLosses bool
 }
 
 // Batchable reports whether CheckpointBatch can take the checkpoint: one that
 // continues its run (OutcomeContinue) or ends it (OutcomeComplete,
-// OutcomeError) and consumes no event. Suspend and Park give the task back
-// to the queue and may notify, and a consume makes its step's result from
-// what it reads, so those commit through Checkpoint on their own.
+// OutcomeError), consumes no event and resets no lease losses. Suspend and
+// Park give the task back to the queue and may notify, a consume makes its
+// step's result from what it reads, and a reset writes the task row (rare:
+// the first checkpoint after a reclaim), so those commit through Checkpoint
+// on their own.
 func (p *CheckpointParams) Batchable() bool {
 	switch p.Outcome {
 	case OutcomeContinue, OutcomeComplete, OutcomeError:
-		return p.ConsumeEvent == nil
+		return p.ConsumeEvent == nil && !p.ResetLeaseLosses
 	}
 	return false
 }
@@ -632,7 +663,9 @@ type Store interface {
 	// RunLoad returns the instance and the steps of its current run.
 	RunLoad(ctx context.Context, ref InstanceRef) (*RunState, error)
 	// Checkpoint commits a runner's transition in one transaction, fenced by
-	// p.Task; it returns ErrLeaseLost and changes nothing when the fence fails.
+	// p.Task; it returns ErrLeaseLost and changes nothing when the fence fails,
+	// and ErrInvalidData and changes nothing when the database refuses a
+	// value (a step's result, the output, an error message).
 	Checkpoint(ctx context.Context, p *CheckpointParams) (*CheckpointResult, error)
 
 	// OutboxClaim leases up to Max undelivered outbox entries whose
@@ -658,7 +691,9 @@ type Store interface {
 	// does what Checkpoint would. Each item is fenced on its
 	// own: one whose lease was lost changes nothing and reports ErrLeaseLost in
 	// its Err, while the others commit. The returned error is for the batch as
-	// a whole (nothing committed).
+	// a whole (nothing committed): ErrInvalidData when the database refused a
+	// value of any item, which the caller finds by committing the items one
+	// by one.
 	CheckpointBatch(ctx context.Context, ps []*CheckpointParams) ([]CheckpointBatchResult, error)
 
 	// Close releases the store's resources.

@@ -83,6 +83,13 @@ func (g *groupCommit) work() {
 		results, err := g.store.CheckpointBatch(context.Background(), params)
 		g.commits.Add(1)
 		g.checkpoints.Add(int64(len(params)))
+		if errors.Is(err, db.ErrInvalidData) && len(batch) > 1 {
+			// The database refused a value of some item, and so the whole
+			// batch: commit each on its own, so that only the item at fault
+			// fails.
+			g.commitEach(batch)
+			continue
+		}
 		for i, req := range batch {
 			switch {
 			case err != nil:
@@ -92,5 +99,19 @@ func (g *groupCommit) work() {
 			}
 			close(req.done)
 		}
+	}
+}
+
+// commitEach commits every request of a batch in a batch of its own.
+func (g *groupCommit) commitEach(batch []*commitReq) {
+	for _, req := range batch {
+		results, err := g.store.CheckpointBatch(context.Background(), []*db.CheckpointParams{req.p})
+		g.commits.Add(1)
+		if err != nil {
+			req.err = err
+		} else {
+			req.res, req.err = results[0].Result, results[0].Err
+		}
+		close(req.done)
 	}
 }

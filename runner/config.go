@@ -56,9 +56,21 @@ type Config struct {
 	//
 	// Defaults to 64.
 	MaxConcurrency int
+	// MaxLeaseLosses is how many times in a row a task's lease may expire
+	// without a checkpoint (its runner died, or stalled past its lease,
+	// while a step ran) before the runner that claims it next errors the
+	// instance instead of running the step again: with the message `step
+	// "X" lost its runner N times`, X being the first step the run would
+	// start, and ErrorNameRunnerLost. A checkpoint that makes progress
+	// starts the count again. It bounds the crash loop of a step that kills
+	// its process on every attempt.
+	//
+	// Defaults to 5.
+	MaxLeaseLosses int
 	// ShutdownGrace is how long a suspended or cancelled run's code may take
 	// to return after its context is cancelled before the runner stops
-	// waiting for it.
+	// waiting for it. When the runner stops, it is also the longest it
+	// retries giving a task back through a store that fails.
 	//
 	// Defaults to 5 seconds.
 	ShutdownGrace time.Duration
@@ -111,6 +123,7 @@ func (c *Config) WithDefaults() *Config {
 	out.PollInterval = cmp.Or(out.PollInterval, time.Second)
 	out.MaxConcurrency = cmp.Or(out.MaxConcurrency, 64)
 	out.ShutdownGrace = cmp.Or(out.ShutdownGrace, 5*time.Second)
+	out.MaxLeaseLosses = cmp.Or(out.MaxLeaseLosses, 5)
 	out.GroupCommitMax = cmp.Or(out.GroupCommitMax, 64)
 	out.GroupCommitWorkers = cmp.Or(out.GroupCommitWorkers, 2)
 	if out.WakeFunc == nil {
@@ -137,6 +150,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxConcurrency < 1 {
 		return fmt.Errorf("runner: MaxConcurrency %d must be at least 1", c.MaxConcurrency)
+	}
+	if c.MaxLeaseLosses < 1 {
+		return fmt.Errorf("runner: MaxLeaseLosses %d must be at least 1", c.MaxLeaseLosses)
 	}
 	if c.GroupCommitMax < 1 || c.GroupCommitWorkers < 1 {
 		return fmt.Errorf("runner: GroupCommitMax %d and GroupCommitWorkers %d must be at least 1", c.GroupCommitMax, c.GroupCommitWorkers)

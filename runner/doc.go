@@ -10,6 +10,17 @@
 // memory. A write under a lease that was lost changes nothing, and the runner
 // drops the work: this is what makes many runners in many processes safe.
 //
+// Store errors are of two kinds. Data the database refuses (db.ErrInvalidData)
+// is never retried: a refused step result fails the step for good
+// (ErrorNameStoreRefused), a refused output errors the instance. Any other
+// error may be transient: the checkpoint, heartbeat, run load or hand-back is
+// retried with backoff while the lease the runner last wrote holds (see
+// retryStore), so a database outage stalls a run about as long as it lasts.
+// A task whose lease expired without a checkpoint (or that was given back
+// because the store kept failing) Config.MaxLeaseLosses times in a row
+// (db.Task.LeaseLosses) is a crash loop: the runner errors the
+// instance at the first step the run would start (ErrorNameRunnerLost).
+//
 // The runner knows nothing about HTTP or about how it is woken: the
 // dispatcher calls Notify, the HTTP tick and the test harness call RunDue.
 package runner

@@ -7,12 +7,28 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/workflow"
+)
+
+// Error names the runner records for failures of its own (the ErrorName of
+// a step or instance error).
+const (
+	// ErrorNameStoreRefused is the error of a step whose result the store
+	// refused (db.ErrInvalidData: for example JSON nested deeper than the
+	// database accepts), or of a run whose output or last checkpoint it
+	// refused. Retrying could not help, so the step fails for good.
+	ErrorNameStoreRefused = "StoreRefusedError"
+	// ErrorNameRunnerLost is the error of an instance whose task lost its
+	// lease without a checkpoint Config.MaxLeaseLosses times: a step that
+	// kills its process (or outlives its lease) on every attempt.
+	ErrorNameRunnerLost = "RunnerLostError"
 )
 
 // Causes with which an execution's context is cancelled.
@@ -68,7 +84,23 @@ type execution struct {
 	// budget, when set, counts the new step attempts this execution and the
 	// others of one RunDueLimited call may still start.
 	budget *atomic.Int64
+
+	// leaseUntil is the lease expiry the runner last wrote on the task (at
+	// the claim, then at each heartbeat), in Unix nanoseconds of the
+	// runner's clock: retries of store calls stop there.
+	leaseUntil atomic.Int64
+	// leaseLosses is the task's db.Task.LeaseLosses at the claim.
+	leaseLosses int
+	// resetLosses, under commitMu, asks the next checkpoint to reset the
+	// task's lease losses; cleared once one did.
+	resetLosses bool
+	// lossLimit is set when the run lost its runner MaxLeaseLosses times:
+	// the first step attempt it would start errors the instance instead.
+	lossLimit bool
 }
+
+// leaseDeadline is when the lease the runner last wrote expires.
+func (e *execution) leaseDeadline() time.Time { return time.Unix(0, e.leaseUntil.Load()) }
 
 // freshRun is the run a claim returned with its task because it never
 // started (db.Task.FreshRun): its instance and no steps; nil when the run
@@ -86,17 +118,25 @@ func freshRun(t *db.Task) *db.RunState {
 func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState) {
 	log := r.cfg.Logger.With("workflow", task.WorkflowName, "instance", task.InstanceID, "task", task.ID)
 	ref := db.TaskRef{ID: task.ID, Version: task.Version}
+	leaseUntil := r.now().Add(r.cfg.LeaseDuration)
+	if task.LockedUntil != nil {
+		leaseUntil = *task.LockedUntil
+	}
+	until := func() time.Time { return leaseUntil }
 	wf, ok := r.cfg.Registry.Lookup(task.WorkflowName)
 	if !ok {
-		r.release(ref, r.now(), "workflow not registered on this runner", log)
+		r.release(ref, r.now(), "workflow not registered on this runner", log, until, false)
 		return
 	}
 	if state == nil {
-		var err error
-		state, err = r.cfg.Store.RunLoad(r.execCtx, db.InstanceRef{WorkflowName: task.WorkflowName, ID: task.InstanceID})
+		err := r.retryStore(r.execCtx, until, "loading run", log, func() error {
+			var err error
+			state, err = r.cfg.Store.RunLoad(r.execCtx, db.InstanceRef{WorkflowName: task.WorkflowName, ID: task.InstanceID})
+			return err
+		})
 		if err != nil {
 			log.Error("loading run failed", "error", err)
-			r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log)
+			r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log, until, true)
 			return
 		}
 	}
@@ -113,7 +153,12 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 		counted: map[string]bool{},
 		changed: make(chan struct{}, 1),
 		budget:  budget,
+
+		leaseLosses: task.LeaseLosses,
+		resetLosses: task.LeaseLosses > 0,
+		lossLimit:   task.LeaseLosses >= r.cfg.MaxLeaseLosses,
 	}
+	e.leaseUntil.Store(leaseUntil.UnixNano())
 	if e.steps == nil {
 		e.steps = map[string]*db.Step{}
 	}
@@ -123,6 +168,15 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 	if e.inst.Status == db.StatusPaused || e.inst.PauseRequested {
 		// Paused (or asked to pause) before any step ran: park it now.
 		e.finish(&db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: r.now(), NextKind: db.TaskKindResume})
+		return
+	}
+	if e.leaseLosses > r.cfg.MaxLeaseLosses {
+		// It reached the limit before and still died before it could start
+		// a step (in workflow code or replay): end it without running it.
+		e.finish(&db.CheckpointParams{
+			Outcome: db.OutcomeError, ErrorName: ErrorNameRunnerLost,
+			ErrorMessage: fmt.Sprintf("the run lost its runner %d times", e.leaseLosses),
+		})
 		return
 	}
 	e.run(wf)
@@ -225,8 +279,14 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	e.closed = true
 	e.mu.Unlock()
 	res, err := e.checkpoint(p)
+	if errors.Is(err, db.ErrInvalidData) {
+		res, err = e.checkpoint(refusedEnd(p, err))
+	}
 	e.cancel(errCauseFinished)
 	if err != nil {
+		if !errors.Is(err, db.ErrLeaseLost) {
+			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, true)
+		}
 		return
 	}
 	switch {
@@ -252,10 +312,28 @@ func (e *execution) abandon(cause error) {
 		return
 	}
 	runAt := e.r.now()
-	if errors.Is(cause, errCauseStore) {
+	storeFailed := errors.Is(cause, errCauseStore)
+	if storeFailed {
 		runAt = runAt.Add(e.r.cfg.PollInterval)
 	}
-	e.r.release(e.ref, runAt, cause.Error(), e.log)
+	e.r.release(e.ref, runAt, cause.Error(), e.log, e.leaseDeadline, storeFailed)
+}
+
+// refusedEnd is the checkpoint that ends a run whose last checkpoint p the
+// store refused (db.ErrInvalidData): the instance errors with what was
+// refused, and nothing of p's is written.
+func refusedEnd(p *db.CheckpointParams, err error) *db.CheckpointParams {
+	what := "storing the run's last steps"
+	switch p.Outcome {
+	case db.OutcomeComplete:
+		what = "storing the run's output"
+	case db.OutcomeError:
+		what = "storing the run's error"
+	}
+	return &db.CheckpointParams{
+		Outcome: db.OutcomeError, ErrorName: ErrorNameStoreRefused,
+		ErrorMessage: fmt.Sprintf("%s: %v", what, err),
+	}
 }
 
 // awaitReturn gives the workflow code a grace period to return after its
@@ -271,8 +349,14 @@ func (e *execution) awaitReturn(done <-chan runOutcome) {
 }
 
 // checkpoint fills the fencing and identity fields and commits p. The caller
-// holds commitMu and has checked that the execution is not closed. A lost
-// lease or a store error cancels the execution.
+// holds commitMu and has checked that the execution is not closed. A
+// transient store error is retried with backoff while the lease may still be
+// held (retryStore), so an outage of the database delays the run by about as
+// long as it lasts; a checkpoint that consumes an event is not, as it is
+// not safe to repeat. A lost lease, or a store error that outlived the
+// retries, cancels the execution. Data the store refuses
+// (db.ErrInvalidData) is returned to the caller, which fails the step or
+// the run, and cancels nothing.
 func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	now := e.r.now()
 	p.Task = e.ref
@@ -281,26 +365,68 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	p.RunNumber = e.inst.RunNumber
 	p.Now = now
 	p.RecordHooks = e.r.cfg.RecordHooks && p.Outcome == db.OutcomeSuspend
+	p.ResetLeaseLosses = e.resetLosses
+	cleanErrorText(p)
 	// A checkpoint must not be cut short by the execution's own cancellation:
-	// it either commits whole or not at all, so it runs on the runner's context.
+	// it either commits whole or not at all, so it runs on the runner's
+	// context; only the retries stop when the execution is cancelled.
 	var res *db.CheckpointResult
+	commit := func() error {
+		var err error
+		if e.r.commits != nil && p.Batchable() {
+			res, err = e.r.commits.commit(p)
+		} else {
+			res, err = e.r.cfg.Store.Checkpoint(context.WithoutCancel(e.ctx), p)
+		}
+		return err
+	}
 	var err error
-	if e.r.commits != nil && p.Batchable() {
-		res, err = e.r.commits.commit(p)
+	if p.ConsumeEvent != nil {
+		// Not retried: a commit whose answer was lost would consume the
+		// next event too. The run is given back instead, and its replay
+		// finds what was committed.
+		err = commit()
 	} else {
-		res, err = e.r.cfg.Store.Checkpoint(context.WithoutCancel(e.ctx), p)
+		// Every other checkpoint is safe to repeat: a step row is written
+		// again as it was, and one that committed before its answer was
+		// lost ended the lease, so its repetition is fenced out.
+		err = e.r.retryStore(e.ctx, e.leaseDeadline, "checkpoint", e.log, commit)
 	}
 	switch {
 	case errors.Is(err, db.ErrLeaseLost):
 		e.log.Info("lease lost; dropping the run", "version", e.ref.Version)
 		e.cancel(errCauseLeaseLost)
 		return nil, err
+	case errors.Is(err, db.ErrInvalidData):
+		e.log.Error("the store refused a checkpoint", "error", err)
+		return nil, err
 	case err != nil:
 		e.log.Error("checkpoint failed", "error", err)
 		e.cancel(fmt.Errorf("%w: %w", errCauseStore, err))
 		return nil, err
 	}
+	if p.ResetLeaseLosses {
+		e.resetLosses = false
+	}
 	return res, nil
+}
+
+// cleanErrorText makes the error names and messages of p valid UTF-8
+// without NUL characters, which a database's text columns may refuse: an
+// error's text comes from any code, and must not keep its run from ending.
+func cleanErrorText(p *db.CheckpointParams) {
+	p.ErrorName, p.ErrorMessage = cleanText(p.ErrorName), cleanText(p.ErrorMessage)
+	for i := range p.Steps {
+		w := &p.Steps[i]
+		w.ErrorName, w.ErrorMessage = cleanText(w.ErrorName), cleanText(w.ErrorMessage)
+	}
+}
+
+func cleanText(s string) string {
+	if utf8.ValidString(s) && !strings.ContainsRune(s, 0) {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD")
 }
 
 func (e *execution) heartbeat(stop <-chan struct{}, done chan<- struct{}) {
@@ -315,8 +441,13 @@ func (e *execution) heartbeat(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		case <-t.C:
 		}
-		err := e.r.cfg.Store.TaskHeartbeat(e.ctx, &db.TaskHeartbeatParams{
-			Task: e.ref, LockedUntil: e.r.now().Add(e.r.cfg.LeaseDuration),
+		err := e.r.retryStore(e.ctx, e.leaseDeadline, "heartbeat", e.log, func() error {
+			until := e.r.now().Add(e.r.cfg.LeaseDuration)
+			err := e.r.cfg.Store.TaskHeartbeat(e.ctx, &db.TaskHeartbeatParams{Task: e.ref, LockedUntil: until})
+			if err == nil {
+				e.leaseUntil.Store(until.UnixNano())
+			}
+			return err
 		})
 		switch {
 		case errors.Is(err, db.ErrLeaseLost):
@@ -341,11 +472,25 @@ func (e *execution) signal() {
 	}
 }
 
-// release gives a claimed task back to the queue, due at runAt.
-func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := r.cfg.Store.TaskRelease(ctx, &db.TaskReleaseParams{Task: ref, RunAt: runAt, LastError: reason})
+// release gives a claimed task back to the queue, due at runAt. A transient
+// store error is retried until the lease could have expired (after which
+// any runner claims the task anyway) or, once the runner is stopping, for at
+// most ShutdownGrace. storeFailed counts the hand-back as a lease loss (the
+// run ends without a checkpoint because the store kept failing), so that a
+// store error that is not transient after all cannot make the run loop
+// forever: it meets MaxLeaseLosses like a crash.
+func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger, until func() time.Time, storeFailed bool) {
+	ctx := context.Background()
+	if r.execCtx.Err() != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.cfg.ShutdownGrace)
+		defer cancel()
+	}
+	err := r.retryStore(ctx, until, "releasing task", log, func() error {
+		callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return r.cfg.Store.TaskRelease(callCtx, &db.TaskReleaseParams{Task: ref, RunAt: runAt, LastError: reason, CountLeaseLoss: storeFailed})
+	})
 	if err != nil && !errors.Is(err, db.ErrLeaseLost) {
 		log.Warn("releasing task failed; it is retried when its lease expires", "error", err)
 	}

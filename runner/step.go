@@ -88,6 +88,22 @@ func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption
 		// The caller's step budget is spent: yield, due again at once.
 		return nil, e.blockLocked(&wait{at: e.r.now(), kind: db.TaskKindResume}, nil)
 	}
+	if e.lossLimit {
+		// This is the step the runners that lost the lease were running (the
+		// first the run starts again): stop the loop here.
+		e.mu.Unlock()
+		msg := fmt.Sprintf("step %q lost its runner %d times", key, e.leaseLosses)
+		e.log.Error("ending a crash loop", "step", key, "lease_losses", e.leaseLosses)
+		e.finish(&db.CheckpointParams{
+			Outcome: db.OutcomeError, ErrorName: ErrorNameRunnerLost, ErrorMessage: msg,
+			Steps: []db.StepWrite{{
+				Key: key, Type: db.StepTypeDo, Status: db.StepStatusErrored, Attempts: attempt,
+				MaxAttempts: cfg.Retries.Limit + 1, Timeout: cfg.Timeout,
+				ErrorName: ErrorNameRunnerLost, ErrorMessage: msg,
+			}},
+		})
+		return nil, workflow.ErrSuspended
+	}
 	e.active[key] = true
 	e.inflight++
 	e.mu.Unlock()
@@ -174,7 +190,10 @@ func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepC
 
 // commitStep commits one step row in a checkpoint that keeps the run going,
 // updates the cache and ends the step's in-flight work. It returns
-// ErrSuspended when the run can no longer commit.
+// ErrSuspended when the run can no longer commit. When the store refuses
+// the row (db.ErrInvalidData: a result the database cannot hold), the step
+// fails for good instead: it is recorded errored with ErrorNameStoreRefused
+// and commitStep returns its StepError, as replay will.
 func (e *execution) commitStep(key string, w db.StepWrite) error {
 	e.commitMu.Lock()
 	e.mu.Lock()
@@ -182,8 +201,17 @@ func (e *execution) commitStep(key string, w db.StepWrite) error {
 	e.mu.Unlock()
 	var res *db.CheckpointResult
 	var err error
+	var refused error
 	if !closed {
 		res, err = e.checkpoint(&db.CheckpointParams{Outcome: db.OutcomeContinue, Steps: []db.StepWrite{w}})
+		if errors.Is(err, db.ErrInvalidData) {
+			w = refusedStep(w, err)
+			refused = stepError(stepFromWrite(w))
+			res, err = e.checkpoint(&db.CheckpointParams{Outcome: db.OutcomeContinue, Steps: []db.StepWrite{w}})
+			if errors.Is(err, db.ErrInvalidData) {
+				e.cancel(fmt.Errorf("%w: %w", errCauseStore, err))
+			}
+		}
 	}
 	e.commitMu.Unlock()
 	e.mu.Lock()
@@ -196,7 +224,21 @@ func (e *execution) commitStep(key string, w db.StepWrite) error {
 		e.park = true
 	}
 	e.endLocked(key, true)
-	return nil
+	return refused
+}
+
+// refusedStep is the errored row that replaces a step row w the store
+// refused with err.
+func refusedStep(w db.StepWrite, err error) db.StepWrite {
+	what := "storing the step"
+	if w.Status == db.StepStatusComplete && w.Type == db.StepTypeDo {
+		what = "storing its result"
+	}
+	return db.StepWrite{
+		Key: w.Key, Type: w.Type, Status: db.StepStatusErrored, Attempts: w.Attempts,
+		MaxAttempts: w.MaxAttempts, Timeout: w.Timeout, WakeAt: w.WakeAt, WaitEventType: w.WaitEventType,
+		ErrorName: ErrorNameStoreRefused, ErrorMessage: fmt.Sprintf("%s: %v", what, err),
+	}
 }
 
 // endLocked ends a step's in-flight work; with unlock it releases mu too.
@@ -404,6 +446,18 @@ func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, err
 		})
 	}
 	e.commitMu.Unlock()
+	if errors.Is(err, db.ErrInvalidData) {
+		// The event cannot be recorded as the step's result (it stays
+		// buffered): the wait fails for good.
+		w := db.StepWrite{
+			Key: key, Type: db.StepTypeWaitForEvent, Status: db.StepStatusErrored, WaitEventType: eventType,
+			ErrorName: ErrorNameStoreRefused, ErrorMessage: fmt.Sprintf("storing the event it received: %v", err),
+		}
+		if err := e.commitStep(key, w); err != nil {
+			return nil, err
+		}
+		return nil, stepError(stepFromWrite(w))
+	}
 	e.mu.Lock()
 	if closed || err != nil {
 		e.endLocked(key, true)

@@ -81,6 +81,7 @@ func taskFromRow(r *pgsqlc.WorkflowTask) *db.Task {
 		Version:      r.Version,
 		Attempts:     int(r.Attempts),
 		LastError:    deref(r.LastError),
+		LeaseLosses:  int(r.LeaseLosses),
 	}
 }
 

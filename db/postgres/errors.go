@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -12,8 +13,22 @@ import (
 // pgUniqueViolation is the SQLSTATE of a unique constraint violation.
 const pgUniqueViolation = "23505"
 
+// SQLSTATE classes of errors that the values of a statement caused, and
+// that the same statement would cause again: data exceptions (invalid JSON
+// or text, a value out of range), integrity constraint violations (a check,
+// a foreign key, a not-null), and program limits (a value or a nesting too
+// large for the server).
+const (
+	pgClassDataException      = "22"
+	pgClassIntegrityViolation = "23"
+	pgClassProgramLimit       = "54"
+)
+
 // interpretError maps driver errors onto db's sentinel errors, so that no
 // driver error type escapes the package as a condition callers test for.
+// An error the values of a write caused wraps db.ErrInvalidData; every other
+// error (a lost connection, a timeout, a serialization failure) is returned
+// as it is, and may be transient.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -22,8 +37,17 @@ func interpretError(err error) error {
 		return db.ErrNotFound
 	}
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == pgUniqueViolation {
+	if !errors.As(err, &pgErr) {
+		return err
+	}
+	if pgErr.Code == pgUniqueViolation {
 		return db.ErrAlreadyExists
+	}
+	if len(pgErr.Code) == 5 {
+		switch pgErr.Code[:2] {
+		case pgClassDataException, pgClassIntegrityViolation, pgClassProgramLimit:
+			return fmt.Errorf("%w: %w", db.ErrInvalidData, err)
+		}
 	}
 	return err
 }

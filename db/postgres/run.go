@@ -99,11 +99,12 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 // wake, due when the task is) when p.RecordHooks is set, and notifies the
 // wake channel when the task is due now. A checkpoint that consumes an event
 // takes a transaction of two round trips on one connection
-// (checkpointConsume), and one on the database's clock (no p.Now) a
-// transaction of several (checkpointTx).
+// (checkpointConsume), and one on the database's clock (no p.Now) or that
+// resets the task's lease losses (the first after a reclaim) a transaction
+// of several (checkpointTx).
 func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	switch {
-	case p.Now.IsZero():
+	case p.Now.IsZero(), p.ResetLeaseLosses:
 		return s.checkpointTx(ctx, p)
 	case p.ConsumeEvent != nil:
 		return s.checkpointConsume(ctx, p)
@@ -268,7 +269,7 @@ func emptyIfNil(s []string) []string {
 
 // checkpointTx commits a checkpoint in one transaction of several round
 // trips, fenced by p.Task: the path of checkpoints on the database clock (no
-// p.Now). It locks the instance first and the task second, the order every
+// p.Now) and of those that reset the task's lease losses. It locks the instance first and the task second, the order every
 // writer uses, and returns db.ErrLeaseLost, having changed nothing, when the
 // run was restarted or ended, or the task version moved on. When an event is
 // consumed, a write in p.Steps for the consuming step's key is dropped: the
@@ -313,6 +314,11 @@ func (s *Store) checkpointTx(ctx context.Context, p *db.CheckpointParams) (*db.C
 		}
 		if err := applyOutcome(ctx, q, p, now, inst.PauseRequested, res); err != nil {
 			return err
+		}
+		if p.ResetLeaseLosses && p.Outcome == db.OutcomeContinue {
+			if err := q.TaskResetLeaseLosses(ctx, pgsqlc.TaskResetLeaseLossesParams{ID: p.Task.ID, Version: p.Task.Version}); err != nil {
+				return err
+			}
 		}
 		if p.Outcome != db.OutcomeSuspend {
 			return nil

@@ -48,8 +48,9 @@ var planSettings = []string{
 // TaskClaim leases up to p.Max due tasks of the named workflows in one
 // statement: pending tasks with run_at <= p.Now and processing tasks whose
 // lease expired, resuming kinds first, then oldest run_at. Each claimed task's
-// version and attempts go up by one and its queued or waiting instance
-// becomes running. Tasks of paused and terminal instances are never claimed,
+// version and attempts go up by one (and its lease losses, when the claim
+// took over an expired lease) and its queued or waiting instance becomes
+// running. Tasks of paused and terminal instances are never claimed,
 // and rows another transaction holds locked are skipped, never waited on.
 // A claimed run that never started comes with its instance (Task.FreshRun).
 func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
@@ -79,6 +80,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 			ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber,
 			Kind: r.Kind, Priority: r.Priority, RunAt: r.RunAt, Status: r.Status, LockOwner: r.LockOwner,
 			LockedUntil: r.LockedUntil, Version: r.Version, Attempts: r.Attempts, LastError: r.LastError,
+			LeaseLosses: r.LeaseLosses,
 		})
 		if r.Fresh != nil && *r.Fresh && r.InstanceRunNumber != nil && r.InstanceCreatedAt != nil &&
 			r.InstanceUpdatedAt != nil && r.InstancePauseRequested != nil {
@@ -118,16 +120,18 @@ func (s *Store) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) er
 }
 
 // TaskRelease gives a held task back to the queue, pending and due at
-// p.RunAt, recording p.LastError; db.ErrLeaseLost when the version moved on.
+// p.RunAt, recording p.LastError (and a lease loss with p.CountLeaseLoss);
+// db.ErrLeaseLost when the version moved on.
 // When p.RunAt has come by the database clock (the call carries no "now"),
 // it notifies the wake channel in the same transaction.
 func (s *Store) TaskRelease(ctx context.Context, p *db.TaskReleaseParams) error {
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		row, err := q.TaskRelease(ctx, pgsqlc.TaskReleaseParams{
-			RunAt:     p.RunAt,
-			LastError: textArg(p.LastError),
-			ID:        p.Task.ID,
-			Version:   p.Task.Version,
+			RunAt:          p.RunAt,
+			LastError:      textArg(p.LastError),
+			ID:             p.Task.ID,
+			Version:        p.Task.Version,
+			CountLeaseLoss: p.CountLeaseLoss,
 		})
 		if isNoRows(err) {
 			return db.ErrLeaseLost

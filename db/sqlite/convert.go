@@ -80,6 +80,7 @@ func taskFromRow(r *litesqlc.WorkflowTask) *db.Task {
 		Version:      r.Version,
 		Attempts:     int(r.Attempts),
 		LastError:    deref(r.LastError),
+		LeaseLosses:  int(r.LeaseLosses),
 	}
 }
 

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
@@ -12,6 +13,10 @@ import (
 
 // interpretError maps driver errors onto db's sentinel errors, so that no
 // driver error type escapes the package as a condition callers test for.
+// An error the values of a write caused (a check such as json_valid, a
+// not-null or foreign key constraint, a value too big or of the wrong type)
+// wraps db.ErrInvalidData; every other error (SQLITE_BUSY, I/O) is returned
+// as it is, and may be transient.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -20,11 +25,14 @@ func interpretError(err error) error {
 		return db.ErrNotFound
 	}
 	var liteErr *sqlite.Error
-	if errors.As(err, &liteErr) {
-		switch liteErr.Code() {
-		case sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, sqlite3.SQLITE_CONSTRAINT_UNIQUE:
-			return db.ErrAlreadyExists
-		}
+	if !errors.As(err, &liteErr) {
+		return err
+	}
+	switch code := liteErr.Code(); {
+	case code == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY, code == sqlite3.SQLITE_CONSTRAINT_UNIQUE:
+		return db.ErrAlreadyExists
+	case code&0xff == sqlite3.SQLITE_CONSTRAINT, code == sqlite3.SQLITE_TOOBIG, code == sqlite3.SQLITE_MISMATCH:
+		return fmt.Errorf("%w: %w", db.ErrInvalidData, err)
 	}
 	return err
 }

@@ -125,6 +125,11 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 	if err := applyOutcome(ctx, q, p, now, inst.PauseRequested != 0, res); err != nil {
 		return nil, err
 	}
+	if p.ResetLeaseLosses && p.Outcome == db.OutcomeContinue {
+		if err := q.TaskResetLeaseLosses(ctx, litesqlc.TaskResetLeaseLossesParams{ID: p.Task.ID, Version: p.Task.Version}); err != nil {
+			return nil, err
+		}
+	}
 	if p.Outcome != db.OutcomeSuspend {
 		return res, nil
 	}

@@ -14,8 +14,9 @@ import (
 // TaskClaim leases up to p.Max due tasks of the named workflows in one write
 // transaction: pending tasks with run_at <= p.Now and processing tasks whose
 // lease expired, resuming kinds first, then oldest run_at. Each claimed
-// task's version and attempts go up by one and its queued or waiting
-// instance becomes running. Tasks of paused and terminal instances are never
+// task's version and attempts go up by one (and its lease losses, when the
+// claim took over an expired lease) and its queued or waiting instance
+// becomes running. Tasks of paused and terminal instances are never
 // claimed. SQLite has no SKIP LOCKED and needs none: the transaction holds
 // the database's single write lock, so concurrent claims run one after the
 // other and never see each other's tasks as due.
@@ -108,15 +109,17 @@ func (s *Store) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) er
 }
 
 // TaskRelease gives a held task back to the queue, pending and due at
-// p.RunAt, recording p.LastError; db.ErrLeaseLost when the version moved on.
+// p.RunAt, recording p.LastError (and a lease loss with p.CountLeaseLoss);
+// db.ErrLeaseLost when the version moved on.
 func (s *Store) TaskRelease(ctx context.Context, p *db.TaskReleaseParams) error {
 	var n int64
 	err := s.inTx(ctx, func(q *litesqlc.Queries) (err error) {
 		n, err = q.TaskRelease(ctx, litesqlc.TaskReleaseParams{
-			RunAt:     micros(p.RunAt),
-			LastError: textArg(p.LastError),
-			ID:        p.Task.ID,
-			Version:   p.Task.Version,
+			RunAt:          micros(p.RunAt),
+			LastError:      textArg(p.LastError),
+			ID:             p.Task.ID,
+			Version:        p.Task.Version,
+			CountLeaseLoss: boolArg(p.CountLeaseLoss),
 		})
 		return err
 	})

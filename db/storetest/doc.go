@@ -7,9 +7,11 @@
 //
 // The suite pins the semantics the runner, the client and the HTTP API rely
 // on: fencing by task version, claim order and filters, checkpoint outcomes,
-// event buffering and delivery, the instance life cycle, history pages, and
-// the hook outbox (what each change records, and leasing, fencing, retrying
-// and pruning its entries). It drives time
+// event buffering and delivery, the instance life cycle, history pages, the
+// count of lease losses (what adds to it and what resets it), the refusal of
+// data the database cannot store (db.ErrInvalidData, with nothing written),
+// and the hook outbox (what each change records, and leasing, fencing,
+// retrying and pruning its entries). It drives time
 // only through the Now parameters, with times far from the real clock, so a
 // backend that reads its own clock where it should not fails.
 //

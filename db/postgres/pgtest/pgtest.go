@@ -39,6 +39,7 @@ type Option func(*options)
 type options struct {
 	maxConns     int32
 	noMigrations bool
+	databaseURL  string
 }
 
 // WithMaxConns sets the most connections the test's pool opens. Tests run in
@@ -47,6 +48,15 @@ type options struct {
 // Defaults to 10.
 func WithMaxConns(n int32) Option {
 	return func(o *options) { o.maxConns = n }
+}
+
+// WithDatabaseURL connects to url instead of DatabaseURL: the same server
+// through another address, such as a proxy a test can cut to simulate an
+// outage.
+//
+// Defaults to DatabaseURL().
+func WithDatabaseURL(url string) Option {
+	return func(o *options) { o.databaseURL = url }
 }
 
 // WithoutMigrations leaves the fresh schema empty, for tests of migrating
@@ -111,7 +121,10 @@ func newPool(t testing.TB, opts []Option) (*pgxpool.Pool, string) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	url := DatabaseURL()
+	url := o.databaseURL
+	if url == "" {
+		url = DatabaseURL()
+	}
 	requireReachable(t, url)
 
 	schema := schemaPrefix + randomHex(t, 8)

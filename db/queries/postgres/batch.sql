@@ -231,7 +231,8 @@ WITH parked AS (
         kind = @kind::text,
         priority = @priority::smallint,
         lock_owner = NULL,
-        locked_until = NULL
+        locked_until = NULL,
+        lease_losses = 0
     WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
     RETURNING t.workflow_name, t.instance_id
 )
@@ -269,7 +270,8 @@ task AS (
         kind = @kind::text,
         priority = @priority::smallint,
         lock_owner = NULL,
-        locked_until = NULL
+        locked_until = NULL,
+        lease_losses = 0
     FROM due
     WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
     RETURNING t.workflow_name, t.instance_id, t.run_at, due.due

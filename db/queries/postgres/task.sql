@@ -33,6 +33,9 @@ FROM unnest(@instance_ids::text[]) AS item (instance_id);
 -- of the union are claimed, in claim order; the few rows locked beyond that
 -- are released when the statement's transaction ends.
 --
+-- A claim that takes over an expired lease (a processing task) counts a
+-- lease loss (lease_losses + 1); a checkpoint that makes progress resets it.
+--
 -- A claimed run that never started (its instance was queued with no
 -- started_at: no step of the run exists) comes back fresh, with the columns
 -- of its instance as the claim left it (running), so that the runner need
@@ -78,7 +81,8 @@ claimed AS (
         lock_owner = @lock_owner::text,
         locked_until = @locked_until::timestamptz,
         version = t.version + 1,
-        attempts = t.attempts + 1
+        attempts = t.attempts + 1,
+        lease_losses = t.lease_losses + CASE WHEN t.status = 'processing' THEN 1 ELSE 0 END
     FROM due
     WHERE t.id = due.id
     RETURNING t.*, due.fresh
@@ -94,7 +98,7 @@ started AS (
     RETURNING i.*
 )
 SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
-    c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error,
+    c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error, c.lease_losses,
     c.fresh AND s.instance_id IS NOT NULL AS fresh,
     s.params AS instance_params, s.metadata AS instance_metadata,
     s.run_number AS instance_run_number, s.pause_requested AS instance_pause_requested,
@@ -118,7 +122,8 @@ SET status = 'pending',
     run_at = @run_at,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = sqlc.narg('last_error')
+    last_error = sqlc.narg('last_error'),
+    lease_losses = lease_losses + CASE WHEN @count_lease_loss::boolean THEN 1 ELSE 0 END
 WHERE id = @id AND version = @version AND status = 'processing'
 RETURNING workflow_name,
     (run_at <= coalesce(sqlc.narg('now')::timestamptz, now()))::boolean AS due;
@@ -145,14 +150,16 @@ ORDER BY 1
 LIMIT 1;
 
 -- name: TaskSchedule :exec
--- TaskSchedule gives a held task back to the queue after a suspend or park.
+-- TaskSchedule gives a held task back to the queue after a suspend or park,
+-- which is progress: its lease losses are reset.
 UPDATE workflow_task
 SET status = 'pending',
     run_at = coalesce(sqlc.narg('run_at')::timestamptz, sqlc.narg('now')::timestamptz, now()),
     kind = @kind,
     priority = @priority,
     lock_owner = NULL,
-    locked_until = NULL
+    locked_until = NULL,
+    lease_losses = 0
 WHERE id = @id;
 
 -- name: TaskDelete :exec
@@ -178,5 +185,13 @@ SET run_number = excluded.run_number,
     locked_until = NULL,
     version = workflow_task.version + 1,
     attempts = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.attempts END,
+    lease_losses = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.lease_losses END,
     last_error = CASE WHEN @reset_attempts::boolean THEN NULL ELSE workflow_task.last_error END;
 
+
+-- name: TaskResetLeaseLosses :exec
+-- TaskResetLeaseLosses sets the lease losses of a held task back to zero:
+-- the first checkpoint after a claim that took over an expired lease.
+UPDATE workflow_task
+SET lease_losses = 0
+WHERE id = @id AND version = @version AND status = 'processing';

@@ -16,13 +16,16 @@ INSERT INTO workflow_task (
 -- claim's write transaction, which excludes every other writer, so there is
 -- nothing to skip: no other claim can see these rows until it commits. The
 -- search starts from the tasks (the instance table keeps every instance
--- forever), through the two partial indexes; priority is 0 or 1.
+-- forever), through the two partial indexes; priority is 0 or 1. A claim
+-- that takes over an expired lease (a processing task) counts a lease loss;
+-- a checkpoint that makes progress resets it.
 UPDATE workflow_task
 SET status = 'processing',
     lock_owner = CAST(@lock_owner AS TEXT),
     locked_until = CAST(@locked_until AS INTEGER),
     version = version + 1,
-    attempts = attempts + 1
+    attempts = attempts + 1,
+    lease_losses = lease_losses + (status = 'processing')
 WHERE id IN (
     SELECT due.id FROM (
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
@@ -55,7 +58,8 @@ SET status = 'pending',
     run_at = @run_at,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = sqlc.narg('last_error')
+    last_error = sqlc.narg('last_error'),
+    lease_losses = lease_losses + CAST(@count_lease_loss AS INTEGER)
 WHERE id = @id AND version = @version AND status = 'processing';
 
 -- name: TaskGet :one
@@ -77,14 +81,16 @@ LIMIT 1;
 
 -- name: TaskSchedule :exec
 -- TaskSchedule gives a held task back to the queue after a suspend or park,
--- due at run_at, or now when run_at is NULL.
+-- due at run_at, or now when run_at is NULL. A suspend or park is progress:
+-- the task's lease losses are reset.
 UPDATE workflow_task
 SET status = 'pending',
     run_at = coalesce(sqlc.narg('run_at'), @now),
     kind = @kind,
     priority = @priority,
     lock_owner = NULL,
-    locked_until = NULL
+    locked_until = NULL,
+    lease_losses = 0
 WHERE id = @id;
 
 -- name: TaskDelete :exec
@@ -115,7 +121,8 @@ SET run_number = excluded.run_number,
 -- parameters in the DO UPDATE clause of an SQLite upsert.)
 UPDATE workflow_task
 SET attempts = 0,
-    last_error = NULL
+    last_error = NULL,
+    lease_losses = 0
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
 
 -- name: TaskWakeForEvent :execrows
@@ -148,3 +155,10 @@ SET status = 'processing',
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND status = 'pending'
 RETURNING *;
+
+-- name: TaskResetLeaseLosses :exec
+-- TaskResetLeaseLosses sets the lease losses of a held task back to zero:
+-- the first checkpoint after a claim that took over an expired lease.
+UPDATE workflow_task
+SET lease_losses = 0
+WHERE id = @id AND version = @version AND status = 'processing';

@@ -306,7 +306,8 @@ WITH parked AS (
         kind = $3::text,
         priority = $4::smallint,
         lock_owner = NULL,
-        locked_until = NULL
+        locked_until = NULL,
+        lease_losses = 0
     WHERE t.id = $5 AND t.version = $6 AND t.status = 'processing'
     RETURNING t.workflow_name, t.instance_id
 )
@@ -458,7 +459,8 @@ task AS (
         kind = $8::text,
         priority = $9::smallint,
         lock_owner = NULL,
-        locked_until = NULL
+        locked_until = NULL,
+        lease_losses = 0
     FROM due
     WHERE t.id = $10 AND t.version = $11 AND t.status = 'processing'
     RETURNING t.workflow_name, t.instance_id, t.run_at, due.due

@@ -262,7 +262,7 @@ WITH woken AS (
                 AND s.type = 'waitForEvent' AND s.status = 'waiting'
                 AND s.wait_event_type = $7::text
         )
-    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error
+    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, t.lease_losses
 ),
 started AS (
     UPDATE workflow_instance i

@@ -604,9 +604,9 @@ WITH inserted AS (
         SELECT u.instance_id, u.instance_id = ANY($5::text[]) AS leased
         FROM unnest($6::text[]) AS u (instance_id)
     ) AS item
-    RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error
+    RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
 )
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error FROM inserted WHERE status = 'processing'
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses FROM inserted WHERE status = 'processing'
 `
 
 type TaskInsertManyLeasedParams struct {
@@ -632,6 +632,7 @@ type TaskInsertManyLeasedRow struct {
 	Version      int64
 	Attempts     int32
 	LastError    *string
+	LeaseLosses  int32
 }
 
 // TaskInsertManyLeased inserts the first tasks of a batch create in which
@@ -668,6 +669,7 @@ func (q *Queries) TaskInsertManyLeased(ctx context.Context, arg TaskInsertManyLe
 			&i.Version,
 			&i.Attempts,
 			&i.LastError,
+			&i.LeaseLosses,
 		); err != nil {
 			return nil, err
 		}

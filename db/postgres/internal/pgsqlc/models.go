@@ -119,4 +119,5 @@ type WorkflowTask struct {
 	Version      int64
 	Attempts     int32
 	LastError    *string
+	LeaseLosses  int32
 }

@@ -52,10 +52,11 @@ claimed AS (
         lock_owner = $4::text,
         locked_until = $5::timestamptz,
         version = t.version + 1,
-        attempts = t.attempts + 1
+        attempts = t.attempts + 1,
+        lease_losses = t.lease_losses + CASE WHEN t.status = 'processing' THEN 1 ELSE 0 END
     FROM due
     WHERE t.id = due.id
-    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, due.fresh
+    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, t.lease_losses, due.fresh
 ),
 started AS (
     UPDATE workflow_instance i
@@ -68,7 +69,7 @@ started AS (
     RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata
 )
 SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
-    c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error,
+    c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error, c.lease_losses,
     c.fresh AND s.instance_id IS NOT NULL AS fresh,
     s.params AS instance_params, s.metadata AS instance_metadata,
     s.run_number AS instance_run_number, s.pause_requested AS instance_pause_requested,
@@ -102,6 +103,7 @@ type TaskClaimRow struct {
 	Version                int64
 	Attempts               int32
 	LastError              *string
+	LeaseLosses            int32
 	Fresh                  *bool
 	InstanceParams         []byte
 	InstanceMetadata       []byte
@@ -130,6 +132,9 @@ type TaskClaimRow struct {
 // planSettings), so the plan does not depend on statistics. At most max
 // of the union are claimed, in claim order; the few rows locked beyond that
 // are released when the statement's transaction ends.
+//
+// A claim that takes over an expired lease (a processing task) counts a
+// lease loss (lease_losses + 1); a checkpoint that makes progress resets it.
 //
 // A claimed run that never started (its instance was queued with no
 // started_at: no step of the run exists) comes back fresh, with the columns
@@ -164,6 +169,7 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 			&i.Version,
 			&i.Attempts,
 			&i.LastError,
+			&i.LeaseLosses,
 			&i.Fresh,
 			&i.InstanceParams,
 			&i.InstanceMetadata,
@@ -200,7 +206,7 @@ func (q *Queries) TaskDelete(ctx context.Context, arg TaskDeleteParams) error {
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error FROM workflow_task
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses FROM workflow_task
 WHERE workflow_name = $1 AND instance_id = $2
 `
 
@@ -226,6 +232,7 @@ func (q *Queries) TaskGet(ctx context.Context, arg TaskGetParams) (WorkflowTask,
 		&i.Version,
 		&i.Attempts,
 		&i.LastError,
+		&i.LeaseLosses,
 	)
 	return i, err
 }
@@ -334,18 +341,20 @@ SET status = 'pending',
     run_at = $1,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = $2
-WHERE id = $3 AND version = $4 AND status = 'processing'
+    last_error = $2,
+    lease_losses = lease_losses + CASE WHEN $3::boolean THEN 1 ELSE 0 END
+WHERE id = $4 AND version = $5 AND status = 'processing'
 RETURNING workflow_name,
-    (run_at <= coalesce($5::timestamptz, now()))::boolean AS due
+    (run_at <= coalesce($6::timestamptz, now()))::boolean AS due
 `
 
 type TaskReleaseParams struct {
-	RunAt     time.Time
-	LastError *string
-	ID        int64
-	Version   int64
-	Now       *time.Time
+	RunAt          time.Time
+	LastError      *string
+	CountLeaseLoss bool
+	ID             int64
+	Version        int64
+	Now            *time.Time
 }
 
 type TaskReleaseRow struct {
@@ -359,6 +368,7 @@ func (q *Queries) TaskRelease(ctx context.Context, arg TaskReleaseParams) (TaskR
 	row := q.db.QueryRow(ctx, taskRelease,
 		arg.RunAt,
 		arg.LastError,
+		arg.CountLeaseLoss,
 		arg.ID,
 		arg.Version,
 		arg.Now,
@@ -368,6 +378,24 @@ func (q *Queries) TaskRelease(ctx context.Context, arg TaskReleaseParams) (TaskR
 	return i, err
 }
 
+const taskResetLeaseLosses = `-- name: TaskResetLeaseLosses :exec
+UPDATE workflow_task
+SET lease_losses = 0
+WHERE id = $1 AND version = $2 AND status = 'processing'
+`
+
+type TaskResetLeaseLossesParams struct {
+	ID      int64
+	Version int64
+}
+
+// TaskResetLeaseLosses sets the lease losses of a held task back to zero:
+// the first checkpoint after a claim that took over an expired lease.
+func (q *Queries) TaskResetLeaseLosses(ctx context.Context, arg TaskResetLeaseLossesParams) error {
+	_, err := q.db.Exec(ctx, taskResetLeaseLosses, arg.ID, arg.Version)
+	return err
+}
+
 const taskSchedule = `-- name: TaskSchedule :exec
 UPDATE workflow_task
 SET status = 'pending',
@@ -375,7 +403,8 @@ SET status = 'pending',
     kind = $3,
     priority = $4,
     lock_owner = NULL,
-    locked_until = NULL
+    locked_until = NULL,
+    lease_losses = 0
 WHERE id = $5
 `
 
@@ -387,7 +416,8 @@ type TaskScheduleParams struct {
 	ID       int64
 }
 
-// TaskSchedule gives a held task back to the queue after a suspend or park.
+// TaskSchedule gives a held task back to the queue after a suspend or park,
+// which is progress: its lease losses are reset.
 func (q *Queries) TaskSchedule(ctx context.Context, arg TaskScheduleParams) error {
 	_, err := q.db.Exec(ctx, taskSchedule,
 		arg.RunAt,
@@ -416,6 +446,7 @@ SET run_number = excluded.run_number,
     locked_until = NULL,
     version = workflow_task.version + 1,
     attempts = CASE WHEN $7::boolean THEN 0 ELSE workflow_task.attempts END,
+    lease_losses = CASE WHEN $7::boolean THEN 0 ELSE workflow_task.lease_losses END,
     last_error = CASE WHEN $7::boolean THEN NULL ELSE workflow_task.last_error END
 `
 

@@ -192,6 +192,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.taskResetAttemptsStmt, err = db.PrepareContext(ctx, taskResetAttempts); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskResetAttempts: %w", err)
 	}
+	if q.taskResetLeaseLossesStmt, err = db.PrepareContext(ctx, taskResetLeaseLosses); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskResetLeaseLosses: %w", err)
+	}
 	if q.taskScheduleStmt, err = db.PrepareContext(ctx, taskSchedule); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskSchedule: %w", err)
 	}
@@ -486,6 +489,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing taskResetAttemptsStmt: %w", cerr)
 		}
 	}
+	if q.taskResetLeaseLossesStmt != nil {
+		if cerr := q.taskResetLeaseLossesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskResetLeaseLossesStmt: %w", cerr)
+		}
+	}
 	if q.taskScheduleStmt != nil {
 		if cerr := q.taskScheduleStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing taskScheduleStmt: %w", cerr)
@@ -596,6 +604,7 @@ type Queries struct {
 	taskNextRunAtStmt                 *sql.Stmt
 	taskReleaseStmt                   *sql.Stmt
 	taskResetAttemptsStmt             *sql.Stmt
+	taskResetLeaseLossesStmt          *sql.Stmt
 	taskScheduleStmt                  *sql.Stmt
 	taskUpsertDueStmt                 *sql.Stmt
 	taskWakeForEventStmt              *sql.Stmt
@@ -661,6 +670,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		taskNextRunAtStmt:                 q.taskNextRunAtStmt,
 		taskReleaseStmt:                   q.taskReleaseStmt,
 		taskResetAttemptsStmt:             q.taskResetAttemptsStmt,
+		taskResetLeaseLossesStmt:          q.taskResetLeaseLossesStmt,
 		taskScheduleStmt:                  q.taskScheduleStmt,
 		taskUpsertDueStmt:                 q.taskUpsertDueStmt,
 		taskWakeForEventStmt:              q.taskWakeForEventStmt,

@@ -673,7 +673,7 @@ INSERT INTO workflow_task (
     ?1, ?2, 1, 'run', 1, ?3, 'processing',
     CAST(?4 AS TEXT), CAST(?5 AS INTEGER), 1, 1
 )
-RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
 `
 
 type TaskInsertLeasedParams struct {
@@ -709,6 +709,7 @@ func (q *Queries) TaskInsertLeased(ctx context.Context, arg TaskInsertLeasedPara
 		&i.Version,
 		&i.Attempts,
 		&i.LastError,
+		&i.LeaseLosses,
 	)
 	return i, err
 }

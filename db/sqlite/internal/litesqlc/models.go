@@ -115,4 +115,5 @@ type WorkflowTask struct {
 	Version      int64
 	Attempts     int64
 	LastError    *string
+	LeaseLosses  int64
 }

@@ -28,7 +28,8 @@ SET status = 'processing',
     lock_owner = CAST(?1 AS TEXT),
     locked_until = CAST(?2 AS INTEGER),
     version = version + 1,
-    attempts = attempts + 1
+    attempts = attempts + 1,
+    lease_losses = lease_losses + (status = 'processing')
 WHERE id IN (
     SELECT due.id FROM (
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
@@ -48,7 +49,7 @@ WHERE id IN (
     ORDER BY due.priority, due.run_at, due.id
     LIMIT ?5
 )
-RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
 `
 
 type TaskClaimParams struct {
@@ -64,7 +65,9 @@ type TaskClaimParams struct {
 // claim's write transaction, which excludes every other writer, so there is
 // nothing to skip: no other claim can see these rows until it commits. The
 // search starts from the tasks (the instance table keeps every instance
-// forever), through the two partial indexes; priority is 0 or 1.
+// forever), through the two partial indexes; priority is 0 or 1. A claim
+// that takes over an expired lease (a processing task) counts a lease loss;
+// a checkpoint that makes progress resets it.
 func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]WorkflowTask, error) {
 	rows, err := q.query(ctx, q.taskClaimStmt, taskClaim,
 		arg.LockOwner,
@@ -94,6 +97,7 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]Workflo
 			&i.Version,
 			&i.Attempts,
 			&i.LastError,
+			&i.LeaseLosses,
 		); err != nil {
 			return nil, err
 		}
@@ -124,7 +128,7 @@ func (q *Queries) TaskDelete(ctx context.Context, arg TaskDeleteParams) error {
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error FROM workflow_task
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses FROM workflow_task
 WHERE workflow_name = ?1 AND instance_id = ?2
 `
 
@@ -150,6 +154,7 @@ func (q *Queries) TaskGet(ctx context.Context, arg TaskGetParams) (WorkflowTask,
 		&i.Version,
 		&i.Attempts,
 		&i.LastError,
+		&i.LeaseLosses,
 	)
 	return i, err
 }
@@ -202,7 +207,7 @@ SET status = 'processing',
     attempts = attempts + 1
 WHERE workflow_name = ?3 AND instance_id = ?4
     AND status = 'pending'
-RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
 `
 
 type TaskLeaseWokenParams struct {
@@ -237,6 +242,7 @@ func (q *Queries) TaskLeaseWoken(ctx context.Context, arg TaskLeaseWokenParams) 
 		&i.Version,
 		&i.Attempts,
 		&i.LastError,
+		&i.LeaseLosses,
 	)
 	return i, err
 }
@@ -268,21 +274,24 @@ SET status = 'pending',
     run_at = ?1,
     lock_owner = NULL,
     locked_until = NULL,
-    last_error = ?2
-WHERE id = ?3 AND version = ?4 AND status = 'processing'
+    last_error = ?2,
+    lease_losses = lease_losses + CAST(?3 AS INTEGER)
+WHERE id = ?4 AND version = ?5 AND status = 'processing'
 `
 
 type TaskReleaseParams struct {
-	RunAt     int64
-	LastError *string
-	ID        int64
-	Version   int64
+	RunAt          int64
+	LastError      *string
+	CountLeaseLoss int64
+	ID             int64
+	Version        int64
 }
 
 func (q *Queries) TaskRelease(ctx context.Context, arg TaskReleaseParams) (int64, error) {
 	result, err := q.exec(ctx, q.taskReleaseStmt, taskRelease,
 		arg.RunAt,
 		arg.LastError,
+		arg.CountLeaseLoss,
 		arg.ID,
 		arg.Version,
 	)
@@ -295,7 +304,8 @@ func (q *Queries) TaskRelease(ctx context.Context, arg TaskReleaseParams) (int64
 const taskResetAttempts = `-- name: TaskResetAttempts :exec
 UPDATE workflow_task
 SET attempts = 0,
-    last_error = NULL
+    last_error = NULL,
+    lease_losses = 0
 WHERE workflow_name = ?1 AND instance_id = ?2
 `
 
@@ -312,6 +322,24 @@ func (q *Queries) TaskResetAttempts(ctx context.Context, arg TaskResetAttemptsPa
 	return err
 }
 
+const taskResetLeaseLosses = `-- name: TaskResetLeaseLosses :exec
+UPDATE workflow_task
+SET lease_losses = 0
+WHERE id = ?1 AND version = ?2 AND status = 'processing'
+`
+
+type TaskResetLeaseLossesParams struct {
+	ID      int64
+	Version int64
+}
+
+// TaskResetLeaseLosses sets the lease losses of a held task back to zero:
+// the first checkpoint after a claim that took over an expired lease.
+func (q *Queries) TaskResetLeaseLosses(ctx context.Context, arg TaskResetLeaseLossesParams) error {
+	_, err := q.exec(ctx, q.taskResetLeaseLossesStmt, taskResetLeaseLosses, arg.ID, arg.Version)
+	return err
+}
+
 const taskSchedule = `-- name: TaskSchedule :exec
 UPDATE workflow_task
 SET status = 'pending',
@@ -319,7 +347,8 @@ SET status = 'pending',
     kind = ?3,
     priority = ?4,
     lock_owner = NULL,
-    locked_until = NULL
+    locked_until = NULL,
+    lease_losses = 0
 WHERE id = ?5
 `
 
@@ -332,7 +361,8 @@ type TaskScheduleParams struct {
 }
 
 // TaskSchedule gives a held task back to the queue after a suspend or park,
-// due at run_at, or now when run_at is NULL.
+// due at run_at, or now when run_at is NULL. A suspend or park is progress:
+// the task's lease losses are reset.
 func (q *Queries) TaskSchedule(ctx context.Context, arg TaskScheduleParams) error {
 	_, err := q.exec(ctx, q.taskScheduleStmt, taskSchedule,
 		arg.RunAt,

@@ -1,0 +1,120 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db"
+)
+
+// testLeaseLosses checks the count of leases lost without a checkpoint
+// (db.Task.LeaseLosses): what adds to it and what resets it.
+func testLeaseLosses(t *testing.T, newStore func(t *testing.T) db.Store) {
+	t.Run("ClaimOfExpiredLeaseCounts", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		first := b.claim(t, "a")
+		require.Zero(t, first.LeaseLosses, "a claim of a pending task loses no lease")
+
+		for i := 1; i <= 3; i++ {
+			task := b.claimIDAt(t, "a", b.at(time.Duration(i)*lease))
+			require.Equal(t, i, task.LeaseLosses, "takeover %d", i)
+			require.Equal(t, i, b.task(t, "a").LeaseLosses)
+		}
+
+		// Given back (a shutdown): nothing was lost, and the next claim of
+		// the pending task counts nothing either.
+		held := b.task(t, "a")
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(held), RunAt: b.at(4 * lease)}))
+		again := b.claimIDAt(t, "a", b.at(4*lease))
+		require.Equal(t, 3, again.LeaseLosses)
+
+		// Given back because the store kept failing: that counts.
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{
+			Task: ref(again), RunAt: b.at(4 * lease), LastError: "checkpointing: connection reset", CountLeaseLoss: true,
+		}))
+		released := b.task(t, "a")
+		require.Equal(t, 4, released.LeaseLosses)
+		require.Equal(t, "checkpointing: connection reset", released.LastError)
+		require.Equal(t, db.TaskStatusPending, released.Status)
+
+		// A stale holder's hand-back counts nothing.
+		require.ErrorIs(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(again), RunAt: b.now, CountLeaseLoss: true}), db.ErrLeaseLost)
+		require.Equal(t, 4, b.task(t, "a").LeaseLosses)
+	})
+
+	t.Run("CheckpointWithResetClearsThem", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		b.claim(t, "a")
+		task := b.claimIDAt(t, "a", b.at(lease))
+		require.Equal(t, 1, task.LeaseLosses)
+
+		p := b.checkpoint(task)
+		p.Steps = []db.StepWrite{{Key: "s1", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 1, Result: json.RawMessage(`1`)}}
+		_, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, 1, b.task(t, "a").LeaseLosses, "a step checkpoint without ResetLeaseLosses leaves them")
+
+		p = b.checkpoint(task)
+		p.Steps = []db.StepWrite{{Key: "s2", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 1, Result: json.RawMessage(`2`)}}
+		p.ResetLeaseLosses = true
+		require.False(t, p.Batchable(), "a reset is not for the group commit")
+		_, err = b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		require.ErrorIs(t, err, db.ErrNotBatchable)
+		_, err = b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		after := b.task(t, "a")
+		require.Zero(t, after.LeaseLosses)
+		require.Equal(t, task.Version, after.Version, "the reset leaves the lease as it is")
+		require.Equal(t, db.TaskStatusProcessing, after.Status)
+		require.Len(t, b.steps(t, "a", 1), 2)
+
+		// A stale holder's reset is fenced out like every other write.
+		current := b.claimIDAt(t, "a", b.at(2*lease))
+		require.Equal(t, 1, current.LeaseLosses)
+		p = b.checkpoint(task)
+		p.ResetLeaseLosses = true
+		_, err = b.store.Checkpoint(b.ctx, p)
+		require.ErrorIs(t, err, db.ErrLeaseLost)
+		require.Equal(t, 1, b.task(t, "a").LeaseLosses)
+	})
+
+	t.Run("SuspendParkAndRestartClearThem", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		for _, id := range []string{"s", "p", "r"} {
+			b.create(t, id)
+		}
+		tasks := b.claimAt(t, b.now, 10)
+		require.Len(t, tasks, 3)
+		tasks = b.claimAt(t, b.at(lease), 10)
+		require.Len(t, tasks, 3)
+		byID := map[string]*db.Task{}
+		for _, task := range tasks {
+			require.Equal(t, 1, task.LeaseLosses)
+			byID[task.InstanceID] = task
+		}
+
+		p := b.checkpoint(byID["s"])
+		p.Outcome, p.NextRunAt, p.NextKind = db.OutcomeSuspend, b.at(10*lease), db.TaskKindWake
+		_, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Zero(t, b.task(t, "s").LeaseLosses, "a suspend is progress")
+
+		p = b.checkpoint(byID["p"])
+		p.Outcome, p.NextRunAt, p.NextKind = db.OutcomePark, b.now, db.TaskKindResume
+		_, err = b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Zero(t, b.task(t, "p").LeaseLosses, "a park is progress")
+
+		_, err = b.store.InstanceRestart(b.ctx, b.change("r"))
+		require.NoError(t, err)
+		require.Zero(t, b.task(t, "r").LeaseLosses, "a new run starts from zero")
+	})
+}

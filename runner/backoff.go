@@ -1,0 +1,74 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+)
+
+// Backoff of the calls retried after a transient store error. The waits are
+// in real time, whatever the runner's clock: they pace calls to a database
+// that is recovering, which the runner's clock does not govern.
+const (
+	retryFirstDelay = 50 * time.Millisecond
+	retryMaxDelay   = time.Second
+)
+
+// transient reports whether err is a store error that retrying the same
+// call may cure: a lost connection, a timeout, a serialization failure, a
+// busy database. The store's sentinels (a lost lease, refused data, a
+// missing row) are answers, not failures, and a stopped runner is final.
+func transient(err error) bool {
+	switch {
+	case err == nil,
+		errors.Is(err, db.ErrLeaseLost),
+		errors.Is(err, db.ErrInvalidData),
+		errors.Is(err, db.ErrNotFound),
+		errors.Is(err, db.ErrAlreadyExists),
+		errors.Is(err, db.ErrTerminal),
+		errors.Is(err, db.ErrNotBatchable),
+		errors.Is(err, errRunnerStopped):
+		return false
+	}
+	return true
+}
+
+// retryStore calls op until it returns an error that is not transient (nil
+// included), the runner's clock reaches the time until returns (the lease
+// could have expired by then, so another runner may hold the task and
+// retrying is pointless), or ctx is done. It waits between calls with
+// exponential backoff and jitter, from retryFirstDelay up to retryMaxDelay,
+// so that a store outage delays the work by about as long as it lasts. It
+// returns op's last error.
+func (r *Runner) retryStore(ctx context.Context, until func() time.Time, what string, log *slog.Logger, op func() error) error {
+	delay := retryFirstDelay
+	for attempt := 1; ; attempt++ {
+		err := op()
+		if !transient(err) {
+			if attempt > 1 {
+				log.Info("store answers again", "call", what, "attempts", attempt)
+			}
+			return err
+		}
+		if ctx.Err() != nil || !r.cfg.Clock.Now().Before(until()) {
+			return err
+		}
+		if attempt == 1 {
+			log.Warn("store call failed; retrying until the database answers", "call", what, "error", err)
+		}
+		// Full jitter over the upper half of the delay.
+		wait := delay/2 + rand.N(delay/2+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		delay = min(2*delay, retryMaxDelay)
+	}
+}

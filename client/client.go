@@ -651,6 +651,10 @@ func mapError(err error, workflowName, id string) error {
 		return fmt.Errorf("%w: %s/%s", workflow.ErrInstanceAlreadyExists, workflowName, id)
 	case errors.Is(err, db.ErrTerminal):
 		return fmt.Errorf("%w: %s/%s", workflow.ErrInstanceTerminal, workflowName, id)
+	case errors.Is(err, db.ErrInvalidData):
+		// The payload checks refuse what a backend cannot store before it
+		// is sent; a refusal that still comes back is the caller's data.
+		return fmt.Errorf("%w: %s/%s: %w", workflow.ErrInvalidRequest, workflowName, id, err)
 	}
 	return err
 }

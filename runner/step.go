@@ -170,8 +170,9 @@ func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepC
 			res.err = err
 			return
 		}
-		res.raw, res.err = workflow.MarshalPayload(fmt.Sprintf("result of step %q", key), v)
-		if errors.Is(res.err, workflow.ErrPayloadTooLarge) {
+		// A result that cannot be stored (too large, too deep, not portable
+		// JSON, not encodable) would be refused again on every attempt.
+		if res.raw, res.err = workflow.MarshalPayload(fmt.Sprintf("result of step %q", key), v); res.err != nil {
 			res.err = workflow.NonRetryable(res.err)
 		}
 	}()

@@ -5,6 +5,7 @@ package attack_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -182,32 +183,36 @@ func TestSlowBodyWithoutToken(t *testing.T) {
 	s.requireHealthy(t)
 }
 
-// TestSlowBodyWithToken trickles a body with a valid token: the server's
-// body deadline must cut it off. It needs the body deadline flag (defect 4).
+// TestSlowBodyWithToken trickles a body with a valid token, a byte every
+// 200 ms: the server's body deadline (--body-timeout 1s, defect 4) must cut
+// it off with 408 REQUEST_TIMEOUT within the deadline and some slack, and
+// create nothing.
 func TestSlowBodyWithToken(t *testing.T) {
 	t.Parallel()
-	if bodyTimeoutFlag == "" {
-		t.Skipf("the binary has no %s flag yet (server timeouts, issue 12 defect 4): a slow body with a token is held as long as the client likes", bodyTimeoutFlagName)
-	}
-	s := sqliteServer(t, bodyTimeoutFlag, "1s")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	const deadline = time.Second
+	s := sqliteServer(t, "--body-timeout", deadline.String())
+	before := s.countInstances(t, "hello")
+	host := strings.TrimPrefix(s.url, "http://")
+	conn, err := net.Dial("tcp", host)
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /api/workflows/hello/instances HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"params\":", strings.TrimPrefix(s.url, "http://"), secretAdmin)
+	_, err = fmt.Fprintf(conn, "POST /api/workflows/hello/instances HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"params\":", host, secretAdmin)
 	require.NoError(t, err)
 	start := time.Now()
-	done := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
-		// Trickle a byte every 200 ms until the server gives up on us.
+		// Trickle a byte every 200 ms until the server gives up on us or
+		// the test ends.
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
-		for range tick.C {
-			if _, err := conn.Write([]byte(" ")); err != nil {
-				done <- err
+		for {
+			select {
+			case <-stop:
 				return
+			case <-tick.C:
 			}
-			if time.Since(start) > 10*time.Second {
-				done <- nil
+			if _, err := conn.Write([]byte(" ")); err != nil {
 				return
 			}
 		}
@@ -215,12 +220,16 @@ func TestSlowBodyWithToken(t *testing.T) {
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	elapsed := time.Since(start)
-	if err == nil {
-		resp.Body.Close()
-		require.GreaterOrEqual(t, resp.StatusCode, 400, "a body cut off must not succeed")
-	}
-	require.Less(t, elapsed, 5*time.Second, "the server held a slow body for %s with a 1 s body deadline", elapsed)
+	require.NoError(t, err, "no answer to a slow body within 10 s (body deadline %s)", deadline)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	requireRefused(t, &response{status: resp.StatusCode, header: resp.Header, body: data}, http.StatusRequestTimeout, "REQUEST_TIMEOUT")
+	t.Logf("408 after %s", elapsed.Round(time.Millisecond))
+	require.GreaterOrEqual(t, elapsed, deadline-100*time.Millisecond, "cut off before the body deadline")
+	require.Less(t, elapsed, deadline+2*time.Second, "the server held a slow body for %s with a %s body deadline", elapsed, deadline)
 	s.requireHealthy(t)
+	require.Equal(t, before, s.countInstances(t, "hello"), "a body cut off created an instance")
 }
 
 // TestIDsAndCursors sends invalid ids, event types, names, cursors and page

@@ -22,7 +22,7 @@ import (
 // started would be), and returns what it printed.
 func serveRefused(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	all := append([]string{"serve", "--db", "sqlite:" + filepath.Join(t.TempDir(), "refused.db"), "--addr", "127.0.0.1:0",
 		"--token", "creator:" + secretCreate + ":create"}, args...)

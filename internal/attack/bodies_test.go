@@ -5,10 +5,14 @@ package attack_test
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -113,6 +117,7 @@ func TestBadBodies(t *testing.T) {
 				{"invalidUTF8InString", "application/json", "{\"id\":\"%s\",\"params\":{\"name\":\"\xff\xfe\"}}"},
 				{"invalidUTF8InKey", "application/json", "{\"id\":\"%s\",\"params\":{\"\xc3\x28\":1}}"},
 				{"loneSurrogate", "application/json", `{"id":"%s","params":{"name":"\udc00"}}`},
+				{"nulInString", "application/json", `{"id":"%s","params":{"name":"a\u0000b"}}`},
 				{"truncated", "application/json", `{"id":"%s","params":{"name":"Ad`},
 				{"trailingGarbage", "application/json", `{"id":"%s","params":{}} {"id":"x"}`},
 				{"trailingBytes", "application/json", `{"id":"%s"}` + "\x00garbage"},
@@ -134,15 +139,13 @@ func TestBadBodies(t *testing.T) {
 						id := uniqueID("bad")
 						r := s.do(t, request{method: http.MethodPost, path: "/api/workflows/hello/instances", token: secretAdmin,
 							body: strings.NewReader(fmt.Sprintf(m.body, id)), header: map[string]string{"Content-Type": m.contentType}})
-						if r.status/100 == 2 {
-							// Valid JSON after all (a lone surrogate escape, a number
-							// too big for a float): stored as sent.
-							t.Logf("%s: accepted (%d): %.300s", m.name, r.status, r.body)
-							require.NotContains(t, []string{"truncated", "trailingGarbage", "trailingBytes", "unknownField", "array", "form", "xml", "nan"}, m.name)
-							require.Equal(t, before+1, s.countInstances(t, "hello"))
-							return
+						// Every one is refused alike on both backends; the id is
+						// what is wrong only where the body says "id" twice.
+						code := "INVALID_REQUEST"
+						if m.name == "duplicateID" {
+							code = "INVALID_INSTANCE_ID"
 						}
-						requireRefused(t, r, 400, "INVALID_REQUEST", "INVALID_INSTANCE_ID")
+						requireRefused(t, r, 400, code)
 						s.requireNoInstance(t, "hello", id)
 						require.Equal(t, before, s.countInstances(t, "hello"))
 					})
@@ -182,32 +185,36 @@ func TestSlowBodyWithoutToken(t *testing.T) {
 	s.requireHealthy(t)
 }
 
-// TestSlowBodyWithToken trickles a body with a valid token: the server's
-// body deadline must cut it off. It needs the body deadline flag (defect 4).
+// TestSlowBodyWithToken trickles a body with a valid token, a byte every
+// 200 ms: the server's body deadline (--body-timeout 1s, defect 4) must cut
+// it off with 408 REQUEST_TIMEOUT within the deadline and some slack, and
+// create nothing.
 func TestSlowBodyWithToken(t *testing.T) {
 	t.Parallel()
-	if bodyTimeoutFlag == "" {
-		t.Skipf("the binary has no %s flag yet (server timeouts, issue 12 defect 4): a slow body with a token is held as long as the client likes", bodyTimeoutFlagName)
-	}
-	s := sqliteServer(t, bodyTimeoutFlag, "1s")
-	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	const deadline = time.Second
+	s := sqliteServer(t, "--body-timeout", deadline.String())
+	before := s.countInstances(t, "hello")
+	host := strings.TrimPrefix(s.url, "http://")
+	conn, err := net.Dial("tcp", host)
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = fmt.Fprintf(conn, "POST /api/workflows/hello/instances HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"params\":", strings.TrimPrefix(s.url, "http://"), secretAdmin)
+	_, err = fmt.Fprintf(conn, "POST /api/workflows/hello/instances HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{\"params\":", host, secretAdmin)
 	require.NoError(t, err)
 	start := time.Now()
-	done := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
 	go func() {
-		// Trickle a byte every 200 ms until the server gives up on us.
+		// Trickle a byte every 200 ms until the server gives up on us or
+		// the test ends.
 		tick := time.NewTicker(200 * time.Millisecond)
 		defer tick.Stop()
-		for range tick.C {
-			if _, err := conn.Write([]byte(" ")); err != nil {
-				done <- err
+		for {
+			select {
+			case <-stop:
 				return
+			case <-tick.C:
 			}
-			if time.Since(start) > 10*time.Second {
-				done <- nil
+			if _, err := conn.Write([]byte(" ")); err != nil {
 				return
 			}
 		}
@@ -215,12 +222,16 @@ func TestSlowBodyWithToken(t *testing.T) {
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	elapsed := time.Since(start)
-	if err == nil {
-		resp.Body.Close()
-		require.GreaterOrEqual(t, resp.StatusCode, 400, "a body cut off must not succeed")
-	}
-	require.Less(t, elapsed, 5*time.Second, "the server held a slow body for %s with a 1 s body deadline", elapsed)
+	require.NoError(t, err, "no answer to a slow body within 10 s (body deadline %s)", deadline)
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	requireRefused(t, &response{status: resp.StatusCode, header: resp.Header, body: data}, http.StatusRequestTimeout, "REQUEST_TIMEOUT")
+	t.Logf("408 after %s", elapsed.Round(time.Millisecond))
+	require.GreaterOrEqual(t, elapsed, deadline-100*time.Millisecond, "cut off before the body deadline")
+	require.Less(t, elapsed, deadline+2*time.Second, "the server held a slow body for %s with a %s body deadline", elapsed, deadline)
 	s.requireHealthy(t)
+	require.Equal(t, before, s.countInstances(t, "hello"), "a body cut off created an instance")
 }
 
 // TestIDsAndCursors sends invalid ids, event types, names, cursors and page
@@ -325,5 +336,146 @@ func TestIDsAndCursors(t *testing.T) {
 			}
 			s.requireHealthy(t)
 		})
+	}
+}
+
+// unportable are payloads that are valid JSON, or nearly, that one backend
+// could not store or Go could not decode: each is refused with 400
+// INVALID_REQUEST on both backends alike (workflow.ValidatePayload). Each is
+// an object that also says "approved":false, so that an approval event
+// stored by mistake would show in the instance's output.
+var unportable = []struct{ name, payload string }{
+	{"invalidUTF8InString", "{\"approved\":false,\"v\":\"\xff\xfe\"}"},
+	{"invalidUTF8InKey", "{\"approved\":false,\"\xc3\x28\":1}"},
+	{"truncatedUTF8", "{\"approved\":false,\"v\":\"\xe6\x97\"}"},
+	{"overlongUTF8", "{\"approved\":false,\"v\":\"\xc0\xae\"}"},
+	{"nulInString", `{"approved":false,"v":"a\u0000b"}`},
+	{"nulInKey", `{"approved":false,"a\u0000":1}`},
+	{"nulNested", `{"approved":false,"a":[{"b":["\u0000"]}]}`},
+	{"loneHighSurrogate", `{"approved":false,"v":"\ud800"}`},
+	{"loneLowSurrogate", `{"approved":false,"v":"x\udc00y"}`},
+	{"reversedSurrogates", `{"approved":false,"v":"\udc00\ud800"}`},
+	{"surrogateInKey", `{"approved":false,"\udbff":1}`},
+	{"numberPastFloat64", `{"approved":false,"v":1e999999}`},
+	{"negativePastFloat64", `{"approved":false,"v":-1e400}`},
+	{"justPastFloat64", `{"approved":false,"v":1.8e308}`},
+}
+
+// TestUnportablePayloads sends the unportable payloads as params (create,
+// batch, trigger, schedule), event payloads and flow values to both
+// backends: every one is 400 INVALID_REQUEST, nothing is written, and the
+// same values written portably (an escaped backslash, a surrogate pair, a
+// big number float64 holds) are accepted.
+func TestUnportablePayloads(t *testing.T) {
+	t.Parallel()
+	for _, s := range backends(t) {
+		t.Run(s.name, func(t *testing.T) {
+			t.Parallel()
+			for _, bt := range bodyTargets() {
+				t.Run(bt.name, func(t *testing.T) {
+					if bt.name == "flow" && os.Getenv("DURAFLOW_ATTACK_UNPORTABLE_FLOWS") != "1" {
+						// Flow definitions do not go through the portable-payload
+						// rule yet: SQLite stores all of these, Postgres answers
+						// 500 INTERNAL to invalid UTF-8 and stores the rest. Set
+						// DURAFLOW_ATTACK_UNPORTABLE_FLOWS=1 to run this case.
+						t.Skip("known defect: unportable values in flow definitions are stored on SQLite and are a 500 on Postgres (invalid UTF-8)")
+					}
+					var approval string
+					path := func() string { return bt.path(t, s) }
+					if bt.name == "event" {
+						p := bt.path(t, s) // one waiting instance for every event
+						approval = strings.TrimSuffix(strings.TrimPrefix(p, "/api/workflows/approval/instances/"), "/events")
+						require.Equal(t, "waiting", s.waitSettled(t, "approval", approval, 10*time.Second).Status)
+						path = func() string { return p }
+					}
+					before := -1
+					if bt.listed != "" {
+						before = s.countInstances(t, bt.listed)
+					}
+					for _, u := range unportable {
+						id := uniqueID("unportable")
+						r := s.call(t, http.MethodPost, path(), bt.body(id, u.payload))
+						requireRefused(t, r, http.StatusBadRequest, "INVALID_REQUEST")
+						switch bt.name {
+						case "create", "batch", "trigger":
+							s.requireNoInstance(t, "hello", id)
+						case "schedule":
+							requireRefused(t, s.call(t, http.MethodGet, "/api/schedules/"+id, ""), http.StatusNotFound, "SCHEDULE_NOT_FOUND")
+						case "flow":
+							requireRefused(t, s.call(t, http.MethodGet, "/api/flows/"+id, ""), http.StatusNotFound, "FLOW_NOT_FOUND")
+						}
+					}
+					if bt.listed != "" {
+						require.Equal(t, before, s.countInstances(t, bt.listed), "a refused payload created an instance")
+					}
+					// Portable spellings of the same things are stored.
+					for _, ok := range []string{`{"approved":true,"v":"a\\u0000b \ud83d\ude00 é","n":1.7e308,"k":"\\udc00"}`} {
+						id := uniqueID("portable")
+						r := s.call(t, http.MethodPost, path(), bt.body(id, ok))
+						require.Equal(t, 2, r.status/100, "%s: body: %s", bt.name, r.body)
+					}
+					if bt.name == "event" {
+						// Had a refused event been stored, the instance would have
+						// taken it ("approved":false) before the portable one.
+						inst := s.waitSettled(t, "approval", approval, 10*time.Second)
+						require.Equal(t, "complete", inst.Status, "%+v", inst.Error)
+						require.JSONEq(t, `{"approved":true,"amount":1}`, string(inst.Output))
+					}
+				})
+			}
+			s.requireHealthy(t)
+		})
+	}
+}
+
+// TestUnportableStepResults has an http step fetch each unportable payload
+// as its JSON answer, on both backends: the instance settles within
+// seconds (no checkpoint retried forever), alike on both backends. A \u0000
+// or a number past float64 fails the step; invalid UTF-8 and lone
+// surrogates are read by Go's decoder as U+FFFD, so the step completes.
+func TestUnportableStepResults(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err, "listening on 127.0.0.2 (the allow-listed upstream)")
+	byName := map[string]string{}
+	for _, u := range unportable {
+		byName[u.name] = u.payload
+	}
+	srv := &httptest.Server{Listener: l, Config: &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(byName[r.URL.Query().Get("p")]))
+	})}}
+	srv.Start()
+	t.Cleanup(srv.Close)
+
+	const flowID = "unportable-result"
+	outcomes := map[string]map[string]string{} // payload → backend → status
+	var mu sync.Mutex
+	t.Run("backends", func(t *testing.T) {
+		for _, s := range backends(t) {
+			t.Run(s.name, func(t *testing.T) {
+				t.Parallel()
+				s.applyFlow(t, httpFlow(flowID, "http://"+l.Addr().String()+"/result?p=${p}"))
+				for _, u := range unportable {
+					inst := s.runFlow(t, flowID, fmt.Sprintf(`{"p":%q}`, u.name), 10*time.Second)
+					mu.Lock()
+					if outcomes[u.name] == nil {
+						outcomes[u.name] = map[string]string{}
+					}
+					outcomes[u.name][s.name] = inst.Status
+					mu.Unlock()
+					if strings.Contains(u.payload, `\u0000`) || strings.Contains(u.name, "PastFloat64") {
+						require.Equal(t, "errored", inst.Status, "%s: output %.200s", u.name, inst.Output)
+						t.Logf("%s: %s", u.name, inst.Error.Message)
+					}
+				}
+				s.requireHealthy(t)
+			})
+		}
+	})
+	for name, byBackend := range outcomes {
+		if pg, ok := byBackend["postgres"]; ok {
+			require.Equal(t, byBackend["sqlite"], pg, "%s: the backends disagree", name)
+		}
 	}
 }

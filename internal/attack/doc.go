@@ -31,7 +31,22 @@
 //     tokens, one token per scope and "*" — 401, 403 or success as the scope
 //     table says. The route table must cover every route httpapi declares.
 //   - Bad bodies: nesting depth, size, invalid encodings, truncated JSON,
-//     trailing data, and slow bodies with and without a token.
+//     trailing data, and slow bodies with and without a token (401 at once
+//     without one, 408 REQUEST_TIMEOUT at --body-timeout with one).
+//   - Unportable payloads: invalid UTF-8, \u0000, lone surrogates and
+//     numbers past float64 in params, events and schedules are 400
+//     INVALID_REQUEST on both backends and write nothing; as step results
+//     they end the instance alike on both. (Flow definitions are skipped
+//     until they go through the same rule: DURAFLOW_ATTACK_UNPORTABLE_FLOWS=1
+//     runs that case.)
+//   - URL templates: values in an http step's path and query reach the
+//     upstream as one path segment and one query value, whatever they hold;
+//     ${raw:x} passes a value through, and urlEncode escapes in a transform.
+//   - Triggers: serve refuses to start with a trigger that copies a
+//     credential header (Authorization, Cookie, …) into the params, unless
+//     it says allowCredentialHeaders.
+//   - Schedules: every schedule write needs the schedules scope; a manage
+//     token is refused and changes nothing.
 //   - Ids and cursors: invalid instance ids, event types, workflow names,
 //     cursors and page sizes: 400 with a code, never 500.
 //

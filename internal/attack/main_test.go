@@ -33,22 +33,6 @@ import (
 // binary is the duraflow binary TestMain builds once for the whole run.
 var binary string
 
-// Capabilities of the binary that fixes made in parallel add; TestMain
-// probes them so that the expectations follow what the binary does.
-var (
-	// schedulesScope is true when tokens may name the "schedules" scope
-	// (issue 12, defect 6); schedule changes then need it, not manage.
-	schedulesScope bool
-	// bodyTimeoutFlag is the serve flag of the request body deadline
-	// (defect 4), "" when the binary has none.
-	bodyTimeoutFlag string
-)
-
-// bodyTimeoutFlagName is the flag the slow-body test sets. The server
-// timeouts are added in parallel; change the name here if they land under
-// another.
-const bodyTimeoutFlagName = "--body-timeout"
-
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
@@ -71,10 +55,6 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building cmd/duraflow:", err)
 		return 1
 	}
-	schedulesScope = probeSchedulesScope()
-	if help, _ := exec.Command(binary, "serve", "--help").CombinedOutput(); bytes.Contains(help, []byte(bodyTimeoutFlagName+" ")) {
-		bodyTimeoutFlag = bodyTimeoutFlagName
-	}
 	return m.Run()
 }
 
@@ -83,15 +63,6 @@ func goTool() string {
 		return g
 	}
 	return "go"
-}
-
-// probeSchedulesScope asks the binary to parse a token with the schedules
-// scope, then to load a trigger that does not parse: an unknown scope fails
-// on --token, a known one gets as far as --trigger. Neither opens a database.
-func probeSchedulesScope() bool {
-	out, _ := exec.Command(binary, "serve", "--db", "sqlite::memory:", "--addr", "127.0.0.1:0",
-		"--token", "probe:probe-secret:schedules", "--trigger", "not a trigger").CombinedOutput()
-	return !bytes.Contains(out, []byte("--token"))
 }
 
 // Secrets of the tokens every server accepts, one per scope, and "*".
@@ -140,9 +111,7 @@ func startServer(t testing.TB, name string, o serverOptions) *server {
 		"--token", "sender:" + secretEvents + ":events",
 		"--token", "flows:" + secretFlows + ":flows",
 		"--token", "ticker:" + secretTick + ":tick",
-	}
-	if schedulesScope {
-		args = append(args, "--token", "scheduler:"+secretSchedules+":schedules")
+		"--token", "scheduler:" + secretSchedules + ":schedules",
 	}
 	args = append(args, o.extraArgs...)
 	s := &server{name: name, exited: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}

@@ -3,6 +3,7 @@
 package attack_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -36,21 +37,9 @@ func credentials() []credential {
 		{name: "events", header: "Bearer " + secretEvents, scope: "events"},
 		{name: "flows", header: "Bearer " + secretFlows, scope: "flows"},
 		{name: "tick", header: "Bearer " + secretTick, scope: "tick"},
-	}
-	if schedulesScope {
-		creds = append(creds, credential{name: "schedules", header: "Bearer " + secretSchedules, scope: "schedules"})
+		{name: "schedules", header: "Bearer " + secretSchedules, scope: "schedules"},
 	}
 	return creds
-}
-
-// scheduleWriteAction is the scope that creating, changing, enabling,
-// disabling and deleting a schedule needs: "schedules" once the binary knows
-// that scope (defect 6), "manage" before.
-func scheduleWriteAction() string {
-	if schedulesScope {
-		return "schedules"
-	}
-	return "manage"
 }
 
 // allows reports whether a credential's scope allows action: "*" is every
@@ -139,14 +128,14 @@ func routeCases() []routeCase {
 		{"GET", "/workflows/:name/instances/:id/history", "read", 200, onApproval("/history", "")},
 		{"POST", "/_runner/tick", "tick", 200, fixed("/api/_runner/tick", `{"maxInstances":1}`)},
 		{"GET", "/schedules", "read", 200, fixed("/api/schedules", "")},
-		{"POST", "/schedules", scheduleWriteAction(), 201, func(*testing.T, *server) (string, string) {
+		{"POST", "/schedules", "schedules", 201, func(*testing.T, *server) (string, string) {
 			return "/api/schedules", fmt.Sprintf(`{"id":%q,"workflowName":"hello","cron":"0 0 1 1 *","enabled":false}`, uniqueID("sched"))
 		}},
 		{"GET", "/schedules/:id", "read", 200, onSchedule("", "")},
-		{"PATCH", "/schedules/:id", scheduleWriteAction(), 200, onSchedule("", `{"cron":"0 0 2 1 *"}`)},
-		{"DELETE", "/schedules/:id", scheduleWriteAction(), 204, onSchedule("", "")},
-		{"POST", "/schedules/:id/enable", scheduleWriteAction(), 200, onSchedule("/enable", "")},
-		{"POST", "/schedules/:id/disable", scheduleWriteAction(), 200, onSchedule("/disable", "")},
+		{"PATCH", "/schedules/:id", "schedules", 200, onSchedule("", `{"cron":"0 0 2 1 *"}`)},
+		{"DELETE", "/schedules/:id", "schedules", 204, onSchedule("", "")},
+		{"POST", "/schedules/:id/enable", "schedules", 200, onSchedule("/enable", "")},
+		{"POST", "/schedules/:id/disable", "schedules", 200, onSchedule("/disable", "")},
 		{"POST", "/flows", "flows", 201, func(*testing.T, *server) (string, string) {
 			return "/api/flows", flowJSON(uniqueID("flow"), "1.0.0")
 		}},
@@ -233,5 +222,81 @@ func TestRoutesByCredential(t *testing.T) {
 	for _, p := range []string{"/healthz", "/readyz"} {
 		require.Equal(t, http.StatusOK, s.do(t, request{method: http.MethodGet, path: p}).status, p)
 	}
+	s.requireHealthy(t)
+}
+
+// scheduleState is what a schedule write may change.
+type scheduleState struct {
+	Cron    string          `json:"cron"`
+	Enabled bool            `json:"enabled"`
+	Params  json.RawMessage `json:"params"`
+}
+
+// getSchedule returns a schedule, nil when it does not exist.
+func (s *server) getSchedule(t *testing.T, id string) *scheduleState {
+	t.Helper()
+	r := s.call(t, http.MethodGet, "/api/schedules/"+id, "")
+	if r.status == http.StatusNotFound {
+		requireRefused(t, r, http.StatusNotFound, "SCHEDULE_NOT_FOUND")
+		return nil
+	}
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	var st scheduleState
+	require.NoError(t, json.Unmarshal(r.body, &st))
+	return &st
+}
+
+// TestScheduleWritesNeedSchedulesScope: a schedule starts any workflow with
+// any params, so a manage token, which may only steer instances that exist,
+// must not write one (defect 6). Every schedule write with the manage token
+// is 403 and changes nothing; the schedules token does each of them.
+func TestScheduleWritesNeedSchedulesScope(t *testing.T) {
+	t.Parallel()
+	s := sqliteServer(t)
+	writes := func(id string) []struct{ method, path, body string } {
+		return []struct{ method, path, body string }{
+			{http.MethodPost, "/api/schedules", fmt.Sprintf(`{"id":%q,"workflowName":"hello","cron":"* * * * *","enabled":true,"params":{"name":"by manage"}}`, id)},
+			{http.MethodPatch, "/api/schedules/" + id, `{"cron":"* * * * *","params":{"name":"by manage"}}`},
+			{http.MethodPost, "/api/schedules/" + id + "/enable", ""},
+			{http.MethodPost, "/api/schedules/" + id + "/disable", ""},
+			{http.MethodDelete, "/api/schedules/" + id, ""},
+		}
+	}
+	send := func(secret, method, path, body string) *response {
+		req := request{method: method, path: path, token: secret}
+		if body != "" {
+			req.body = strings.NewReader(body)
+		}
+		return s.do(t, req)
+	}
+
+	// manage: a schedule that does not exist is not created, one that
+	// exists is neither changed, enabled nor deleted.
+	fresh := uniqueID("sched")
+	existing := newSchedule(t, s)
+	want := s.getSchedule(t, existing)
+	for _, id := range []string{fresh, existing} {
+		for _, w := range writes(id) {
+			requireRefused(t, send(secretManage, w.method, w.path, w.body), http.StatusForbidden, "FORBIDDEN")
+		}
+	}
+	require.Nil(t, s.getSchedule(t, fresh), "a manage token created a schedule")
+	require.Equal(t, want, s.getSchedule(t, existing), "a manage token changed a schedule")
+
+	// schedules: each write succeeds and takes effect.
+	id := uniqueID("sched")
+	w := writes(id)
+	r := send(secretSchedules, w[0].method, w[0].path, strings.Replace(w[0].body, `"enabled":true`, `"enabled":false`, 1))
+	require.Equal(t, http.StatusCreated, r.status, "body: %s", r.body)
+	require.NotNil(t, s.getSchedule(t, id))
+	r = send(secretSchedules, http.MethodPatch, "/api/schedules/"+id, `{"cron":"0 0 2 1 *"}`)
+	require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
+	require.Equal(t, "0 0 2 1 *", s.getSchedule(t, id).Cron)
+	require.Equal(t, http.StatusOK, send(secretSchedules, w[2].method, w[2].path, "").status)
+	require.True(t, s.getSchedule(t, id).Enabled)
+	require.Equal(t, http.StatusOK, send(secretSchedules, w[3].method, w[3].path, "").status)
+	require.False(t, s.getSchedule(t, id).Enabled)
+	require.Equal(t, http.StatusNoContent, send(secretSchedules, w[4].method, w[4].path, "").status)
+	require.Nil(t, s.getSchedule(t, id))
 	s.requireHealthy(t)
 }

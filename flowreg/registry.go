@@ -161,8 +161,10 @@ type ApplyResult struct {
 // flow.ErrInvalidDefinition) listing every problem, with ErrVersionConflict
 // when the version is stored with another definition, and with
 // workflow.ErrPayloadTooLarge for a definition over flow.MaxDefinitionBytes,
-// and with workflow.ErrPayloadTooDeep for one nested deeper than
-// workflow.MaxPayloadDepth (checked before anything decodes it).
+// with workflow.ErrPayloadTooDeep for one nested deeper than
+// workflow.MaxPayloadDepth (checked before anything decodes it), and with
+// workflow.ErrInvalidRequest for values some backend could not store (see
+// workflow.ValidatePayloadPortable).
 // Applying a stored version again with the same JSON (spaced differently or
 // not) changes nothing; the stored bytes stay.
 func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, error) {
@@ -187,6 +189,11 @@ func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, 
 	}
 	compiled, err := flow.Compile(def, r.cfg.Handlers)
 	if err != nil {
+		return nil, err
+	}
+	// A valid flow may still hold a value some backend cannot store; what
+	// validation refuses is answered with the problem's path first.
+	if err := workflow.ValidatePayloadPortable("the flow definition", definition); err != nil {
 		return nil, err
 	}
 	res := &ApplyResult{ID: def.ID, Version: def.Version, Warnings: warnings}

@@ -151,6 +151,19 @@ func TestApply(t *testing.T) {
 			_, err = p.flows.Get(p.ctx(), "deep", "")
 			require.ErrorIs(t, err, flowreg.ErrNotFound, "nothing is stored")
 		})
+
+		t.Run("NotPortable", func(t *testing.T) {
+			t.Parallel()
+			p := newProcess(t, b)
+			for _, v := range []string{`"a\u0000"`, "\"\xff\"", `"\udc00"`, `1e999`} {
+				def := `{"id": "odd", "version": "1.0.0", "initialStepId": "set",
+  "steps": {"set": {"id": "set", "type": "set", "config": {"values": {"x": {"value": ` + v + `}}}}}}`
+				_, err := p.flows.Apply(p.ctx(), []byte(def))
+				require.ErrorIs(t, err, workflow.ErrInvalidRequest, v)
+			}
+			_, err := p.flows.Get(p.ctx(), "odd", "")
+			require.ErrorIs(t, err, flowreg.ErrNotFound, "nothing is stored")
+		})
 	})
 }
 

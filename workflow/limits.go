@@ -108,6 +108,17 @@ func ValidatePayload(what string, b []byte) error {
 	if len(b) > 0 && !json.Valid(b) {
 		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalidRequest, what)
 	}
+	return ValidatePayloadPortable(what, b)
+}
+
+// ValidatePayloadPortable checks the valid JSON b for what json.Valid lets
+// through but some backend cannot store or a Go program cannot decode:
+// strings that are not valid UTF-8 or hold \u0000 or an unpaired surrogate
+// escape, and numbers past a float64. It fails with ErrInvalidRequest.
+// ValidatePayload runs it; a caller with its own size limit and its own
+// answer for invalid JSON (a flow definition) runs it once b is known to be
+// valid.
+func ValidatePayloadPortable(what string, b []byte) error {
 	if err := portable(b); err != nil {
 		return fmt.Errorf("%w: %s %w", ErrInvalidRequest, what, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -373,13 +372,6 @@ func TestUnportablePayloads(t *testing.T) {
 			t.Parallel()
 			for _, bt := range bodyTargets() {
 				t.Run(bt.name, func(t *testing.T) {
-					if bt.name == "flow" && os.Getenv("DURAFLOW_ATTACK_UNPORTABLE_FLOWS") != "1" {
-						// Flow definitions do not go through the portable-payload
-						// rule yet: SQLite stores all of these, Postgres answers
-						// 500 INTERNAL to invalid UTF-8 and stores the rest. Set
-						// DURAFLOW_ATTACK_UNPORTABLE_FLOWS=1 to run this case.
-						t.Skip("known defect: unportable values in flow definitions are stored on SQLite and are a 500 on Postgres (invalid UTF-8)")
-					}
 					var approval string
 					path := func() string { return bt.path(t, s) }
 					if bt.name == "event" {

@@ -36,9 +36,8 @@
 //   - Unportable payloads: invalid UTF-8, \u0000, lone surrogates and
 //     numbers past float64 in params, events and schedules are 400
 //     INVALID_REQUEST on both backends and write nothing; as step results
-//     they end the instance alike on both. (Flow definitions are skipped
-//     until they go through the same rule: DURAFLOW_ATTACK_UNPORTABLE_FLOWS=1
-//     runs that case.)
+//     they end the instance alike on both; in flow definitions they are 400
+//     INVALID_REQUEST too.
 //   - URL templates: values in an http step's path and query reach the
 //     upstream as one path segment and one query value, whatever they hold;
 //     ${raw:x} passes a value through, and urlEncode escapes in a transform.

@@ -291,7 +291,7 @@ func portableNumber(n []byte) error {
 	mant, exp := n, 0
 	if k := bytes.IndexAny(n, "eE"); k >= 0 {
 		mant = n[:k]
-		digits := bytes.TrimLeft(n[k+1:], "+-")
+		digits := bytes.TrimLeft(n[k+1:], "+-0")
 		if len(digits) > 4 {
 			return numberRangeError(n)
 		}

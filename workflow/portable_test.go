@@ -25,6 +25,8 @@ func TestValidatePayloadPortable(t *testing.T) {
 		{"largest float", `1.7976931348623157e308`, true},
 		{"long integer", `123456789012345678901234567890`, true},
 		{"tiny", `1e-9999`, true},
+		{"exponent with leading zeros", `[1e00005,2E-000001,0e0000]`, true},
+		{"zero with a huge exponent", `0e99999`, false},
 		{"zeros", `0.000000000000000000000000001`, true},
 		{"nul escape", `{"a":"x\u0000"}`, false},
 		{"nul escape in key", `{"\u0000":1}`, false},

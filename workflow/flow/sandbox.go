@@ -73,6 +73,10 @@ type sandbox struct {
 	maxDepth int
 	ops      int
 	err      error // the first limit passed, reported instead of expr's wrapping
+	// patterns caches the compiled patterns of matches for one evaluation,
+	// so that matches inside map() compiles its pattern once, as expr does
+	// for a constant pattern; at most maxCachedPatterns are kept.
+	patterns map[string]*pattern
 }
 
 func newSandbox(ctx context.Context, cfg *TransformHandlerConfig) *sandbox {

@@ -354,23 +354,52 @@ func (sb *sandbox) matches(args ...any) (any, error) {
 	if !ok1 || !ok2 {
 		return nil, fmt.Errorf("matches: needs two strings, not a %s and a %s", typeName(args[0]), typeName(args[1]))
 	}
-	re, err := syntax.Parse(pattern, syntax.Perl)
+	p, err := sb.compile(pattern)
 	if err != nil {
 		return nil, fmt.Errorf("matches: %w", err)
+	}
+	if work := (len(text) + 1) * p.insts; work > maxRegexpWork {
+		return nil, sb.fail(fmt.Errorf("expression stopped: matching a %d-byte text with a pattern of %d instructions is too much work (the limit is %d of their product)",
+			len(text), p.insts, maxRegexpWork))
+	}
+	return p.rx.MatchString(text), nil
+}
+
+// pattern is a compiled pattern of matches with the size of its program.
+type pattern struct {
+	rx    *regexp.Regexp
+	insts int
+}
+
+// maxCachedPatterns bounds sandbox.patterns: an expression that builds a
+// new pattern for every element still compiles each, but keeps only these.
+const maxCachedPatterns = 16
+
+// compile compiles a pattern of matches once per evaluation.
+func (sb *sandbox) compile(src string) (*pattern, error) {
+	if p, ok := sb.patterns[src]; ok {
+		return p, nil
+	}
+	re, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil, err
 	}
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {
-		return nil, fmt.Errorf("matches: %w", err)
+		return nil, err
 	}
-	if work := (len(text) + 1) * len(prog.Inst); work > maxRegexpWork {
-		return nil, sb.fail(fmt.Errorf("expression stopped: matching a %d-byte text with a pattern of %d instructions is too much work (the limit is %d of their product)",
-			len(text), len(prog.Inst), maxRegexpWork))
-	}
-	rx, err := regexp.Compile(pattern)
+	rx, err := regexp.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("matches: %w", err)
+		return nil, err
 	}
-	return rx.MatchString(text), nil
+	p := &pattern{rx: rx, insts: len(prog.Inst)}
+	if sb.patterns == nil {
+		sb.patterns = make(map[string]*pattern)
+	}
+	if len(sb.patterns) < maxCachedPatterns {
+		sb.patterns[src] = p
+	}
+	return p, nil
 }
 
 // urlEncode escapes a string for a URL's query (url.QueryEscape).

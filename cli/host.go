@@ -72,7 +72,7 @@ func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
 	fs.BoolVar(&c.tick, "tick", false, "enable POST <prefix>/_runner/tick, which fires due schedules and runs due work once (needs a token with the tick scope)")
 	bindEnv(fs, "tick", "DURAFLOW_TICK")
-	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[,key=source...]": a request to the path (at the root) starts the workflow with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x; credential headers (Authorization, Cookie, …) only with a trailing ",allowCredentialHeaders" (repeatable; needs the create scope)`)
+	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[,key=source...]": a request to the path (at the root) starts the workflow with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x; credential headers and query parameters (Authorization, Cookie, token, api_key, …) only with a trailing ",allowCredentialHeaders" (repeatable; needs the create scope)`)
 	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","params":{key: source},"allowCredentialHeaders":false}]`)
 	bindEnv(fs, "triggers-file", "DURAFLOW_TRIGGERS_FILE")
 	addTimeoutFlags(fs, c)

@@ -35,7 +35,7 @@ const (
 	// DefaultWriteTimeout bounds a request from the end of its headers to
 	// the end of its answer. No route waits for long except the tick, which
 	// is not bound by it (a tick writes its answer within WriteTimeout after
-	// its work is done).
+	// its work is done, over HTTP/1.1 or HTTP/2).
 	DefaultWriteTimeout = 60 * time.Second
 	// DefaultIdleTimeout bounds how long a kept-alive connection waits for
 	// its next request.
@@ -139,7 +139,8 @@ type Config struct {
 	// Defaults to DefaultBodyTimeout (30 seconds).
 	BodyTimeout time.Duration
 	// WriteTimeout bounds a request from the end of its headers to the end
-	// of its answer (see HTTPServer). A tick is not bound by it: it has
+	// of its answer (see HTTPServer). A tick is not bound by it, over
+	// HTTP/1.1 or HTTP/2: it has no write deadline while it works, and
 	// WriteTimeout to write its answer once its work is done.
 	//
 	// Defaults to DefaultWriteTimeout (60 seconds).

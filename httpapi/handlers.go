@@ -232,10 +232,13 @@ func (s *Server) tick(c echo.Context) error {
 	default:
 		return fmt.Errorf("%w; try again later", errTickBusy)
 	}
+	// A tick may run longer than WriteTimeout: no write deadline while it
+	// works (over HTTP/2 a passing one resets the stream at once), then
+	// WriteTimeout for its answer.
+	rc := http.NewResponseController(c.Response())
+	_ = rc.SetWriteDeadline(time.Time{})
 	res, err := s.cfg.Tick(c.Request().Context(), req.MaxInstances, req.MaxSteps)
-	// A tick may run longer than WriteTimeout; its answer gets
-	// WriteTimeout from the end of its work.
-	_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err != nil {
 		return fmt.Errorf("ticking: %w", err)
 	}

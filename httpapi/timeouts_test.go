@@ -149,3 +149,82 @@ func TestLongTickOutlivesWriteTimeout(t *testing.T) {
 	_, err := httpapi.NewClient("http://"+addr, "t", nil).Tick(context.Background(), httpapi.TickRequest{})
 	require.NoError(t, err)
 }
+
+// TestLongTickOutlivesBodyTimeout checks that a tick that runs longer than
+// BodyTimeout and ReadHeaderTimeout, with a body or without one, answers
+// 200 with its result: the read deadlines bound the reading of the request
+// only, and never cancel the handler's context once the request is read.
+func TestLongTickOutlivesBodyTimeout(t *testing.T) {
+	t.Parallel()
+	addr := serveReal(t, &httpapi.Config{
+		Tokens:            []httpapi.Token{httpapi.NewToken("cron", "t", httpapi.ActionTick)},
+		ReadHeaderTimeout: 200 * time.Millisecond, BodyTimeout: 200 * time.Millisecond,
+		MaxConcurrentTicks: 2,
+		Tick: func(ctx context.Context, _, _ int) (any, error) {
+			select { // work that takes longer than both read timeouts
+			case <-time.After(600 * time.Millisecond):
+				return map[string]int{"instances": 7}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+	})
+	t.Run("with a body", func(t *testing.T) {
+		t.Parallel()
+		res, err := httpapi.NewClient("http://"+addr, "t", nil).Tick(context.Background(), httpapi.TickRequest{MaxInstances: 5})
+		require.NoError(t, err)
+		require.JSONEq(t, `{"instances":7}`, string(res))
+	})
+	t.Run("without a body", func(t *testing.T) {
+		t.Parallel()
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/_runner/tick", http.NoBody)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer t")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+		require.JSONEq(t, `{"instances":7}`, string(body))
+	})
+}
+
+// TestLongTickOutlivesWriteTimeoutHTTP2 checks that a tick that runs
+// longer than WriteTimeout (and the read timeouts) is answered over HTTP/2
+// too, where WriteTimeout is a timer per stream that resets the stream when
+// it fires, even while the handler is still working.
+func TestLongTickOutlivesWriteTimeoutHTTP2(t *testing.T) {
+	t.Parallel()
+	h := testharness.New(t)
+	s, err := httpapi.New(&httpapi.Config{
+		Client:       h.Client,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Tokens:       []httpapi.Token{httpapi.NewToken("cron", "t", httpapi.ActionTick)},
+		WriteTimeout: 200 * time.Millisecond, ReadHeaderTimeout: 200 * time.Millisecond, BodyTimeout: 200 * time.Millisecond,
+		Tick: func(ctx context.Context, _, _ int) (any, error) {
+			select { // work that takes longer than every timeout
+			case <-time.After(600 * time.Millisecond):
+				return map[string]int{"instances": 7}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		},
+	})
+	require.NoError(t, err)
+	hs := s.HTTPServer()
+	hs.Protocols = new(http.Protocols)
+	hs.Protocols.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() { _ = hs.Close() })
+
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	t.Cleanup(tr.CloseIdleConnections)
+	hc := &http.Client{Transport: tr}
+	res, err := httpapi.NewClient("http://"+ln.Addr().String(), "t", hc).Tick(context.Background(), httpapi.TickRequest{})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"instances":7}`, string(res))
+}

@@ -58,14 +58,16 @@ type Trigger struct {
 	//
 	// Defaults to none: the JSON body is the params (null when empty).
 	Params map[string]string `json:"params,omitempty"`
-	// AllowCredentialHeaders lets Params copy credential headers
-	// (Authorization, Proxy-Authorization, Cookie, Set-Cookie, and any
-	// header whose name holds auth, cookie, token, secret, password,
-	// session, credential, api-key or apikey) into the params. Params are
-	// stored and shown to every token with the read scope, so a trigger that
-	// maps such a header is refused unless it sets this; set it only when
-	// the workflow needs the caller's credential and every reader may see
-	// it. In the command-line form it is the item "allowCredentialHeaders".
+	// AllowCredentialHeaders lets Params copy credentials into the params:
+	// credential headers (Authorization, Proxy-Authorization, Cookie,
+	// Set-Cookie, and any header whose name holds auth, cookie, token,
+	// secret, password, passwd, session, credential, api-key or apikey) and
+	// query parameters whose names hold the same (token, access_token,
+	// api_key, password, …; "_" counts as "-"). Params are stored and shown
+	// to every token with the read scope, so a trigger that maps such a
+	// source is refused unless it sets this; set it only when the workflow
+	// needs the caller's credential and every reader may see it. In the
+	// command-line form it is the item "allowCredentialHeaders".
 	//
 	// Defaults to false.
 	AllowCredentialHeaders bool `json:"allowCredentialHeaders,omitempty"`
@@ -75,16 +77,17 @@ type Trigger struct {
 // Trigger.AllowCredentialHeaders.
 const allowCredentialHeadersItem = "allowCredentialHeaders"
 
-// credentialHeaderWords are the parts of header names that mark a
-// credential (compared in lower case).
-var credentialHeaderWords = []string{"auth", "cookie", "token", "secret", "password", "passwd", "session", "credential", "api-key", "apikey"}
+// credentialWords are the parts of header and query parameter names that
+// mark a credential (compared in lower case, "_" read as "-").
+var credentialWords = []string{"auth", "cookie", "token", "secret", "password", "passwd", "session", "credential", "api-key", "apikey"}
 
-// isCredentialHeader reports whether a header typically carries a
-// credential: Authorization, Proxy-Authorization, Cookie, Set-Cookie,
-// X-Api-Key, X-Auth-Token, X-Amz-Security-Token and the like.
-func isCredentialHeader(name string) bool {
-	lower := strings.ToLower(name)
-	for _, w := range credentialHeaderWords {
+// isCredentialName reports whether a header or query parameter typically
+// carries a credential: Authorization, Proxy-Authorization, Cookie,
+// Set-Cookie, X-Api-Key, X-Auth-Token, X-Amz-Security-Token, token,
+// access_token, api_key, password and the like.
+func isCredentialName(name string) bool {
+	lower := strings.ReplaceAll(strings.ToLower(name), "_", "-")
+	for _, w := range credentialWords {
 		if strings.Contains(lower, w) {
 			return true
 		}
@@ -253,10 +256,11 @@ func compileTrigger(t Trigger) (*compiledTrigger, error) {
 			if kind == "path" && !params[rest] {
 				return nil, fmt.Errorf("trigger %s: source %q: the path has no parameter :%s", name, src, rest)
 			}
-			if kind == "header" && !t.AllowCredentialHeaders && isCredentialHeader(rest) {
-				return nil, fmt.Errorf("trigger %s: source %q copies a credential header into the params, where every token with the read scope sees it; "+
-					"map another header, or set \"allowCredentialHeaders\": true on the trigger (%s in the command-line form) if the workflow needs it",
-					name, src, allowCredentialHeadersItem)
+			if kind != "path" && !t.AllowCredentialHeaders && isCredentialName(rest) {
+				what := map[string]string{"header": "header", "query": "query parameter"}[kind]
+				return nil, fmt.Errorf("trigger %s: source %q copies a credential %s into the params, where every token with the read scope sees it; "+
+					"map another %s, or set \"allowCredentialHeaders\": true on the trigger (%s in the command-line form) if the workflow needs it",
+					name, src, what, what, allowCredentialHeadersItem)
 			}
 			m.name = rest
 		default:

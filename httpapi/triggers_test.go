@@ -305,3 +305,42 @@ func TestTriggerRefusesCredentialHeaders(t *testing.T) {
 	inst := b.triggered(t, b.call(t, "POST", "/hooks/x", "", "Authorization: Bearer passed-on"))
 	require.JSONEq(t, `{"who":"Bearer passed-on"}`, string(inst.Params))
 }
+
+// TestTriggerRefusesCredentialQuery checks that a trigger cannot copy a
+// credential passed in the query string (?token=, ?access_token=,
+// ?api_key=, …) into params either, unless it says allowCredentialHeaders.
+func TestTriggerRefusesCredentialQuery(t *testing.T) {
+	t.Parallel()
+	h := testharness.New(t)
+	for _, name := range []string{
+		"token", "access_token", "Access-Token", "id_token", "api_key", "apikey", "apiKey", "x-api-key",
+		"password", "passwd", "client_secret", "auth", "session_id", "credentials",
+	} {
+		tr := httpapi.Trigger{Path: "/hooks/x", Workflow: "greet", Params: map[string]string{"who": "query." + name}}
+		_, err := httpapi.New(&httpapi.Config{Client: h.Client, Triggers: []httpapi.Trigger{tr}})
+		require.ErrorContains(t, err, `source "query.`+name+`" copies a credential query parameter`, name)
+		require.ErrorContains(t, err, `"allowCredentialHeaders": true`, name)
+		_, err = httpapi.ParseTrigger("/hooks/x=greet,who=query." + name)
+		require.ErrorContains(t, err, "credential query parameter", name)
+		doc, err := json.Marshal([]httpapi.Trigger{tr})
+		require.NoError(t, err)
+		_, err = httpapi.ParseTriggersJSON(doc)
+		require.ErrorContains(t, err, "credential query parameter", name)
+
+		tr.AllowCredentialHeaders = true
+		_, err = httpapi.New(&httpapi.Config{Client: h.Client, Triggers: []httpapi.Trigger{tr}})
+		require.NoError(t, err, name)
+	}
+	// Ordinary parameters stay allowed.
+	for _, name := range []string{"page", "id", "source", "event", "key", "signature", "request_id"} {
+		_, err := httpapi.ParseTrigger("/hooks/x=greet,v=query." + name)
+		require.NoError(t, err, name)
+	}
+
+	// Opted in, the parameter is copied.
+	got, err := httpapi.ParseTrigger("/hooks/x=greet,who=query.access_token,page=query.page,allowCredentialHeaders")
+	require.NoError(t, err)
+	b := setup(t, "", withTriggers(got))
+	inst := b.triggered(t, b.call(t, "POST", "/hooks/x?access_token=passed-on&page=2", ""))
+	require.JSONEq(t, `{"who":"passed-on","page":"2"}`, string(inst.Params))
+}

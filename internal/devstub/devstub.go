@@ -26,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow/flow"
 )
 
@@ -131,11 +132,15 @@ func Start(addr string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devstub: listening on %s: %w", addr, err)
 	}
-	// The same bounds as the API's server (see httpapi.Config): a slow
-	// client never holds a connection for long.
+	// The API server's default bounds (see httpapi.Config), so a slow client
+	// never holds a connection for long; the stub has no body deadline of
+	// its own, so ReadTimeout bounds the whole request.
 	s := &Server{ln: ln, srv: &http.Server{
-		Handler: Handler(), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 40 * time.Second,
-		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second,
+		Handler:           Handler(),
+		ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout,
+		ReadTimeout:       httpapi.DefaultReadHeaderTimeout + httpapi.DefaultBodyTimeout,
+		WriteTimeout:      httpapi.DefaultWriteTimeout,
+		IdleTimeout:       httpapi.DefaultIdleTimeout,
 	}}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil

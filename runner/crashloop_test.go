@@ -123,3 +123,48 @@ func TestCrashLoopBelowTheLimitRunsAgain(t *testing.T) {
 		require.Equal(t, int32(1), fetch.Load())
 	})
 }
+
+// TestCrashLoopEndsWhenAnEventIsConsumed: a run claimed at the limit whose
+// first step consumes a buffered event made progress: that checkpoint
+// resets the task's lease losses, so the next step runs instead of erroring
+// the instance with a crash loop it never had.
+func TestCrashLoopEndsWhenAnEventIsConsumed(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		var fetch atomic.Int32
+		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				if _, err := step.WaitForEvent("approval", workflow.WaitOptions{Type: "approved", Timeout: time.Hour}); err != nil {
+					return "", err
+				}
+				return workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
+					fetch.Add(1)
+					return "fetched", nil
+				})
+			}))
+		ctx := h.Context()
+		_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		require.NoError(t, err)
+		const lease = 30 * time.Second
+		for i := range 5 { // runners that died before the wait
+			now := h.Now().UTC().Truncate(time.Microsecond)
+			tasks, err := h.Store.TaskClaim(ctx, &db.TaskClaimParams{
+				Owner: fmt.Sprintf("dead-%d", i), WorkflowNames: []string{"w"}, Max: 1, Now: now, LockedUntil: now.Add(lease),
+			})
+			require.NoError(t, err)
+			require.Len(t, tasks, 1)
+			require.Equal(t, i, tasks[0].LeaseLosses)
+			h.Advance(lease + time.Second)
+		}
+		h.SendEvent("w", "x", "approved", map[string]bool{"ok": true})
+
+		n, err := h.Runner.RunDue(ctx, 1)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		var out string
+		h.RequireOutput("w", "x", &out)
+		require.Equal(t, "fetched", out)
+		require.Equal(t, int32(1), fetch.Load())
+	})
+}

@@ -94,8 +94,9 @@ type execution struct {
 	// resetLosses, under commitMu, asks the next checkpoint to reset the
 	// task's lease losses; cleared once one did.
 	resetLosses bool
-	// lossLimit is set when the run lost its runner MaxLeaseLosses times:
-	// the first step attempt it would start errors the instance instead.
+	// lossLimit, under mu, is set when the run lost its runner
+	// MaxLeaseLosses times: the first step attempt it would start errors the
+	// instance instead; cleared with resetLosses.
 	lossLimit bool
 }
 
@@ -406,7 +407,11 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		return nil, err
 	}
 	if p.ResetLeaseLosses {
+		// The run made progress: the step that lost its runners is past.
 		e.resetLosses = false
+		e.mu.Lock()
+		e.lossLimit = false
+		e.mu.Unlock()
 	}
 	return res, nil
 }

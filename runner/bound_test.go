@@ -140,3 +140,41 @@ func TestCheckpointOnlyFailureIsBoundedByOneLease(t *testing.T) {
 		require.Equal(t, int32(2), calls.Load())
 	})
 }
+
+// TestStopMidCheckpointCountsNoLeaseLoss: a runner stopped while it retries
+// a run's last checkpoint gives the task back without counting a lease
+// loss: a shutdown is not a crash, and must not bring a run closer to
+// MaxLeaseLosses.
+func TestStopMidCheckpointCountsNoLeaseLoss(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		store := &flakyStore{Store: b.NewStore(t)}
+		h := testharness.New(t, testharness.WithStore(store))
+		workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				store.failures.Store(1 << 30) // the store fails from here on
+				return 1, nil
+			}))
+		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
+		require.NoError(t, err)
+		done := make(chan int, 1)
+		go func() { n, _ := h.Runner.RunDue(h.Context(), 1); done <- n }()
+		require.Eventually(t, func() bool { return store.failed.Load() >= 2 }, 10*time.Second, 5*time.Millisecond,
+			"the last checkpoint is retried")
+
+		stopCtx, cancel := context.WithCancel(context.Background())
+		cancel() // stop at once: cancel what runs
+		require.ErrorIs(t, h.Runner.Stop(stopCtx), context.Canceled)
+		select {
+		case n := <-done:
+			require.Equal(t, 1, n)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the run did not end when the runner stopped")
+		}
+		store.failures.Store(0)
+		task, err := h.Store.TaskGet(h.Context(), db.InstanceRef{WorkflowName: "w", ID: "x"})
+		require.NoError(t, err)
+		require.Equal(t, db.TaskStatusPending, task.Status, "given back")
+		require.Zero(t, task.LeaseLosses, "a shutdown is not a lost lease")
+	})
+}

@@ -286,7 +286,11 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	e.cancel(errCauseFinished)
 	if err != nil {
 		if !errors.Is(err, db.ErrLeaseLost) {
-			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, true)
+			// The store kept failing (or refused even the error that ends
+			// the run): a lease loss, unless the runner is stopping and cut
+			// the checkpoint short, which is no fault of the run's.
+			storeFailed := !errors.Is(err, errRunnerStopped) && e.r.execCtx.Err() == nil
+			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, storeFailed)
 		}
 		return
 	}

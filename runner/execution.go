@@ -392,9 +392,14 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		// finds what was committed.
 		err = commit()
 	} else {
-		// Every other checkpoint is safe to repeat: a step row is written
-		// again as it was, and one that committed before its answer was
-		// lost ended the lease, so its repetition is fenced out.
+		// Every other checkpoint is safe to repeat, because each of its
+		// writes is idempotent: a step row is an upsert (StepUpsert, ON
+		// CONFLICT DO UPDATE), written again as it was. A suspend, park or
+		// end that committed before its answer was lost changed the task's
+		// version, so its repetition is fenced out (ErrLeaseLost); an
+		// OutcomeContinue leaves the version as it was, so its repetition
+		// commits again: a write added to Continue checkpoints must be
+		// idempotent too.
 		err = e.r.retryStore(e.ctx, e.leaseDeadline, "checkpoint", e.log, commit)
 	}
 	switch {

@@ -38,14 +38,18 @@ func transient(err error) bool {
 }
 
 // retryStore calls op until it returns an error that is not transient (nil
-// included), the runner's clock reaches the time until returns (the lease
-// could have expired by then, so another runner may hold the task and
-// retrying is pointless), or ctx is done. It waits between calls with
-// exponential backoff and jitter, from retryFirstDelay up to retryMaxDelay,
-// so that a store outage delays the work by about as long as it lasts. It
-// returns op's last error.
+// included), the runner's clock reaches the time until returned when op
+// first failed (the lease could have expired by then, so another runner may
+// hold the task and retrying is pointless), or ctx is done. The bound is
+// fixed at the first failure, though a heartbeat may move the lease on
+// meanwhile: an error only this call meets (a bad query, a statement
+// timeout) gives up after one lease, like an outage that fails the
+// heartbeats too. It waits between calls with exponential backoff and
+// jitter, from retryFirstDelay up to retryMaxDelay, so that a store outage
+// delays the work by about as long as it lasts. It returns op's last error.
 func (r *Runner) retryStore(ctx context.Context, until func() time.Time, what string, log *slog.Logger, op func() error) error {
 	delay := retryFirstDelay
+	var deadline time.Time
 	for attempt := 1; ; attempt++ {
 		err := op()
 		if !transient(err) {
@@ -54,7 +58,14 @@ func (r *Runner) retryStore(ctx context.Context, until func() time.Time, what st
 			}
 			return err
 		}
-		if ctx.Err() != nil || !r.cfg.Clock.Now().Before(until()) {
+		if attempt == 1 {
+			deadline = until()
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		if !r.cfg.Clock.Now().Before(deadline) {
+			log.Error("store call kept failing for a lease; giving up", "call", what, "attempts", attempt, "error", err)
 			return err
 		}
 		if attempt == 1 {

@@ -22,9 +22,9 @@ import (
 // claims and the checkpoint of the dead runners are made by hand, as they
 // would have made them. It returns the harness (whose runner has not run
 // yet) and the calls of each step's function.
-func crashLoop(t *testing.T, b testharness.Backend, deaths int) (h *testharness.Harness, prepare, fetch *atomic.Int32) {
+func crashLoop(t *testing.T, b testharness.Backend, deaths int, opts ...testharness.Option) (h *testharness.Harness, prepare, fetch *atomic.Int32) {
 	t.Helper()
-	h = testharness.New(t, testharness.WithBackend(b))
+	h = testharness.New(t, append([]testharness.Option{testharness.WithBackend(b)}, opts...)...)
 	prepare, fetch = new(atomic.Int32), new(atomic.Int32)
 	workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
 		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
@@ -108,13 +108,103 @@ func TestCrashLoopPastTheLimitEndsWithoutRunning(t *testing.T) {
 	})
 }
 
+// lossWatchStore reads the task's lease losses through the store right
+// after a checkpoint of step key commits.
+type lossWatchStore struct {
+	db.Store
+	key    string
+	losses atomic.Int32
+	read   atomic.Bool
+}
+
+func (s *lossWatchStore) watch(ctx context.Context, p *db.CheckpointParams) {
+	for _, w := range p.Steps {
+		if w.Key != s.key {
+			continue
+		}
+		task, err := s.Store.TaskGet(ctx, db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID})
+		if err == nil {
+			s.losses.Store(int32(task.LeaseLosses))
+			s.read.Store(true)
+		}
+	}
+}
+
+func (s *lossWatchStore) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	res, err := s.Store.Checkpoint(ctx, p)
+	if err == nil {
+		s.watch(ctx, p)
+	}
+	return res, err
+}
+
+func (s *lossWatchStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
+	res, err := s.Store.CheckpointBatch(ctx, ps)
+	if err == nil {
+		for i, p := range ps {
+			if res[i].Err == nil {
+				s.watch(ctx, p)
+			}
+		}
+	}
+	return res, err
+}
+
 // TestCrashLoopBelowTheLimitRunsAgain: a task that lost fewer leases than
 // MaxLeaseLosses runs its step again, and its checkpoint resets the count.
 func TestCrashLoopBelowTheLimitRunsAgain(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
-		h, _, fetch := crashLoop(t, b, 4)
+		store := &lossWatchStore{Store: b.NewStore(t), key: "fetch"}
+		h, _, fetch := crashLoop(t, b, 4, testharness.WithStore(store))
 		n, err := h.Runner.RunDue(h.Context(), 1)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		var out string
+		h.RequireOutput("w", "x", &out)
+		require.Equal(t, "fetched", out)
+		require.Equal(t, int32(1), fetch.Load())
+		require.True(t, store.read.Load(), "the task was read after fetch's checkpoint")
+		require.Zero(t, store.losses.Load(), "fetch's checkpoint reset the lease losses")
+	})
+}
+
+// TestCrashLoopEndsWhenAnEventIsConsumed: a run claimed at the limit whose
+// first step consumes a buffered event made progress: that checkpoint
+// resets the task's lease losses, so the next step runs instead of erroring
+// the instance with a crash loop it never had.
+func TestCrashLoopEndsWhenAnEventIsConsumed(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		var fetch atomic.Int32
+		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				if _, err := step.WaitForEvent("approval", workflow.WaitOptions{Type: "approved", Timeout: time.Hour}); err != nil {
+					return "", err
+				}
+				return workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
+					fetch.Add(1)
+					return "fetched", nil
+				})
+			}))
+		ctx := h.Context()
+		_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		require.NoError(t, err)
+		const lease = 30 * time.Second
+		for i := range 5 { // runners that died before the wait
+			now := h.Now().UTC().Truncate(time.Microsecond)
+			tasks, err := h.Store.TaskClaim(ctx, &db.TaskClaimParams{
+				Owner: fmt.Sprintf("dead-%d", i), WorkflowNames: []string{"w"}, Max: 1, Now: now, LockedUntil: now.Add(lease),
+			})
+			require.NoError(t, err)
+			require.Len(t, tasks, 1)
+			require.Equal(t, i, tasks[0].LeaseLosses)
+			h.Advance(lease + time.Second)
+		}
+		h.SendEvent("w", "x", "approved", map[string]bool{"ok": true})
+
+		n, err := h.Runner.RunDue(ctx, 1)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		var out string

@@ -94,8 +94,9 @@ type execution struct {
 	// resetLosses, under commitMu, asks the next checkpoint to reset the
 	// task's lease losses; cleared once one did.
 	resetLosses bool
-	// lossLimit is set when the run lost its runner MaxLeaseLosses times:
-	// the first step attempt it would start errors the instance instead.
+	// lossLimit, under mu, is set when the run lost its runner
+	// MaxLeaseLosses times: the first step attempt it would start errors the
+	// instance instead; cleared with resetLosses.
 	lossLimit bool
 }
 
@@ -285,7 +286,11 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	e.cancel(errCauseFinished)
 	if err != nil {
 		if !errors.Is(err, db.ErrLeaseLost) {
-			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, true)
+			// The store kept failing (or refused even the error that ends
+			// the run): a lease loss, unless the runner is stopping and cut
+			// the checkpoint short, which is no fault of the run's.
+			storeFailed := !errors.Is(err, errRunnerStopped) && e.r.execCtx.Err() == nil
+			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, storeFailed)
 		}
 		return
 	}
@@ -387,9 +392,14 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		// finds what was committed.
 		err = commit()
 	} else {
-		// Every other checkpoint is safe to repeat: a step row is written
-		// again as it was, and one that committed before its answer was
-		// lost ended the lease, so its repetition is fenced out.
+		// Every other checkpoint is safe to repeat, because each of its
+		// writes is idempotent: a step row is an upsert (StepUpsert, ON
+		// CONFLICT DO UPDATE), written again as it was. A suspend, park or
+		// end that committed before its answer was lost changed the task's
+		// version, so its repetition is fenced out (ErrLeaseLost); an
+		// OutcomeContinue leaves the version as it was, so its repetition
+		// commits again: a write added to Continue checkpoints must be
+		// idempotent too.
 		err = e.r.retryStore(e.ctx, e.leaseDeadline, "checkpoint", e.log, commit)
 	}
 	switch {
@@ -406,7 +416,11 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		return nil, err
 	}
 	if p.ResetLeaseLosses {
+		// The run made progress: the step that lost its runners is past.
 		e.resetLosses = false
+		e.mu.Lock()
+		e.lossLimit = false
+		e.mu.Unlock()
 	}
 	return res, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,13 @@ type flakyStore struct {
 	// key with poison before the store sees it.
 	rewrite string
 	poison  json.RawMessage
+	// hold, when set, holds the first CheckpointBatch (after closing held)
+	// until it is closed, so that the next checkpoints queue.
+	hold, held chan struct{}
+	batches    atomic.Int32
+	// batchedRewrite and aloneRewrite are set when a batch of several
+	// checkpoints, and a batch of one, held a write of the rewrite key.
+	batchedRewrite, aloneRewrite atomic.Bool
 }
 
 var errConnReset = errors.New("read tcp 127.0.0.1:5432: connection reset by peer")
@@ -67,6 +75,21 @@ func (s *flakyStore) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*d
 }
 
 func (s *flakyStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
+	if s.batches.Add(1) == 1 && s.hold != nil {
+		close(s.held)
+		<-s.hold
+	}
+	for _, p := range ps {
+		if s.poisoned(p) != p && slices.ContainsFunc(p.Steps, func(w db.StepWrite) bool {
+			return w.Key == s.rewrite && w.Status == db.StepStatusComplete
+		}) {
+			if len(ps) > 1 {
+				s.batchedRewrite.Store(true)
+			} else {
+				s.aloneRewrite.Store(true)
+			}
+		}
+	}
 	if err := s.fail(); err != nil {
 		return nil, err
 	}
@@ -98,12 +121,18 @@ func poisonFor(b testharness.Backend) json.RawMessage {
 // TestRefusedStepResultFailsTheStep: a step result the database refuses
 // fails that step for good, with an error naming the step and the cause,
 // instead of being retried forever; the other instances of the same group
-// commit are not affected.
+// commit are not affected (the batch is committed again one checkpoint at
+// a time).
 func TestRefusedStepResultFailsTheStep(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
-		store := &flakyStore{Store: b.NewStore(t), rewrite: "fetch", poison: poisonFor(b)}
-		h := testharness.New(t, testharness.WithStore(store))
+		store := &flakyStore{
+			Store: b.NewStore(t), rewrite: "fetch", poison: poisonFor(b),
+			hold: make(chan struct{}), held: make(chan struct{}),
+		}
+		h := testharness.New(t, testharness.WithStore(store), testharness.WithRunnerConfig(func(c *runner.Config) {
+			c.GroupCommitWorkers = 1
+		}))
 		var calls sync.Map
 		count := func(key string) int32 {
 			v, _ := calls.LoadOrStore(key, new(atomic.Int32))
@@ -111,6 +140,15 @@ func TestRefusedStepResultFailsTheStep(t *testing.T) {
 		}
 		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
 			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				if ev.InstanceID != "good-1" {
+					// good-1's checkpoint is the first group commit, held
+					// while the two others queue behind it.
+					select {
+					case <-store.held:
+					case <-ctx.Done():
+						return "", ctx.Err()
+					}
+				}
 				if ev.InstanceID == "bad" {
 					_, err := workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
 						count(ev.InstanceID + "/fetch")
@@ -129,9 +167,24 @@ func TestRefusedStepResultFailsTheStep(t *testing.T) {
 			_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
-		n, err := h.Runner.RunDue(h.Context(), 10)
-		require.NoError(t, err)
-		require.Equal(t, 3, n)
+		done := make(chan int, 1)
+		go func() { n, _ := h.Runner.RunDue(h.Context(), 10); done <- n }()
+		select {
+		case <-store.held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no group commit")
+		}
+		require.Eventually(t, func() bool { return runner.QueuedCheckpoints(h.Runner) == 2 }, 10*time.Second, time.Millisecond,
+			"the checkpoints of bad and good-2 queue behind good-1's")
+		close(store.hold)
+		select {
+		case n := <-done:
+			require.Equal(t, 3, n)
+		case <-time.After(20 * time.Second):
+			t.Fatal("the runs did not end")
+		}
+		require.True(t, store.batchedRewrite.Load(), "the refused result was in a batch of several checkpoints")
+		require.True(t, store.aloneRewrite.Load(), "which was committed again one checkpoint at a time")
 
 		info := h.RequireStatus("w", "bad", workflow.StatusErrored)
 		require.Contains(t, info.Error.Message, `step "fetch"`)
@@ -149,7 +202,7 @@ func TestRefusedStepResultFailsTheStep(t *testing.T) {
 			h.RequireOutput("w", id, &out)
 			require.Equal(t, "ok", out)
 		}
-		_, err = h.Store.TaskGet(h.Context(), db.InstanceRef{WorkflowName: "w", ID: "bad"})
+		_, err := h.Store.TaskGet(h.Context(), db.InstanceRef{WorkflowName: "w", ID: "bad"})
 		require.ErrorIs(t, err, db.ErrNotFound, "nothing is left to retry")
 	})
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 
 	"github.com/duraflow/duraflow/db"
@@ -28,22 +29,33 @@ type groupCommit struct {
 	max   int
 	reqs  chan *commitReq
 	stop  <-chan struct{}
+	// exited is closed once every worker has returned (after stop): a
+	// checkpoint queued after that is taken by no one.
+	exited chan struct{}
 
 	commits     atomic.Int64
 	checkpoints atomic.Int64
 }
 
 func newGroupCommit(store db.Store, max, workers int, stop <-chan struct{}) *groupCommit {
-	g := &groupCommit{store: store, max: max, reqs: make(chan *commitReq, max), stop: stop}
+	g := &groupCommit{store: store, max: max, reqs: make(chan *commitReq, max), stop: stop, exited: make(chan struct{})}
+	var wg sync.WaitGroup
 	for range workers {
-		go g.work()
+		wg.Go(g.work)
 	}
+	go func() {
+		wg.Wait()
+		close(g.exited)
+	}()
 	return g
 }
 
 var errRunnerStopped = errors.New("runner stopped")
 
-// commit queues p and waits until the commit holding it is done.
+// commit queues p and waits until the commit holding it is done. Once the
+// runner stops, p may be queued after the last worker took its last batch
+// (a select between a free queue slot and stop picks either): then no one
+// answers, and commit returns errRunnerStopped with nothing written.
 func (g *groupCommit) commit(p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	req := &commitReq{p: p, done: make(chan struct{})}
 	select {
@@ -51,7 +63,15 @@ func (g *groupCommit) commit(p *db.CheckpointParams) (*db.CheckpointResult, erro
 	case <-g.stop:
 		return nil, errRunnerStopped
 	}
-	<-req.done
+	select {
+	case <-req.done:
+	case <-g.exited:
+		select {
+		case <-req.done: // committed in the workers' last batch
+		default:
+			return nil, errRunnerStopped
+		}
+	}
 	return req.res, req.err
 }
 

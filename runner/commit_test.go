@@ -95,3 +95,37 @@ func TestGroupCommitBatchesWhatQueuesBehindACommit(t *testing.T) {
 		require.Equal(t, i%2 == 0, a.res.PauseRequested, "each caller gets its own result")
 	}
 }
+
+// TestGroupCommitAfterStopReturns shows that a checkpoint given to a group
+// commit whose workers have stopped is answered with errRunnerStopped: the
+// queue has room, so commit's select may queue it after the last worker
+// left, where before nothing answered it and Stop waited forever.
+func TestGroupCommitAfterStopReturns(t *testing.T) {
+	t.Parallel()
+	store := &batchStore{first: make(chan struct{}), release: make(chan struct{})}
+	stop := make(chan struct{})
+	g := newGroupCommit(store, 64, 2, stop)
+	close(stop)
+	<-g.exited
+	errs := make(chan error, 200)
+	go func() {
+		defer close(errs)
+		for range 200 { // the select picks the free queue slot about half the time
+			_, err := g.commit(&db.CheckpointParams{Task: db.TaskRef{ID: 1}, Outcome: db.OutcomeContinue})
+			errs <- err
+			for len(g.reqs) > 0 { // keep the queue free, as a live runner would
+				<-g.reqs
+			}
+		}
+	}()
+	timeout := time.After(10 * time.Second)
+	for n := 0; n < 200; n++ {
+		select {
+		case err := <-errs:
+			require.ErrorIs(t, err, errRunnerStopped)
+		case <-timeout:
+			t.Fatalf("commit %d after stop did not return", n)
+		}
+	}
+	require.Empty(t, store.sizes, "nothing was committed")
+}

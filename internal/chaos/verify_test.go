@@ -299,11 +299,25 @@ func formatSummary(cfg config, sums []*summary) string {
 		if len(s.stalls) == 0 {
 			return "-"
 		}
-		var parts []string
-		for _, st := range s.stalls {
-			parts = append(parts, fmt.Sprintf("%s / %s (%d)", st.median.Round(10*time.Millisecond), st.max.Round(10*time.Millisecond), st.inFlight))
+		if len(s.stalls) <= 3 {
+			var parts []string
+			for _, st := range s.stalls {
+				parts = append(parts, fmt.Sprintf("%s / %s (%d)", st.median.Round(10*time.Millisecond), st.max.Round(10*time.Millisecond), st.inFlight))
+			}
+			return strings.Join(parts, ", ")
 		}
-		return strings.Join(parts, ", ")
+		// Many restarts: the median of their medians and the worst of all,
+		// over every instance in flight (each restart is logged apart).
+		medians := make([]time.Duration, 0, len(s.stalls))
+		var worst time.Duration
+		inFlight := 0
+		for _, st := range s.stalls {
+			medians = append(medians, st.median)
+			worst = max(worst, st.max)
+			inFlight += st.inFlight
+		}
+		slices.Sort(medians)
+		return fmt.Sprintf("%s / %s (%d restarts, %d in flight)", medians[len(medians)/2].Round(10*time.Millisecond), worst.Round(10*time.Millisecond), len(s.stalls), inFlight)
 	})
 	_ = w.Flush()
 	return b.String()

@@ -346,3 +346,85 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 		}
 	})
 }
+
+// TestQuarantineCoversEagerResume: an event that wakes a suspect run (its
+// runner died while the run still waited for the event: here, as its wait
+// timed out) leases it to the runner without a claim. While the runner runs
+// another suspect, the eager resume hands it back without counting a loss;
+// the loop, which claims it again, hands it back again until the quarantine
+// is free, and then runs it.
+func TestQuarantineCoversEagerResume(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		ctx := context.Background()
+		reg := workflow.NewRegistry()
+		registerWaiter(reg, "wait") // its wait times out after 24 hours
+		started, release := make(chan string, 1), make(chan struct{})
+		registerGate(reg, "gate", started, release)
+		const poll = 20 * time.Millisecond
+		h := newEagerHost(t, b.NewStore(t), reg, false, func(c *runner.Config) { c.PollInterval = poll })
+		// claimDead claims a task as a runner whose clock reads at and
+		// that died at once.
+		claimDead := func(name string, at time.Time) *db.Task {
+			t.Helper()
+			tasks, err := h.store.TaskClaim(ctx, &db.TaskClaimParams{
+				Owner: "dead", WorkflowNames: []string{name}, Max: 1,
+				Now: at.UTC().Truncate(time.Microsecond), LockedUntil: time.Now().Add(-time.Second).UTC().Truncate(time.Microsecond),
+			})
+			require.NoError(t, err)
+			require.Len(t, tasks, 1)
+			return tasks[0]
+		}
+		task := func(name, id string) *db.Task {
+			t.Helper()
+			task, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: name, ID: id})
+			require.NoError(t, err)
+			return task
+		}
+
+		// "a" waits for "go". A runner took it when the wait timed out and
+		// was given it back with a loss counted (its store kept failing):
+		// a pending suspect whose wait step still waits.
+		_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
+		require.NoError(t, err)
+		n, err := h.runner.RunDue(ctx, 10)
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		h.waitStatus(t, "wait", "a", workflow.StatusWaiting)
+		dead := claimDead("wait", time.Now().Add(25*time.Hour))
+		require.NoError(t, h.store.TaskRelease(ctx, &db.TaskReleaseParams{
+			Task: db.TaskRef{ID: dead.ID, Version: dead.Version}, RunAt: time.Now().Add(24 * time.Hour), CountLeaseLoss: true,
+		}))
+		require.Equal(t, 1, task("wait", "a").LeaseLosses)
+
+		// "g" is a suspect too: the runner claims it and runs it.
+		_, err = h.client.Create(ctx, "gate", workflow.CreateRequest{ID: "g"})
+		require.NoError(t, err)
+		claimDead("gate", time.Now())
+		h.start(t)
+		select {
+		case <-started:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the suspect g did not start")
+		}
+
+		// The event leases "a" to the runner, whose eager resume meets
+		// the quarantine: handed back, and again by each claim.
+		version := task("wait", "a").Version
+		require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "go", []byte(`"v"`)))
+		require.Eventually(t, func() bool {
+			a, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: "wait", ID: "a"})
+			return err == nil && a.Version > version+1 && a.Status == db.TaskStatusPending
+		}, 30*time.Second, time.Millisecond, "a was not leased and handed back (or it ran)")
+		require.Equal(t, 1, task("wait", "a").LeaseLosses, "the hand-backs counted no loss")
+		require.Zero(t, h.runner.EagerStarts())
+		require.Equal(t, workflow.StatusRunning, h.waitStatus(t, "gate", "g", workflow.StatusRunning).Status)
+
+		// g ends and frees the quarantine: the loop's next claim runs "a".
+		close(release)
+		h.waitStatus(t, "gate", "g", workflow.StatusComplete)
+		done := h.waitStatus(t, "wait", "a", workflow.StatusComplete)
+		require.JSONEq(t, `"v"`, string(done.Output))
+		require.Zero(t, h.runner.EagerStarts())
+	})
+}

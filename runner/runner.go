@@ -268,7 +268,7 @@ func (r *Runner) handBack(tasks []*db.Task) {
 	runAt := r.now().Add(r.cfg.PollInterval)
 	for _, t := range tasks {
 		log := r.cfg.Logger.With("workflow", t.WorkflowName, "instance", t.InstanceID, "task", t.ID)
-		log.Info("handing back a suspect task: this runner already runs one", "lease_losses", t.LeaseLosses)
+		log.Debug("handing back a suspect task: this runner already runs one", "lease_losses", t.LeaseLosses)
 		until := func() time.Time { return r.now() }
 		if t.LockedUntil != nil {
 			lockedUntil := *t.LockedUntil

@@ -25,8 +25,9 @@
 // died without a checkpoint, maybe killed by the task itself, maybe by
 // another task of the same process. Suspects run in quarantine: a runner
 // runs at most one at a time, from its claim until its first checkpoint
-// that makes progress or its end, and hands every other suspect it claims
-// straight back (due after PollInterval, counting no loss), so a step that
+// that makes progress or its end, claims no other meanwhile
+// (db.TaskClaimParams.ExcludeSuspects), and hands back the extra suspects
+// of a claim made before (due at once, counting no loss), so a step that
 // kills its process dies alone and reaches MaxLeaseLosses alone, while the
 // tasks that died beside it make progress one by one. Claims without
 // suspects are not affected.

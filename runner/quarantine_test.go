@@ -224,10 +224,10 @@ func TestQuarantineSavesTheInnocents(t *testing.T) {
 }
 
 // TestQuarantineHandsBackASecondSuspect: a runner that runs a suspect task
-// hands a second suspect from its claim straight back, pending and due after
-// a poll interval, without counting a lease loss, and hands it back again if
-// it claims it while the first is still suspect. Once the first checkpoints
-// (its losses reset), the runner takes the second.
+// hands a second suspect from its claim straight back, pending and due at
+// once (for other runners), without counting a lease loss, and claims no
+// suspect while the first is still suspect. Once the first checkpoints (its
+// losses reset), the runner takes the second.
 func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
@@ -301,11 +301,10 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 		require.Equal(t, db.TaskStatusPending, y.Status)
 		require.Equal(t, 1, y.LeaseLosses, "the hand-back counted no loss")
 		require.Empty(t, y.LockOwner)
-		require.True(t, y.RunAt.Equal(h.Now().UTC().Truncate(time.Microsecond).Add(time.Second)), "due after a poll interval, not %s", y.RunAt)
+		require.True(t, y.RunAt.Equal(h.Now().UTC().Truncate(time.Microsecond)), "due at once, not %s", y.RunAt)
 		require.Equal(t, 1, task("x").LeaseLosses)
 
-		// Claimed again while x is still suspect: handed back again, and
-		// the claim of a pending task counts no loss either.
+		// While x is still suspect the runner's claims leave y alone.
 		h.Advance(time.Second)
 		select {
 		case n := <-runDue():
@@ -313,9 +312,7 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatal("the second RunDue did not return")
 		}
-		y = task("y")
-		require.Equal(t, db.TaskStatusPending, y.Status)
-		require.Equal(t, 1, y.LeaseLosses)
+		require.Equal(t, y, task("y"), "not claimed")
 
 		// x's first checkpoint resets its losses and frees the quarantine:
 		// the next claim takes y beside it.
@@ -350,9 +347,9 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 // TestQuarantineCoversEagerResume: an event that wakes a suspect run (its
 // runner died while the run still waited for the event: here, as its wait
 // timed out) leases it to the runner without a claim. While the runner runs
-// another suspect, the eager resume hands it back without counting a loss;
-// the loop, which claims it again, hands it back again until the quarantine
-// is free, and then runs it.
+// another suspect, the eager resume hands it back without counting a loss,
+// and the loop leaves it alone until the quarantine is free; then the loop
+// runs it.
 func TestQuarantineCoversEagerResume(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
@@ -361,8 +358,7 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		registerWaiter(reg, "wait") // its wait times out after 24 hours
 		started, release := make(chan string, 1), make(chan struct{})
 		registerGate(reg, "gate", started, release)
-		const poll = 20 * time.Millisecond
-		h := newEagerHost(t, b.NewStore(t), reg, false, func(c *runner.Config) { c.PollInterval = poll })
+		h := newEagerHost(t, b.NewStore(t), reg, false, nil)
 		// claimDead claims a task as a runner whose clock reads at and
 		// that died at once.
 		claimDead := func(name string, at time.Time) *db.Task {
@@ -409,18 +405,19 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		}
 
 		// The event leases "a" to the runner, whose eager resume meets
-		// the quarantine: handed back, and again by each claim.
+		// the quarantine: handed back.
 		version := task("wait", "a").Version
 		require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "go", []byte(`"v"`)))
 		require.Eventually(t, func() bool {
 			a, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: "wait", ID: "a"})
-			return err == nil && a.Version > version+1 && a.Status == db.TaskStatusPending
+			return err == nil && a.Version == version+1 && a.Status == db.TaskStatusPending
 		}, 30*time.Second, time.Millisecond, "a was not leased and handed back (or it ran)")
-		require.Equal(t, 1, task("wait", "a").LeaseLosses, "the hand-backs counted no loss")
+		require.Equal(t, 1, task("wait", "a").LeaseLosses, "the hand-back counted no loss")
 		require.Zero(t, h.runner.EagerStarts())
 		require.Equal(t, workflow.StatusRunning, h.waitStatus(t, "gate", "g", workflow.StatusRunning).Status)
 
-		// g ends and frees the quarantine: the loop's next claim runs "a".
+		// g ends and frees the quarantine, which wakes the loop: its claim
+		// runs "a" (the poll interval is long).
 		close(release)
 		h.waitStatus(t, "gate", "g", workflow.StatusComplete)
 		done := h.waitStatus(t, "wait", "a", workflow.StatusComplete)

@@ -231,11 +231,14 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 // Run alone among suspects, each innocent makes progress, which resets its
 // count, while the count of the one that kills its process climbs alone.
 //
-// The runner keeps a suspect only when it runs none (it holds the
+// The runner keeps a suspect only when it runs none, and holds the
 // quarantine until the suspect's first checkpoint that makes progress, or
-// its end); every other suspect is handed back. Tasks that are not suspect
-// are never held back: a claim without suspects costs one comparison per
-// task.
+// its end; meanwhile its claims exclude suspects
+// (db.TaskClaimParams.ExcludeSuspects). So only a claim made with the
+// quarantine free can return several suspects (the expired leases of a
+// process that died): it keeps the first and hands the others back. Tasks
+// that are not suspect are never held back, and a claim without suspects
+// costs one comparison per task.
 func (r *Runner) quarantine(tasks []*db.Task) (run, back []*db.Task) {
 	first := -1
 	for i, t := range tasks {
@@ -259,13 +262,12 @@ func (r *Runner) quarantine(tasks []*db.Task) (run, back []*db.Task) {
 }
 
 // handBack gives suspect tasks that the quarantine kept from running back
-// to the queue without counting a lease loss (they are pending now, so the
-// next claim counts none either), due after PollInterval: soon enough for
-// this runner once its suspect is done, and late enough that it does not
-// claim and hand them back again at once. Another runner may take them
-// when they come due.
+// to the queue, due at once, without counting a lease loss (they are
+// pending now, so the next claim counts none either). Other runners take
+// them at once; this one excludes them from its claims until its own
+// suspect leaves the quarantine.
 func (r *Runner) handBack(tasks []*db.Task) {
-	runAt := r.now().Add(r.cfg.PollInterval)
+	runAt := r.now()
 	for _, t := range tasks {
 		log := r.cfg.Logger.With("workflow", t.WorkflowName, "instance", t.InstanceID, "task", t.ID)
 		log.Debug("handing back a suspect task: this runner already runs one", "lease_losses", t.LeaseLosses)
@@ -279,14 +281,19 @@ func (r *Runner) handBack(tasks []*db.Task) {
 }
 
 // leaveQuarantine returns a function that frees the quarantine held by the
-// execution of a suspect task, once however often it is called; nil when
-// suspect is false.
+// execution of a suspect task, once however often it is called, and wakes
+// the loop to claim the next suspect; nil when suspect is false.
 func (r *Runner) leaveQuarantine(suspect bool) func() {
 	if !suspect {
 		return nil
 	}
 	var once sync.Once
-	return func() { once.Do(func() { r.suspect.Store(false) }) }
+	return func() {
+		once.Do(func() {
+			r.suspect.Store(false)
+			r.Notify()
+		})
+	}
 }
 
 // takeSlots takes up to n free execution slots without waiting and returns
@@ -333,6 +340,8 @@ func (r *Runner) claim(ctx context.Context, max int) ([]*db.Task, error) {
 		Max:           max,
 		Now:           now,
 		LockedUntil:   now.Add(r.cfg.LeaseDuration),
+		// A runner that runs a suspect takes no other (see quarantine).
+		ExcludeSuspects: r.suspect.Load(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming tasks: %w", err)

@@ -157,13 +157,13 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 				require.NoError(t, err)
 			}
 			plan := explainLines(t, conn, "ANALYZE, BUFFERS, COSTS OFF, TIMING OFF",
-				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', 16, 'me', '%s')",
+				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', false, 16, 'me', '%s')",
 					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
 			// A disabled plan node that cannot be avoided would add its
 			// disabling cost to the plan, which would then cross
 			// jit_above_cost (100000 by default) and be JIT-compiled.
 			costed := explainLines(t, conn, "FORMAT JSON",
-				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', 16, 'me', '%s')",
+				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', false, 16, 'me', '%s')",
 					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
 			require.NoError(t, tx.Rollback(ctx))
 			var top []struct {

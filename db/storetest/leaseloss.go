@@ -150,4 +150,40 @@ func testLeaseLosses(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, 1, res.LeasedTask.LeaseLosses)
 		require.Equal(t, b.task(t, "a"), res.LeasedTask)
 	})
+
+	t.Run("ClaimCanExcludeSuspects", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		for _, id := range []string{"expired", "suspect", "clean"} {
+			b.create(t, id)
+		}
+		tasks := b.claimAt(t, b.now, 10)
+		require.Equal(t, []string{"expired", "suspect", "clean"}, taskIDs(tasks))
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(tasks[1]), RunAt: b.now, CountLeaseLoss: true}))
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(tasks[2]), RunAt: b.now}))
+
+		// "expired"'s lease has expired: every task is due.
+		at := b.at(lease)
+		claim := func(exclude bool) []*db.Task {
+			t.Helper()
+			tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+				Owner: owner, WorkflowNames: []string{workflowName}, Max: 10, Now: at, LockedUntil: at.Add(lease),
+				ExcludeSuspects: exclude,
+			})
+			require.NoError(t, err)
+			return tasks
+		}
+		clean := claim(true)
+		require.Equal(t, []string{"clean"}, taskIDs(clean), "neither the expired lease nor the pending suspect")
+		require.Zero(t, clean[0].LeaseLosses)
+		require.Equal(t, 1, b.task(t, "suspect").LeaseLosses)
+		require.Equal(t, db.TaskStatusProcessing, b.task(t, "expired").Status)
+		require.Zero(t, b.task(t, "expired").LeaseLosses, "an excluded expired lease counts no loss")
+
+		suspects := claim(false)
+		require.Equal(t, []string{"expired", "suspect"}, taskIDs(suspects))
+		for _, task := range suspects {
+			require.Equal(t, 1, task.LeaseLosses, task.InstanceID)
+		}
+	})
 }

@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
@@ -359,6 +361,11 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		started, release := make(chan string, 1), make(chan struct{})
 		registerGate(reg, "gate", started, release)
 		h := newEagerHost(t, b.NewStore(t), reg, false, nil)
+		// Instances are created through a client that wakes no one, so
+		// that no wake-up is pending when the runner starts: its loop then
+		// claims once and idles, and holds no slot when the send reserves.
+		quiet, err := client.New(&client.Config{Store: h.store, Registry: reg})
+		require.NoError(t, err)
 		// claimDead claims a task as a runner whose clock reads at and
 		// that died at once.
 		claimDead := func(name string, at time.Time) *db.Task {
@@ -381,7 +388,7 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		// "a" waits for "go". A runner took it when the wait timed out and
 		// was given it back with a loss counted (its store kept failing):
 		// a pending suspect whose wait step still waits.
-		_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
+		_, err = quiet.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
 		require.NoError(t, err)
 		n, err := h.runner.RunDue(ctx, 10)
 		require.NoError(t, err)
@@ -394,7 +401,7 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		require.Equal(t, 1, task("wait", "a").LeaseLosses)
 
 		// "g" is a suspect too: the runner claims it and runs it.
-		_, err = h.client.Create(ctx, "gate", workflow.CreateRequest{ID: "g"})
+		_, err = quiet.Create(ctx, "gate", workflow.CreateRequest{ID: "g"})
 		require.NoError(t, err)
 		claimDead("gate", time.Now())
 		h.start(t)
@@ -408,10 +415,14 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		// the quarantine: handed back.
 		version := task("wait", "a").Version
 		require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "go", []byte(`"v"`)))
-		require.Eventually(t, func() bool {
+		handedBack := func() bool {
 			a, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: "wait", ID: "a"})
 			return err == nil && a.Version == version+1 && a.Status == db.TaskStatusPending
-		}, 30*time.Second, time.Millisecond, "a was not leased and handed back (or it ran)")
+		}
+		if !assert.Eventually(t, handedBack, 30*time.Second, time.Millisecond) {
+			a, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: "wait", ID: "a"})
+			t.Fatalf("a was not leased and handed back: %+v, %v (version before %d, eager starts %d, claimed %d)", a, err, version, h.runner.EagerStarts(), h.runner.Claimed())
+		}
 		require.Equal(t, 1, task("wait", "a").LeaseLosses, "the hand-back counted no loss")
 		require.Zero(t, h.runner.EagerStarts())
 		require.Equal(t, workflow.StatusRunning, h.waitStatus(t, "gate", "g", workflow.StatusRunning).Status)

@@ -48,6 +48,7 @@ type hostConfig struct {
 	lease           time.Duration
 	pollInterval    time.Duration
 	concurrency     int
+	maxLeaseLosses  int
 	eagerStart      bool
 	notify          bool
 	wakeChannel     string
@@ -114,6 +115,8 @@ func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "poll-interval", "DURAFLOW_POLL_INTERVAL")
 	fs.IntVar(&c.concurrency, "concurrency", 64, "how many instances the runner executes at once")
 	bindEnv(fs, "concurrency", "DURAFLOW_CONCURRENCY")
+	fs.IntVar(&c.maxLeaseLosses, "max-lease-losses", 5, "how many times in a row a task may lose its runner (its lease expires without a checkpoint: the process died or stalled in a step) before its instance errors instead of running the step again")
+	bindEnv(fs, "max-lease-losses", "DURAFLOW_MAX_LEASE_LOSSES")
 	fs.BoolVar(&c.eagerStart, "eager-start", true, "start an instance created in this process on its runner at once, its task leased in the create's transaction, when the runner has a free slot (--eager-start=false: always queue it for a claim)")
 	bindEnv(fs, "eager-start", "DURAFLOW_EAGER_START")
 	fs.BoolVar(&c.notify, "notify", true, "on Postgres, LISTEN for wake-ups from other processes (--notify=false: poll only)")
@@ -206,6 +209,9 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	if cfg.concurrency < 1 {
 		return nil, usageError(fmt.Errorf("--concurrency %d must be at least 1", cfg.concurrency))
 	}
+	if cfg.maxLeaseLosses < 1 {
+		return nil, usageError(fmt.Errorf("--max-lease-losses %d must be at least 1", cfg.maxLeaseLosses))
+	}
 	if serveHTTP {
 		if err := cfg.timeouts.check(); err != nil {
 			return nil, usageError(err)
@@ -272,6 +278,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		h.runner, err = runner.New(&runner.Config{
 			Store: h.store, Registry: h.registry, Logger: log, WakeFunc: local.Wake, RecordHooks: hooks,
 			LeaseDuration: cfg.lease, PollInterval: cfg.pollInterval, MaxConcurrency: cfg.concurrency,
+			MaxLeaseLosses:    cfg.maxLeaseLosses,
 			DisableEagerStart: !cfg.eagerStart,
 		})
 		if err != nil {

@@ -368,6 +368,10 @@ type TaskClaimParams struct {
 	Now time.Time
 	// LockedUntil is the lease expiry written on claimed tasks.
 	LockedUntil time.Time
+	// ExcludeSuspects claims no suspect task: neither a pending task with
+	// LeaseLosses nor an expired lease (whose claim would count one). A
+	// runner that runs a suspect already sets it (see runner's quarantine).
+	ExcludeSuspects bool
 }
 
 // TaskHeartbeatParams are the arguments of Store.TaskHeartbeat.

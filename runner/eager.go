@@ -56,7 +56,7 @@ func (r *Runner) StartEager(lease *db.CreateLease, created []*db.Instance) {
 		state := &db.RunState{Instance: &run, Steps: map[string]*db.Step{}}
 		go func() {
 			defer r.executionDone()
-			r.execute(task, nil, state)
+			r.execute(task, nil, state, false)
 		}()
 	}
 	r.unreserve(lease.Max - used)
@@ -74,11 +74,25 @@ func (r *Runner) ResumeEager(lease *db.CreateLease, task *db.Task) {
 	}
 	used := 0
 	if task != nil && task.LockOwner == r.cfg.ID {
+		if task.LeaseLosses > 0 {
+			// A suspect (its last holder died while the run was woken and
+			// the send woke it again): it goes through the quarantine as a
+			// claimed one does.
+			if _, back := r.quarantine([]*db.Task{task}); len(back) > 0 {
+				r.active.Add(1) // before unreserve, so Stop's wait covers it
+				r.unreserve(lease.Max)
+				go func() {
+					defer r.active.Done()
+					r.handBack(back)
+				}()
+				return
+			}
+		}
 		used = 1
 		r.eager.Add(1)
 		go func() {
 			defer r.executionDone()
-			r.execute(task, nil, nil)
+			r.execute(task, nil, nil, task.LeaseLosses > 0)
 		}()
 	}
 	r.unreserve(lease.Max - used)

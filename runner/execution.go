@@ -98,6 +98,10 @@ type execution struct {
 	// MaxLeaseLosses times: the first step attempt it would start errors the
 	// instance instead; cleared with resetLosses.
 	lossLimit bool
+	// leaveQuarantine, set when the task is a suspect that holds the
+	// runner's quarantine, frees it; called once the task's lease losses
+	// are reset, as the run is then no longer suspect.
+	leaveQuarantine func()
 }
 
 // leaseDeadline is when the lease the runner last wrote expires.
@@ -115,8 +119,15 @@ func freshRun(t *db.Task) *db.RunState {
 
 // execute runs a held task. state is the run to replay when the caller has
 // it already (an eager start, or a claim of a run that never started: the
-// instance, with no steps); nil loads it from the store.
-func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState) {
+// instance, with no steps); nil loads it from the store. suspect says that
+// the task is a suspect that holds the runner's quarantine (see
+// quarantine): it is freed at the run's first checkpoint that makes
+// progress, or when execute returns.
+func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState, suspect bool) {
+	leave := r.leaveQuarantine(suspect)
+	if leave != nil {
+		defer leave()
+	}
 	log := r.cfg.Logger.With("workflow", task.WorkflowName, "instance", task.InstanceID, "task", task.ID)
 	ref := db.TaskRef{ID: task.ID, Version: task.Version}
 	leaseUntil := r.now().Add(r.cfg.LeaseDuration)
@@ -158,6 +169,8 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 		leaseLosses: task.LeaseLosses,
 		resetLosses: task.LeaseLosses > 0,
 		lossLimit:   task.LeaseLosses >= r.cfg.MaxLeaseLosses,
+
+		leaveQuarantine: leave,
 	}
 	e.leaseUntil.Store(leaseUntil.UnixNano())
 	if e.steps == nil {
@@ -421,6 +434,9 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		e.mu.Lock()
 		e.lossLimit = false
 		e.mu.Unlock()
+		if e.leaveQuarantine != nil {
+			e.leaveQuarantine()
+		}
 	}
 	return res, nil
 }

@@ -45,6 +45,9 @@ type Runner struct {
 	// instances it started from an eager create (see ReserveEager).
 	claimed atomic.Int64
 	eager   atomic.Int64
+	// suspect is set while the runner executes a suspect task: its
+	// quarantine, which holds at most one (see quarantine).
+	suspect atomic.Bool
 
 	commits *groupCommit
 }
@@ -194,18 +197,103 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 		return true, nil
 	}
 	tasks, err := r.claim(ctx, free)
-	r.giveSlots(free - len(tasks))
 	if err != nil {
+		r.giveSlots(free)
 		return false, err
 	}
-	for _, t := range tasks {
+	run, back := r.quarantine(tasks)
+	r.giveSlots(free - len(run))
+	if len(back) > 0 {
+		// In the background, so that a store that fails cannot hold up the
+		// loop (or Stop) for as long as the hand-back is retried.
+		r.active.Add(1)
+		go func() {
+			defer r.active.Done()
+			r.handBack(back)
+		}()
+	}
+	for _, t := range run {
 		r.active.Add(1)
 		go func(t *db.Task) {
 			defer r.executionDone()
-			r.execute(t, nil, freshRun(t))
+			r.execute(t, nil, freshRun(t), t.LeaseLosses > 0)
 		}(t)
 	}
 	return len(tasks) == free, nil
+}
+
+// quarantine splits claimed tasks into those to run and those to hand
+// back, so that the runner never runs two suspect tasks at once. A suspect
+// task (db.Task.LeaseLosses > 0) is one whose last holder lost it without a
+// checkpoint: most likely its process died, and the task that killed it is
+// among the suspects. Run side by side, the suspects that are innocent
+// would die with it again and again, and reach MaxLeaseLosses with it.
+// Run alone among suspects, each innocent makes progress, which resets its
+// count, while the count of the one that kills its process climbs alone.
+//
+// The runner keeps a suspect only when it runs none, and holds the
+// quarantine until the suspect's first checkpoint that makes progress, or
+// its end; meanwhile its claims exclude suspects
+// (db.TaskClaimParams.ExcludeSuspects). So only a claim made with the
+// quarantine free can return several suspects (the expired leases of a
+// process that died): it keeps the first and hands the others back. Tasks
+// that are not suspect are never held back, and a claim without suspects
+// costs one comparison per task.
+func (r *Runner) quarantine(tasks []*db.Task) (run, back []*db.Task) {
+	first := -1
+	for i, t := range tasks {
+		if t.LeaseLosses > 0 {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		return tasks, nil
+	}
+	run = append(make([]*db.Task, 0, len(tasks)), tasks[:first]...)
+	for _, t := range tasks[first:] {
+		if t.LeaseLosses > 0 && !r.suspect.CompareAndSwap(false, true) {
+			back = append(back, t)
+			continue
+		}
+		run = append(run, t)
+	}
+	return run, back
+}
+
+// handBack gives suspect tasks that the quarantine kept from running back
+// to the queue, due at once, without counting a lease loss (they are
+// pending now, so the next claim counts none either). Other runners take
+// them at once; this one excludes them from its claims until its own
+// suspect leaves the quarantine.
+func (r *Runner) handBack(tasks []*db.Task) {
+	runAt := r.now()
+	for _, t := range tasks {
+		log := r.cfg.Logger.With("workflow", t.WorkflowName, "instance", t.InstanceID, "task", t.ID)
+		log.Debug("handing back a suspect task: this runner already runs one", "lease_losses", t.LeaseLosses)
+		until := func() time.Time { return r.now() }
+		if t.LockedUntil != nil {
+			lockedUntil := *t.LockedUntil
+			until = func() time.Time { return lockedUntil }
+		}
+		r.release(db.TaskRef{ID: t.ID, Version: t.Version}, runAt, "quarantined: its runner already ran another suspect task", log, until, false)
+	}
+}
+
+// leaveQuarantine returns a function that frees the quarantine held by the
+// execution of a suspect task, once however often it is called, and wakes
+// the loop to claim the next suspect; nil when suspect is false.
+func (r *Runner) leaveQuarantine(suspect bool) func() {
+	if !suspect {
+		return nil
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.suspect.Store(false)
+			r.Notify()
+		})
+	}
 }
 
 // takeSlots takes up to n free execution slots without waiting and returns
@@ -252,6 +340,8 @@ func (r *Runner) claim(ctx context.Context, max int) ([]*db.Task, error) {
 		Max:           max,
 		Now:           now,
 		LockedUntil:   now.Add(r.cfg.LeaseDuration),
+		// A runner that runs a suspect takes no other (see quarantine).
+		ExcludeSuspects: r.suspect.Load(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("claiming tasks: %w", err)
@@ -281,6 +371,8 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 	if err != nil {
 		return 0, err
 	}
+	tasks, back := r.quarantine(tasks)
+	r.handBack(back)
 	var budget *atomic.Int64
 	if maxSteps > 0 {
 		budget = new(atomic.Int64)
@@ -293,7 +385,7 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 		go func(t *db.Task) {
 			defer wg.Done()
 			defer r.active.Done()
-			r.execute(t, budget, freshRun(t))
+			r.execute(t, budget, freshRun(t), t.LeaseLosses > 0)
 		}(t)
 	}
 	wg.Wait()

@@ -101,6 +101,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			ID: w.ID, WorkflowName: w.WorkflowName, InstanceID: w.InstanceID, RunNumber: w.RunNumber,
 			Kind: w.Kind, Priority: w.Priority, RunAt: w.RunAt, Status: w.Status, LockOwner: w.LockOwner,
 			LockedUntil: w.LockedUntil, Version: w.Version, Attempts: w.Attempts, LastError: w.LastError,
+			LeaseLosses: w.LeaseLosses,
 		})
 	}
 	return res, nil

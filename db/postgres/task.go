@@ -63,6 +63,8 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 		Max:           int32(min(p.Max, math.MaxInt32)),
 		LockOwner:     p.Owner,
 		LockedUntil:   p.LockedUntil,
+
+		ExcludeSuspects: p.ExcludeSuspects,
 	}
 	var rows []pgsqlc.TaskClaimRow
 	err := s.pipeline(ctx, planSettings, nil, func(q *pgsqlc.Queries) error {

@@ -36,6 +36,8 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 			WorkflowNames: listArg(p.WorkflowNames),
 			Now:           now,
 			Max:           int64(p.Max),
+
+			ExcludeSuspects: boolArg(p.ExcludeSuspects),
 		})
 		if err != nil {
 			return err

@@ -117,4 +117,73 @@ func testLeaseLosses(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NoError(t, err)
 		require.Zero(t, b.task(t, "r").LeaseLosses, "a new run starts from zero")
 	})
+
+	t.Run("LeaseOfAWokenTaskReportsThem", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		task := b.claim(t, "a")
+		p := b.checkpoint(task)
+		p.Steps = []db.StepWrite{{
+			Key: "wait", Type: db.StepTypeWaitForEvent, Status: db.StepStatusWaiting,
+			WaitEventType: "go", WakeAt: new(b.at(24 * time.Hour)), Timeout: 24 * time.Hour,
+		}}
+		p.Outcome, p.NextRunAt, p.NextKind = db.OutcomeSuspend, b.at(24*time.Hour), db.TaskKindWake
+		p.WaitEventTypes = []string{"go"}
+		_, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		// Claimed as the wait timed out and given back with a loss counted
+		// before the run got to record the timeout: its wait still waits.
+		woken := b.claimIDAt(t, "a", b.at(24*time.Hour))
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{
+			Task: ref(woken), RunAt: b.at(24 * time.Hour), CountLeaseLoss: true,
+		}))
+		require.Equal(t, 1, b.task(t, "a").LeaseLosses)
+
+		// The eager resume that leases it reports them, as a claim would.
+		res, err := b.store.EventSend(b.ctx, &db.EventSendParams{
+			WorkflowName: workflowName, InstanceID: "a", Type: "go", Payload: json.RawMessage(`1`),
+			Now: new(b.now), Lease: &db.CreateLease{Owner: "eager", LockedUntil: b.at(lease)},
+		})
+		require.NoError(t, err)
+		require.NotNil(t, res.LeasedTask)
+		require.Equal(t, 1, res.LeasedTask.LeaseLosses)
+		require.Equal(t, b.task(t, "a"), res.LeasedTask)
+	})
+
+	t.Run("ClaimCanExcludeSuspects", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		for _, id := range []string{"expired", "suspect", "clean"} {
+			b.create(t, id)
+		}
+		tasks := b.claimAt(t, b.now, 10)
+		require.Equal(t, []string{"expired", "suspect", "clean"}, taskIDs(tasks))
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(tasks[1]), RunAt: b.now, CountLeaseLoss: true}))
+		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(tasks[2]), RunAt: b.now}))
+
+		// "expired"'s lease has expired: every task is due.
+		at := b.at(lease)
+		claim := func(exclude bool) []*db.Task {
+			t.Helper()
+			tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+				Owner: owner, WorkflowNames: []string{workflowName}, Max: 10, Now: at, LockedUntil: at.Add(lease),
+				ExcludeSuspects: exclude,
+			})
+			require.NoError(t, err)
+			return tasks
+		}
+		clean := claim(true)
+		require.Equal(t, []string{"clean"}, taskIDs(clean), "neither the expired lease nor the pending suspect")
+		require.Zero(t, clean[0].LeaseLosses)
+		require.Equal(t, 1, b.task(t, "suspect").LeaseLosses)
+		require.Equal(t, db.TaskStatusProcessing, b.task(t, "expired").Status)
+		require.Zero(t, b.task(t, "expired").LeaseLosses, "an excluded expired lease counts no loss")
+
+		suspects := claim(false)
+		require.Equal(t, []string{"expired", "suspect"}, taskIDs(suspects))
+		for _, task := range suspects {
+			require.Equal(t, 1, task.LeaseLosses, task.InstanceID)
+		}
+	})
 }

@@ -174,7 +174,7 @@ delivered AS (
     RETURNING s.step_key
 )
 SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
-    w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error,
+    w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error, w.lease_losses,
     (SELECT count(*) FROM (
         SELECT pg_notify(@channel::text, w.workflow_name)
         WHERE sqlc.narg('lock_owner')::text IS NULL

@@ -35,6 +35,8 @@ FROM unnest(@instance_ids::text[]) AS item (instance_id);
 --
 -- A claim that takes over an expired lease (a processing task) counts a
 -- lease loss (lease_losses + 1); a checkpoint that makes progress resets it.
+-- With exclude_suspects it claims no suspect: neither a pending task with
+-- lease losses nor an expired lease (the runner runs one already).
 --
 -- A claimed run that never started (its instance was queued with no
 -- started_at: no step of the run exists) comes back fresh, with the columns
@@ -50,6 +52,7 @@ WITH pending AS (
         AND t.run_at <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND t.workflow_name = ANY(@workflow_names::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+        AND (t.lease_losses = 0 OR NOT @exclude_suspects::boolean)
     ORDER BY t.priority, t.run_at, t.id
     LIMIT @max
     FOR UPDATE OF t SKIP LOCKED
@@ -64,6 +67,7 @@ expired AS (
         AND t.locked_until <= coalesce(sqlc.narg('now')::timestamptz, now())
         AND t.workflow_name = ANY(@workflow_names::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+        AND NOT @exclude_suspects::boolean
     ORDER BY t.locked_until
     LIMIT @max
     FOR UPDATE OF t SKIP LOCKED

@@ -19,6 +19,8 @@ INSERT INTO workflow_task (
 -- forever), through the two partial indexes; priority is 0 or 1. A claim
 -- that takes over an expired lease (a processing task) counts a lease loss;
 -- a checkpoint that makes progress resets it.
+-- With exclude_suspects it claims no suspect: neither a pending task with
+-- lease losses nor an expired lease (the runner runs one already).
 UPDATE workflow_task
 SET status = 'processing',
     lock_owner = CAST(@lock_owner AS TEXT),
@@ -31,10 +33,12 @@ WHERE id IN (
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'pending' AND t.priority IN (0, 1) AND t.run_at <= @now
+            AND (t.lease_losses = 0 OR NOT CAST(@exclude_suspects AS INTEGER))
         UNION ALL
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'processing' AND t.locked_until <= @now
+            AND NOT CAST(@exclude_suspects AS INTEGER)
     ) AS due
     WHERE due.workflow_name IN (SELECT value FROM json_each(CAST(@workflow_names AS TEXT)))
         AND EXISTS (

@@ -329,7 +329,7 @@ delivered AS (
     RETURNING s.step_key
 )
 SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
-    w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error,
+    w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error, w.lease_losses,
     (SELECT count(*) FROM (
         SELECT pg_notify($1::text, w.workflow_name)
         WHERE $2::text IS NULL
@@ -364,6 +364,7 @@ type EventSendWakeRow struct {
 	Version          int64
 	Attempts         int32
 	LastError        *string
+	LeaseLosses      int32
 	Notified         int32
 	DeliveredStepKey string
 }
@@ -420,6 +421,7 @@ func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([
 			&i.Version,
 			&i.Attempts,
 			&i.LastError,
+			&i.LeaseLosses,
 			&i.Notified,
 			&i.DeliveredStepKey,
 		); err != nil {

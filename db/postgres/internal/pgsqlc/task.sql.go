@@ -21,8 +21,9 @@ WITH pending AS (
         AND t.run_at <= coalesce($1::timestamptz, now())
         AND t.workflow_name = ANY($2::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+        AND (t.lease_losses = 0 OR NOT $3::boolean)
     ORDER BY t.priority, t.run_at, t.id
-    LIMIT $3
+    LIMIT $4
     FOR UPDATE OF t SKIP LOCKED
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
@@ -35,8 +36,9 @@ expired AS (
         AND t.locked_until <= coalesce($1::timestamptz, now())
         AND t.workflow_name = ANY($2::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+        AND NOT $3::boolean
     ORDER BY t.locked_until
-    LIMIT $3
+    LIMIT $4
     FOR UPDATE OF t SKIP LOCKED
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
@@ -44,13 +46,13 @@ due AS (
     SELECT d.id, d.fresh
     FROM (SELECT id, priority, run_at, fresh FROM pending UNION ALL SELECT id, priority, run_at, fresh FROM expired) AS d
     ORDER BY d.priority, d.run_at, d.id
-    LIMIT $3
+    LIMIT $4
 ),
 claimed AS (
     UPDATE workflow_task t
     SET status = 'processing',
-        lock_owner = $4::text,
-        locked_until = $5::timestamptz,
+        lock_owner = $5::text,
+        locked_until = $6::timestamptz,
         version = t.version + 1,
         attempts = t.attempts + 1,
         lease_losses = t.lease_losses + CASE WHEN t.status = 'processing' THEN 1 ELSE 0 END
@@ -82,11 +84,12 @@ ORDER BY c.priority, c.run_at, c.id
 `
 
 type TaskClaimParams struct {
-	Now           *time.Time
-	WorkflowNames []string
-	Max           int32
-	LockOwner     string
-	LockedUntil   time.Time
+	Now             *time.Time
+	WorkflowNames   []string
+	ExcludeSuspects bool
+	Max             int32
+	LockOwner       string
+	LockedUntil     time.Time
 }
 
 type TaskClaimRow struct {
@@ -135,6 +138,8 @@ type TaskClaimRow struct {
 //
 // A claim that takes over an expired lease (a processing task) counts a
 // lease loss (lease_losses + 1); a checkpoint that makes progress resets it.
+// With exclude_suspects it claims no suspect: neither a pending task with
+// lease losses nor an expired lease (the runner runs one already).
 //
 // A claimed run that never started (its instance was queued with no
 // started_at: no step of the run exists) comes back fresh, with the columns
@@ -144,6 +149,7 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 	rows, err := q.db.Query(ctx, taskClaim,
 		arg.Now,
 		arg.WorkflowNames,
+		arg.ExcludeSuspects,
 		arg.Max,
 		arg.LockOwner,
 		arg.LockedUntil,

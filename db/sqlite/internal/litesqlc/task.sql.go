@@ -35,29 +35,32 @@ WHERE id IN (
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'pending' AND t.priority IN (0, 1) AND t.run_at <= ?3
+            AND (t.lease_losses = 0 OR NOT CAST(?4 AS INTEGER))
         UNION ALL
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'processing' AND t.locked_until <= ?3
+            AND NOT CAST(?4 AS INTEGER)
     ) AS due
-    WHERE due.workflow_name IN (SELECT value FROM json_each(CAST(?4 AS TEXT)))
+    WHERE due.workflow_name IN (SELECT value FROM json_each(CAST(?5 AS TEXT)))
         AND EXISTS (
             SELECT 1 FROM workflow_instance i
             WHERE i.workflow_name = due.workflow_name AND i.instance_id = due.instance_id
                 AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
         )
     ORDER BY due.priority, due.run_at, due.id
-    LIMIT ?5
+    LIMIT ?6
 )
 RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
 `
 
 type TaskClaimParams struct {
-	LockOwner     string
-	LockedUntil   int64
-	Now           int64
-	WorkflowNames string
-	Max           int64
+	LockOwner       string
+	LockedUntil     int64
+	Now             int64
+	ExcludeSuspects int64
+	WorkflowNames   string
+	Max             int64
 }
 
 // TaskClaim leases due tasks of the workflows named in the JSON array
@@ -68,11 +71,14 @@ type TaskClaimParams struct {
 // forever), through the two partial indexes; priority is 0 or 1. A claim
 // that takes over an expired lease (a processing task) counts a lease loss;
 // a checkpoint that makes progress resets it.
+// With exclude_suspects it claims no suspect: neither a pending task with
+// lease losses nor an expired lease (the runner runs one already).
 func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]WorkflowTask, error) {
 	rows, err := q.query(ctx, q.taskClaimStmt, taskClaim,
 		arg.LockOwner,
 		arg.LockedUntil,
 		arg.Now,
+		arg.ExcludeSuspects,
 		arg.WorkflowNames,
 		arg.Max,
 	)

@@ -356,6 +356,19 @@ type EventSendResult struct {
 	DeliveredTo string
 }
 
+// SuspectLeaseLosses is the LeaseLosses from which a task is a suspect,
+// one that runs in a runner's quarantine (alone among suspects), and that
+// TaskClaimParams.ExcludeSuspects leaves alone. It is 2, not 1: one lost
+// lease is what every crash of a process (a deploy's SIGKILL, an OOM) does
+// to all the tasks it held, and they recover at full speed, run side by
+// side again. A second loss in a row means the task was among those that
+// died again, beside whatever kills its process, so from then on it runs
+// alone among suspects. An innocent that died beside a crasher thus
+// reaches at most 2 losses before it runs in quarantine and makes
+// progress; the quarantine saves it only when the runner's MaxLeaseLosses
+// is above 2.
+const SuspectLeaseLosses = 2
+
 // TaskClaimParams are the arguments of Store.TaskClaim.
 type TaskClaimParams struct {
 	// Owner identifies the claiming runner in lock_owner.
@@ -368,9 +381,11 @@ type TaskClaimParams struct {
 	Now time.Time
 	// LockedUntil is the lease expiry written on claimed tasks.
 	LockedUntil time.Time
-	// ExcludeSuspects claims no suspect task: neither a pending task with
-	// LeaseLosses nor an expired lease (whose claim would count one). A
-	// runner that runs a suspect already sets it (see runner's quarantine).
+	// ExcludeSuspects claims no task that is, or whose claim makes it, a
+	// suspect (LeaseLosses at least SuspectLeaseLosses): neither a pending
+	// task with that many losses nor an expired lease whose claim would
+	// count the loss that reaches it. A runner that runs a suspect already
+	// sets it (see runner's quarantine).
 	ExcludeSuspects bool
 }
 

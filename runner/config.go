@@ -65,6 +65,12 @@ type Config struct {
 	// starts the count again. It bounds the crash loop of a step that kills
 	// its process on every attempt.
 	//
+	// From db.SuspectLeaseLosses (2) losses a task runs in quarantine, alone
+	// among suspects (see Runner), so that tasks that only died beside such
+	// a step make progress and reset their count before they reach this
+	// limit. That saves them only when MaxLeaseLosses is above 2: at 1 or 2
+	// they error with the crasher, as they would without the quarantine.
+	//
 	// Defaults to 5.
 	MaxLeaseLosses int
 	// ShutdownGrace is how long a suspended or cancelled run's code may take

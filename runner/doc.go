@@ -21,16 +21,18 @@
 // (db.Task.LeaseLosses) is a crash loop: the runner errors the
 // instance at the first step the run would start (ErrorNameRunnerLost).
 //
-// A task whose lease losses are not yet reset is a suspect: its last holder
-// died without a checkpoint, maybe killed by the task itself, maybe by
-// another task of the same process. Suspects run in quarantine: a runner
+// A task is a suspect from its second lost lease in a row
+// (db.SuspectLeaseLosses): its holders died twice without a checkpoint, maybe
+// killed by the task itself, maybe by another task of the same process. One
+// loss is what every crash does to all a process held, so those tasks run
+// side by side again at once. Suspects run in quarantine: a runner
 // runs at most one at a time, from its claim until its first checkpoint
 // that makes progress or its end, claims no other meanwhile
 // (db.TaskClaimParams.ExcludeSuspects), and hands back the extra suspects
 // of a claim made before (due at once, counting no loss), so a step that
 // kills its process dies alone and reaches MaxLeaseLosses alone, while the
-// tasks that died beside it make progress one by one. Claims without
-// suspects are not affected.
+// tasks that died beside it make progress one by one (which saves them
+// when MaxLeaseLosses is above 2). Claims without suspects are not affected.
 //
 // The runner knows nothing about HTTP or about how it is woken: the
 // dispatcher calls Notify, the HTTP tick and the test harness call RunDue.

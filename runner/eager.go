@@ -74,10 +74,10 @@ func (r *Runner) ResumeEager(lease *db.CreateLease, task *db.Task) {
 	}
 	used := 0
 	if task != nil && task.LockOwner == r.cfg.ID {
-		if task.LeaseLosses > 0 {
-			// A suspect (its last holder died while the run was woken and
-			// the send woke it again): it goes through the quarantine as a
-			// claimed one does.
+		if task.LeaseLosses >= db.SuspectLeaseLosses {
+			// A suspect (its holders died twice in a row, the last while
+			// the run was woken, and the send woke it again): it goes
+			// through the quarantine as a claimed one does.
 			if _, back := r.quarantine([]*db.Task{task}); len(back) > 0 {
 				r.active.Add(1) // before unreserve, so Stop's wait covers it
 				r.unreserve(lease.Max)
@@ -92,7 +92,7 @@ func (r *Runner) ResumeEager(lease *db.CreateLease, task *db.Task) {
 		r.eager.Add(1)
 		go func() {
 			defer r.executionDone()
-			r.execute(task, nil, nil, task.LeaseLosses > 0)
+			r.execute(task, nil, nil, task.LeaseLosses >= db.SuspectLeaseLosses)
 		}()
 	}
 	r.unreserve(lease.Max - used)

@@ -114,11 +114,13 @@ func (p *procStore) Checkpoint(ctx context.Context, params *db.CheckpointParams)
 }
 
 // TestQuarantineSavesTheInnocents: a step that kills its process took down
-// the instances running beside it, and their leases expired together. Each
-// runner that takes them over runs one of these suspects at a time, so the
-// crasher dies alone: it errors with "lost its runner" once it reaches
-// MaxLeaseLosses, and every innocent completes. (Without the quarantine the
-// innocents die with it each time and error with it.)
+// the instances running beside it, and their leases expired together. The
+// first runner that takes them over runs them all again (one loss is not
+// yet suspect) and dies with the crasher once more; from their second loss
+// each runner runs one of these suspects at a time, so the crasher dies
+// alone: it errors with "lost its runner" once it reaches MaxLeaseLosses
+// (5), and every innocent completes. (Without the quarantine the innocents
+// die with it each time and error with it.)
 func TestQuarantineSavesTheInnocents(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
@@ -225,7 +227,8 @@ func TestQuarantineSavesTheInnocents(t *testing.T) {
 	})
 }
 
-// TestQuarantineHandsBackASecondSuspect: a runner that runs a suspect task
+// TestQuarantineHandsBackASecondSuspect: tasks that lost their runner twice
+// in a row are suspects. A runner that runs a suspect task
 // hands a second suspect from its claim straight back, pending and due at
 // once (for other runners), without counting a lease loss, and claims no
 // suspect while the first is still suspect. Once the first checkpoints (its
@@ -262,13 +265,16 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 			_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
-		now := h.Now().UTC().Truncate(time.Microsecond)
-		tasks, err := h.Store.TaskClaim(ctx, &db.TaskClaimParams{
-			Owner: "dead-0", WorkflowNames: []string{"w"}, Max: 10, Now: now, LockedUntil: now.Add(lease),
-		})
-		require.NoError(t, err)
-		require.Len(t, tasks, 2)
-		h.Advance(lease + time.Second)
+		// Two processes in a row claimed them both and died.
+		for i := range 2 {
+			now := h.Now().UTC().Truncate(time.Microsecond)
+			tasks, err := h.Store.TaskClaim(ctx, &db.TaskClaimParams{
+				Owner: fmt.Sprintf("dead-%d", i), WorkflowNames: []string{"w"}, Max: 10, Now: now, LockedUntil: now.Add(lease),
+			})
+			require.NoError(t, err)
+			require.Len(t, tasks, 2)
+			h.Advance(lease + time.Second)
+		}
 
 		runDue := func() <-chan int {
 			ran := make(chan int, 1)
@@ -301,10 +307,10 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 		await(gates["x/one"].entered, "x's first step")
 		y := task("y")
 		require.Equal(t, db.TaskStatusPending, y.Status)
-		require.Equal(t, 1, y.LeaseLosses, "the hand-back counted no loss")
+		require.Equal(t, db.SuspectLeaseLosses, y.LeaseLosses, "the hand-back counted no loss")
 		require.Empty(t, y.LockOwner)
 		require.True(t, y.RunAt.Equal(h.Now().UTC().Truncate(time.Microsecond)), "due at once, not %s", y.RunAt)
-		require.Equal(t, 1, task("x").LeaseLosses)
+		require.Equal(t, db.SuspectLeaseLosses, task("x").LeaseLosses)
 
 		// While x is still suspect the runner's claims leave y alone.
 		h.Advance(time.Second)
@@ -385,25 +391,29 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 			return task
 		}
 
-		// "a" waits for "go". A runner took it when the wait timed out and
-		// was given it back with a loss counted (its store kept failing):
-		// a pending suspect whose wait step still waits.
+		// "a" waits for "go". Twice a runner took it when the wait timed
+		// out and gave it back with a loss counted (its store kept
+		// failing): a pending suspect whose wait step still waits.
 		_, err = quiet.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
 		require.NoError(t, err)
 		n, err := h.runner.RunDue(ctx, 10)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		h.waitStatus(t, "wait", "a", workflow.StatusWaiting)
-		dead := claimDead("wait", time.Now().Add(25*time.Hour))
-		require.NoError(t, h.store.TaskRelease(ctx, &db.TaskReleaseParams{
-			Task: db.TaskRef{ID: dead.ID, Version: dead.Version}, RunAt: time.Now().Add(24 * time.Hour), CountLeaseLoss: true,
-		}))
-		require.Equal(t, 1, task("wait", "a").LeaseLosses)
+		for range db.SuspectLeaseLosses {
+			dead := claimDead("wait", time.Now().Add(25*time.Hour))
+			require.NoError(t, h.store.TaskRelease(ctx, &db.TaskReleaseParams{
+				Task: db.TaskRef{ID: dead.ID, Version: dead.Version}, RunAt: time.Now().Add(24 * time.Hour), CountLeaseLoss: true,
+			}))
+		}
+		require.Equal(t, db.SuspectLeaseLosses, task("wait", "a").LeaseLosses)
 
-		// "g" is a suspect too: the runner claims it and runs it.
+		// "g" is a suspect too (two runners died holding it, the claim
+		// counts the second loss): the runner claims it and runs it.
 		_, err = quiet.Create(ctx, "gate", workflow.CreateRequest{ID: "g"})
 		require.NoError(t, err)
 		claimDead("gate", time.Now())
+		require.Equal(t, 1, claimDead("gate", time.Now()).LeaseLosses)
 		h.start(t)
 		select {
 		case <-started:
@@ -423,7 +433,7 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 			a, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: "wait", ID: "a"})
 			t.Fatalf("a was not leased and handed back: %+v, %v (version before %d, eager starts %d, claimed %d)", a, err, version, h.runner.EagerStarts(), h.runner.Claimed())
 		}
-		require.Equal(t, 1, task("wait", "a").LeaseLosses, "the hand-back counted no loss")
+		require.Equal(t, db.SuspectLeaseLosses, task("wait", "a").LeaseLosses, "the hand-back counted no loss")
 		require.Zero(t, h.runner.EagerStarts())
 		require.Equal(t, workflow.StatusRunning, h.waitStatus(t, "gate", "g", workflow.StatusRunning).Status)
 
@@ -434,5 +444,99 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		done := h.waitStatus(t, "wait", "a", workflow.StatusComplete)
 		require.JSONEq(t, `"v"`, string(done.Output))
 		require.Zero(t, h.runner.EagerStarts())
+	})
+}
+
+// TestQuarantineLetsASingleCrashRecoverAtFullSpeed: one lost lease is what
+// every crash of a process does to all it held (a deploy's SIGKILL, an
+// OOM), so the tasks of a process that died once, each at one loss, are
+// not suspects: the runner that takes them over runs them all at once,
+// hands none back, and claims the next ones beside them.
+func TestQuarantineLetsASingleCrashRecoverAtFullSpeed(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		ctx := h.Context()
+		const lease = 30 * time.Second // the harness's runner's
+
+		ids := []string{"a", "b", "c", "d"}
+		entered := map[string]chan struct{}{}
+		for _, id := range ids {
+			entered[id] = make(chan struct{})
+		}
+		proceed := make(chan struct{})
+		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				return workflow.Do(step, "one", func(ctx context.Context) (string, error) {
+					close(entered[ev.InstanceID])
+					<-proceed
+					return "ok", nil
+				})
+			}))
+		for _, id := range ids[:3] {
+			_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			require.NoError(t, err)
+		}
+		// One process claimed them all and died.
+		now := h.Now().UTC().Truncate(time.Microsecond)
+		tasks, err := h.Store.TaskClaim(ctx, &db.TaskClaimParams{
+			Owner: "dead-0", WorkflowNames: []string{"w"}, Max: 10, Now: now, LockedUntil: now.Add(lease),
+		})
+		require.NoError(t, err)
+		require.Len(t, tasks, 3)
+		h.Advance(lease + time.Second)
+
+		runDue := func() <-chan int {
+			ran := make(chan int, 1)
+			go func() {
+				n, err := h.Runner.RunDue(ctx, 10)
+				if err != nil {
+					n = -1
+				}
+				ran <- n
+			}()
+			return ran
+		}
+		await := func(ch <-chan struct{}, what string) {
+			t.Helper()
+			select {
+			case <-ch:
+			case <-time.After(10 * time.Second):
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+
+		// The runner runs the three side by side: each step has started
+		// while none has ended.
+		first := runDue()
+		for _, id := range ids[:3] {
+			await(entered[id], id+"'s step")
+			task, err := h.Store.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: id})
+			require.NoError(t, err)
+			require.Equal(t, db.TaskStatusProcessing, task.Status, id)
+			require.Equal(t, 1, task.LeaseLosses, id)
+		}
+
+		// Its claims still take expired leases and new tasks beside them.
+		_, err = h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "d"})
+		require.NoError(t, err)
+		h.Advance(time.Second)
+		second := runDue()
+		await(entered["d"], "d's step")
+
+		close(proceed)
+		for _, ran := range []<-chan int{first, second} {
+			select {
+			case n := <-ran:
+				require.Positive(t, n)
+			case <-time.After(10 * time.Second):
+				t.Fatal("RunDue did not return")
+			}
+		}
+		for _, id := range ids {
+			var out string
+			h.RequireOutput("w", id, &out)
+			require.Equal(t, "ok", out, id)
+		}
 	})
 }

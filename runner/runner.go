@@ -216,7 +216,7 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 		r.active.Add(1)
 		go func(t *db.Task) {
 			defer r.executionDone()
-			r.execute(t, nil, freshRun(t), t.LeaseLosses > 0)
+			r.execute(t, nil, freshRun(t), t.LeaseLosses >= db.SuspectLeaseLosses)
 		}(t)
 	}
 	return len(tasks) == free, nil
@@ -224,12 +224,14 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 
 // quarantine splits claimed tasks into those to run and those to hand
 // back, so that the runner never runs two suspect tasks at once. A suspect
-// task (db.Task.LeaseLosses > 0) is one whose last holder lost it without a
-// checkpoint: most likely its process died, and the task that killed it is
-// among the suspects. Run side by side, the suspects that are innocent
-// would die with it again and again, and reach MaxLeaseLosses with it.
-// Run alone among suspects, each innocent makes progress, which resets its
-// count, while the count of the one that kills its process climbs alone.
+// task (db.Task.LeaseLosses >= db.SuspectLeaseLosses) is one that lost its
+// holder twice in a row without a checkpoint: its process died again, most
+// likely killed by one of the suspects. (One loss is what every crash does
+// to all the tasks of the process, so those run side by side at once.) Run
+// side by side, the suspects that are innocent would die with the crasher
+// again and again, and reach MaxLeaseLosses with it. Run alone among
+// suspects, each innocent makes progress, which resets its count, while
+// the count of the one that kills its process climbs alone.
 //
 // The runner keeps a suspect only when it runs none, and holds the
 // quarantine until the suspect's first checkpoint that makes progress, or
@@ -242,7 +244,7 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 func (r *Runner) quarantine(tasks []*db.Task) (run, back []*db.Task) {
 	first := -1
 	for i, t := range tasks {
-		if t.LeaseLosses > 0 {
+		if t.LeaseLosses >= db.SuspectLeaseLosses {
 			first = i
 			break
 		}
@@ -252,7 +254,7 @@ func (r *Runner) quarantine(tasks []*db.Task) (run, back []*db.Task) {
 	}
 	run = append(make([]*db.Task, 0, len(tasks)), tasks[:first]...)
 	for _, t := range tasks[first:] {
-		if t.LeaseLosses > 0 && !r.suspect.CompareAndSwap(false, true) {
+		if t.LeaseLosses >= db.SuspectLeaseLosses && !r.suspect.CompareAndSwap(false, true) {
 			back = append(back, t)
 			continue
 		}
@@ -385,7 +387,7 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 		go func(t *db.Task) {
 			defer wg.Done()
 			defer r.active.Done()
-			r.execute(t, budget, freshRun(t), t.LeaseLosses > 0)
+			r.execute(t, budget, freshRun(t), t.LeaseLosses >= db.SuspectLeaseLosses)
 		}(t)
 	}
 	wg.Wait()

@@ -151,39 +151,77 @@ func testLeaseLosses(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, b.task(t, "a"), res.LeasedTask)
 	})
 
+	// ExcludeSuspects leaves out exactly the tasks that are, or that the
+	// claim would make, suspects: db.SuspectLeaseLosses losses or more. So
+	// the SQL and the constant cannot drift apart.
 	t.Run("ClaimCanExcludeSuspects", func(t *testing.T) {
 		t.Parallel()
+		require.Equal(t, 2, db.SuspectLeaseLosses, "the claim queries write it as 2")
 		b := setup(t, newStore)
-		for _, id := range []string{"expired", "suspect", "clean"} {
+		ids := []string{"expired", "expired-once", "suspect", "once", "clean"}
+		for _, id := range ids {
 			b.create(t, id)
 		}
-		tasks := b.claimAt(t, b.now, 10)
-		require.Equal(t, []string{"expired", "suspect", "clean"}, taskIDs(tasks))
-		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(tasks[1]), RunAt: b.now, CountLeaseLoss: true}))
-		require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(tasks[2]), RunAt: b.now}))
+		byID := func(tasks []*db.Task) map[string]*db.Task {
+			m := map[string]*db.Task{}
+			for _, task := range tasks {
+				m[task.InstanceID] = task
+			}
+			return m
+		}
+		release := func(task *db.Task, count bool) {
+			t.Helper()
+			require.NoError(t, b.store.TaskRelease(b.ctx, &db.TaskReleaseParams{Task: ref(task), RunAt: b.now, CountLeaseLoss: count}))
+		}
+		first := byID(b.claimAt(t, b.now, 10))
+		require.Len(t, first, len(ids))
+		release(first["expired-once"], true)
+		release(first["suspect"], true)
+		second := byID(b.claimAt(t, b.now, 10))
+		require.Len(t, second, 2, "expired-once and suspect")
+		release(second["suspect"], true)
+		release(first["once"], true)
+		release(first["clean"], false)
 
-		// "expired"'s lease has expired: every task is due.
+		// Every task is due at lease: "expired" (0 losses, its claim counts
+		// the first) and "expired-once" (1, its claim would count the
+		// second) hold expired leases; "suspect" (2), "once" (1) and
+		// "clean" (0) are pending.
 		at := b.at(lease)
-		claim := func(exclude bool) []*db.Task {
+		for id, want := range map[string]int{"expired": 0, "expired-once": 1, "suspect": 2, "once": 1, "clean": 0} {
+			require.Equal(t, want, b.task(t, id).LeaseLosses, id)
+		}
+		claim := func(exclude bool) map[string]*db.Task {
 			t.Helper()
 			tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 				Owner: owner, WorkflowNames: []string{workflowName}, Max: 10, Now: at, LockedUntil: at.Add(lease),
 				ExcludeSuspects: exclude,
 			})
 			require.NoError(t, err)
-			return tasks
+			return byID(tasks)
 		}
-		clean := claim(true)
-		require.Equal(t, []string{"clean"}, taskIDs(clean), "neither the expired lease nor the pending suspect")
-		require.Zero(t, clean[0].LeaseLosses)
-		require.Equal(t, 1, b.task(t, "suspect").LeaseLosses)
-		require.Equal(t, db.TaskStatusProcessing, b.task(t, "expired").Status)
-		require.Zero(t, b.task(t, "expired").LeaseLosses, "an excluded expired lease counts no loss")
+		kept := claim(true)
+		require.ElementsMatch(t, []string{"expired", "once", "clean"}, keys(kept), "no suspect, and none the claim makes one")
+		require.Equal(t, 1, kept["expired"].LeaseLosses)
+		require.Equal(t, 1, kept["once"].LeaseLosses)
+		require.Zero(t, kept["clean"].LeaseLosses)
+		require.Equal(t, db.TaskStatusPending, b.task(t, "suspect").Status)
+		require.Equal(t, db.TaskStatusProcessing, b.task(t, "expired-once").Status)
+		require.Equal(t, 1, b.task(t, "expired-once").LeaseLosses, "an excluded expired lease counts no loss")
 
 		suspects := claim(false)
-		require.Equal(t, []string{"expired", "suspect"}, taskIDs(suspects))
-		for _, task := range suspects {
-			require.Equal(t, 1, task.LeaseLosses, task.InstanceID)
+		require.ElementsMatch(t, []string{"expired-once", "suspect"}, keys(suspects))
+		for id, task := range suspects {
+			require.Equal(t, db.SuspectLeaseLosses, task.LeaseLosses, id)
 		}
 	})
+}
+
+// keys returns the instance ids of tasks by id.
+func keys(tasks map[string]*db.Task) []string {
+	ids := make([]string, 0, len(tasks))
+	for id := range tasks {
+		ids = append(ids, id)
+	}
+	return ids
 }

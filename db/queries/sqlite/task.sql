@@ -19,8 +19,9 @@ INSERT INTO workflow_task (
 -- forever), through the two partial indexes; priority is 0 or 1. A claim
 -- that takes over an expired lease (a processing task) counts a lease loss;
 -- a checkpoint that makes progress resets it.
--- With exclude_suspects it claims no suspect: neither a pending task with
--- lease losses nor an expired lease (the runner runs one already).
+-- With exclude_suspects it claims no suspect (db.SuspectLeaseLosses, 2,
+-- lease losses or more; the runner runs one already): neither a pending task
+-- with 2 losses nor an expired lease with 1, which its claim makes 2.
 UPDATE workflow_task
 SET status = 'processing',
     lock_owner = CAST(@lock_owner AS TEXT),
@@ -33,12 +34,14 @@ WHERE id IN (
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'pending' AND t.priority IN (0, 1) AND t.run_at <= @now
-            AND (t.lease_losses = 0 OR NOT CAST(@exclude_suspects AS INTEGER))
+            -- 2 is db.SuspectLeaseLosses: from there a task is a suspect.
+            AND (t.lease_losses < 2 OR NOT CAST(@exclude_suspects AS INTEGER))
         UNION ALL
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'processing' AND t.locked_until <= @now
-            AND NOT CAST(@exclude_suspects AS INTEGER)
+            -- The claim counts a loss: 1 + 1 reaches db.SuspectLeaseLosses.
+            AND (t.lease_losses < 1 OR NOT CAST(@exclude_suspects AS INTEGER))
     ) AS due
     WHERE due.workflow_name IN (SELECT value FROM json_each(CAST(@workflow_names AS TEXT)))
         AND EXISTS (

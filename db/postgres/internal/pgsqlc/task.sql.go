@@ -21,7 +21,8 @@ WITH pending AS (
         AND t.run_at <= coalesce($1::timestamptz, now())
         AND t.workflow_name = ANY($2::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
-        AND (t.lease_losses = 0 OR NOT $3::boolean)
+        -- 2 is db.SuspectLeaseLosses: from there a task is a suspect.
+        AND (t.lease_losses < 2 OR NOT $3::boolean)
     ORDER BY t.priority, t.run_at, t.id
     LIMIT $4
     FOR UPDATE OF t SKIP LOCKED
@@ -36,7 +37,8 @@ expired AS (
         AND t.locked_until <= coalesce($1::timestamptz, now())
         AND t.workflow_name = ANY($2::text[])
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
-        AND NOT $3::boolean
+        -- The claim counts a loss: 1 + 1 reaches db.SuspectLeaseLosses.
+        AND (t.lease_losses < 1 OR NOT $3::boolean)
     ORDER BY t.locked_until
     LIMIT $4
     FOR UPDATE OF t SKIP LOCKED
@@ -138,8 +140,9 @@ type TaskClaimRow struct {
 //
 // A claim that takes over an expired lease (a processing task) counts a
 // lease loss (lease_losses + 1); a checkpoint that makes progress resets it.
-// With exclude_suspects it claims no suspect: neither a pending task with
-// lease losses nor an expired lease (the runner runs one already).
+// With exclude_suspects it claims no suspect (db.SuspectLeaseLosses, 2,
+// lease losses or more; the runner runs one already): neither a pending task
+// with 2 losses nor an expired lease with 1, which its claim makes 2.
 //
 // A claimed run that never started (its instance was queued with no
 // started_at: no step of the run exists) comes back fresh, with the columns

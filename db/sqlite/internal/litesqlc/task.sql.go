@@ -35,12 +35,14 @@ WHERE id IN (
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'pending' AND t.priority IN (0, 1) AND t.run_at <= ?3
-            AND (t.lease_losses = 0 OR NOT CAST(?4 AS INTEGER))
+            -- 2 is db.SuspectLeaseLosses: from there a task is a suspect.
+            AND (t.lease_losses < 2 OR NOT CAST(?4 AS INTEGER))
         UNION ALL
         SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
         FROM workflow_task t
         WHERE t.status = 'processing' AND t.locked_until <= ?3
-            AND NOT CAST(?4 AS INTEGER)
+            -- The claim counts a loss: 1 + 1 reaches db.SuspectLeaseLosses.
+            AND (t.lease_losses < 1 OR NOT CAST(?4 AS INTEGER))
     ) AS due
     WHERE due.workflow_name IN (SELECT value FROM json_each(CAST(?5 AS TEXT)))
         AND EXISTS (
@@ -71,8 +73,9 @@ type TaskClaimParams struct {
 // forever), through the two partial indexes; priority is 0 or 1. A claim
 // that takes over an expired lease (a processing task) counts a lease loss;
 // a checkpoint that makes progress resets it.
-// With exclude_suspects it claims no suspect: neither a pending task with
-// lease losses nor an expired lease (the runner runs one already).
+// With exclude_suspects it claims no suspect (db.SuspectLeaseLosses, 2,
+// lease losses or more; the runner runs one already): neither a pending task
+// with 2 losses nor an expired lease with 1, which its claim makes 2.
 func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]WorkflowTask, error) {
 	rows, err := q.query(ctx, q.taskClaimStmt, taskClaim,
 		arg.LockOwner,

@@ -203,7 +203,9 @@ type Task struct {
 	// whose lease had expired, since the task's last checkpoint that made
 	// progress (one that set ResetLeaseLosses, a suspend or a park) or the
 	// start of its run. A step whose process dies mid-attempt makes it grow
-	// by one per reclaim; the runner stops the loop at its MaxLeaseLosses.
+	// by one per reclaim; from SuspectLeaseLosses the task runs in its
+	// runner's quarantine, and the runner stops the loop at its
+	// MaxLeaseLosses.
 	LeaseLosses int
 	// FreshRun, set only by TaskClaim and only where the store can tell, is
 	// the instance of a claimed run that had never started (it was queued

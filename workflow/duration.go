@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strconv"
+	"math"
+	"math/big"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -82,19 +84,38 @@ func ParseDuration(s string) (time.Duration, error) {
 	if len(fields) != 2 {
 		return 0, fmt.Errorf("invalid duration %q: want \"<number> <unit>\" such as \"10 seconds\"", s)
 	}
-	n, err := strconv.ParseFloat(fields[0], 64)
-	if err != nil || n < 0 {
-		return 0, fmt.Errorf("invalid duration %q: %q is not a non-negative number", s, fields[0])
+	if !decimalRE.MatchString(fields[0]) {
+		return 0, fmt.Errorf("invalid duration %q: %q is not a non-negative decimal number", s, fields[0])
 	}
 	unit := strings.ToLower(fields[1])
 	for _, u := range durationUnits {
 		for _, name := range u.names {
 			if unit == name {
-				return time.Duration(n * float64(u.unit)), nil
+				return scaleDecimal(s, fields[0], u.unit)
 			}
 		}
 	}
 	return 0, fmt.Errorf("invalid duration %q: unknown unit %q (use milliseconds, seconds, minutes, hours, days or weeks)", s, fields[1])
+}
+
+// decimalRE is the number of a "<number> <unit>" duration: digits with an
+// optional fraction, no sign, exponent, Inf or NaN.
+var decimalRE = regexp.MustCompile(`^([0-9]+(\.[0-9]*)?|\.[0-9]+)$`)
+
+// scaleDecimal returns the decimal number times unit, exactly (a float64
+// would turn "7000000001 seconds" into 7000000000.999999488 s), truncated to
+// whole nanoseconds; past the longest time.Duration it is an error.
+func scaleDecimal(s, number string, unit time.Duration) (time.Duration, error) {
+	r, ok := new(big.Rat).SetString(number)
+	if !ok {
+		return 0, fmt.Errorf("invalid duration %q: %q is not a non-negative decimal number", s, number)
+	}
+	r.Mul(r, new(big.Rat).SetInt64(int64(unit)))
+	ns := new(big.Int).Quo(r.Num(), r.Denom())
+	if !ns.IsInt64() {
+		return 0, fmt.Errorf("invalid duration %q: longer than %s", s, time.Duration(math.MaxInt64))
+	}
+	return time.Duration(ns.Int64()), nil
 }
 
 // MustParseDuration is ParseDuration for constants; it panics on a malformed string.

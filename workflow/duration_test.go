@@ -14,25 +14,29 @@ import (
 func TestParseDuration(t *testing.T) {
 	t.Parallel()
 	cases := map[string]time.Duration{
-		"10 seconds":       10 * time.Second,
-		"1 second":         time.Second,
-		"1 hour":           time.Hour,
-		"24 hours":         24 * time.Hour,
-		"1.5 minutes":      90 * time.Second,
-		"500 milliseconds": 500 * time.Millisecond,
-		"2 days":           48 * time.Hour,
-		"1 week":           7 * 24 * time.Hour,
-		"  3 Minutes ":     3 * time.Minute,
-		"10s":              10 * time.Second,
-		"1h30m":            90 * time.Minute,
-		"5sec":             5 * time.Second,
+		"10 seconds":         10 * time.Second,
+		"1 second":           time.Second,
+		"1 hour":             time.Hour,
+		"24 hours":           24 * time.Hour,
+		"1.5 minutes":        90 * time.Second,
+		"500 milliseconds":   500 * time.Millisecond,
+		"2 days":             48 * time.Hour,
+		"1 week":             7 * 24 * time.Hour,
+		"  3 Minutes ":       3 * time.Minute,
+		"10s":                10 * time.Second,
+		"1h30m":              90 * time.Minute,
+		"5sec":               5 * time.Second,
+		"7000000001 seconds": 7000000001 * time.Second, // exact, not 7000000000.999999488 s
+		"0.1 seconds":        100 * time.Millisecond,
+		".5 minutes":         30 * time.Second,
 	}
 	for in, want := range cases {
 		got, err := workflow.ParseDuration(in)
 		require.NoError(t, err, in)
 		require.Equal(t, want, got, in)
 	}
-	for _, bad := range []string{"", "ten seconds", "10 fortnights", "-1 second", "1 2 3"} {
+	for _, bad := range []string{"", "ten seconds", "10 fortnights", "-1 second", "1 2 3",
+		"NaN seconds", "Inf hours", "1e3 ms", "+5 seconds", "9223372036854775808 ms", "1e300 weeks"} {
 		_, err := workflow.ParseDuration(bad)
 		require.Error(t, err, bad)
 	}

@@ -41,6 +41,11 @@ const (
 	// crashLimit is how many lost leases the runner allows a step before it
 	// errors the instance ("step X lost its runner N times"), by default.
 	crashLimit = 5
+	// maxSuspectLosses is the most crash-loop attempts in a row an
+	// ordinary instance may die beside under the quarantine: the lease
+	// losses that make a task suspect (runner's threshold, 1 or 2). Once
+	// both it and the crash loop are suspect, no runner runs them together.
+	maxSuspectLosses = 2
 	// restartDowntime is how long the private Postgres stays down per restart.
 	restartDowntime = 2500 * time.Millisecond
 	// pollTick is how often the test looks at the database while it waits.

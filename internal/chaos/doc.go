@@ -16,14 +16,15 @@
 // one on the chaos workers beside the ordinary instances. The runner's
 // quarantine (one suspect task at a time) must keep the shared one from
 // taking them down with it: the ledger shows which ordinary instances had
-// an attempt die in a worker the crash loop killed, and none of them may
-// end by the crash-loop bound (random kills alone may end an instance so,
-// when one of its steps started 5 times). Every self-crash must be counted
-// and its worker replaced, not taken for a test kill. And after each 2.5 s
-// Postgres restart, every instance that was running on a live runner must
-// make progress within DURAFLOW_CHAOS_MAX_STALL of the database's return,
-// not a lease later (instances whose worker crashed in the crash loop
-// meanwhile are left out).
+// an attempt die in a worker the crash loop killed; none of them may end by
+// the crash-loop bound (random kills alone may end an instance so, when one
+// of its steps started 5 times), and none may die beside more than 2
+// crash-loop attempts in a row (with no step of it finishing between).
+// Every self-crash must be counted and its worker replaced, not taken for a
+// test kill. And after each 2.5 s Postgres restart, every instance that was
+// running on a live runner must make progress within
+// DURAFLOW_CHAOS_MAX_STALL of the database's return, not a lease later
+// (instances whose worker crashed in the crash loop meanwhile are left out).
 //
 // The package has no code of its own. Its test files carry the build tags
 // chaos and linux, so `go test ./...` skips them; the worker processes are

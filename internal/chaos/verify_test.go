@@ -87,6 +87,9 @@ type summary struct {
 	// the death of a worker in a shared crash-loop attempt; victimsBound
 	// those of them the crash-loop bound ended.
 	victims, victimsBound int
+	// victimsInARow is the most crash-loop attempts in a row one ordinary
+	// instance died beside.
+	victimsInARow int
 }
 
 // verify checks, from the database and the ledger, everything the chaos must
@@ -131,14 +134,41 @@ func (r *run) verify(ctx context.Context) {
 	// process and never finished its work. The process died in the crash
 	// loop, so the attempt died with it.
 	victims := map[string]bool{}
+	victimsOf := map[int][]string{} // crashed pid -> the instances that died with it
 	for _, l := range lines {
 		if l.kind == 'S' && sharedPids[l.pid] && r.created[l.instance] != 0 {
-			if _, ok := done[l.token]; !ok {
+			if _, ok := done[l.token]; !ok && !slices.Contains(victimsOf[l.pid], l.instance) {
 				victims[l.instance] = true
+				victimsOf[l.pid] = append(victimsOf[l.pid], l.instance)
 			}
 		}
 	}
 	s.victims = len(victims)
+	// How many crash-loop attempts in a row an ordinary instance died
+	// beside, with no step of it finishing between: the lease losses the
+	// crash loop alone gave it. The quarantine bounds that by the lease
+	// losses that make a task suspect (1, or 2), since two suspects never
+	// run on one runner; without it the instances claimed with the crash
+	// loop follow it to the bound.
+	inARow := map[string]int{}
+	worst := ""
+	for _, l := range lines {
+		switch {
+		case l.kind == 'D':
+			inARow[l.instance] = 0
+		case l.kind == 'S' && l.instance == sharedLoopID:
+			for _, id := range victimsOf[l.pid] {
+				inARow[id]++
+				if inARow[id] > s.victimsInARow {
+					s.victimsInARow, worst = inARow[id], id
+				}
+			}
+		}
+	}
+	if s.victimsInARow > maxSuspectLosses {
+		r.failf("%s died beside %d shared crash-loop attempts in a row, want at most %d (the quarantine keeps a suspect task from running beside another)",
+			worst, s.victimsInARow, maxSuspectLosses)
+	}
 	r.checkCrashes(s, sharedPids, loopPids)
 
 	ids := make([]string, 0, len(r.created))
@@ -386,6 +416,7 @@ func formatSummary(cfg config, sums []*summary) string {
 	row("crash-looping instance, shared", func(s *summary) string { return cmp.Or(s.sharedLoopOutcome, "-") })
 	row("died beside a shared crash-loop attempt", num(func(s *summary) int { return s.victims }))
 	row("  of them ended by the crash-loop bound", num(func(s *summary) int { return s.victimsBound }))
+	row("  most crash-loop deaths of one in a row", num(func(s *summary) int { return s.victimsInARow }))
 	row("stall after restart (median / max)", func(s *summary) string {
 		if len(s.stalls) == 0 {
 			return "-"

@@ -32,11 +32,20 @@ import (
 var seedFlag = flag.Int64("chaos.seed", 0, "seed of the chaos run; 0 takes DURAFLOW_CHAOS_SEED, else the clock")
 
 const (
-	// crashLoopID is the id of the crash-looping instance.
+	// crashLoopID is the id of the crash-looping instance on a worker of
+	// its own.
 	crashLoopID = "crashloop-1"
+	// sharedLoopID is the id of the crash-looping instance on the chaos
+	// workers, beside the ordinary instances.
+	sharedLoopID = "crashloop-shared"
 	// crashLimit is how many lost leases the runner allows a step before it
 	// errors the instance ("step X lost its runner N times"), by default.
 	crashLimit = 5
+	// maxSuspectLosses is the most crash-loop attempts in a row an
+	// ordinary instance may die beside under the quarantine: the lease
+	// losses that make a task suspect (runner's threshold, 1 or 2). Once
+	// both it and the crash loop are suspect, no runner runs them together.
+	maxSuspectLosses = 2
 	// restartDowntime is how long the private Postgres stays down per restart.
 	restartDowntime = 2500 * time.Millisecond
 	// pollTick is how often the test looks at the database while it waits.
@@ -160,6 +169,10 @@ type run struct {
 	stopping map[int]bool
 	// failures are the invariant violations found while the chaos ran.
 	failures []string
+	// crashed and killed are the pids of the chaos workers that died of
+	// their own accord and that the test killed; loopCrashed those of the
+	// isolated crash-loop worker.
+	crashed, killed, loopCrashed []int
 }
 
 type staleAttempt struct {
@@ -213,13 +226,22 @@ func runChaos(t *testing.T, cfg config, backend string, seed int64, sum *summary
 		envLease + "=" + cfg.lease.String(),
 		envLifetime + "=" + (cfg.duration + 2*settle + 2*time.Minute).String(),
 	}
-	r.fleet = newFleet(t, "worker", dir, cfg.workers, append(env, envWorkflow+"="+chaosWorkflow))
+	workflows := chaosWorkflow
+	if cfg.crashLoop {
+		// The chaos workers also run a crash loop, which kills the worker
+		// that runs it on every attempt: the runner's quarantine must keep
+		// it from taking the ordinary instances down with it.
+		workflows += "," + sharedLoopWorkflow
+	}
+	r.fleet = newFleet(t, "worker", dir, cfg.workers, append(env, envWorkflow+"="+workflows))
 	var loop *fleet
 	if cfg.crashLoop {
-		// A worker of its own, out of the chaos, which its instance kills
-		// on every attempt and the fleet starts again.
+		// And a worker of its own, out of the chaos, which its instance
+		// kills on every attempt and the fleet starts again: the bound
+		// alone, with nothing else to lose a lease to.
 		loop = newFleet(t, "crashloop", dir, 1, append(env, envWorkflow+"="+crashLoopWorkflow))
 		r.create(ctx, crashLoopWorkflow, crashLoopID, json.RawMessage(`{}`))
+		r.create(ctx, sharedLoopWorkflow, sharedLoopID, json.RawMessage(`{}`))
 	}
 
 	start := time.Now()
@@ -235,9 +257,10 @@ func runChaos(t *testing.T, cfg config, backend string, seed int64, sum *summary
 
 	r.settle(ctx, settle)
 	r.fleet.close()
+	r.crashed, r.killed = r.fleet.crashedPids(), r.fleet.killedPids()
 	if loop != nil {
-		sum.crashes = loop.crashCount()
 		loop.close()
+		r.loopCrashed = loop.crashedPids()
 	}
 	r.verify(ctx)
 	for _, f := range r.failures {
@@ -563,7 +586,7 @@ func (r *run) stopWorker(ctx context.Context, pid int) {
 	var stale []staleAttempt
 	for _, l := range lines {
 		if l.kind == 'S' && l.pid == pid && !recorded[l.token] &&
-			(taken[chaosWorkflow+"/"+l.instance] || taken[crashLoopWorkflow+"/"+l.instance]) {
+			(taken[chaosWorkflow+"/"+l.instance] || taken[sharedLoopWorkflow+"/"+l.instance]) {
 			stale = append(stale, staleAttempt{pid: pid, instance: l.instance, step: l.step, token: l.token})
 		}
 	}
@@ -601,6 +624,7 @@ func (r *run) restartDatabase(ctx context.Context) {
 		return n, inst.Status.Terminal(), nil
 	}
 	before := map[db.InstanceRef]int{}
+	holder := map[db.InstanceRef]string{}
 	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []db.InstanceStatus{db.StatusRunning}, Limit: 1000})
 	if err != nil {
 		r.failf("listing running instances before the restart: %v", err)
@@ -614,6 +638,7 @@ func (r *run) restartDatabase(ctx context.Context) {
 		}
 		if n, _, err := progress(ref); err == nil {
 			before[ref] = n
+			holder[ref] = task.LockOwner
 		}
 	}
 	back, err := r.cluster.restart(restartDowntime)
@@ -626,8 +651,21 @@ func (r *run) restartDatabase(ctx context.Context) {
 	r.mu.Unlock()
 	limit := 3*r.cfg.lease + 10*time.Second
 	var stalls []time.Duration
+	crashedHolder := 0
 	for len(before) > 0 && time.Since(back) < limit {
+		// The chaos waits for the restart, so a worker that left the fleet
+		// meanwhile died of its own accord, in the shared crash loop: its
+		// instances wait for its lease, which is no restart's stall.
+		alive := map[string]bool{}
+		for _, pid := range r.fleet.pids() {
+			alive[workerID(pid)] = true
+		}
 		for ref, n := range before {
+			if !alive[holder[ref]] {
+				crashedHolder++
+				delete(before, ref)
+				continue
+			}
 			m, done, err := progress(ref)
 			if err == nil && (m > n || done) {
 				stalls = append(stalls, time.Since(back))
@@ -645,15 +683,16 @@ func (r *run) restartDatabase(ctx context.Context) {
 		st.max = stalls[len(stalls)-1]
 		st.median = stalls[len(stalls)/2]
 	}
-	r.t.Logf("postgres restart: %d in-flight instances, stall median %s, max %s", st.inFlight, st.median.Round(10*time.Millisecond), st.max.Round(10*time.Millisecond))
+	r.t.Logf("postgres restart: %d in-flight instances, stall median %s, max %s (%d more left out: their worker crashed in the crash loop)",
+		st.inFlight, st.median.Round(10*time.Millisecond), st.max.Round(10*time.Millisecond), crashedHolder)
 	r.mu.Lock()
 	r.sum.stalls = append(r.sum.stalls, st)
 	r.mu.Unlock()
 }
 
 // settle waits, with the chaos over and every worker running, until every
-// chaos instance has ended, and the crash-looping one has ended or had the
-// time for crashLimit lost leases and one more.
+// chaos instance has ended, and the crash-looping ones have ended or had
+// the time for crashLimit lost leases and one more.
 func (r *run) settle(ctx context.Context, timeout time.Duration) {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
@@ -670,17 +709,19 @@ func (r *run) settle(ctx context.Context, timeout time.Duration) {
 	if !r.cfg.crashLoop {
 		return
 	}
-	inst, err := r.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: crashLoopWorkflow, ID: crashLoopID})
-	if err != nil {
-		return
-	}
-	loopDeadline := inst.CreatedAt.Add(time.Duration(crashLimit+1) * (r.cfg.lease + 3*time.Second))
-	for time.Now().Before(loopDeadline) {
-		inst, err := r.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: crashLoopWorkflow, ID: crashLoopID})
-		if err == nil && inst.Status.Terminal() {
-			return
+	for _, ref := range []db.InstanceRef{{WorkflowName: crashLoopWorkflow, ID: crashLoopID}, {WorkflowName: sharedLoopWorkflow, ID: sharedLoopID}} {
+		inst, err := r.store.InstanceGet(ctx, ref)
+		if err != nil {
+			continue
 		}
-		<-time.After(500 * time.Millisecond)
+		loopDeadline := inst.CreatedAt.Add(time.Duration(crashLimit+1) * (r.cfg.lease + 3*time.Second))
+		for time.Now().Before(loopDeadline) {
+			inst, err := r.store.InstanceGet(ctx, ref)
+			if err == nil && inst.Status.Terminal() {
+				break
+			}
+			<-time.After(500 * time.Millisecond)
+		}
 	}
 }
 

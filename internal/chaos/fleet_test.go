@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,7 +39,10 @@ type fleet struct {
 	slots   []*worker
 	all     []*worker
 	closing bool
-	crashes int
+	// crashed are the pids of the workers that died of their own accord
+	// and were replaced, in order; killed those the test killed.
+	crashed []int
+	killed  []int
 }
 
 // newFleet starts n workers with the environment env (the worker settings)
@@ -90,7 +94,7 @@ func (f *fleet) watch(w *worker) {
 	if w.killed || f.closing || f.slots[w.slot] != w {
 		return
 	}
-	f.crashes++
+	f.crashed = append(f.crashed, w.pid)
 	f.startLocked(w.slot)
 }
 
@@ -108,15 +112,18 @@ func (f *fleet) pids() []int {
 }
 
 // kill kills the slot's process with SIGKILL, waits until it is gone, and
-// after delay starts a new one in the slot. It returns the killed pid.
+// after delay starts a new one in the slot. It returns the killed pid, or 0
+// when the process had already exited (a crash of its own, which watch
+// counts and replaces).
 func (f *fleet) kill(slot int, delay time.Duration) int {
 	f.mu.Lock()
 	w := f.slots[slot]
-	if w == nil || f.closing {
+	if w == nil || f.closing || exited(w) {
 		f.mu.Unlock()
 		return 0
 	}
 	w.killed = true
+	f.killed = append(f.killed, w.pid)
 	f.mu.Unlock()
 	_ = w.cmd.Process.Signal(syscall.SIGKILL)
 	<-w.exited
@@ -141,11 +148,31 @@ func (f *fleet) slotOf(pid int) int {
 	return -1
 }
 
-// crashCount returns how many workers died without the test killing them.
-func (f *fleet) crashCount() int {
+// exited reports whether the worker's process has exited (and been waited
+// for): a process that died of its own accord but whose slot watch has not
+// yet replaced.
+func exited(w *worker) bool {
+	select {
+	case <-w.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// crashedPids returns the pids of the workers that died without the test
+// killing them (and were replaced).
+func (f *fleet) crashedPids() []int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.crashes
+	return slices.Clone(f.crashed)
+}
+
+// killedPids returns the pids of the workers the test killed.
+func (f *fleet) killedPids() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.killed)
 }
 
 // close kills every worker; it may be called more than once.

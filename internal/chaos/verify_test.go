@@ -64,7 +64,9 @@ type summary struct {
 	duration time.Duration
 
 	instances, completed, events int
-	kills, crashes, stops        int
+	kills, stops                 int
+	loopCrashes, sharedCrashes   int
+	sharedCrashesRaced           int
 	stopsHeld, stopsTaken        int
 	restarts                     int
 	listenerKills                int
@@ -80,6 +82,14 @@ type summary struct {
 	staleAttempts, staleFinished  int
 	staleWrites                   int
 	crashLoopOutcome              string
+	sharedLoopOutcome             string
+	// victims are the ordinary instances with an attempt cut short by
+	// the death of a worker in a shared crash-loop attempt; victimsBound
+	// those of them the crash-loop bound ended.
+	victims, victimsBound int
+	// victimsInARow is the most crash-loop attempts in a row one ordinary
+	// instance died beside.
+	victimsInARow int
 }
 
 // verify checks, from the database and the ledger, everything the chaos must
@@ -108,6 +118,58 @@ func (r *run) verify(ctx context.Context) {
 	for _, name := range doSteps {
 		want[name] = db.StepTypeDo
 	}
+
+	// The workers that died in a crash-loop attempt: the step writes its
+	// S line, then kills its process.
+	sharedPids, loopPids := map[int]bool{}, map[int]bool{}
+	for _, l := range lines {
+		if l.kind == 'S' && l.instance == sharedLoopID {
+			sharedPids[l.pid] = true
+		}
+		if l.kind == 'S' && l.instance == crashLoopID {
+			loopPids[l.pid] = true
+		}
+	}
+	// Victims: ordinary instances with an attempt that started in such a
+	// process and never finished its work. The process died in the crash
+	// loop, so the attempt died with it.
+	victims := map[string]bool{}
+	victimsOf := map[int][]string{} // crashed pid -> the instances that died with it
+	for _, l := range lines {
+		if l.kind == 'S' && sharedPids[l.pid] && r.created[l.instance] != 0 {
+			if _, ok := done[l.token]; !ok && !slices.Contains(victimsOf[l.pid], l.instance) {
+				victims[l.instance] = true
+				victimsOf[l.pid] = append(victimsOf[l.pid], l.instance)
+			}
+		}
+	}
+	s.victims = len(victims)
+	// How many crash-loop attempts in a row an ordinary instance died
+	// beside, with no step of it finishing between: the lease losses the
+	// crash loop alone gave it. The quarantine bounds that by the lease
+	// losses that make a task suspect (1, or 2), since two suspects never
+	// run on one runner; without it the instances claimed with the crash
+	// loop follow it to the bound.
+	inARow := map[string]int{}
+	worst := ""
+	for _, l := range lines {
+		switch {
+		case l.kind == 'D':
+			inARow[l.instance] = 0
+		case l.kind == 'S' && l.instance == sharedLoopID:
+			for _, id := range victimsOf[l.pid] {
+				inARow[id]++
+				if inARow[id] > s.victimsInARow {
+					s.victimsInARow, worst = inARow[id], id
+				}
+			}
+		}
+	}
+	if s.victimsInARow > maxSuspectLosses {
+		r.failf("%s died beside %d shared crash-loop attempts in a row, want at most %d (the quarantine keeps a suspect task from running beside another)",
+			worst, s.victimsInARow, maxSuspectLosses)
+	}
+	r.checkCrashes(s, sharedPids, loopPids)
 
 	ids := make([]string, 0, len(r.created))
 	for id := range r.created {
@@ -177,6 +239,13 @@ func (r *run) verify(ctx context.Context) {
 			if mostAttempts < crashLimit {
 				r.failf("%s: errored %q, though no step of it started %d times", id, inst.ErrorMessage, crashLimit)
 			}
+			if victims[id] {
+				// Random kills may end an instance by the bound, not the
+				// crash loop it met: the quarantine keeps a suspect task
+				// away from the instances that run beside it.
+				s.victimsBound++
+				r.failf("%s: errored %q, and one of its attempts died in a worker the shared crash loop killed (the quarantine let it take the instance down with it)", id, inst.ErrorMessage)
+			}
 			continue
 		default:
 			s.lost++
@@ -227,25 +296,71 @@ func (r *run) verify(ctx context.Context) {
 	}
 
 	if r.cfg.crashLoop {
-		inst, err := r.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: crashLoopWorkflow, ID: crashLoopID})
-		attempts := len(starts[crashLoopID+"/boom"])
-		switch {
-		case err != nil:
-			s.crashLoopOutcome = "lost"
-			r.failf("crash-looping instance: %v", err)
-		case inst.Status == db.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
-			s.crashLoopOutcome = fmt.Sprintf("errored after %d attempts", attempts)
-		default:
-			s.crashLoopOutcome = fmt.Sprintf("%s after %d attempts", inst.Status, attempts)
-			r.failf("crash-looping instance: %s after %d attempts that each killed their runner, want errored with \"lost its runner\" after %d (defect 9)",
-				inst.Status, attempts, crashLimit)
-		}
+		s.crashLoopOutcome = r.checkCrashLoop(ctx, db.InstanceRef{WorkflowName: crashLoopWorkflow, ID: crashLoopID}, len(starts[crashLoopID+"/boom"]))
+		s.sharedLoopOutcome = r.checkCrashLoop(ctx, db.InstanceRef{WorkflowName: sharedLoopWorkflow, ID: sharedLoopID}, len(starts[sharedLoopID+"/boom"]))
 	}
 	for i, st := range s.stalls {
 		if st.max > r.cfg.maxStall {
 			r.failf("postgres restart %d: in-flight instances stalled up to %s after the database was back (median %s, %d instances), want at most %s (defect 10)",
 				i+1, st.max.Round(10*time.Millisecond), st.median.Round(10*time.Millisecond), st.inFlight, r.cfg.maxStall)
 		}
+	}
+}
+
+// checkCrashLoop checks that the crash-looping instance ended errored with
+// "lost its runner" after at most crashLimit attempts, each of which killed
+// its runner (random kills of the runner holding it count as lost leases
+// too, so the shared one may need fewer), and returns the outcome.
+func (r *run) checkCrashLoop(ctx context.Context, ref db.InstanceRef, attempts int) string {
+	inst, err := r.store.InstanceGet(ctx, ref)
+	switch {
+	case err != nil:
+		r.failf("crash-looping instance %s: %v", ref.ID, err)
+		return "lost"
+	case inst.Status == db.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
+		if attempts < 1 || attempts > crashLimit {
+			r.failf("crash-looping instance %s: errored after %d attempts, want 1 to %d", ref.ID, attempts, crashLimit)
+		}
+		return fmt.Sprintf("errored after %d attempts", attempts)
+	default:
+		r.failf("crash-looping instance %s: %s after %d attempts that each killed their runner, want errored with \"lost its runner\" after %d (defect 9)",
+			ref.ID, inst.Status, attempts, crashLimit)
+		return fmt.Sprintf("%s after %d attempts", inst.Status, attempts)
+	}
+}
+
+// checkCrashes checks that the fleets told self-crashes from test kills:
+// every worker that died in a crash-loop attempt (sharedPids, loopPids from
+// the ledger) was counted as a crash and replaced, or (a race) was being
+// killed by the test at that moment; and no worker crashed otherwise.
+func (r *run) checkCrashes(s *summary, sharedPids, loopPids map[int]bool) {
+	crashed := map[int]bool{}
+	for _, pid := range r.crashed {
+		crashed[pid] = true
+		if !sharedPids[pid] {
+			r.failf("chaos worker %d died of its own accord outside the crash loop", pid)
+		}
+	}
+	for pid := range sharedPids {
+		switch {
+		case crashed[pid]:
+			s.sharedCrashes++
+		case slices.Contains(r.killed, pid):
+			// The test killed it as the step killed it.
+			s.sharedCrashes++
+			s.sharedCrashesRaced++
+		default:
+			r.failf("chaos worker %d died in a crash-loop attempt, but the fleet neither counted nor replaced it", pid)
+		}
+	}
+	s.loopCrashes = len(r.loopCrashed)
+	for _, pid := range r.loopCrashed {
+		if !loopPids[pid] {
+			r.failf("crash-loop worker %d died without a crash-loop attempt", pid)
+		}
+	}
+	if len(loopPids) != len(r.loopCrashed) {
+		r.failf("the crash-loop worker died in %d attempts, the fleet replaced it %d times", len(loopPids), len(r.loopCrashed))
 	}
 }
 
@@ -271,7 +386,10 @@ func formatSummary(cfg config, sums []*summary) string {
 	row("completed", num(func(s *summary) int { return s.completed }))
 	row("events sent", num(func(s *summary) int { return s.events }))
 	row("SIGKILLs", num(func(s *summary) int { return s.kills }))
-	row("self-crashes (crash loop)", num(func(s *summary) int { return s.crashes }))
+	row("self-crashes (isolated crash loop)", num(func(s *summary) int { return s.loopCrashes }))
+	row("self-crashes (shared crash loop)", func(s *summary) string {
+		return fmt.Sprintf("%d (%d as the test killed it)", s.sharedCrashes, s.sharedCrashesRaced)
+	})
 	row("SIGSTOPs past the lease", num(func(s *summary) int { return s.stops }))
 	row("  tasks held / taken over", func(s *summary) string { return fmt.Sprintf("%d / %d", s.stopsHeld, s.stopsTaken) })
 	row("  stale attempts / their work done", func(s *summary) string { return fmt.Sprintf("%d / %d", s.staleAttempts, s.staleFinished) })
@@ -294,7 +412,11 @@ func formatSummary(cfg config, sums []*summary) string {
 	row("re-executed side effects", num(func(s *summary) int { return s.reexecuted }))
 	row("most attempts of one step", num(func(s *summary) int { return s.maxAttemptsOneStep }))
 	row("ended by the crash-loop bound", num(func(s *summary) int { return s.crashLooped }))
-	row("crash-looping instance", func(s *summary) string { return cmp.Or(s.crashLoopOutcome, "-") })
+	row("crash-looping instance, isolated", func(s *summary) string { return cmp.Or(s.crashLoopOutcome, "-") })
+	row("crash-looping instance, shared", func(s *summary) string { return cmp.Or(s.sharedLoopOutcome, "-") })
+	row("died beside a shared crash-loop attempt", num(func(s *summary) int { return s.victims }))
+	row("  of them ended by the crash-loop bound", num(func(s *summary) int { return s.victimsBound }))
+	row("  most crash-loop deaths of one in a row", num(func(s *summary) int { return s.victimsInARow }))
 	row("stall after restart (median / max)", func(s *summary) string {
 		if len(s.stalls) == 0 {
 			return "-"

@@ -13,6 +13,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -41,15 +42,20 @@ const (
 	envLease = "DURAFLOW_CHAOS_WORKER_LEASE"
 	// envLifetime bounds a worker nobody killed, should the test die.
 	envLifetime = "DURAFLOW_CHAOS_WORKER_LIFETIME"
-	// envWorkflow is the one workflow the worker runs: chaos workers never
-	// claim the crash-looping instance, whose step would take the instances
-	// claimed with it down on every attempt.
+	// envWorkflow is the comma-separated workflows the worker registers,
+	// and so claims: the chaos workers run chaos and crashloop-shared (the
+	// crash loop beside the ordinary instances, which the runner's
+	// quarantine must keep from taking them down with it), the isolated
+	// crash-loop worker crashloop alone.
 	envWorkflow = "DURAFLOW_CHAOS_WORKER_WORKFLOW"
 )
 
 const (
 	chaosWorkflow     = "chaos"
 	crashLoopWorkflow = "crashloop"
+	// sharedLoopWorkflow is the same crash loop under another name, so
+	// that only the chaos workers claim it.
+	sharedLoopWorkflow = "crashloop-shared"
 
 	// listenerAppName prefixes the application_name of a worker's LISTEN
 	// connection; the pid follows, so the test can terminate one worker's.
@@ -101,15 +107,18 @@ func expectedValue(n, x int) int { return n*10 + 1 + x + len(doSteps) - 3 }
 // eventValue is the payload the test sends to the instance with params n.
 func eventValue(n int) int { return n * 7 }
 
-// registerWorkflows registers the named workflows (chaos, crashloop; none
-// means both), whose step callbacks append to the ledger at ledgerPath.
+// registerWorkflows registers the named workflows (chaos, crashloop,
+// crashloop-shared; none means all), whose step callbacks append to the
+// ledger at ledgerPath.
 func registerWorkflows(reg *workflow.Registry, ledgerPath string, names ...string) {
 	want := func(name string) bool { return len(names) == 0 || slices.Contains(names, name) }
 	if want(chaosWorkflow) {
 		registerChaos(reg, ledgerPath)
 	}
-	if want(crashLoopWorkflow) {
-		registerCrashLoop(reg, ledgerPath)
+	for _, name := range []string{crashLoopWorkflow, sharedLoopWorkflow} {
+		if want(name) {
+			registerCrashLoop(reg, name, ledgerPath)
+		}
 	}
 }
 
@@ -157,11 +166,11 @@ func registerChaos(reg *workflow.Registry, ledgerPath string) {
 		}))
 }
 
-func registerCrashLoop(reg *workflow.Registry, ledgerPath string) {
+func registerCrashLoop(reg *workflow.Registry, name, ledgerPath string) {
 	// crashloop's one step kills its own process on every attempt: the
 	// crash loop that must end in an error after a bounded number of lost
 	// leases instead of killing runners forever.
-	workflow.MustRegister(reg, crashLoopWorkflow, workflow.Func[struct{}, int](
+	workflow.MustRegister(reg, name, workflow.Func[struct{}, int](
 		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (int, error) {
 			return workflow.Do(step, "boom", func(ctx context.Context) (int, error) {
 				info, _ := workflow.StepInfoFromContext(ctx)
@@ -275,7 +284,7 @@ func TestChaosWorker(t *testing.T) {
 	defer func() { _ = store.Close() }()
 
 	reg := workflow.NewRegistry()
-	registerWorkflows(reg, os.Getenv(envLedger), os.Getenv(envWorkflow))
+	registerWorkflows(reg, os.Getenv(envLedger), strings.Split(os.Getenv(envWorkflow), ",")...)
 	r, err := runner.New(&runner.Config{
 		Store:          store,
 		Registry:       reg,

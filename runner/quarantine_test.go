@@ -276,25 +276,7 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 			h.Advance(lease + time.Second)
 		}
 
-		runDue := func() <-chan int {
-			ran := make(chan int, 1)
-			go func() {
-				n, err := h.Runner.RunDue(ctx, 10)
-				if err != nil {
-					n = -1
-				}
-				ran <- n
-			}()
-			return ran
-		}
-		await := func(ch <-chan struct{}, what string) {
-			t.Helper()
-			select {
-			case <-ch:
-			case <-time.After(10 * time.Second):
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		runDue := func() <-chan int { return runDueAsync(ctx, h.Runner, 10) }
 		task := func(id string) *db.Task {
 			t.Helper()
 			task, err := h.Store.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: id})
@@ -304,7 +286,7 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 
 		// Both are suspects: the claim keeps x (the older) and hands y back.
 		first := runDue()
-		await(gates["x/one"].entered, "x's first step")
+		awaitSignal(t, gates["x/one"].entered, "x's first step")
 		y := task("y")
 		require.Equal(t, db.TaskStatusPending, y.Status)
 		require.Equal(t, db.SuspectLeaseLosses, y.LeaseLosses, "the hand-back counted no loss")
@@ -325,11 +307,11 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 		// x's first checkpoint resets its losses and frees the quarantine:
 		// the next claim takes y beside it.
 		close(gates["x/one"].proceed)
-		await(gates["x/two"].entered, "x's second step")
+		awaitSignal(t, gates["x/two"].entered, "x's second step")
 		require.Zero(t, task("x").LeaseLosses)
 		h.Advance(time.Second)
 		second := runDue()
-		await(gates["y/one"].entered, "y's first step")
+		awaitSignal(t, gates["y/one"].entered, "y's first step")
 		require.Equal(t, "w", task("y").WorkflowName)
 		require.Equal(t, db.TaskStatusProcessing, task("y").Status)
 
@@ -486,31 +468,13 @@ func TestQuarantineLetsASingleCrashRecoverAtFullSpeed(t *testing.T) {
 		require.Len(t, tasks, 3)
 		h.Advance(lease + time.Second)
 
-		runDue := func() <-chan int {
-			ran := make(chan int, 1)
-			go func() {
-				n, err := h.Runner.RunDue(ctx, 10)
-				if err != nil {
-					n = -1
-				}
-				ran <- n
-			}()
-			return ran
-		}
-		await := func(ch <-chan struct{}, what string) {
-			t.Helper()
-			select {
-			case <-ch:
-			case <-time.After(10 * time.Second):
-				t.Fatalf("timed out waiting for %s", what)
-			}
-		}
+		runDue := func() <-chan int { return runDueAsync(ctx, h.Runner, 10) }
 
 		// The runner runs the three side by side: each step has started
 		// while none has ended.
 		first := runDue()
 		for _, id := range ids[:3] {
-			await(entered[id], id+"'s step")
+			awaitSignal(t, entered[id], id+"'s step")
 			task, err := h.Store.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: id})
 			require.NoError(t, err)
 			require.Equal(t, db.TaskStatusProcessing, task.Status, id)
@@ -522,7 +486,7 @@ func TestQuarantineLetsASingleCrashRecoverAtFullSpeed(t *testing.T) {
 		require.NoError(t, err)
 		h.Advance(time.Second)
 		second := runDue()
-		await(entered["d"], "d's step")
+		awaitSignal(t, entered["d"], "d's step")
 
 		close(proceed)
 		for _, ran := range []<-chan int{first, second} {

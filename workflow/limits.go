@@ -102,13 +102,23 @@ func ValidatePayload(what string, b []byte) error {
 	if len(b) > MaxPayloadBytes {
 		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrPayloadTooLarge, what, len(b), MaxPayloadBytes)
 	}
-	if err := ValidatePayloadDepth(what, b, MaxPayloadDepth); err != nil {
-		return err
-	}
 	if len(b) > 0 && !json.Valid(b) {
+		// Past encoding/json's own depth limit JSON is invalid to it:
+		// report the depth, as for any payload too deep.
+		if err := ValidatePayloadDepth(what, b, MaxPayloadDepth); err != nil {
+			return err
+		}
 		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalidRequest, what)
 	}
-	return ValidatePayloadPortable(what, b)
+	// Valid JSON: one more pass measures the nesting and checks the values.
+	depth, err := portable(b)
+	if depth > MaxPayloadDepth {
+		return depthError(what, MaxPayloadDepth, depth)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s %w", ErrInvalidRequest, what, err)
+	}
+	return nil
 }
 
 // ValidatePayloadPortable checks the valid JSON b for what json.Valid lets
@@ -119,7 +129,7 @@ func ValidatePayload(what string, b []byte) error {
 // answer for invalid JSON (a flow definition) runs it once b is known to be
 // valid.
 func ValidatePayloadPortable(what string, b []byte) error {
-	if err := portable(b); err != nil {
+	if _, err := portable(b); err != nil {
 		return fmt.Errorf("%w: %s %w", ErrInvalidRequest, what, err)
 	}
 	return nil
@@ -131,9 +141,13 @@ func ValidatePayloadPortable(what string, b []byte) error {
 // before anything decodes b.
 func ValidatePayloadDepth(what string, b []byte, limit int) error {
 	if d := PayloadDepth(b); d > limit {
-		return fmt.Errorf("%w: %s nests arrays and objects deeper than %d levels (%d)", ErrPayloadTooDeep, what, limit, d)
+		return depthError(what, limit, d)
 	}
 	return nil
+}
+
+func depthError(what string, limit, depth int) error {
+	return fmt.Errorf("%w: %s nests arrays and objects deeper than %d levels (%d)", ErrPayloadTooDeep, what, limit, depth)
 }
 
 // PayloadDepth returns how deeply arrays and objects nest in the JSON b: 0
@@ -205,29 +219,36 @@ func truncate(s string) string {
 // alike on every backend: strings must be valid UTF-8 with no \u0000 (which
 // Postgres' jsonb cannot hold) and no unpaired surrogate escape; numbers must
 // fit a float64 (Postgres' numeric takes more, but no Go or JavaScript
-// program could read it back). b must be valid JSON. It runs on every step
-// result, so it is one pass that allocates nothing for common payloads.
-func portable(b []byte) error {
+// program could read it back). b must be valid JSON. It also returns how
+// deeply arrays and objects nest (as PayloadDepth), so that ValidatePayload,
+// which runs on every step result, reads valid JSON once after json.Valid.
+func portable(b []byte) (deepest int, err error) {
+	depth := 0
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
 			end := stringEnd(b, i+1)
-			if err := portableString(b[i+1 : end]); err != nil {
-				return err
+			if err == nil {
+				err = portableString(b[i+1 : end])
 			}
 			i = end
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
 		case c == '-' || ('0' <= c && c <= '9'):
 			j := i + 1
 			for j < len(b) && isNumberByte(b[j]) {
 				j++
 			}
-			if err := portableNumber(b[i:j]); err != nil {
-				return err
+			if err == nil {
+				err = portableNumber(b[i:j])
 			}
 			i = j - 1
 		}
 	}
-	return nil
+	return deepest, err
 }
 
 func isNumberByte(c byte) bool {

@@ -93,6 +93,8 @@ func FuzzPayloadDepth(f *testing.F) {
 			return
 		}
 		require.Equal(t, referenceDepth(t, b), got, "%q", b)
+		depth, _ := portable(b) // ValidatePayload's one pass over valid JSON
+		require.Equal(t, got, depth, "portable's depth of %q", b)
 	})
 }
 

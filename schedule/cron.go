@@ -57,7 +57,7 @@ func Parse(expr, timeZone string) (*Spec, error) {
 		return nil, fmt.Errorf("%w: the cron expression is longer than %d characters", workflow.ErrInvalidRequest, MaxCronLength)
 	}
 	fields := strings.Fields(expr)
-	fixed := true
+	var fixed bool
 	switch {
 	case strings.HasPrefix(expr, "@every"):
 		return nil, fmt.Errorf("%w: cron expression %q: @every is not supported; use a cron expression such as */5 * * * *", workflow.ErrInvalidRequest, expr)

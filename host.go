@@ -189,11 +189,11 @@ func (h *Host) Listening() <-chan struct{} {
 func (h *Host) Start(ctx context.Context) (err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.started {
-		return errors.New("duraflow: host already started")
-	}
 	if h.stopped {
 		return errors.New("duraflow: host stopped")
+	}
+	if h.started {
+		return errors.New("duraflow: host already started")
 	}
 	h.started = true
 	defer func() {

@@ -25,5 +25,5 @@
 // Nothing of pgx, pgtype or the generated code leaves this package: rows are
 // converted into db types (times in UTC) and driver errors are mapped onto
 // db's sentinel errors in one place. The package must not know about the
-// runner, the workflow authoring API, the dispatcher or the HTTP API.
+// runner, the workflow authoring API, the host or the HTTP API.
 package postgres

@@ -9,12 +9,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/dburl"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/sqlite"
-	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/runner"
 )
 
@@ -32,17 +32,20 @@ type hostOptions struct {
 	tracer *sqlTracer
 }
 
-// host is one process's share of a run, wired as duraflow serve and worker
-// wire theirs: a store, a client with in-process wake-ups, and optionally a
-// runner that also LISTENs for wake-ups from other processes on Postgres.
+// host is one process's share of a run, built as duraflow serve and worker
+// build theirs (duraflow.New): a store, a client with in-process wake-ups,
+// and optionally a runner that also LISTENs for wake-ups from other
+// processes on Postgres.
 type host struct {
-	store        db.Store
+	store db.Store
+	host  *duraflow.Host
+	// client is the host's client; creates is the create workload's, the
+	// only one that knows its workflow (nameCreate), so that no runner
+	// claims its instances.
 	client       *client.Client
+	creates      *client.Client
 	runner       *runner.Runner
 	poolMaxConns int
-
-	stopListen context.CancelFunc
-	listenDone chan struct{}
 }
 
 // startHost opens the store and starts what opts ask for.
@@ -60,49 +63,38 @@ func startHost(ctx context.Context, opts hostOptions) (_ *host, err error) {
 	if err != nil {
 		return nil, err
 	}
-	local := dispatcher.NewLocal()
-	if h.client, err = client.New(&client.Config{Store: h.store, Registry: clientReg, WakeFunc: local.Wake}); err != nil {
-		return nil, err
-	}
-	if !opts.runner {
-		return h, nil
-	}
-	runnerReg, err := newRegistry(false)
-	if err != nil {
-		return nil, err
-	}
-	h.runner, err = runner.New(&runner.Config{
-		Store: h.store, Registry: runnerReg, Logger: opts.logger, WakeFunc: local.Wake,
-		MaxConcurrency: opts.concurrency, PollInterval: opts.pollInterval, DisableEagerStart: opts.noEager,
-	})
-	if err != nil {
-		return nil, err
-	}
-	local.Add(h.runner)
-	// As duraflow worker wires it: instances the bench creates start on the
-	// in-process runner at once when it has a free slot (eager start).
-	if !opts.noEager {
-		h.client.SetEagerStarter(h.runner)
-	}
-	if err := h.runner.Start(context.WithoutCancel(ctx)); err != nil {
-		return nil, err
-	}
-	if opts.backend == dburl.Postgres {
-		l, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
-			ConnString: opts.url, Channel: opts.wakeChannel, WakeFunc: local.Wake, Logger: opts.logger,
-		})
-		if err != nil {
+	cfg := &duraflow.Config{Registry: clientReg, Logger: opts.logger, RunMode: duraflow.RunNone, DisableScheduler: true}
+	if opts.runner {
+		// The runner's registry lacks the create workload's workflow, and
+		// the host's client shares it; the create workload has a client of
+		// its own below.
+		if cfg.Registry, err = newRegistry(false); err != nil {
 			return nil, err
 		}
-		listenCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-		h.stopListen, h.listenDone = cancel, make(chan struct{})
-		go func() {
-			defer close(h.listenDone)
-			_ = l.Run(listenCtx)
-		}()
+		// As duraflow worker builds it: instances the bench creates start on
+		// the in-process runner at once when it has a free slot (eager
+		// start), unless noEager.
+		cfg.RunMode = duraflow.RunBackground
+		cfg.Runner = &runner.Config{
+			MaxConcurrency: opts.concurrency, PollInterval: opts.pollInterval, DisableEagerStart: opts.noEager,
+		}
+	}
+	if h.host, err = duraflow.New(h.store, cfg); err != nil {
+		return nil, err
+	}
+	h.client, h.runner, h.creates = h.host.Client(), h.host.Runner(), h.host.Client()
+	if opts.runner {
+		if h.creates, err = client.New(&client.Config{Store: h.store, Registry: clientReg}); err != nil {
+			return nil, err
+		}
+	}
+	if err := h.host.Start(ctx); err != nil {
+		return nil, err
+	}
+	if listening := h.host.Listening(); listening != nil {
 		// A wake-up sent before the listener listens would wait for a poll.
 		select {
-		case <-l.Connected():
+		case <-listening:
 		case <-time.After(10 * time.Second):
 			return nil, errors.New("the wake listener did not connect within 10 seconds")
 		case <-ctx.Done():
@@ -167,17 +159,13 @@ func (h *host) groupCommits() (commits, checkpoints int64) {
 	return h.runner.GroupCommitStats()
 }
 
-// stop stops the runner (letting running work finish for up to 30 seconds),
-// the listener and the store.
+// stop stops the host (letting running work finish for up to 30 seconds)
+// and closes the store.
 func (h *host) stop(ctx context.Context) {
-	if h.runner != nil {
+	if h.host != nil {
 		stopCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_ = h.runner.Stop(stopCtx)
+		_ = h.host.Stop(stopCtx)
 		cancel()
-	}
-	if h.stopListen != nil {
-		h.stopListen()
-		<-h.listenDone
 	}
 	if h.store != nil {
 		_ = h.store.Close()

@@ -486,7 +486,7 @@ func (r *run) create(ctx context.Context) (*Result, error) {
 	total := batches * workflow.MaxBatchSize
 	p := newProgress(r.cfg.Progress, WorkloadCreate, n+total, "instances")
 	var made atomic.Int64
-	c := r.host.client
+	c := r.host.creates
 
 	single, singleElapsed, err := parallel(ctx, r.cfg.Concurrency, n, func(ctx context.Context, i int) error {
 		_, err := c.Create(ctx, nameCreate, workflow.CreateRequest{ID: "c" + strconv.Itoa(i)})

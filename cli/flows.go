@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/flowreg"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/internal/devstub"
@@ -45,14 +44,14 @@ func addDevFlowFlags(fs *pflag.FlagSet, c *hostConfig) {
 	fs.BoolVar(&c.stub, "stub", true, "serve the stub service of the example flows on a loopback port of its own; http steps reach it as http://"+devstub.Host)
 }
 
-// startFlows sets up the flow registry of a host: the handlers (with dev's
-// stub), the stored flows, and dev's flow files. The registry's refresh
-// starts with the runner (startFlowRefresh).
-func (h *host) startFlows(ctx context.Context, local *dispatcher.Local) error {
+// flowHandlers returns the step types the host's flows run with: the
+// built-ins, the http handler under --http-allow (dev's pointing at its
+// stub, which it starts), and Options.FlowHandlers.
+func (h *host) flowHandlers() (*flow.Handlers, error) {
 	if h.cfg.stub {
 		stub, err := devstub.Start("127.0.0.1:0")
 		if err != nil {
-			return err
+			return nil, err
 		}
 		h.stub = stub
 	}
@@ -62,7 +61,7 @@ func (h *host) startFlows(ctx context.Context, local *dispatcher.Local) error {
 	}
 	httpHandler, err := flow.NewHTTPHandler(httpCfg)
 	if err != nil {
-		return usageError(fmt.Errorf("--http-allow: %w", err))
+		return nil, usageError(fmt.Errorf("--http-allow: %w", err))
 	}
 	opts := []flow.HandlersOption{flow.WithHandler(httpHandler)}
 	for _, fh := range h.opts.FlowHandlers {
@@ -70,25 +69,9 @@ func (h *host) startFlows(ctx context.Context, local *dispatcher.Local) error {
 	}
 	handlers, err := flow.NewHandlers(opts...)
 	if err != nil {
-		return usageError(fmt.Errorf("flow handlers: %w", err))
+		return nil, usageError(fmt.Errorf("flow handlers: %w", err))
 	}
-	h.flows, err = flowreg.New(&flowreg.Config{
-		Store: h.store, Registry: h.registry, Handlers: handlers, Logger: h.log, WakeFunc: local.Wake,
-		RefreshInterval: h.cfg.flowRefresh,
-	})
-	if err != nil {
-		return err
-	}
-	if _, err := h.flows.Load(ctx); err != nil {
-		return err
-	}
-	// A wake-up for a name this host does not know may be a flow another
-	// process applied: refresh at once rather than at the next interval.
-	local.AddFunc(h.flows.Notify)
-	if h.cfg.flowsDir != "" {
-		return h.applyFlowFiles(ctx)
-	}
-	return nil
+	return handlers, nil
 }
 
 // applyFlowFiles applies every *.json file of --flows, in name order. A

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/dburl"
@@ -135,38 +136,37 @@ func addLogFlags(fs *pflag.FlagSet, c *hostConfig, level string) {
 	bindEnv(fs, "log-level", "DURAFLOW_LOG_LEVEL")
 }
 
-// host is a running dev, serve or worker process: a store, the workflows, a
-// client, a runner, the wake-ups, the hook deliverer and the HTTP server.
+// host is a running dev, serve or worker process: a store, the workflows,
+// the host duraflow.New builds over them (client, runner, wake-ups, hook
+// deliverer, scheduler, flow registry) and the HTTP server.
 type host struct {
 	cfg     *hostConfig
 	opts    *Options
 	log     *slog.Logger
 	backend dburl.Backend
 
-	store     db.Store
-	registry  *workflow.Registry
+	store    db.Store
+	registry *workflow.Registry
+	// core is the host duraflow.New builds; the fields below are its parts.
+	core      *duraflow.Host
 	client    *client.Client
 	runner    *runner.Runner // nil when neither the loop nor the tick runs
 	scheduler *schedule.Scheduler
 	flows     *flowreg.Registry
 	stub      *devstub.Server // dev
-	deliverer *hook.Deliverer
 	api       *httpapi.Server
 	listener  net.Listener
 	url       string // the API's base URL, "" without HTTP
 
-	stopListen context.CancelFunc
-	listenDone chan struct{}
-
 	flowFiles, skippedFlowFiles []string // dev --flows
 }
 
-// openStore opens (and, unless told not to, migrates) the database. On
-// Postgres it sends wake notifications on the configured channel.
-func openStore(ctx context.Context, url, wakeChannel string) (db.Store, dburl.Backend, string, error) {
+// openStore opens the database. On Postgres it sends wake notifications on
+// the configured channel, and listens on it (db.WakeListener).
+func openStore(ctx context.Context, url, wakeChannel string) (db.Store, dburl.Backend, error) {
 	backend, dsn, err := dburl.Parse(url)
 	if err != nil {
-		return nil, "", "", usageError(fmt.Errorf("--db: %w", err))
+		return nil, "", usageError(fmt.Errorf("--db: %w", err))
 	}
 	var s db.Store
 	if backend == dburl.Postgres {
@@ -175,15 +175,15 @@ func openStore(ctx context.Context, url, wakeChannel string) (db.Store, dburl.Ba
 		s, err = dburl.Open(ctx, url)
 	}
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", err
 	}
 	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.Ping(pingCtx); err != nil {
 		_ = s.Close()
-		return nil, "", "", fmt.Errorf("database %s is unreachable: %w", redactURL(url), err)
+		return nil, "", fmt.Errorf("database %s is unreachable: %w", redactURL(url), err)
 	}
-	return s, backend, dsn, nil
+	return s, backend, nil
 }
 
 // startHost builds and starts everything cfg asks for; serveHTTP says
@@ -193,14 +193,8 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	defer func() {
 		if err != nil {
 			stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if h.scheduler != nil {
-				_ = h.scheduler.Stop(stopCtx)
-			}
-			if h.flows != nil {
-				_ = h.flows.Stop(stopCtx)
-			}
-			if h.runner != nil {
-				_ = h.runner.Stop(stopCtx)
+			if h.core != nil {
+				_ = h.core.Stop(stopCtx)
 			}
 			cancel()
 			h.close()
@@ -235,8 +229,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		}
 	}
 
-	var dsn string
-	h.store, h.backend, dsn, err = openStore(ctx, cfg.databaseURL, cfg.wakeChannel)
+	h.store, h.backend, err = openStore(ctx, cfg.databaseURL, cfg.wakeChannel)
 	if err != nil {
 		return nil, err
 	}
@@ -256,84 +249,46 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		log.Warn(errNoWorkflows.Error())
 	}
 
-	hooks := o.OnWorkflowEnqueued != nil
-	local := dispatcher.NewLocal()
-	if hooks {
-		h.deliverer, err = hook.NewDeliverer(&hook.Config{Store: h.store, OnWorkflowEnqueued: o.OnWorkflowEnqueued, Logger: log})
-		if err != nil {
-			return nil, err
-		}
-		local.AddFunc(h.deliverer.Notify)
-	}
-	if err := h.startFlows(ctx, local); err != nil {
-		return nil, err
-	}
-	h.client, err = client.New(&client.Config{
-		Store: h.store, Registry: h.registry, WakeFunc: local.Wake, RecordHooks: hooks, MetadataFunc: h.flows.Metadata,
-	})
+	handlers, err := h.flowHandlers()
 	if err != nil {
 		return nil, err
+	}
+	coreCfg := &duraflow.Config{
+		Registry: h.registry, Logger: log, RunMode: duraflow.RunNone, PollOnly: !cfg.notify,
+		Flows:     &flowreg.Config{Handlers: handlers, RefreshInterval: cfg.flowRefresh},
+		Scheduler: &schedule.Config{PollInterval: cfg.pollInterval},
 	}
 	if cfg.runner || (serveHTTP && cfg.tick) {
-		h.runner, err = runner.New(&runner.Config{
-			Store: h.store, Registry: h.registry, Logger: log, WakeFunc: local.Wake, RecordHooks: hooks,
-			LeaseDuration: cfg.lease, PollInterval: cfg.pollInterval, MaxConcurrency: cfg.concurrency,
-			MaxLeaseLosses:    cfg.maxLeaseLosses,
-			DisableEagerStart: !cfg.eagerStart,
-		})
-		if err != nil {
-			return nil, usageError(err)
+		// Schedules fire wherever a runner runs its loop; a host driven by
+		// ticks alone fires them in its ticks (tickFunc).
+		coreCfg.RunMode = duraflow.RunOnDemand
+		if cfg.runner {
+			coreCfg.RunMode = duraflow.RunBackground
 		}
-		local.Add(h.runner)
-		// Instances created through this host's client (API, triggers) start
-		// on its runner at once when it has room; the runner reserves
-		// nothing unless it is started (not with --tick alone).
-		h.client.SetEagerStarter(h.runner)
+		coreCfg.Runner = &runner.Config{
+			LeaseDuration: cfg.lease, PollInterval: cfg.pollInterval, MaxConcurrency: cfg.concurrency,
+			MaxLeaseLosses: cfg.maxLeaseLosses, DisableEagerStart: !cfg.eagerStart,
+		}
 	}
-	h.scheduler, err = schedule.New(&schedule.Config{
-		Store: h.store, Registry: h.registry, Logger: log, PollInterval: cfg.pollInterval,
-		WakeFunc: local.Wake, RecordHooks: hooks, ResolveFunc: h.flows.Resolve,
-	})
-	if err != nil {
+	if o.OnWorkflowEnqueued != nil {
+		coreCfg.Hooks = &hook.Config{OnWorkflowEnqueued: o.OnWorkflowEnqueued}
+	}
+	if h.core, err = duraflow.New(h.store, coreCfg); err != nil {
 		return nil, usageError(err)
 	}
-
-	// Background pieces run until close, not until ctx: ctx ends when the
-	// process is asked to drain, and draining is close's job.
-	bg := context.WithoutCancel(ctx)
-	if h.runner != nil && cfg.runner {
-		if err := h.runner.Start(bg); err != nil {
+	h.client, h.runner, h.scheduler, h.flows = h.core.Client(), h.core.Runner(), h.core.Scheduler(), h.core.Flows()
+	if cfg.flowsDir != "" {
+		if _, err := h.flows.Load(ctx); err != nil {
 			return nil, err
 		}
-		// Schedules fire wherever a runner runs; every due time fires once
-		// however many processes race for it.
-		if err := h.scheduler.Start(bg); err != nil {
+		if err := h.applyFlowFiles(ctx); err != nil {
 			return nil, err
 		}
 	}
-	// Every host refreshes its flows: a runner to claim the instances of
-	// flows applied elsewhere, an API to list and create them.
-	if err := h.flows.Start(bg); err != nil {
+	// Background pieces run until serve drains them, not until ctx: ctx ends
+	// when the process is asked to drain, and draining is serve's job.
+	if err := h.core.Start(ctx); err != nil {
 		return nil, err
-	}
-	if h.deliverer != nil {
-		if err := h.deliverer.Start(bg); err != nil {
-			return nil, err
-		}
-	}
-	if h.backend == dburl.Postgres && cfg.notify && (cfg.runner || hooks) {
-		l, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
-			ConnString: dsn, Channel: cfg.wakeChannel, WakeFunc: local.Wake, Logger: log,
-		})
-		if err != nil {
-			return nil, err
-		}
-		listenCtx, cancel := context.WithCancel(bg)
-		h.stopListen, h.listenDone = cancel, make(chan struct{})
-		go func() {
-			defer close(h.listenDone)
-			_ = l.Run(listenCtx)
-		}()
 	}
 
 	if serveHTTP {
@@ -373,7 +328,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	log.Info("started",
 		"database", redactURL(cfg.databaseURL), "backend", string(h.backend),
 		"workflows", strings.Join(h.registry.Names(), ","),
-		"runner", cfg.runner, "notify", h.listenDone != nil, "hooks", hooks, "api", h.url, "auth", auth,
+		"runner", cfg.runner, "notify", h.core.Listening() != nil, "hooks", h.core.Hooks() != nil, "api", h.url, "auth", auth,
 		"triggers", len(triggers), "flows", len(h.flowNames()))
 	return h, nil
 }
@@ -476,16 +431,8 @@ func (h *host) serve(ctx context.Context) error {
 		}
 		srvDone.Wait()
 	}
-	if err := h.scheduler.Stop(drainCtx); err != nil {
-		h.log.Warn("the scheduler did not stop before the shutdown timeout", "error", err)
-	}
-	if err := h.flows.Stop(drainCtx); err != nil {
-		h.log.Warn("the flow refresh did not stop before the shutdown timeout", "error", err)
-	}
-	if h.runner != nil {
-		if err := h.runner.Stop(drainCtx); err != nil {
-			h.log.Warn("work still running at the shutdown timeout was handed back to the queue", "error", err)
-		}
+	if err := h.core.Stop(drainCtx); err != nil {
+		h.log.Warn("the host did not drain before the shutdown timeout: work still running was handed back to the queue", "error", err)
 	}
 	h.close()
 	h.log.Info("stopped")
@@ -495,21 +442,11 @@ func (h *host) serve(ctx context.Context) error {
 	return nil
 }
 
-// close releases what startHost acquired; the runner must be stopped first.
+// close releases what startHost acquired; the core host must be stopped
+// first.
 func (h *host) close() {
 	if h.listener != nil {
 		_ = h.listener.Close()
-	}
-	if h.deliverer != nil {
-		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := h.deliverer.Stop(stopCtx); err != nil {
-			h.log.Warn("stopping the hook deliverer", "error", err)
-		}
-		cancel()
-	}
-	if h.stopListen != nil {
-		h.stopListen()
-		<-h.listenDone
 	}
 	if h.stub != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -20,8 +20,11 @@ import (
 type Config struct {
 	// Store is the database. Required.
 	Store db.Store
-	// Registry holds the workflows that may be created. Required. The client
-	// binds itself to it, so the registry's bindings work.
+	// Registry holds the workflows that may be created. Required. New does
+	// not bind it: the registry's typed bindings go through the engine it is
+	// bound to, which the host (duraflow.New) binds to its client. A program
+	// that builds a client alone and uses bindings calls
+	// Registry.Bind(client) once, before it uses them.
 	Registry *workflow.Registry
 	// Clock supplies "now" for everything the client writes.
 	//
@@ -53,7 +56,7 @@ type Config struct {
 	// free slots and create that many instances already running, with their
 	// tasks leased to it, in the create's transaction; it runs them without
 	// claiming them. The others are queued as without it. *runner.Runner
-	// implements it; hosts attach it with SetEagerStarter.
+	// implements it; the host (duraflow.New) sets it to its runner.
 	//
 	// Defaults to nil: every instance is queued.
 	EagerStarter EagerStarter
@@ -87,7 +90,8 @@ type Client struct {
 
 var _ workflow.Engine = (*Client)(nil)
 
-// New returns a client over cfg.Store and binds cfg.Registry to it.
+// New returns a client over cfg.Store. Everything it uses is given in cfg:
+// nothing is attached to it afterwards.
 func New(cfg *Config) (*Client, error) {
 	if cfg == nil || cfg.Store == nil || cfg.Registry == nil {
 		return nil, errors.New("client: Store and Registry are required")
@@ -99,17 +103,7 @@ func New(cfg *Config) (*Client, error) {
 	if c.wake == nil {
 		c.wake = func(string) {}
 	}
-	cfg.Registry.Bind(c)
 	return c, nil
-}
-
-// SetWakeFunc replaces the function called when work becomes due. Hosts call
-// it once, while wiring a runner, before the client is used concurrently.
-func (c *Client) SetWakeFunc(f func(workflowName string)) {
-	if f == nil {
-		f = func(string) {}
-	}
-	c.wake = f
 }
 
 // EagerResumer is an EagerStarter that also takes the runs that events sent
@@ -124,11 +118,6 @@ type EagerResumer interface {
 	// the slot when task is nil. A nil lease does nothing.
 	ResumeEager(lease *db.CreateLease, task *db.Task)
 }
-
-// SetEagerStarter attaches the runner that new instances may start on at
-// once (see Config.EagerStarter); nil detaches it. Hosts call it once, while
-// wiring a runner, before the client is used concurrently.
-func (c *Client) SetEagerStarter(s EagerStarter) { c.eager = s }
 
 // reserveEager asks the eager starter, if any, for up to n slots.
 func (c *Client) reserveEager(workflowName string, n int) *db.CreateLease {

@@ -5,8 +5,9 @@
 //
 // The one hook today is OnWorkflowEnqueued: a workflow instance was enqueued
 // for execution (created, woken by an event, resumed, scheduled for a retry or
-// a timer). A host that sets it must also set RecordHooks on its client and
-// runner configuration, so their transactions record the entries.
+// a timer). The host (duraflow.Config.Hooks) turns recording on in its
+// client, runner and scheduler together and runs the Deliverer; a program
+// that builds the parts itself sets RecordHooks on each of their configs.
 //
 // The package knows the Store and nothing above it: no HTTP, no runner.
 package hook

@@ -3,8 +3,6 @@ package hook_test
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
 	"sort"
 	"sync"
 	"testing"
@@ -13,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/hook"
-	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -42,15 +39,10 @@ func (r *recorder) get() []hook.Enqueued {
 
 func setup(t *testing.T, b testharness.Backend, rec *recorder) (*testharness.Harness, *hook.Deliverer) {
 	t.Helper()
-	h := testharness.New(t, testharness.WithBackend(b), testharness.WithHooks(),
-		testharness.WithRunnerConfig(func(c *runner.Config) { c.RecordHooks = true }))
-	d, err := hook.NewDeliverer(&hook.Config{
-		Store: h.Store, OnWorkflowEnqueued: rec.hook, Clock: h.Clock,
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-		RetryDelay: 10 * time.Second,
-	})
-	require.NoError(t, err)
-	return h, d
+	h := testharness.New(t, testharness.WithBackend(b), testharness.WithHooks(&hook.Config{
+		OnWorkflowEnqueued: rec.hook, RetryDelay: 10 * time.Second,
+	}))
+	return h, h.Hooks
 }
 
 func TestHookFailingTwiceIsDeliveredOnTheThirdTry(t *testing.T) {

@@ -34,6 +34,8 @@
 // tasks that died beside it make progress one by one (which saves them
 // when MaxLeaseLosses is above 2). Claims without suspects are not affected.
 //
-// The runner knows nothing about HTTP or about how it is woken: the
-// dispatcher calls Notify, the HTTP tick and the test harness call RunDue.
+// The runner knows nothing about HTTP or about how it is woken: its host
+// (duraflow.New) calls Notify, the HTTP tick and the test harness call
+// RunDue. It needs nothing of the management client; the client hands it
+// new instances through client.EagerStarter, which it implements.
 package runner

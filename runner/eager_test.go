@@ -11,9 +11,9 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -35,26 +35,21 @@ type eagerHost struct {
 // and is started unless the test starts it itself.
 func newEagerHost(t *testing.T, store db.Store, reg *workflow.Registry, start bool, adjust func(*runner.Config)) *eagerHost {
 	t.Helper()
-	local := dispatcher.NewLocal()
-	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
-	require.NoError(t, err)
-	cfg := &runner.Config{
-		Store: store, Registry: reg, Logger: quietLogger, MaxConcurrency: 4,
-		PollInterval: time.Hour, WakeFunc: local.Wake,
-	}
+	cfg := &runner.Config{MaxConcurrency: 4, PollInterval: time.Hour}
 	if adjust != nil {
 		adjust(cfg)
 	}
-	r, err := runner.New(cfg)
+	// The test starts the runner itself (start), so the host does not.
+	host, err := duraflow.New(store, &duraflow.Config{
+		Registry: reg, Logger: quietLogger, Runner: cfg, RunMode: duraflow.RunOnDemand, DisableScheduler: true,
+	})
 	require.NoError(t, err)
-	local.Add(r)
-	c.SetEagerStarter(r)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = r.Stop(ctx)
+		_ = host.Stop(ctx)
 	})
-	h := &eagerHost{store: store, reg: reg, client: c, runner: r}
+	h := &eagerHost{store: store, reg: reg, client: host.Client(), runner: host.Runner()}
 	if start {
 		h.start(t)
 	}
@@ -348,16 +343,17 @@ func TestEagerStartCrashAfterCommit(t *testing.T) {
 		// Runner A: the one the create hands the instance to, cut off from
 		// the database as soon as the create has committed.
 		dead := &deadStore{Store: store}
-		local := dispatcher.NewLocal()
 		regA := newReg()
-		c, err := client.New(&client.Config{Store: store, Registry: regA, Clock: clk, WakeFunc: local.Wake})
-		require.NoError(t, err)
 		a, err := runner.New(&runner.Config{
 			Store: dead, Registry: regA, Clock: clk, Logger: quietLogger, ID: "a",
 			LeaseDuration: 30 * time.Second, GroupCommitMax: 1,
 		})
 		require.NoError(t, err)
-		c.SetEagerStarter(&dyingStarter{Runner: a, dead: &dead.dead})
+		c, err := client.New(&client.Config{
+			Store: store, Registry: regA, Clock: clk,
+			EagerStarter: &dyingStarter{Runner: a, dead: &dead.dead},
+		})
+		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx))
 
 		info, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "crash"})

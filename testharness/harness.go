@@ -14,8 +14,10 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -36,12 +38,14 @@ type options struct {
 	start     time.Time
 	runnerCfg func(*runner.Config)
 	logger    *slog.Logger
-	hooks     bool
+	hooks     *hook.Config
 }
 
-// WithHooks makes the harness's client record hook outbox entries (see
-// package hook); set runner.Config.RecordHooks with WithRunnerConfig too.
-func WithHooks() Option { return func(o *options) { o.hooks = true } }
+// WithHooks turns the durable hooks on (duraflow.Config.Hooks): the client
+// and the runner record hook outbox entries, and Harness.Hooks delivers
+// them to cfg.OnWorkflowEnqueued when the test calls its DeliverDue. The
+// store, the clock and the logger are the harness's: leave them empty.
+func WithHooks(cfg *hook.Config) Option { return func(o *options) { o.hooks = cfg } }
 
 // WithStore runs the harness on the given store instead of a fresh one.
 func WithStore(s db.Store) Option { return func(o *options) { o.store = s } }
@@ -49,13 +53,16 @@ func WithStore(s db.Store) Option { return func(o *options) { o.store = s } }
 // WithStart sets the fake clock's starting time.
 func WithStart(t time.Time) Option { return func(o *options) { o.start = t } }
 
-// WithRunnerConfig adjusts the runner's configuration before it is built.
+// WithRunnerConfig adjusts the runner's configuration before it is built
+// (see duraflow.Config.Runner: the store, registry, clock, logger, wake-ups
+// and hooks are the harness's).
 func WithRunnerConfig(f func(*runner.Config)) Option { return func(o *options) { o.runnerCfg = f } }
 
 // WithLogger sends the runner's logs to l (by default they are discarded).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// Harness is a store, a registry, a client and a runner sharing a fake clock.
+// Harness is a host (duraflow.New) whose client and runner share a fake
+// clock, driven by the test: nothing runs in the background.
 type Harness struct {
 	t testing.TB
 	// Clock is the fake clock every component reads.
@@ -68,7 +75,12 @@ type Harness struct {
 	Client *client.Client
 	// Runner executes the workflows; the harness drives it with RunDue.
 	Runner *runner.Runner
-	ctx    context.Context
+	// Hooks delivers the recorded hook entries when the test calls its
+	// DeliverDue; nil without WithHooks.
+	Hooks *hook.Deliverer
+	// Host is the host the harness built, with RunOnDemand.
+	Host *duraflow.Host
+	ctx  context.Context
 }
 
 // New returns a harness on a fresh database of DefaultBackend (in-memory
@@ -90,31 +102,31 @@ func New(t testing.TB, opts ...Option) *Harness {
 	clk := clock.NewMock()
 	clk.Set(o.start)
 	reg := workflow.NewRegistry()
-	c, err := client.New(&client.Config{Store: o.store, Registry: reg, Clock: clk, RecordHooks: o.hooks})
-	require.NoError(t, err)
-	cfg := &runner.Config{
-		Store: o.store, Registry: reg, Clock: clk, Logger: o.logger,
-		ID: "harness", LeaseDuration: 30 * time.Second, MaxConcurrency: 64,
-	}
+	rc := &runner.Config{ID: "harness", LeaseDuration: 30 * time.Second, MaxConcurrency: 64}
 	if o.runnerCfg != nil {
-		o.runnerCfg(cfg)
+		o.runnerCfg(rc)
 	}
-	r, err := runner.New(cfg)
+	// The harness drives the runner with RunDue and never starts the host.
+	// A runner that is not started reserves nothing for eager start, so
+	// creates stay queued until RunDue: a test sees every instance queued
+	// first, as on a fresh deployment. A test that starts h.Runner gets
+	// eager start.
+	host, err := duraflow.New(o.store, &duraflow.Config{
+		Registry: reg, Clock: clk, Logger: o.logger, RunMode: duraflow.RunOnDemand, Runner: rc,
+		Hooks: o.hooks, DisableScheduler: true, PollOnly: true,
+	})
 	require.NoError(t, err)
-	// Attached as every host attaches its runner. The harness drives the
-	// runner with RunDue and never starts it, and a runner that is not
-	// started reserves nothing, so creates stay queued until RunDue: a test
-	// sees every instance queued first, as on a fresh deployment. A test
-	// that starts h.Runner gets eager start.
-	c.SetEagerStarter(r)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
 		cancel()
 		stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 		defer stop()
-		_ = r.Stop(stopCtx)
+		_ = host.Stop(stopCtx)
 	})
-	return &Harness{t: t, Clock: clk, Store: o.store, Registry: reg, Client: c, Runner: r, ctx: ctx}
+	return &Harness{
+		t: t, Clock: clk, Store: o.store, Registry: reg, Client: host.Client(), Runner: host.Runner(),
+		Hooks: host.Hooks(), Host: host, ctx: ctx,
+	}
 }
 
 // Context returns a context that lives as long as the test.

@@ -64,7 +64,7 @@ type CreateRequest struct {
 }
 
 // Engine carries out what bindings ask for. The management client implements
-// it; Registry.Bind connects it.
+// it; Registry.Bind connects it (the host does, when it is built).
 type Engine interface {
 	// Create creates one instance.
 	Create(ctx context.Context, workflowName string, req CreateRequest) (*InstanceInfo, error)
@@ -142,8 +142,11 @@ func (r *Registry) Names() []string {
 	return names
 }
 
-// Bind connects the registry's bindings to the engine that serves them. The
-// management client calls it when it is created over the registry.
+// Bind connects the registry's bindings to the engine that serves them.
+// The host (duraflow.New) binds the registry to its client while it is
+// built, before anything runs; a program that builds a client alone, or
+// that uses a remote engine (the HTTP client), calls it once itself before
+// it uses the bindings.
 func (r *Registry) Bind(e Engine) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

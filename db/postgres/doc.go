@@ -12,9 +12,10 @@
 // once, a release due now) also sends pg_notify on the store's wake channel
 // (WakeChannel, or WithWakeChannel's) with the workflow name as payload.
 // Being part of the transaction, the notification is delivered when the
-// change commits and never when it rolls back. Runners of other processes
-// LISTEN on the channel to start sooner; they still poll, so a lost
-// notification only delays work.
+// change commits and never when it rolls back. Store.WakeListen (the
+// db.WakeListener capability, which the host discovers) LISTENs on the
+// channel so that the runners of other processes start sooner; they still
+// poll, so a lost notification only delays work.
 //
 // Calls whose params set RecordHooks also insert a row into the hook outbox
 // (workflow_hook_outbox) in the same transaction. OutboxClaim leases due rows
@@ -24,5 +25,5 @@
 // Nothing of pgx, pgtype or the generated code leaves this package: rows are
 // converted into db types (times in UTC) and driver errors are mapped onto
 // db's sentinel errors in one place. The package must not know about the
-// runner, the workflow authoring API, the dispatcher or the HTTP API.
+// runner, the workflow authoring API, the host or the HTTP API.
 package postgres

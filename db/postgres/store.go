@@ -28,6 +28,7 @@ type Store struct {
 	queries     *pgsqlc.Queries
 	ownsPool    bool
 	wakeChannel string
+	listen      listenConfig
 }
 
 var _ db.Store = (*Store)(nil)

@@ -19,11 +19,9 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db/dburl"
-	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/examples/billing/billing"
-	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -52,27 +50,22 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	local := dispatcher.NewLocal()
-	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
+	// One host: the management client that serves the bindings, and a
+	// runner that executes the workflows, woken in-process when work becomes
+	// due (and on Postgres by other processes too). Instances created here
+	// start on this runner at once when it has a free slot (eager start).
+	host, err := duraflow.New(store, &duraflow.Config{Registry: reg, Logger: logger})
 	if err != nil {
 		return err
 	}
-	r, err := runner.New(&runner.Config{Store: store, Registry: reg, Logger: logger, WakeFunc: local.Wake})
-	if err != nil {
-		return err
-	}
-	local.Add(r)
-	// Instances created here start on this runner at once when it has a
-	// free slot (eager start), without waiting for a claim.
-	c.SetEagerStarter(r)
-	if err := r.Start(ctx); err != nil {
+	if err := host.Start(ctx); err != nil {
 		return err
 	}
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := r.Stop(stopCtx); err != nil {
-			logger.Warn("stopping the runner", "error", err)
+		if err := host.Stop(stopCtx); err != nil {
+			logger.Warn("stopping the host", "error", err)
 		}
 	}()
 

@@ -1,6 +1,7 @@
-// Command quickstart runs one onboarding workflow end to end:
-// it migrates the database, starts a runner, creates an instance through its
-// typed binding, sends the event it waits for, and prints its output.
+// Command quickstart runs one onboarding workflow end to end: it migrates
+// the database, starts a host (a client and a runner, built by
+// duraflow.New), creates an instance through its typed binding, sends the
+// event it waits for, and prints its output.
 //
 //	go run ./examples/quickstart
 //
@@ -19,11 +20,9 @@ import (
 	"os/signal"
 	"time"
 
-	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db/dburl"
-	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/examples/quickstart/onboarding"
-	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -48,34 +47,28 @@ func run(ctx context.Context) error {
 	}
 	defer store.Close()
 
-	// The workflows, the management client that serves their bindings, and a
-	// runner that executes them, woken in-process when work becomes due.
+	// The workflows.
 	reg := workflow.NewRegistry()
 	wfs, err := onboarding.Register(reg, nil)
 	if err != nil {
 		return err
 	}
-	local := dispatcher.NewLocal()
-	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
+	// One host: the management client that serves the bindings, and a
+	// runner that executes the workflows, woken in-process when work becomes
+	// due (and on Postgres by other processes too). Instances created here
+	// start on this runner at once when it has a free slot (eager start).
+	host, err := duraflow.New(store, &duraflow.Config{Registry: reg, Logger: logger})
 	if err != nil {
 		return err
 	}
-	r, err := runner.New(&runner.Config{Store: store, Registry: reg, Logger: logger, WakeFunc: local.Wake})
-	if err != nil {
-		return err
-	}
-	local.Add(r)
-	// Instances created here start on this runner at once when it has a
-	// free slot (eager start), without waiting for a claim.
-	c.SetEagerStarter(r)
-	if err := r.Start(ctx); err != nil {
+	if err := host.Start(ctx); err != nil {
 		return err
 	}
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := r.Stop(stopCtx); err != nil {
-			logger.Warn("stopping the runner", "error", err)
+		if err := host.Stop(stopCtx); err != nil {
+			logger.Warn("stopping the host", "error", err)
 		}
 	}()
 

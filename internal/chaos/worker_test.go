@@ -20,10 +20,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/sqlite"
-	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -252,9 +252,7 @@ func TestChaosWorker(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 
 	dsn := os.Getenv(envDSN)
-	local := dispatcher.NewLocal()
 	var store db.Store
-	var listener *dispatcher.PGListener
 	poll := 200 * time.Millisecond
 	switch backend := os.Getenv(envBackend); backend {
 	case "sqlite":
@@ -262,19 +260,17 @@ func TestChaosWorker(t *testing.T) {
 		require.NoError(t, err)
 		store = s
 	case "postgres":
-		s, err := postgres.Open(ctx, dsn)
-		require.NoError(t, err)
-		store = s
+		// The host LISTENs on a connection configured as the store's pool,
+		// so the application_name (which the test finds the LISTEN
+		// connection by) goes on the store's URL.
 		u, err := url.Parse(dsn)
 		require.NoError(t, err)
 		q := u.Query()
 		q.Set("application_name", listenerAppName+strconv.Itoa(os.Getpid()))
 		u.RawQuery = q.Encode()
-		listener, err = dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
-			ConnString: u.String(), Channel: s.WakeChannel(), WakeFunc: local.Wake, Logger: logger,
-			MaxReconnectDelay: time.Second,
-		})
+		s, err := postgres.Open(ctx, u.String(), postgres.WithListenReconnectDelay(0, time.Second))
 		require.NoError(t, err)
+		store = s
 		// Wake-ups come over LISTEN, so the poll is only the safety net
 		// and a terminated listener shows as slower work.
 		poll = time.Second
@@ -285,25 +281,20 @@ func TestChaosWorker(t *testing.T) {
 
 	reg := workflow.NewRegistry()
 	registerWorkflows(reg, os.Getenv(envLedger), strings.Split(os.Getenv(envWorkflow), ",")...)
-	r, err := runner.New(&runner.Config{
-		Store:          store,
-		Registry:       reg,
-		Logger:         logger,
-		ID:             workerID(os.Getpid()),
-		LeaseDuration:  lease,
-		PollInterval:   poll,
-		MaxConcurrency: 32,
-		WakeFunc:       local.Wake,
+	host, err := duraflow.New(store, &duraflow.Config{
+		Registry: reg, Logger: logger, DisableScheduler: true,
+		Runner: &runner.Config{
+			ID:             workerID(os.Getpid()),
+			LeaseDuration:  lease,
+			PollInterval:   poll,
+			MaxConcurrency: 32,
+		},
 	})
 	require.NoError(t, err)
-	local.Add(r)
-	if listener != nil {
-		go func() { _ = listener.Run(ctx) }()
-	}
-	require.NoError(t, r.Start(ctx))
+	require.NoError(t, host.Start(ctx))
 	fmt.Fprintf(os.Stderr, "chaos worker %d started\n", os.Getpid())
 	<-ctx.Done()
 	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
-	_ = r.Stop(stopCtx)
+	_ = host.Stop(stopCtx)
 }

@@ -18,10 +18,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite"
-	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -258,8 +257,8 @@ func doneAttempts(lines []logLine, instance, step string) []int {
 
 // TestHelperProcess is the host program the durability tests start, kill and
 // start again: it is this test binary re-executed with envHelper set. It
-// opens and migrates the SQLite file, wires a client, a runner and the local
-// dispatcher as a real host does, creates the instances when envCreate asks
+// opens and migrates the SQLite file, builds a host (duraflow.New) as a real
+// host program does, creates the instances when envCreate asks
 // it to, and runs until every instance has ended. Without envHelper it does
 // nothing.
 func TestHelperProcess(t *testing.T) {
@@ -276,26 +275,22 @@ func TestHelperProcess(t *testing.T) {
 
 	reg := workflow.NewRegistry()
 	register(reg, os.Getenv(envLog))
-	local := dispatcher.NewLocal()
-	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
-	require.NoError(t, err)
-	r, err := runner.New(&runner.Config{
-		Store:             store,
-		Registry:          reg,
-		Logger:            slog.New(slog.NewTextHandler(os.Stderr, nil)),
-		LeaseDuration:     leaseDuration,
-		HeartbeatInterval: heartbeatInterval,
-		PollInterval:      pollInterval,
-		WakeFunc:          local.Wake,
+	host, err := duraflow.New(store, &duraflow.Config{
+		Registry: reg, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)), DisableScheduler: true,
+		Runner: &runner.Config{
+			LeaseDuration:     leaseDuration,
+			HeartbeatInterval: heartbeatInterval,
+			PollInterval:      pollInterval,
+		},
 	})
 	require.NoError(t, err)
-	local.Add(r)
-	require.NoError(t, r.Start(ctx))
+	require.NoError(t, host.Start(ctx))
 	defer func() {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		require.NoError(t, r.Stop(stopCtx))
+		require.NoError(t, host.Stop(stopCtx))
 	}()
+	c := host.Client()
 
 	name := os.Getenv(envWorkflow)
 	ids := strings.Split(os.Getenv(envInstances), ",")

@@ -1,4 +1,4 @@
-package dispatcher_test
+package postgres_test
 
 import (
 	"context"
@@ -9,28 +9,37 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
-	"github.com/duraflow/duraflow/dispatcher"
 )
 
-func TestPGListenerWakesAndReconnects(t *testing.T) {
+func TestWakeListenWakesAndReconnects(t *testing.T) {
 	t.Parallel()
-	store := pgtest.NewStore(t)
-	woken := make(chan string, 16)
-	// The store's URL, pool settings and all, as the hosts pass it.
-	l, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{
-		ConnString: pgtest.DatabaseURLWith("pool_max_conns=3", "pool_min_conns=1"),
-		Channel:    store.WakeChannel(),
-		WakeFunc:   func(name string) { woken <- name },
-		Logger:     slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	// A store opened from a URL with the pool's own settings, as the hosts
+	// open theirs: the listener's connection must not pass them to the server.
+	fresh := pgtest.NewStore(t)
+	config, err := pgxpool.ParseConfig(pgtest.DatabaseURLWith("pool_max_conns=3", "pool_min_conns=1"))
 	require.NoError(t, err)
+	config.ConnConfig.RuntimeParams["search_path"] = fresh.Pool().Config().ConnConfig.RuntimeParams["search_path"]
+	pool, err := pgxpool.NewWithConfig(t.Context(), config)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	channel := fresh.WakeChannel()
+	store := postgres.New(pool, postgres.WithWakeChannel(channel), postgres.WithListenReconnectDelay(10*time.Millisecond, time.Second))
+
+	woken := make(chan string, 16)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
-	go func() { done <- l.Run(ctx) }()
+	go func() {
+		done <- store.WakeListen(ctx, &db.WakeListenParams{
+			WakeFunc: func(name string) { woken <- name },
+			Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+		})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		require.ErrorIs(t, <-done, context.Canceled)
@@ -46,16 +55,7 @@ func TestPGListenerWakesAndReconnects(t *testing.T) {
 			return ""
 		}
 	}
-	connected := func() {
-		t.Helper()
-		select {
-		case <-l.Connected():
-		case <-time.After(10 * time.Second):
-			t.Fatal("the listener did not connect")
-		}
-	}
-	connected()
-	require.Equal(t, "", next(), "a (re)connection wakes everything once")
+	require.Equal(t, "", next(), "listening wakes everything once")
 
 	create := func(name, id string) {
 		t.Helper()
@@ -70,20 +70,18 @@ func TestPGListenerWakesAndReconnects(t *testing.T) {
 	require.NoError(t, err)
 	defer conn.Close(context.Background())
 	tag, err := conn.Exec(ctx, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = $1`,
-		"LISTEN "+pgx.Identifier{store.WakeChannel()}.Sanitize())
+		"LISTEN "+pgx.Identifier{channel}.Sanitize())
 	require.NoError(t, err)
 	require.EqualValues(t, 1, tag.RowsAffected())
 
 	require.Equal(t, "", next(), "after the reconnection the runners are woken to catch up")
-	connected()
 	create("orders", "b")
 	require.Equal(t, "orders", next(), "notifications arrive again")
 }
 
-func TestPGListenerConfig(t *testing.T) {
+func TestWakeListenNeedsWakeFunc(t *testing.T) {
 	t.Parallel()
-	_, err := dispatcher.NewPGListener(&dispatcher.PGListenerConfig{ConnString: "postgres://x"})
-	require.Error(t, err, "WakeFunc is required")
-	_, err = dispatcher.NewPGListener(&dispatcher.PGListenerConfig{ConnString: "::bad::", WakeFunc: func(string) {}})
-	require.Error(t, err)
+	store := pgtest.NewStore(t)
+	require.Error(t, store.WakeListen(t.Context(), &db.WakeListenParams{}))
+	require.Error(t, store.WakeListen(t.Context(), nil))
 }

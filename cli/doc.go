@@ -19,5 +19,5 @@
 // (package flowreg, with dev's stub service of internal/devstub) and the
 // HTTP API with its triggers (package httpapi). It holds no engine logic
 // of its own, and the client commands know no database: they speak only
-// HTTP, through httpapi.Client. No package of the engine imports it.
+// HTTP, through apiclient.Client. No package of the engine imports it.
 package cli

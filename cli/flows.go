@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/flowreg"
-	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/internal/devstub"
 	"github.com/duraflow/duraflow/workflow/flow"
 )
@@ -212,7 +212,7 @@ that does not validate is refused with every problem listed (exit 5).`,
 			}
 			res, err := cf.client().ApplyFlow(cmd.Context(), data)
 			if err != nil {
-				var apiErr *httpapi.APIError
+				var apiErr *apiclient.APIError
 				if errors.As(err, &apiErr) && len(apiErr.Problems) > 0 {
 					for _, p := range apiErr.Problems {
 						fmt.Fprintf(o.Stderr, "  %s\n", p)

@@ -1,14 +1,14 @@
 package flowreg
 
-import "errors"
+import "github.com/duraflow/duraflow/internal/flowapi"
 
 // ErrNotFound means the flow, or the version of it, is not stored.
-var ErrNotFound = errors.New("flow not found")
+var ErrNotFound = flowapi.ErrNotFound
 
 // ErrVersionConflict means a flow version was applied with a definition
 // other than the one stored under that version. Stored versions never
 // change: a changed flow needs a new version.
-var ErrVersionConflict = errors.New("flow version exists with a different definition")
+var ErrVersionConflict = flowapi.ErrVersionConflict
 
 // Error names an instance of a flow fails with when its version cannot run.
 const (

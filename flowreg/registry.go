@@ -15,6 +15,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/flowapi"
 	"github.com/duraflow/duraflow/workflow"
 	"github.com/duraflow/duraflow/workflow/flow"
 )
@@ -142,19 +143,7 @@ func (r *Registry) IsFlow(name string) bool {
 }
 
 // ApplyResult is what Apply did.
-type ApplyResult struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-	// Created is false when the version was stored already with the same
-	// definition.
-	Created bool `json:"created"`
-	// Latest is the flow's latest version after the apply: the version new
-	// instances run.
-	Latest string `json:"latest"`
-	// Warnings don't stop a flow from being stored but deserve a look (an
-	// unreachable step).
-	Warnings []flow.Problem `json:"warnings"`
-}
+type ApplyResult = flowapi.ApplyResult
 
 // Apply validates a definition against the handlers, stores it and
 // registers the flow. It fails with a *flow.ValidationError (matching
@@ -278,16 +267,7 @@ func (r *Registry) register(id string) error {
 }
 
 // Info is a stored flow version.
-type Info struct {
-	ID      string `json:"id"`
-	Version string `json:"version"`
-	Name    string `json:"name,omitempty"`
-	// Latest is true when this is the version new instances run.
-	Latest    bool      `json:"latest"`
-	CreatedAt time.Time `json:"createdAt"`
-	// Definition is the definition as applied; lists leave it out.
-	Definition json.RawMessage `json:"definition,omitempty"`
-}
+type Info = flowapi.Info
 
 // Get returns a version of a flow with its definition, or the latest one
 // when version is empty. It fails with ErrNotFound.
@@ -321,31 +301,25 @@ func (r *Registry) Get(ctx context.Context, id, version string) (*Info, error) {
 	return info, nil
 }
 
-// MaxPageSize bounds ListParams.PageSize.
-const MaxPageSize = 1000
+// Page sizes of ListParams.
+const (
+	// DefaultPageSize is the page length of List when none is given.
+	DefaultPageSize = flowapi.DefaultPageSize
+	// MaxPageSize bounds ListParams.PageSize.
+	MaxPageSize = flowapi.MaxPageSize
+)
 
 // ListParams select a page of flows.
-type ListParams struct {
-	// PageSize is the page length, 1 to MaxPageSize.
-	//
-	// Defaults to 50.
-	PageSize int
-	// Cursor continues a previous page (ListResult.NextCursor).
-	Cursor string
-}
+type ListParams = flowapi.ListParams
 
 // ListResult is a page of flows, each at its latest version.
-type ListResult struct {
-	Flows []*Info `json:"flows"`
-	// NextCursor is empty on the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
-}
+type ListResult = flowapi.ListResult
 
 // List returns a page of the stored flows ordered by id, each at its latest
 // version, without definitions.
 func (r *Registry) List(ctx context.Context, p ListParams) (*ListResult, error) {
 	if p.PageSize == 0 {
-		p.PageSize = 50
+		p.PageSize = DefaultPageSize
 	}
 	if p.PageSize < 1 || p.PageSize > MaxPageSize {
 		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, MaxPageSize)
@@ -371,12 +345,7 @@ func (r *Registry) List(ctx context.Context, p ListParams) (*ListResult, error) 
 }
 
 // VersionList is every version of one flow, lowest first.
-type VersionList struct {
-	ID string `json:"id"`
-	// Latest is the version new instances run.
-	Latest   string  `json:"latest"`
-	Versions []*Info `json:"versions"`
-}
+type VersionList = flowapi.VersionList
 
 // Versions returns every version of a flow, lowest first by semantic
 // version, without definitions. It fails with ErrNotFound.

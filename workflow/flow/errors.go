@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/duraflow/duraflow/internal/flowapi"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -13,7 +14,7 @@ import (
 // caller can tell a rejected definition from other failures. A
 // *ValidationError also matches workflow.ErrInvalidRequest, which the HTTP
 // API maps to 400 INVALID_REQUEST.
-var ErrInvalidDefinition = errors.New("invalid flow definition")
+var ErrInvalidDefinition = flowapi.ErrInvalidDefinition
 
 // Error names that the built-in handlers and the compiled flow record. A step
 // that fails with one of them is retried only where noted; the rest fail the
@@ -63,47 +64,14 @@ const (
 )
 
 // Problem is one thing wrong with a definition (or a warning about it).
-type Problem struct {
-	// Path locates the problem in the definition's JSON, e.g.
-	// "steps.fetch.config.url" or "steps.check.config.conditions[1].op".
-	// Empty means the definition as a whole.
-	Path string `json:"path"`
-	// Message says what is wrong, as a sentence fragment.
-	Message string `json:"message"`
-}
-
-// String formats the problem as "path: message".
-func (p Problem) String() string {
-	if p.Path == "" {
-		return p.Message
-	}
-	return p.Path + ": " + p.Message
-}
+type Problem = flowapi.Problem
 
 // ValidationError lists every problem found in a definition, not only the
 // first. Parse, Validate and Compile return it; a handler's Validate may
 // return one whose paths are relative to the step's config, and the flow
-// validator prefixes them.
-type ValidationError struct {
-	// Problems make the definition invalid. Never empty in a returned error.
-	Problems []Problem `json:"problems"`
-	// Warnings don't, but deserve a look (an unreachable step).
-	Warnings []Problem `json:"warnings,omitempty"`
-}
-
-// Error lists the problems on one line.
-func (e *ValidationError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.String()
-	}
-	return fmt.Sprintf("%s: %s", ErrInvalidDefinition, strings.Join(parts, "; "))
-}
-
-// Is matches ErrInvalidDefinition and workflow.ErrInvalidRequest.
-func (e *ValidationError) Is(target error) bool {
-	return target == ErrInvalidDefinition || target == workflow.ErrInvalidRequest
-}
+// validator prefixes them. It matches ErrInvalidDefinition and
+// workflow.ErrInvalidRequest.
+type ValidationError = flowapi.ValidationError
 
 // problemsOf turns an error returned from a handler or an unmarshaler into
 // problems located under path.

@@ -1,4 +1,4 @@
-package httpapi
+package apiclient
 
 import (
 	"bytes"
@@ -30,11 +30,11 @@ type Client struct {
 
 var _ workflow.Engine = (*Client)(nil)
 
-// NewClient returns a client for the server at baseURL (scheme and host,
+// New returns a client for the server at baseURL (scheme and host,
 // such as "http://127.0.0.1:8080", without the API prefix). token is sent as
 // "Authorization: Bearer <token>" unless it is empty. hc nil means
 // http.DefaultClient; deadlines come from the contexts of the calls.
-func NewClient(baseURL, token string, hc *http.Client) *Client {
+func New(baseURL, token string, hc *http.Client) *Client {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
@@ -42,7 +42,8 @@ func NewClient(baseURL, token string, hc *http.Client) *Client {
 }
 
 // WithPrefix returns a copy of the client for a server whose API is mounted
-// under prefix (Config.Prefix) instead of "/api"; "/" or "" means the root.
+// under prefix (httpapi.Config.Prefix) instead of "/api"; "/" or "" means
+// the root.
 func (c *Client) WithPrefix(prefix string) *Client {
 	out := *c
 	out.prefix = strings.TrimRight(prefix, "/")
@@ -160,7 +161,7 @@ func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType stri
 
 // History returns a page of the steps and events of a run of an instance
 // (GET …/:id/history). Unlike client.Client, PageSize 0 means the server's
-// default page of DefaultHistoryPageSize, not everything: follow
+// default page of httpapi.DefaultHistoryPageSize, not everything: follow
 // NextCursor.
 func (c *Client) History(ctx context.Context, workflowName, id string, p client.HistoryParams) (*History, error) {
 	path, err := c.instancePath(workflowName, id, "/history")
@@ -261,7 +262,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 // (a proxy's error page, say) gets the code HTTP_<status>.
 func readAPIError(resp *http.Response) error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var eb errorBody
+	var eb ErrorResponse
 	if err := json.Unmarshal(b, &eb); err == nil && eb.Error != nil && eb.Error.Code != "" {
 		eb.Error.Status = resp.StatusCode
 		return eb.Error

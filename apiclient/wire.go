@@ -1,4 +1,4 @@
-package httpapi
+package apiclient
 
 import (
 	"encoding/json"
@@ -74,7 +74,7 @@ type Accepted struct {
 }
 
 // TickRequest is the body of POST /_runner/tick; the body may be absent.
-// MaxInstances (0 to MaxTickInstances) bounds the instances claimed and
+// MaxInstances (0 to httpapi.MaxTickInstances) bounds the instances claimed and
 // MaxSteps the new step attempts; 0 leaves the choice to the TickFunc.
 type TickRequest struct {
 	MaxInstances int `json:"maxInstances,omitempty"`

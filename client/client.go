@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -179,7 +180,7 @@ func (c *Client) checkWorkflow(name string) error {
 }
 
 func (c *Client) lookupWorkflow(name string) error {
-	if _, ok := c.registry.Lookup(name); !ok {
+	if _, ok := wfcore.Lookup(c.registry, name); !ok {
 		return fmt.Errorf("%w: %q", workflow.ErrWorkflowNotFound, name)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -162,7 +163,7 @@ func (r *Registry) Notify(workflowName string) {
 	if workflowName == "" || r.IsFlow(workflowName) {
 		return
 	}
-	if _, ok := r.cfg.Registry.Lookup(workflowName); ok {
+	if _, ok := wfcore.Lookup(r.cfg.Registry, workflowName); ok {
 		return
 	}
 	select {
@@ -179,7 +180,7 @@ func (r *Registry) Resolve(ctx context.Context, workflowName string) error {
 	if r.IsFlow(workflowName) {
 		return nil
 	}
-	if _, ok := r.cfg.Registry.Lookup(workflowName); ok {
+	if _, ok := wfcore.Lookup(r.cfg.Registry, workflowName); ok {
 		return nil
 	}
 	return r.loadOne(ctx, workflowName)

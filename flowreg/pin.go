@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -73,7 +74,7 @@ func WithPin(metadata json.RawMessage, pin Pin) (json.RawMessage, error) {
 // applied can be created at once.
 func (r *Registry) Metadata(ctx context.Context, workflowName string, metadata json.RawMessage) (json.RawMessage, error) {
 	if !r.IsFlow(workflowName) {
-		if _, ok := r.cfg.Registry.Lookup(workflowName); ok {
+		if _, ok := wfcore.Lookup(r.cfg.Registry, workflowName); ok {
 			return metadata, nil
 		}
 		if err := r.loadOne(ctx, workflowName); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/flowapi"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 	"github.com/duraflow/duraflow/workflow/flow"
 )
@@ -247,7 +248,7 @@ func (r *Registry) isGoWorkflow(name string) bool {
 	if r.IsFlow(name) {
 		return false
 	}
-	_, ok := r.cfg.Registry.Lookup(name)
+	_, ok := wfcore.Lookup(r.cfg.Registry, name)
 	return ok
 }
 

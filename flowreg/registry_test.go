@@ -12,6 +12,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 	"github.com/duraflow/duraflow/workflow/flow"
@@ -27,7 +28,7 @@ func TestApply(t *testing.T) {
 			res := p.apply(def)
 			require.Equal(t, &flowreg.ApplyResult{ID: "greet", Version: "1.0.0", Created: true, Latest: "1.0.0", Warnings: []flow.Problem{}}, res)
 			require.True(t, p.flows.IsFlow("greet"))
-			_, ok := p.h.Registry.Lookup("greet")
+			_, ok := wfcore.Lookup(p.h.Registry, "greet")
 			require.True(t, ok, "registered beside the Go workflows")
 
 			stored, err := p.h.Store.FlowGet(p.ctx(), db.FlowRef{ID: "greet", Version: "1.0.0"})

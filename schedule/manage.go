@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -305,12 +306,12 @@ func (s *Scheduler) check(ctx context.Context, workflowName string, params json.
 	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
 		return err
 	}
-	_, ok := s.cfg.Registry.Lookup(workflowName)
+	_, ok := wfcore.Lookup(s.cfg.Registry, workflowName)
 	if !ok && s.cfg.ResolveFunc != nil {
 		if err := s.cfg.ResolveFunc(ctx, workflowName); err != nil {
 			return err
 		}
-		_, ok = s.cfg.Registry.Lookup(workflowName)
+		_, ok = wfcore.Lookup(s.cfg.Registry, workflowName)
 	}
 	if !ok {
 		return fmt.Errorf("%w: %q", workflow.ErrWorkflowNotFound, workflowName)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -92,7 +93,7 @@ func TestRetryPolicyDelays(t *testing.T) {
 	require.Error(t, workflow.RetryPolicy{Backoff: "random"}.Validate())
 	require.Error(t, workflow.RetryPolicy{Limit: -1}.Validate())
 
-	c := workflow.NewStepConfig()
+	c := wfcore.NewStepConfig()
 	require.Equal(t, workflow.DefaultRetryPolicy(), *c.Retries)
 	require.Equal(t, 10*time.Minute, c.Timeout)
 }
@@ -106,10 +107,10 @@ func TestValidation(t *testing.T) {
 		require.ErrorIs(t, workflow.ValidateEventType(bad), workflow.ErrInvalidEventType, "%q", bad)
 	}
 	require.ErrorIs(t, workflow.ValidateWorkflowName(string(make([]byte, 65))), workflow.ErrInvalidWorkflowName)
-	key, err := workflow.NormalizeStepName("  charge card  ")
+	key, err := wfcore.NormalizeStepName("  charge card  ")
 	require.NoError(t, err)
 	require.Equal(t, "charge card", key)
-	_, err = workflow.NormalizeStepName("tab\there")
+	_, err = wfcore.NormalizeStepName("tab\there")
 	require.ErrorIs(t, err, workflow.ErrInvalidStepName)
 }
 

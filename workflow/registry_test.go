@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -31,7 +32,7 @@ func TestRegistry(t *testing.T) {
 	_, err = b.Create(context.Background(), workflow.CreateOptions[any]{ID: "x"})
 	require.ErrorIs(t, err, workflow.ErrEngineNotBound, "a binding needs an engine")
 
-	r, ok := reg.Lookup("alpha")
+	r, ok := wfcore.Lookup(reg, "alpha")
 	require.True(t, ok)
 	require.Equal(t, "alpha", r.Name())
 }
@@ -44,11 +45,11 @@ func TestRunnableDecodesParamsAndEncodesOutput(t *testing.T) {
 		func(ctx context.Context, ev workflow.Event[in], step workflow.Step) (map[string]int, error) {
 			return map[string]int{"n": ev.Payload.N * 2, "run": ev.RunNumber}, nil
 		}))
-	r, _ := reg.Lookup("double")
-	out, err := r.Execute(context.Background(), workflow.RawEvent{Payload: []byte(`{"N":21}`), RunNumber: 1}, nil)
+	r, _ := wfcore.Lookup(reg, "double")
+	out, err := r.Execute(context.Background(), wfcore.RawEvent{Payload: []byte(`{"N":21}`), RunNumber: 1}, nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"n":42,"run":1}`, string(out))
 
-	_, err = r.Execute(context.Background(), workflow.RawEvent{Payload: []byte(`"not an object"`)}, nil)
+	_, err = r.Execute(context.Background(), wfcore.RawEvent{Payload: []byte(`"not an object"`)}, nil)
 	require.True(t, workflow.IsNonRetryable(err), "params that don't decode fail without retries")
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 	"github.com/duraflow/duraflow/workflow/flow"
@@ -369,7 +370,7 @@ type memStep struct{ names []string }
 
 func (s *memStep) Do(name string, fn workflow.StepFunc, _ ...workflow.StepOption) (json.RawMessage, error) {
 	s.names = append(s.names, name)
-	v, err := fn(workflow.ContextWithStepInfo(context.Background(), workflow.StepInfo{Step: name, Attempt: 1}))
+	v, err := fn(wfcore.ContextWithStepInfo(context.Background(), workflow.StepInfo{Step: name, Attempt: 1}))
 	if err != nil {
 		return nil, &workflow.StepError{Step: name, Name: workflow.ErrorName(err), Message: err.Error(), Attempts: 1}
 	}
@@ -399,9 +400,9 @@ func TestRegister(t *testing.T) {
 	reg := workflow.NewRegistry()
 	_, err := workflow.Register(reg, compiled.ID(), compiled)
 	require.NoError(t, err)
-	r, ok := reg.Lookup("reg")
+	r, ok := wfcore.Lookup(reg, "reg")
 	require.True(t, ok)
-	out, err := r.Execute(context.Background(), workflow.RawEvent{Payload: json.RawMessage(`{"y": 2}`)}, &memStep{})
+	out, err := r.Execute(context.Background(), wfcore.RawEvent{Payload: json.RawMessage(`{"y": 2}`)}, &memStep{})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"x": 1, "y": 2}`, string(out))
 

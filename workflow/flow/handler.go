@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -164,7 +165,7 @@ func NewHandlers(opts ...HandlersOption) (*Handlers, error) {
 		if typ == "" {
 			return nil, fmt.Errorf("flow: WithHandler: handler %T has an empty type", h)
 		}
-		if _, err := workflow.NormalizeStepName(typ); err != nil || typ != stepIDRE.FindString(typ) {
+		if _, err := wfcore.NormalizeStepName(typ); err != nil || typ != stepIDRE.FindString(typ) {
 			return nil, fmt.Errorf("flow: WithHandler: type %q must match %s", typ, stepIDRE)
 		}
 		hs.byType[typ] = h

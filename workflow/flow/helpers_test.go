@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 	"github.com/duraflow/duraflow/workflow/flow"
 )
@@ -29,7 +30,7 @@ func invokeUnchecked(t *testing.T, h flow.Handler, config, contextJSON string, i
 	require.NoError(t, dec.Decode(&state))
 	in, _, err := input.Select(state)
 	require.NoError(t, err)
-	ctx := workflow.ContextWithStepInfo(context.Background(), workflow.StepInfo{Step: "s#1", Attempt: 1})
+	ctx := wfcore.ContextWithStepInfo(context.Background(), workflow.StepInfo{Step: "s#1", Attempt: 1})
 	return h.Run(ctx, &flow.Invocation{FlowID: "f", FlowVersion: "1.0.0", StepID: "s", Visit: 1,
 		Config: json.RawMessage(config), Input: in, Context: state})
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/mod/semver"
+
+	"github.com/duraflow/duraflow/internal/flowversion"
 )
 
 // Version is a validated semantic version: MAJOR.MINOR.PATCH with an optional
@@ -59,12 +61,11 @@ func (v Version) Prerelease() bool { return semver.Prerelease(v.v) != "" }
 // pre-release below its release ("1.0.0-rc.1" < "1.0.0").
 func (v Version) Compare(w Version) int { return semver.Compare(v.v, w.v) }
 
-// CompareVersions compares two version strings as Version.Compare does. An
+// CompareVersions compares two version strings as Version.Compare does; the
+// rule is owned by internal/flowversion, which package db applies too. An
 // invalid version sorts below every valid one and equal to other invalid
 // ones, so sorting never fails; validate versions with ParseVersion first.
-func CompareVersions(a, b string) int {
-	return semver.Compare("v"+a, "v"+b)
-}
+func CompareVersions(a, b string) int { return flowversion.Compare(a, b) }
 
 // SortVersions sorts version strings from lowest to highest (see
 // CompareVersions).
@@ -76,27 +77,8 @@ func SortVersions(versions []string) {
 // release over any pre-release unless only pre-releases are given; ok is
 // false when none is valid.
 func LatestVersion(versions []string) (latest string, ok bool) {
-	var best, bestPre Version
-	for _, s := range versions {
-		v, err := ParseVersion(s)
-		if err != nil {
-			continue
-		}
-		if v.Prerelease() {
-			if bestPre.IsZero() || v.Compare(bestPre) > 0 {
-				bestPre = v
-			}
-			continue
-		}
-		if best.IsZero() || v.Compare(best) > 0 {
-			best = v
-		}
-	}
-	switch {
-	case !best.IsZero():
-		return best.String(), true
-	case !bestPre.IsZero():
-		return bestPre.String(), true
-	}
-	return "", false
+	return flowversion.Latest(versions, func(s string) bool {
+		_, err := ParseVersion(s)
+		return err == nil
+	})
 }

@@ -26,8 +26,6 @@ func TestDependencies(t *testing.T) {
 		"modernc.org/sqlite",
 		"github.com/duraflow/duraflow/httpapi",
 		"github.com/duraflow/duraflow/flow",
-		"github.com/duraflow/duraflow/flowreg",
-		"github.com/duraflow/duraflow/workflow/flow",
 	}
 	for _, dep := range deps {
 		for _, f := range forbidden {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -205,7 +206,7 @@ error; --all follows every page.`,
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&statuses, "status", nil, "only instances with this status (repeatable, or comma-separated): queued, running, waiting, waitingForPause, paused, complete, errored, terminated")
-	fs.IntVar(&pageSize, "page-size", 0, "instances per page, 1 to 1000 (default 50)")
+	fs.IntVar(&pageSize, "page-size", 0, fmt.Sprintf("instances per page, 1 to %d (default %d)", paging.MaxPageSize, paging.DefaultPageSize))
 	fs.StringVar(&cursor, "cursor", "", "continue after a previous page")
 	fs.BoolVar(&all, "all", false, "follow every page")
 	return cmd

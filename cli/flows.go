@@ -10,16 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/dispatcher"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/internal/devstub"
-	"github.com/duraflow/duraflow/workflow/flow"
+	"github.com/duraflow/duraflow/internal/paging"
 )
 
 // WithFlowHandler adds a flow step handler to dev, serve and worker: a step
@@ -34,7 +33,7 @@ func WithFlowHandler(h flow.Handler) Option {
 func addFlowFlags(fs *pflag.FlagSet, c *hostConfig) {
 	fs.StringArrayVar(&c.httpAllow, "http-allow", nil, `internal destinations the http step of flows may reach: a CIDR ("10.0.0.0/8"), an IP, a host name or "*.domain" (repeatable; by default no loopback, private, link-local or metadata address is reachable)`)
 	bindEnv(fs, "http-allow", "DURAFLOW_HTTP_ALLOW")
-	fs.Var(newDurationValue(&c.flowRefresh, 10*time.Second), "flow-refresh", "how often to look for flows applied by other processes (at once, on Postgres, when a wake-up names one)")
+	fs.Var(newDurationValue(&c.flowRefresh, flow.DefaultRefreshInterval), "flow-refresh", "how often to look for flows applied by other processes (at once, on Postgres, when a wake-up names one)")
 	bindEnv(fs, "flow-refresh", "DURAFLOW_FLOW_REFRESH")
 }
 
@@ -72,7 +71,7 @@ func (h *host) startFlows(ctx context.Context, local *dispatcher.Local) error {
 	if err != nil {
 		return usageError(fmt.Errorf("flow handlers: %w", err))
 	}
-	h.flows, err = flowreg.New(&flowreg.Config{
+	h.flows, err = flow.New(&flow.Config{
 		Store: h.store, Registry: h.registry, Handlers: handlers, Logger: h.log, WakeFunc: local.Wake,
 		RefreshInterval: h.cfg.flowRefresh,
 	})
@@ -115,7 +114,7 @@ func (h *host) applyFlowFiles(ctx context.Context) error {
 		res, err := h.flows.Apply(ctx, data)
 		var ve *flow.ValidationError
 		switch {
-		case errors.As(err, &ve), errors.Is(err, flowreg.ErrVersionConflict):
+		case errors.As(err, &ve), errors.Is(err, flow.ErrVersionConflict):
 			h.reportFlowFile(file, err)
 			continue
 		case err != nil:
@@ -262,7 +261,7 @@ func readFlowFile(file string, in io.Reader) ([]byte, error) {
 
 func newFlowsListCommand(o *Options, cf *clientFlags) *cobra.Command {
 	var (
-		p   flowreg.ListParams
+		p   flow.ListParams
 		all bool
 	)
 	cmd := &cobra.Command{
@@ -275,7 +274,7 @@ there are more, it prints the --cursor of the next page on standard error;
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := cf.client()
-			out := &flowreg.ListResult{Flows: []*flowreg.Info{}}
+			out := &flow.ListResult{Flows: []*flow.Info{}}
 			for {
 				page, err := c.ListFlows(cmd.Context(), p)
 				if err != nil {
@@ -305,7 +304,7 @@ there are more, it prints the --cursor of the next page on standard error;
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&p.PageSize, "page-size", 0, "flows per page, 1 to 1000 (default 50)")
+	fs.IntVar(&p.PageSize, "page-size", 0, fmt.Sprintf("flows per page, 1 to %d (default %d)", paging.MaxPageSize, paging.DefaultPageSize))
 	fs.StringVar(&p.Cursor, "cursor", "", "continue after a previous page")
 	fs.BoolVar(&all, "all", false, "follow every page")
 	return cmd

@@ -306,7 +306,7 @@ func TestWorkerRunsFlowsAppliedElsewhere(t *testing.T) {
 	// The worker learns of the flow at its next refresh and then runs the
 	// instance.
 	stderr.waitLine(t, 30*time.Second, func(l string) bool {
-		m, ok := logLine(l, "flowreg: registered a flow applied elsewhere")
+		m, ok := logLine(l, "flow: registered a flow applied elsewhere")
 		return ok && m["flow"] == "hi"
 	})
 	info := waitSettled(t, c, "hi", "h1")

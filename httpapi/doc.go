@@ -6,7 +6,7 @@
 // A Server mounts echo routes (under /api by default) over the management
 // service of package client: list workflows, create, list, inspect and
 // control instances, send events, read history, manage cron schedules (over
-// a schedule.Scheduler), apply and read JSON flows (over a flowreg.Registry),
+// a schedule.Scheduler), apply and read JSON flows (over a flow.Registry),
 // and, when the host enables it, tick a runner.
 // /healthz and /readyz sit at the root, outside the prefix and outside
 // authentication. The host's HTTP triggers (Trigger) sit at the root too,

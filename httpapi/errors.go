@@ -8,8 +8,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // ErrUnauthorized means a request carried no credentials, or unknown ones. An

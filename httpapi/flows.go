@@ -7,7 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -65,8 +65,8 @@ func (s *Server) listFlows(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := flowreg.ListParams{Cursor: q.Get("cursor")}
-	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, flowreg.MaxPageSize); err != nil {
+	p := flow.ListParams{Cursor: q.Get("cursor")}
+	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, flow.MaxPageSize); err != nil {
 		return err
 	}
 	res, err := s.cfg.Flows.List(c.Request().Context(), p)

@@ -15,18 +15,17 @@ import (
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // withFlows serves the flow routes over a flow registry on the harness, and
 // creates instances through a client that pins flow versions.
-func withFlows(t *testing.T, flows **flowreg.Registry) func(*httpapi.Config, *testharness.Harness) {
+func withFlows(t *testing.T, flows **flow.Registry) func(*httpapi.Config, *testharness.Harness) {
 	return func(c *httpapi.Config, h *testharness.Harness) {
-		r, err := flowreg.New(&flowreg.Config{
+		r, err := flow.New(&flow.Config{
 			Store: h.Store, Registry: h.Registry, Clock: h.Clock,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
@@ -206,11 +205,11 @@ func TestFlowClient(t *testing.T) {
 	require.False(t, again.Created)
 
 	_, err = b.api.ApplyFlow(b.ctx, []byte(strings.Replace(string(def), "n * 2", "n + 2", 1)))
-	require.ErrorIs(t, err, flowreg.ErrVersionConflict)
+	require.ErrorIs(t, err, flow.ErrVersionConflict)
 	_, err = b.api.ApplyFlow(b.ctx, nil)
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 
-	list, err := b.api.ListFlows(b.ctx, flowreg.ListParams{PageSize: 10})
+	list, err := b.api.ListFlows(b.ctx, flow.ListParams{PageSize: 10})
 	require.NoError(t, err)
 	require.Len(t, list.Flows, 1)
 	info, err := b.api.GetFlow(b.ctx, "doubler", "")
@@ -224,9 +223,9 @@ func TestFlowClient(t *testing.T) {
 	require.Len(t, versions.Versions, 1)
 
 	_, err = b.api.GetFlow(b.ctx, "nope", "")
-	require.ErrorIs(t, err, flowreg.ErrNotFound)
+	require.ErrorIs(t, err, flow.ErrNotFound)
 	_, err = b.api.FlowVersions(b.ctx, "nope")
-	require.ErrorIs(t, err, flowreg.ErrNotFound)
+	require.ErrorIs(t, err, flow.ErrNotFound)
 	_, err = b.api.GetFlow(b.ctx, "", "")
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 

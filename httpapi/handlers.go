@@ -12,6 +12,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -19,7 +20,7 @@ import (
 // names none; MaxPageSize bounds every page size.
 const (
 	DefaultHistoryPageSize = 100
-	MaxPageSize            = 1000
+	MaxPageSize            = paging.MaxPageSize
 )
 
 func (s *Server) healthz(c echo.Context) error {

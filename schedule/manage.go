@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -19,9 +20,9 @@ const (
 	MaxCatchupLimit = 1000
 	// DefaultPageSize is the page length of List when none is given;
 	// MaxPageSize bounds it.
-	DefaultPageSize = 50
+	DefaultPageSize = paging.DefaultPageSize
 	// MaxPageSize is the longest page of List.
-	MaxPageSize = 1000
+	MaxPageSize = paging.MaxPageSize
 	// DefaultTimeZone is the zone of a schedule created without one.
 	DefaultTimeZone = "UTC"
 )

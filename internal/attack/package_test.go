@@ -18,13 +18,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // The attacks the binary cannot be set up for run here, at package level,
-// against the handlers of workflow/flow: a resolver of the test's own (the
+// against the handlers of package flow: a resolver of the test's own (the
 // binary's would send names to DNS), and an allow-listed exec command.
 
 // fakeResolver answers from a function; lookups counts the calls per name.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -107,9 +108,9 @@ type Info struct {
 // Page sizes of ListParams.
 const (
 	// DefaultPageSize is the page length of a list when none is given.
-	DefaultPageSize = 50
+	DefaultPageSize = paging.DefaultPageSize
 	// MaxPageSize bounds ListParams.PageSize.
-	MaxPageSize = 1000
+	MaxPageSize = paging.MaxPageSize
 )
 
 // ListParams select a page of flows.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -93,9 +92,6 @@ func TestRetryPolicyDelays(t *testing.T) {
 	require.Error(t, workflow.RetryPolicy{Backoff: "random"}.Validate())
 	require.Error(t, workflow.RetryPolicy{Limit: -1}.Validate())
 
-	c := wfcore.NewStepConfig()
-	require.Equal(t, workflow.DefaultRetryPolicy(), *c.Retries)
-	require.Equal(t, 10*time.Minute, c.Timeout)
 }
 
 func TestValidation(t *testing.T) {
@@ -107,11 +103,6 @@ func TestValidation(t *testing.T) {
 		require.ErrorIs(t, workflow.ValidateEventType(bad), workflow.ErrInvalidEventType, "%q", bad)
 	}
 	require.ErrorIs(t, workflow.ValidateWorkflowName(string(make([]byte, 65))), workflow.ErrInvalidWorkflowName)
-	key, err := wfcore.NormalizeStepName("  charge card  ")
-	require.NoError(t, err)
-	require.Equal(t, "charge card", key)
-	_, err = wfcore.NormalizeStepName("tab\there")
-	require.ErrorIs(t, err, workflow.ErrInvalidStepName)
 }
 
 func TestErrorNames(t *testing.T) {

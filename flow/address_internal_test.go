@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net"
-	"net/netip"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -41,13 +40,4 @@ func TestDialerControlHook(t *testing.T) {
 	conn, err := allowed.dial(context.Background(), "tcp", l.Addr().String(), "127.0.0.1", false)
 	require.NoError(t, err)
 	conn.Close()
-}
-
-func TestInternalReasonPublicAddresses(t *testing.T) {
-	t.Parallel()
-	p, err := newAddressPolicy(nil)
-	require.NoError(t, err)
-	for _, ip := range []string{"8.8.8.8", "1.1.1.1", "93.184.216.34", "2606:4700:4700::1111", "2a00:1450:4001::200e", "64:ff9b::808:808", "2002:808:808::1"} {
-		require.NoError(t, p.check("", netip.MustParseAddr(ip)), ip)
-	}
 }

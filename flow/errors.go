@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/duraflow/duraflow/flow/internal/netguard"
 	"github.com/duraflow/duraflow/internal/flowapi"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -38,7 +39,7 @@ const (
 	// ErrorNameAddressNotAllowed is recorded by an http step that was asked to
 	// connect to a loopback, private, link-local or otherwise internal address
 	// that the handler's allowlist does not permit.
-	ErrorNameAddressNotAllowed = "ADDRESS_NOT_ALLOWED"
+	ErrorNameAddressNotAllowed = netguard.ErrorNameAddressNotAllowed
 	// ErrorNameResponseTooLarge is recorded by an http step whose response
 	// body is larger than the handler's limit.
 	ErrorNameResponseTooLarge = "RESPONSE_TOO_LARGE"

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/duraflow/duraflow/flow/internal/procgroup"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -202,11 +203,11 @@ func (h *ExecHandler) Run(ctx context.Context, inv *Invocation) (any, error) {
 	stderr := &cappedBuffer{max: 64 << 10, keepTail: true}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.WaitDelay = h.cfg.WaitDelay
-	startInGroup(cmd)
+	procgroup.Start(cmd)
 	runErr := cmd.Run()
 	// Children the command left behind (daemons, or those of a killed
 	// command that still hold its pipes) go with it.
-	_ = killGroup(cmd)
+	_ = procgroup.Kill(cmd)
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()

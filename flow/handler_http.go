@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/duraflow/duraflow/flow/internal/netguard"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -81,6 +82,15 @@ type Resolver interface {
 // DialContextFunc dials a network address.
 type DialContextFunc func(ctx context.Context, network, address string) (net.Conn, error)
 
+// AddressNotAllowedError is the error of an http step that was about to
+// connect to an address the handler refuses: loopback, private (RFC 1918 and
+// IPv6 ULA), link-local, shared (CGNAT), unspecified, multicast, reserved or
+// a cloud metadata address, unless its allowlist permits it. The check runs
+// on the resolved IP when the connection is dialed, so a name that resolves
+// to such an address (DNS rebinding included) and a redirect to one are
+// refused too. Its recorded name is ADDRESS_NOT_ALLOWED and it is not retried.
+type AddressNotAllowedError = netguard.AddressNotAllowedError
+
 // HTTPHandlerConfig configures the http handler.
 type HTTPHandlerConfig struct {
 	// Allow lists internal destinations the handler may connect to anyway:
@@ -142,7 +152,7 @@ func (c *HTTPHandlerConfig) WithDefaults() *HTTPHandlerConfig {
 // make the address check meaningless).
 type HTTPHandler struct {
 	cfg    *HTTPHandlerConfig
-	policy *addressPolicy
+	policy *netguard.Policy
 	client *http.Client
 }
 
@@ -154,7 +164,7 @@ func NewHTTPHandler(cfg *HTTPHandlerConfig) (*HTTPHandler, error) {
 	if c.MaxResponseBytes < 0 || c.MaxRedirects < 0 || c.DefaultTimeout < 0 {
 		return nil, errors.New("flow: HTTPHandlerConfig: limits must not be negative")
 	}
-	policy, err := newAddressPolicy(c.Allow)
+	policy, err := netguard.NewPolicy(c.Allow)
 	if err != nil {
 		return nil, fmt.Errorf("flow: HTTPHandlerConfig.Allow: %w", err)
 	}
@@ -277,7 +287,7 @@ func (h *HTTPHandler) checkURL(raw string) (*url.URL, error) {
 		return nil, fmt.Errorf("URL %q has no host", raw)
 	}
 	if ip, err := netip.ParseAddr(u.Hostname()); err == nil {
-		if err := h.policy.check(u.Hostname(), ip); err != nil {
+		if err := h.policy.Check(u.Hostname(), ip); err != nil {
 			return nil, err
 		}
 	}
@@ -446,7 +456,7 @@ func (h *HTTPHandler) dialContext(ctx context.Context, network, addr string) (ne
 	if err != nil {
 		return nil, err
 	}
-	hostOK := h.policy.hostAllowed(host)
+	hostOK := h.policy.HostAllowed(host)
 	var ips []netip.Addr
 	if ip, err := netip.ParseAddr(host); err == nil {
 		ips = []netip.Addr{ip}
@@ -470,7 +480,7 @@ func (h *HTTPHandler) dialContext(ctx context.Context, network, addr string) (ne
 	for _, ip := range ips {
 		ip = ip.Unmap()
 		if !hostOK {
-			if err := h.policy.check(host, ip); err != nil {
+			if err := h.policy.Check(host, ip); err != nil {
 				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
@@ -500,7 +510,7 @@ func (h *HTTPHandler) dial(ctx context.Context, network, address, host string, h
 			if err != nil {
 				return fmt.Errorf("refusing to connect to %q: %w", address, err)
 			}
-			return h.policy.check(host, ap.Addr())
+			return h.policy.Check(host, ap.Addr())
 		},
 	}
 	return d.DialContext(ctx, network, address)

@@ -1,4 +1,7 @@
-package flow
+// Package netguard decides which addresses the http handler of package flow
+// may connect to: internal addresses (loopback, private, link-local, cloud
+// metadata, ...) are refused unless the handler's allowlist permits them.
+package netguard
 
 import (
 	"fmt"
@@ -32,6 +35,10 @@ func (e *AddressNotAllowedError) Error() string {
 
 // ErrorName returns ADDRESS_NOT_ALLOWED.
 func (e *AddressNotAllowedError) ErrorName() string { return ErrorNameAddressNotAllowed }
+
+// ErrorNameAddressNotAllowed is the recorded name of an
+// AddressNotAllowedError (flow.ErrorNameAddressNotAllowed).
+const ErrorNameAddressNotAllowed = "ADDRESS_NOT_ALLOWED"
 
 var (
 	metadataV4 = netip.MustParseAddr("169.254.169.254")
@@ -107,18 +114,18 @@ func internalReason(ip netip.Addr) string {
 	return ""
 }
 
-// addressPolicy is the http handler's allowlist.
-type addressPolicy struct {
+// Policy is the http handler's allowlist.
+type Policy struct {
 	prefixes []netip.Prefix
 	hosts    map[string]bool // exact names, lower case
 	suffixes []string        // ".example.com" for "*.example.com"
 }
 
-// newAddressPolicy reads allowlist entries: CIDRs ("10.0.0.0/8"), IPs
+// NewPolicy reads allowlist entries: CIDRs ("10.0.0.0/8"), IPs
 // ("127.0.0.1", "::1"), host names ("localhost") and wildcard names
 // ("*.internal.example.com", its subdomains only).
-func newAddressPolicy(allow []string) (*addressPolicy, error) {
-	p := &addressPolicy{hosts: map[string]bool{}}
+func NewPolicy(allow []string) (*Policy, error) {
+	p := &Policy{hosts: map[string]bool{}}
 	for _, entry := range allow {
 		e := strings.TrimSpace(entry)
 		switch {
@@ -172,9 +179,9 @@ func validHostName(h string) bool {
 	return true
 }
 
-// hostAllowed reports whether the host name is allow-listed, which permits
+// HostAllowed reports whether the host name is allow-listed, which permits
 // whatever it resolves to.
-func (p *addressPolicy) hostAllowed(host string) bool {
+func (p *Policy) HostAllowed(host string) bool {
 	h := normalizeHost(host)
 	if p.hosts[h] {
 		return true
@@ -187,9 +194,9 @@ func (p *addressPolicy) hostAllowed(host string) bool {
 	return false
 }
 
-// check returns an *AddressNotAllowedError when ip is internal and no CIDR of
+// Check returns an *AddressNotAllowedError when ip is internal and no CIDR of
 // the allowlist contains it.
-func (p *addressPolicy) check(host string, ip netip.Addr) error {
+func (p *Policy) Check(host string, ip netip.Addr) error {
 	reason := internalReason(ip)
 	if reason == "" {
 		return nil

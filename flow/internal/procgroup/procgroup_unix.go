@@ -1,6 +1,9 @@
 //go:build unix
 
-package flow
+// Package procgroup runs the commands of the exec handler of package flow
+// in process groups of their own, so that what a command leaves behind is
+// killed with it.
+package procgroup
 
 import (
 	"errors"
@@ -8,19 +11,19 @@ import (
 	"syscall"
 )
 
-// startInGroup makes the command the leader of a process group of its own,
+// Start makes the command the leader of a process group of its own,
 // and its cancellation (timeout or the attempt's end) kill the whole group:
 // children it started die with it instead of living on unwatched.
-func startInGroup(cmd *exec.Cmd) {
+func Start(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error {
-		return killGroup(cmd)
+		return Kill(cmd)
 	}
 }
 
-// killGroup kills what is left of the command's process group. The group's
+// Kill kills what is left of the command's process group. The group's
 // id is the command's pid, which stays reserved while any member lives.
-func killGroup(cmd *exec.Cmd) error {
+func Kill(cmd *exec.Cmd) error {
 	if cmd.Process == nil {
 		return nil
 	}

@@ -169,6 +169,17 @@
 // a warning (once per version) and not registered here; give every process
 // the same handler configuration.
 //
+// # Inside
+//
+// What no caller needs lives under flow/internal, where only this package
+// reaches it: the expression sandbox of the transform handler (sandbox, the
+// only package that knows expr), the address guard of the http handler
+// (netguard), the process groups of the exec handler (procgroup) and the
+// names of JSON value types (jsonvalue). The errors, problems and registry
+// results that the HTTP API carries are internal/flowapi's, which this
+// package and package apiclient both re-export, and the ordering of versions
+// is internal/flowversion's, which package db applies too.
+//
 // # Dependencies
 //
 //   - github.com/expr-lang/expr (≥ v1.17.7) evaluates transform expressions:

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/expr-lang/expr/vm"
-
 	"github.com/duraflow/duraflow/flow/internal/sandbox"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -193,7 +191,7 @@ func (h *TransformHandler) Eval(ctx context.Context, expression string, env map[
 	return raw, nil
 }
 
-func (h *TransformHandler) compile(src string, sb *sandbox.Sandbox) (*vm.Program, error) {
+func (h *TransformHandler) compile(src string, sb *sandbox.Sandbox) (*sandbox.Program, error) {
 	if len(src) > h.cfg.MaxExpressionBytes {
 		return nil, fmt.Errorf("expression is %d bytes, the limit is %d", len(src), h.cfg.MaxExpressionBytes)
 	}

@@ -107,9 +107,12 @@ func New(ctx context.Context, l Limits) *Sandbox {
 	return &Sandbox{ctx: ctx, timeout: l.Timeout, maxOps: l.MaxOperations, maxBytes: l.MaxValueBytes, maxDepth: l.MaxDepth}
 }
 
+// Program is a compiled expression.
+type Program = vm.Program
+
 // Compile compiles src with the sandbox's functions and guards; the AST may
 // have at most maxNodes nodes.
-func (sb *Sandbox) Compile(src string, maxNodes uint) (*vm.Program, error) {
+func (sb *Sandbox) Compile(src string, maxNodes uint) (*Program, error) {
 	opts, patcher := sb.options(maxNodes)
 	program, err := expr.Compile(src, opts...)
 	if err != nil {
@@ -124,7 +127,7 @@ func (sb *Sandbox) Compile(src string, maxNodes uint) (*vm.Program, error) {
 // Run evaluates program, compiled by Compile of the same sandbox, with env
 // as its environment, and returns its value once the guard checked it. A
 // passed limit is reported as such, any other failure as expr reports it.
-func (sb *Sandbox) Run(program *vm.Program, env map[string]any) (any, error) {
+func (sb *Sandbox) Run(program *Program, env map[string]any) (any, error) {
 	out, err := (&vm.VM{}).Run(program, env)
 	if err != nil {
 		if sb.err != nil {

@@ -128,8 +128,8 @@ FUZZ_TARGETS ?= \
 	./workflow:FuzzParseDuration \
 	./workflow:FuzzDurationJSON \
 	./workflow:FuzzPayloadDepth \
-	./workflow/flow:FuzzFlowDefinition \
-	./workflow/flow:FuzzExpression \
+	./flow:FuzzFlowDefinition \
+	./flow:FuzzExpression \
 	./httpapi:FuzzRequestBody \
 	./client:FuzzInstanceCursor \
 	./client:FuzzHistoryCursor

@@ -7,7 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/schedule"
@@ -94,14 +94,14 @@ type Config struct {
 	//
 	// Defaults to nil: no hooks.
 	Hooks *hook.Config
-	// Flows, when set, gives the host a flow registry (see package flowreg):
+	// Flows, when set, gives the host a flow registry (see package flow):
 	// flows are registered in Registry beside the Go workflows, new
 	// instances are pinned to a flow version, and Start loads the stored
 	// flows and keeps refreshing them. Its Store, Registry, Clock, Logger and
 	// WakeFunc are the host's and must be left empty.
 	//
 	// Defaults to nil: no flows.
-	Flows *flowreg.Config
+	Flows *flow.Config
 	// PollOnly keeps the host from listening for wake-ups from other
 	// processes even when its store offers it (db.WakeListener, as Postgres
 	// does): their work is then found by polling only.

@@ -22,7 +22,7 @@
 // the runner and the scheduler together.
 //
 // A program that wants only a part can still build it alone with
-// client.New, runner.New, schedule.New, hook.NewDeliverer or flowreg.New;
+// client.New, runner.New, schedule.New, hook.NewDeliverer or flow.New;
 // each package's Config says what it needs.
 //
 // The package sees backends only through db's interfaces: it never imports

@@ -10,7 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/schedule"
@@ -29,7 +29,7 @@ type Host struct {
 	runner    *runner.Runner      // nil with RunNone
 	scheduler *schedule.Scheduler // nil with DisableScheduler
 	hooks     *hook.Deliverer     // nil without Config.Hooks
-	flows     *flowreg.Registry   // nil without Config.Flows
+	flows     *flow.Registry      // nil without Config.Flows
 
 	// listener is the store's wake listener when the host listens;
 	// listening is closed once it first listens.
@@ -77,7 +77,7 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	if cfg.Flows != nil {
 		fc := *cfg.Flows
 		fc.Store, fc.Registry, fc.Clock, fc.Logger, fc.WakeFunc = store, cfg.Registry, cfg.Clock, cfg.Logger, h.wake
-		f, err := flowreg.New(&fc)
+		f, err := flow.New(&fc)
 		if err != nil {
 			return nil, fmt.Errorf("duraflow: building the flow registry: %w", err)
 		}
@@ -166,7 +166,7 @@ func (h *Host) Scheduler() *schedule.Scheduler { return h.scheduler }
 func (h *Host) Hooks() *hook.Deliverer { return h.hooks }
 
 // Flows returns the flow registry, or nil without Config.Flows.
-func (h *Host) Flows() *flowreg.Registry { return h.flows }
+func (h *Host) Flows() *flow.Registry { return h.flows }
 
 // Listening returns a channel that is closed once the host receives
 // wake-ups from other processes, so a caller can make sure none is missed;

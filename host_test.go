@@ -17,7 +17,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/schedule"
@@ -211,7 +211,7 @@ func TestHostParts(t *testing.T) {
 	store := testharness.SQLiteMemory.NewStore(t)
 	reg := workflow.NewRegistry()
 	register(reg)
-	h, err := duraflow.New(store, &duraflow.Config{Registry: reg, Flows: &flowreg.Config{}})
+	h, err := duraflow.New(store, &duraflow.Config{Registry: reg, Flows: &flow.Config{}})
 	require.NoError(t, err)
 	require.NotNil(t, h.Client())
 	require.NotNil(t, h.Runner())
@@ -265,7 +265,7 @@ func TestNewReportsConfigErrors(t *testing.T) {
 		},
 		{
 			"host fields in the hooks' and flows' configs", store,
-			&duraflow.Config{Registry: reg, Hooks: &hook.Config{Store: store}, Flows: &flowreg.Config{Logger: quietLogger}},
+			&duraflow.Config{Registry: reg, Hooks: &hook.Config{Store: store}, Flows: &flow.Config{Logger: quietLogger}},
 			[]string{"Config.Hooks.OnWorkflowEnqueued is required", "Config.Hooks.Store must be left empty", "Config.Flows.Logger must be left empty"},
 		},
 		{"runner without running", store, &duraflow.Config{Registry: reg, RunMode: duraflow.RunNone, Runner: &runner.Config{}}, []string{"RunMode is RunNone"}},
@@ -312,7 +312,7 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 			h, err := duraflow.New(store, &duraflow.Config{
 				Registry: reg, Logger: quietLogger,
 				Hooks: &hook.Config{OnWorkflowEnqueued: func(context.Context, hook.Enqueued) error { return nil }},
-				Flows: &flowreg.Config{},
+				Flows: &flow.Config{},
 			})
 			require.NoError(t, err)
 			require.NoError(t, h.Start(t.Context()))

@@ -12,10 +12,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // Options configure the command. Build them with Option functions and pass

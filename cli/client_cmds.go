@@ -15,8 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -43,8 +44,8 @@ func addClientFlags(cmd *cobra.Command, cf *clientFlags) {
 	fs.BoolVar(&cf.json, "json", false, "print JSON instead of tables")
 }
 
-func (cf *clientFlags) client() *httpapi.Client {
-	return httpapi.NewClient(cf.server, cf.token, &http.Client{Timeout: cf.timeout}).WithPrefix(cf.prefix)
+func (cf *clientFlags) client() *apiclient.Client {
+	return apiclient.New(cf.server, cf.token, &http.Client{Timeout: cf.timeout}).WithPrefix(cf.prefix)
 }
 
 func newWorkflowsCommand(o *Options) *cobra.Command {
@@ -93,10 +94,10 @@ func newInstancesCommand(o *Options) *cobra.Command {
 		newInstancesGetCommand(o, cf),
 		newInstancesCreateCommand(o, cf),
 		newInstancesHistoryCommand(o, cf),
-		newInstancesChangeCommand(o, cf, "pause", "Pause an instance (at its next step boundary when it is running)", (*httpapi.Client).Pause),
-		newInstancesChangeCommand(o, cf, "resume", "Resume a paused instance", (*httpapi.Client).Resume),
-		newInstancesChangeCommand(o, cf, "terminate", "Terminate an instance that is not terminal", (*httpapi.Client).Terminate),
-		newInstancesChangeCommand(o, cf, "restart", "Start a new run of an instance from the top", (*httpapi.Client).Restart),
+		newInstancesChangeCommand(o, cf, "pause", "Pause an instance (at its next step boundary when it is running)", (*apiclient.Client).Pause),
+		newInstancesChangeCommand(o, cf, "resume", "Resume a paused instance", (*apiclient.Client).Resume),
+		newInstancesChangeCommand(o, cf, "terminate", "Terminate an instance that is not terminal", (*apiclient.Client).Terminate),
+		newInstancesChangeCommand(o, cf, "restart", "Start a new run of an instance from the top", (*apiclient.Client).Restart),
 	)
 	return cmd
 }
@@ -205,7 +206,7 @@ error; --all follows every page.`,
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&statuses, "status", nil, "only instances with this status (repeatable, or comma-separated): queued, running, waiting, waitingForPause, paused, complete, errored, terminated")
-	fs.IntVar(&pageSize, "page-size", 0, "instances per page, 1 to 1000 (default 50)")
+	fs.IntVar(&pageSize, "page-size", 0, fmt.Sprintf("instances per page, 1 to %d (default %d)", paging.MaxPageSize, paging.DefaultPageSize))
 	fs.StringVar(&cursor, "cursor", "", "continue after a previous page")
 	fs.BoolVar(&all, "all", false, "follow every page")
 	return cmd
@@ -316,7 +317,7 @@ complete with its output, one that sleeps or waits for an event is waiting.
 
 // waitSettled polls an instance until it is neither queued, running nor
 // waitingForPause, or until d has passed, and returns it as last seen.
-func waitSettled(ctx context.Context, c *httpapi.Client, info *workflow.InstanceInfo, d time.Duration) (*workflow.InstanceInfo, error) {
+func waitSettled(ctx context.Context, c *apiclient.Client, info *workflow.InstanceInfo, d time.Duration) (*workflow.InstanceInfo, error) {
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
@@ -386,7 +387,7 @@ the cursor of the next on standard error.`,
 			c := cf.client()
 			onePage := pageSize != 0 || cursor != ""
 			p := client.HistoryParams{Run: run, PageSize: pageSize, Cursor: cursor}
-			var h *httpapi.History
+			var h *apiclient.History
 			for {
 				page, err := c.History(cmd.Context(), a[0], a[1], p)
 				if err != nil {
@@ -423,7 +424,7 @@ the cursor of the next on standard error.`,
 	return cmd
 }
 
-func printHistory(w io.Writer, h *httpapi.History) error {
+func printHistory(w io.Writer, h *apiclient.History) error {
 	i := h.Instance
 	fmt.Fprintf(w, "%s/%s run %d: %s", i.WorkflowName, i.ID, h.RunNumber, i.Status)
 	if h.RunNumber == i.RunNumber && (i.Status == workflow.StatusComplete || i.Error != nil) {
@@ -483,7 +484,7 @@ func printHistory(w io.Writer, h *httpapi.History) error {
 	return t.flush()
 }
 
-type changeFunc func(c *httpapi.Client, ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)
+type changeFunc func(c *apiclient.Client, ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)
 
 func newInstancesChangeCommand(o *Options, cf *clientFlags, verb, short string, f changeFunc) *cobra.Command {
 	return &cobra.Command{
@@ -532,7 +533,7 @@ the instance waits for it, or when it gets there.`,
 				return err
 			}
 			if cf.json {
-				return writeJSON(o.Stdout, httpapi.Accepted{OK: true})
+				return writeJSON(o.Stdout, apiclient.Accepted{OK: true})
 			}
 			fmt.Fprintf(o.Stdout, "sent %s to %s/%s\n", a[2], a[0], a[1])
 			return nil

@@ -16,8 +16,8 @@
 // management client, a runner, the wake-ups of package dispatcher
 // (in-process, and Postgres LISTEN/NOTIFY across processes), durable hooks
 // (package hook), the cron scheduler (package schedule), the flow registry
-// (package flowreg, with dev's stub service of internal/devstub) and the
+// (package flow, with dev's stub service of internal/devstub) and the
 // HTTP API with its triggers (package httpapi). It holds no engine logic
 // of its own, and the client commands know no database: they speak only
-// HTTP, through httpapi.Client. No package of the engine imports it.
+// HTTP, through apiclient.Client. No package of the engine imports it.
 package cli

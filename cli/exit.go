@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -89,7 +90,7 @@ func ExitCode(err error) int {
 	case errors.Is(err, httpapi.ErrUnauthorized), errors.Is(err, httpapi.ErrForbidden):
 		return ExitAuth
 	}
-	var api *httpapi.APIError
+	var api *apiclient.APIError
 	if errors.As(err, &api) {
 		switch {
 		case api.Status == http.StatusNotFound:

@@ -15,10 +15,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/duraflow/duraflow/flowreg"
-	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/internal/devstub"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // WithFlowHandler adds a flow step handler to dev, serve and worker: a step
@@ -98,7 +97,7 @@ func (h *host) applyFlowFiles(ctx context.Context) error {
 		res, err := h.flows.Apply(ctx, data)
 		var ve *flow.ValidationError
 		switch {
-		case errors.As(err, &ve), errors.Is(err, flowreg.ErrVersionConflict):
+		case errors.As(err, &ve), errors.Is(err, flow.ErrVersionConflict):
 			h.reportFlowFile(file, err)
 			continue
 		case err != nil:
@@ -195,7 +194,7 @@ that does not validate is refused with every problem listed (exit 5).`,
 			}
 			res, err := cf.client().ApplyFlow(cmd.Context(), data)
 			if err != nil {
-				var apiErr *httpapi.APIError
+				var apiErr *apiclient.APIError
 				if errors.As(err, &apiErr) && len(apiErr.Problems) > 0 {
 					for _, p := range apiErr.Problems {
 						fmt.Fprintf(o.Stderr, "  %s\n", p)
@@ -245,7 +244,7 @@ func readFlowFile(file string, in io.Reader) ([]byte, error) {
 
 func newFlowsListCommand(o *Options, cf *clientFlags) *cobra.Command {
 	var (
-		p   flowreg.ListParams
+		p   flow.ListParams
 		all bool
 	)
 	cmd := &cobra.Command{
@@ -258,7 +257,7 @@ there are more, it prints the --cursor of the next page on standard error;
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := cf.client()
-			out := &flowreg.ListResult{Flows: []*flowreg.Info{}}
+			out := &flow.ListResult{Flows: []*flow.Info{}}
 			for {
 				page, err := c.ListFlows(cmd.Context(), p)
 				if err != nil {

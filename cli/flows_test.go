@@ -14,9 +14,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/cli"
 	clientpkg "github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -43,11 +43,11 @@ func flowsDir(t *testing.T) string {
 }
 
 // apiClient is a typed client of a test server.
-func (s *server) apiClient() *httpapi.Client { return httpapi.NewClient(s.url, "", nil) }
+func (s *server) apiClient() *apiclient.Client { return apiclient.New(s.url, "", nil) }
 
 // waitSettled polls an instance over HTTP until it is complete, errored or
 // waiting.
-func waitSettled(t *testing.T, c *httpapi.Client, name, id string) *workflow.InstanceInfo {
+func waitSettled(t *testing.T, c *apiclient.Client, name, id string) *workflow.InstanceInfo {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -88,8 +88,8 @@ func TestDevFlows(t *testing.T) {
 	ctx := t.Context()
 	list, err := api.Workflows(ctx)
 	require.NoError(t, err)
-	require.Contains(t, list.Workflows, httpapi.WorkflowSummary{Name: "order", Kind: httpapi.KindFlow, Version: "1.0.0"})
-	require.Contains(t, list.Workflows, httpapi.WorkflowSummary{Name: "hello", Kind: httpapi.KindGo})
+	require.Contains(t, list.Workflows, apiclient.WorkflowSummary{Name: "order", Kind: apiclient.KindFlow, Version: "1.0.0"})
+	require.Contains(t, list.Workflows, apiclient.WorkflowSummary{Name: "hello", Kind: apiclient.KindGo})
 
 	t.Run("Order", func(t *testing.T) {
 		t.Parallel()
@@ -258,9 +258,9 @@ func TestServeRefusesInternalAddresses(t *testing.T) {
 
 	strict := startServer(t, []string{"serve", "--db", sqliteDB(t)})
 	_, err := strict.apiClient().ApplyFlow(t.Context(), def)
-	var apiErr *httpapi.APIError
+	var apiErr *apiclient.APIError
 	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, httpapi.CodeInvalidFlow, apiErr.Code)
+	require.Equal(t, apiclient.CodeInvalidFlow, apiErr.Code)
 	require.Equal(t, "steps.ping.config.url", apiErr.Problems[0].Path)
 
 	allowed := startServer(t, []string{"serve", "--db", sqliteDB(t), "--http-allow", "127.0.0.1"})
@@ -306,7 +306,7 @@ func TestWorkerRunsFlowsAppliedElsewhere(t *testing.T) {
 	// The worker learns of the flow at its next refresh and then runs the
 	// instance.
 	stderr.waitLine(t, 30*time.Second, func(l string) bool {
-		m, ok := logLine(l, "flowreg: registered a flow applied elsewhere")
+		m, ok := logLine(l, "flow: registered a flow applied elsewhere")
 		return ok && m["flow"] == "hi"
 	})
 	info := waitSettled(t, c, "hi", "h1")

@@ -20,7 +20,7 @@ import (
 	"github.com/duraflow/duraflow/db/dburl"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/dispatcher"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/internal/devstub"
@@ -110,13 +110,13 @@ func addTimeoutFlags(fs *pflag.FlagSet, c *hostConfig) {
 }
 
 func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
-	fs.Var(newDurationValue(&c.lease, 30*time.Second), "lease", "how long a claimed task stays locked without a heartbeat; a crashed runner's work is taken over after it")
+	fs.Var(newDurationValue(&c.lease, runner.DefaultLeaseDuration), "lease", "how long a claimed task stays locked without a heartbeat; a crashed runner's work is taken over after it")
 	bindEnv(fs, "lease", "DURAFLOW_LEASE")
-	fs.Var(newDurationValue(&c.pollInterval, time.Second), "poll-interval", "how often the runner looks for due work when nothing woke it")
+	fs.Var(newDurationValue(&c.pollInterval, runner.DefaultPollInterval), "poll-interval", "how often the runner looks for due work when nothing woke it")
 	bindEnv(fs, "poll-interval", "DURAFLOW_POLL_INTERVAL")
-	fs.IntVar(&c.concurrency, "concurrency", 64, "how many instances the runner executes at once")
+	fs.IntVar(&c.concurrency, "concurrency", runner.DefaultMaxConcurrency, "how many instances the runner executes at once")
 	bindEnv(fs, "concurrency", "DURAFLOW_CONCURRENCY")
-	fs.IntVar(&c.maxLeaseLosses, "max-lease-losses", 5, "how many times in a row a task may lose its runner (its lease expires without a checkpoint: the process died or stalled in a step) before its instance errors instead of running the step again")
+	fs.IntVar(&c.maxLeaseLosses, "max-lease-losses", runner.DefaultMaxLeaseLosses, "how many times in a row a task may lose its runner (its lease expires without a checkpoint: the process died or stalled in a step) before its instance errors instead of running the step again")
 	bindEnv(fs, "max-lease-losses", "DURAFLOW_MAX_LEASE_LOSSES")
 	fs.BoolVar(&c.eagerStart, "eager-start", true, "start an instance created in this process on its runner at once, its task leased in the create's transaction, when the runner has a free slot (--eager-start=false: always queue it for a claim)")
 	bindEnv(fs, "eager-start", "DURAFLOW_EAGER_START")
@@ -152,7 +152,7 @@ type host struct {
 	client    *client.Client
 	runner    *runner.Runner // nil when neither the loop nor the tick runs
 	scheduler *schedule.Scheduler
-	flows     *flowreg.Registry
+	flows     *flow.Registry
 	stub      *devstub.Server // dev
 	api       *httpapi.Server
 	listener  net.Listener
@@ -255,7 +255,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	}
 	coreCfg := &duraflow.Config{
 		Registry: h.registry, Logger: log, RunMode: duraflow.RunNone, PollOnly: !cfg.notify,
-		Flows:     &flowreg.Config{Handlers: handlers, RefreshInterval: cfg.flowRefresh},
+		Flows:     &flow.Config{Handlers: handlers, RefreshInterval: cfg.flowRefresh},
 		Scheduler: &schedule.Config{PollInterval: cfg.pollInterval},
 	}
 	if cfg.runner || (serveHTTP && cfg.tick) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/schedule"
 )
 
@@ -126,7 +127,7 @@ page at a time (--page-size, default 50). When there are more, it prints the
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&p.WorkflowName, "workflow", "", "only the schedules of this workflow")
-	fs.IntVar(&p.PageSize, "page-size", 0, "schedules per page, 1 to 1000 (default 50)")
+	fs.IntVar(&p.PageSize, "page-size", 0, fmt.Sprintf("schedules per page, 1 to %d (default %d)", paging.MaxPageSize, paging.DefaultPageSize))
 	fs.StringVar(&p.Cursor, "cursor", "", "continue after a previous page")
 	fs.BoolVar(&all, "all", false, "follow every page")
 	return cmd

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/cli"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/httpapi"
@@ -131,9 +132,9 @@ func TestServeTickOnly(t *testing.T) {
 	c.json(&info, "instances", "get", "hello", "t1")
 	require.Equal(t, "queued", info.Status)
 
-	_, err := httpapi.NewClient(s.url, "adm1n", nil).Tick(context.Background(), httpapi.TickRequest{})
+	_, err := apiclient.New(s.url, "adm1n", nil).Tick(context.Background(), apiclient.TickRequest{})
 	require.ErrorIs(t, err, httpapi.ErrForbidden, "the tick needs its own scope")
-	res, err := httpapi.NewClient(s.url, "cr0n", nil).Tick(context.Background(), httpapi.TickRequest{MaxInstances: 10})
+	res, err := apiclient.New(s.url, "cr0n", nil).Tick(context.Background(), apiclient.TickRequest{MaxInstances: 10})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"instances":1,"maxInstances":10,"maxSteps":0}`, string(res))
 	c.json(&info, "instances", "get", "hello", "t1")
@@ -143,8 +144,8 @@ func TestServeTickOnly(t *testing.T) {
 func TestServeWithoutTickHasNoTickRoute(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, []string{"serve", "--db", sqliteDB(t)})
-	_, err := httpapi.NewClient(s.url, "", nil).Tick(context.Background(), httpapi.TickRequest{})
-	var api *httpapi.APIError
+	_, err := apiclient.New(s.url, "", nil).Tick(context.Background(), apiclient.TickRequest{})
+	var api *apiclient.APIError
 	require.ErrorAs(t, err, &api)
 	require.Equal(t, http.StatusNotFound, api.Status)
 }
@@ -152,7 +153,7 @@ func TestServeWithoutTickHasNoTickRoute(t *testing.T) {
 func TestServeReady(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, []string{"serve", "--db", sqliteDB(t), "--api-prefix", "/duraflow"})
-	c := httpapi.NewClient(s.url, "", nil)
+	c := apiclient.New(s.url, "", nil)
 	require.NoError(t, c.Health(context.Background()))
 	require.NoError(t, c.Ready(context.Background()))
 	r := run(t, map[string]string{"DURAFLOW_SERVER": s.url}, "workflows", "list", "--api-prefix", "/duraflow")
@@ -290,18 +291,18 @@ func TestExitCode(t *testing.T) {
 	}{
 		{nil, cli.ExitOK},
 		{errors.New("boom"), cli.ExitError},
-		{&httpapi.APIError{Status: 404, Code: httpapi.CodeInstanceNotFound}, cli.ExitNotFound},
-		{&httpapi.APIError{Status: 404, Code: httpapi.CodeNotFound}, cli.ExitNotFound},
-		{&httpapi.APIError{Status: 409, Code: httpapi.CodeInstanceTerminal}, cli.ExitConflict},
-		{&httpapi.APIError{Status: 400, Code: httpapi.CodeInvalidRequest}, cli.ExitInvalid},
-		{&httpapi.APIError{Status: 413, Code: httpapi.CodePayloadTooLarge}, cli.ExitInvalid},
-		{&httpapi.APIError{Status: 400, Code: httpapi.CodePayloadTooDeep}, cli.ExitInvalid},
+		{&apiclient.APIError{Status: 404, Code: apiclient.CodeInstanceNotFound}, cli.ExitNotFound},
+		{&apiclient.APIError{Status: 404, Code: apiclient.CodeNotFound}, cli.ExitNotFound},
+		{&apiclient.APIError{Status: 409, Code: apiclient.CodeInstanceTerminal}, cli.ExitConflict},
+		{&apiclient.APIError{Status: 400, Code: apiclient.CodeInvalidRequest}, cli.ExitInvalid},
+		{&apiclient.APIError{Status: 413, Code: apiclient.CodePayloadTooLarge}, cli.ExitInvalid},
+		{&apiclient.APIError{Status: 400, Code: apiclient.CodePayloadTooDeep}, cli.ExitInvalid},
 		{fmt.Errorf("params: %w", workflow.ErrPayloadTooDeep), cli.ExitInvalid},
-		{&httpapi.APIError{Status: 401, Code: httpapi.CodeUnauthorized}, cli.ExitAuth},
-		{&httpapi.APIError{Status: 403, Code: httpapi.CodeForbidden}, cli.ExitAuth},
-		{&httpapi.APIError{Status: 500, Code: httpapi.CodeInternal}, cli.ExitError},
-		{&httpapi.APIError{Status: 502, Code: "HTTP_502"}, cli.ExitUnavailable},
-		{&httpapi.APIError{Status: 503, Code: httpapi.CodeNotReady}, cli.ExitUnavailable},
+		{&apiclient.APIError{Status: 401, Code: apiclient.CodeUnauthorized}, cli.ExitAuth},
+		{&apiclient.APIError{Status: 403, Code: apiclient.CodeForbidden}, cli.ExitAuth},
+		{&apiclient.APIError{Status: 500, Code: apiclient.CodeInternal}, cli.ExitError},
+		{&apiclient.APIError{Status: 502, Code: "HTTP_502"}, cli.ExitUnavailable},
+		{&apiclient.APIError{Status: 503, Code: apiclient.CodeNotReady}, cli.ExitUnavailable},
 		{fmt.Errorf("creating: %w", workflow.ErrInvalidInstanceID), cli.ExitInvalid},
 		{fmt.Errorf("x: %w", workflow.ErrInstanceNotFound), cli.ExitNotFound},
 		{context.DeadlineExceeded, cli.ExitUnavailable},

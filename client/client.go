@@ -13,6 +13,8 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/paging"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -46,7 +48,7 @@ type Config struct {
 	// of the request, and returns the metadata to store instead (an error
 	// fails the call). It runs after the name is validated and before it is
 	// looked up in the registry, so it may register the workflow: a flow
-	// registry (package flowreg) pins the flow version an instance runs and
+	// registry (package flow) pins the flow version an instance runs and
 	// loads a flow that another process applied.
 	//
 	// Defaults to nil: metadata is stored as given.
@@ -168,7 +170,7 @@ func (c *Client) checkWorkflow(name string) error {
 }
 
 func (c *Client) lookupWorkflow(name string) error {
-	if _, ok := c.registry.Lookup(name); !ok {
+	if _, ok := wfcore.Lookup(c.registry, name); !ok {
 		return fmt.Errorf("%w: %q", workflow.ErrWorkflowNotFound, name)
 	}
 	return nil
@@ -453,10 +455,10 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 		}
 	}
 	if p.PageSize == 0 {
-		p.PageSize = 50
+		p.PageSize = paging.DefaultPageSize
 	}
-	if p.PageSize < 1 || p.PageSize > 1000 {
-		return nil, fmt.Errorf("%w: pageSize must be between 1 and 1000", workflow.ErrInvalidRequest)
+	if p.PageSize < 1 || p.PageSize > paging.MaxPageSize {
+		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
 	}
 	lp := &db.InstanceListParams{WorkflowName: p.WorkflowName, Limit: p.PageSize + 1}
 	for _, s := range p.Statuses {
@@ -545,8 +547,8 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 	if err != nil {
 		return nil, err
 	}
-	if p.PageSize < 0 || p.PageSize > 1000 {
-		return nil, fmt.Errorf("%w: pageSize must be between 1 and 1000", workflow.ErrInvalidRequest)
+	if p.PageSize < 0 || p.PageSize > paging.MaxPageSize {
+		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
 	}
 	run := p.Run
 	var cur historyCursor

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -105,7 +106,7 @@ func TestMetadataFunc(t *testing.T) {
 			h, _ := setup(t, b)
 			rec := &metadataRecorder{register: func(name string) {
 				if name == "late" {
-					if _, ok := h.Registry.Lookup(name); !ok {
+					if _, ok := wfcore.Lookup(h.Registry, name); !ok {
 						workflow.MustRegister(h.Registry, "late", workflow.Func[json.RawMessage, string](
 							func(context.Context, workflow.Event[json.RawMessage], workflow.Step) (string, error) {
 								return "late", nil

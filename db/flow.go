@@ -6,7 +6,7 @@ import (
 	"errors"
 	"time"
 
-	"golang.org/x/mod/semver"
+	"github.com/duraflow/duraflow/internal/flowversion"
 )
 
 // ErrFlowVersionConflict means FlowPut was given a (flow id, version) that
@@ -102,20 +102,12 @@ type FlowStore interface {
 // CompareFlowVersions compares two flow versions by semantic version
 // precedence ("1.10.0" > "1.9.0", "1.0.0-rc.1" < "1.0.0"), returning -1, 0
 // or +1. Versions are written without the "v" prefix; an invalid one sorts
-// below every valid one. It agrees with flow.CompareVersions, which package
-// db cannot import (it sits below workflow/flow).
-func CompareFlowVersions(a, b string) int {
-	return semver.Compare("v"+a, "v"+b)
-}
+// below every valid one. It is the rule of package internal/flowversion,
+// which flow.CompareVersions applies too.
+func CompareFlowVersions(a, b string) int { return flowversion.Compare(a, b) }
 
 // FlowVersionSupersedes reports whether version v replaces current as the
 // latest version of a flow: a release supersedes any pre-release, and
-// otherwise the higher version wins. It is the rule of flow.LatestVersion.
-func FlowVersionSupersedes(v, current string) bool {
-	vRelease := semver.Prerelease("v"+v) == ""
-	cRelease := semver.Prerelease("v"+current) == ""
-	if vRelease != cRelease {
-		return vRelease
-	}
-	return CompareFlowVersions(v, current) > 0
-}
+// otherwise the higher version wins. It is the rule of package
+// internal/flowversion, which flow.LatestVersion applies too.
+func FlowVersionSupersedes(v, current string) bool { return flowversion.Supersedes(v, current) }

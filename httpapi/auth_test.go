@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -44,32 +45,32 @@ func TestTokens(t *testing.T) {
 		method    string
 		path      string
 		status    int
-		code      httpapi.Code
+		code      apiclient.Code
 		errHas    string
 		challenge bool
 	}{
-		{"missing", nil, "GET", list, 401, httpapi.CodeUnauthorized, "missing bearer token", true},
-		{"wrong secret", []string{"Authorization: Bearer nope"}, "GET", list, 401, httpapi.CodeUnauthorized, "unknown bearer token", true},
-		{"hash instead of secret", []string{"Authorization: Bearer " + hex.EncodeToString(adminHash[:])}, "GET", list, 401, httpapi.CodeUnauthorized, "unknown", true},
-		{"basic scheme", []string{"Authorization: Basic cmVhZGVyOnJlYWRlci1zZWNyZXQ="}, "GET", list, 401, httpapi.CodeUnauthorized, "malformed", true},
-		{"bearer without token", []string{"Authorization: Bearer"}, "GET", list, 401, httpapi.CodeUnauthorized, "malformed", true},
-		{"bearer with blank token", []string{"Authorization: Bearer    "}, "GET", list, 401, httpapi.CodeUnauthorized, "malformed", true},
-		{"token with spaces", []string{"Authorization: Bearer reader-secret extra"}, "GET", list, 401, httpapi.CodeUnauthorized, "malformed", true},
-		{"two headers", []string{"Authorization: Bearer reader-secret", "Authorization: Bearer admin-secret"}, "GET", list, 401, httpapi.CodeUnauthorized, "more than one", true},
+		{"missing", nil, "GET", list, 401, apiclient.CodeUnauthorized, "missing bearer token", true},
+		{"wrong secret", []string{"Authorization: Bearer nope"}, "GET", list, 401, apiclient.CodeUnauthorized, "unknown bearer token", true},
+		{"hash instead of secret", []string{"Authorization: Bearer " + hex.EncodeToString(adminHash[:])}, "GET", list, 401, apiclient.CodeUnauthorized, "unknown", true},
+		{"basic scheme", []string{"Authorization: Basic cmVhZGVyOnJlYWRlci1zZWNyZXQ="}, "GET", list, 401, apiclient.CodeUnauthorized, "malformed", true},
+		{"bearer without token", []string{"Authorization: Bearer"}, "GET", list, 401, apiclient.CodeUnauthorized, "malformed", true},
+		{"bearer with blank token", []string{"Authorization: Bearer    "}, "GET", list, 401, apiclient.CodeUnauthorized, "malformed", true},
+		{"token with spaces", []string{"Authorization: Bearer reader-secret extra"}, "GET", list, 401, apiclient.CodeUnauthorized, "malformed", true},
+		{"two headers", []string{"Authorization: Bearer reader-secret", "Authorization: Bearer admin-secret"}, "GET", list, 401, apiclient.CodeUnauthorized, "more than one", true},
 		{"reader reads", []string{"Authorization: Bearer reader-secret"}, "GET", list, 200, "", "", false},
 		{"scheme is case-insensitive", []string{"Authorization: bearer reader-secret"}, "GET", list, 200, "", "", false},
-		{"reader creates", []string{"Authorization: Bearer reader-secret"}, "POST", list, 403, httpapi.CodeForbidden, `token "reader" lacks the "create" scope`, false},
-		{"reader pauses", []string{"Authorization: Bearer reader-secret"}, "POST", list + "/a-1/pause", 403, httpapi.CodeForbidden, `"manage"`, false},
-		{"reader sends events", []string{"Authorization: Bearer reader-secret"}, "POST", list + "/a-1/events", 403, httpapi.CodeForbidden, `"events"`, false},
-		{"reader ticks", []string{"Authorization: Bearer reader-secret"}, "POST", "/api/_runner/tick", 403, httpapi.CodeForbidden, `"tick"`, false},
+		{"reader creates", []string{"Authorization: Bearer reader-secret"}, "POST", list, 403, apiclient.CodeForbidden, `token "reader" lacks the "create" scope`, false},
+		{"reader pauses", []string{"Authorization: Bearer reader-secret"}, "POST", list + "/a-1/pause", 403, apiclient.CodeForbidden, `"manage"`, false},
+		{"reader sends events", []string{"Authorization: Bearer reader-secret"}, "POST", list + "/a-1/events", 403, apiclient.CodeForbidden, `"events"`, false},
+		{"reader ticks", []string{"Authorization: Bearer reader-secret"}, "POST", "/api/_runner/tick", 403, apiclient.CodeForbidden, `"tick"`, false},
 		{"admin creates", []string{"Authorization: Bearer admin-secret"}, "POST", list, 201, "", "", false},
 		{"admin pauses", []string{"Authorization: Bearer admin-secret"}, "POST", list + "/a-1/pause", 200, "", "", false},
-		{"star excludes tick", []string{"Authorization: Bearer admin-secret"}, "POST", "/api/_runner/tick", 403, httpapi.CodeForbidden, `"tick"`, false},
+		{"star excludes tick", []string{"Authorization: Bearer admin-secret"}, "POST", "/api/_runner/tick", 403, apiclient.CodeForbidden, `"tick"`, false},
 		{"cron ticks", []string{"Authorization: Bearer cron:with:colons"}, "POST", "/api/_runner/tick", 200, "", "", false},
-		{"cron reads", []string{"Authorization: Bearer cron:with:colons"}, "GET", list, 403, httpapi.CodeForbidden, `"read"`, false},
+		{"cron reads", []string{"Authorization: Bearer cron:with:colons"}, "GET", list, 403, apiclient.CodeForbidden, `"read"`, false},
 		{"healthz needs nothing", nil, "GET", "/healthz", 200, "", "", false},
 		{"readyz needs nothing", []string{"Authorization: Bearer nope"}, "GET", "/readyz", 200, "", "", false},
-		{"unauthenticated unknown route", nil, "GET", "/api/secret", 404, httpapi.CodeNotFound, "", false},
+		{"unauthenticated unknown route", nil, "GET", "/api/secret", 404, apiclient.CodeNotFound, "", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := b.call(t, tc.method, tc.path, "", tc.auth...)
@@ -87,11 +88,11 @@ func TestTokens(t *testing.T) {
 	// The typed client sends its token; errors match the package's sentinels.
 	_, err = b.api.Get(b.ctx, "greet", "a-1")
 	require.NoError(t, err)
-	_, err = httpapi.NewClient(b.srv.URL, "", nil).Get(b.ctx, "greet", "a-1")
+	_, err = apiclient.New(b.srv.URL, "", nil).Get(b.ctx, "greet", "a-1")
 	require.ErrorIs(t, err, httpapi.ErrUnauthorized)
-	_, err = httpapi.NewClient(b.srv.URL, "reader-secret", nil).Pause(b.ctx, "greet", "a-1")
+	_, err = apiclient.New(b.srv.URL, "reader-secret", nil).Pause(b.ctx, "greet", "a-1")
 	require.ErrorIs(t, err, httpapi.ErrForbidden)
-	_, err = httpapi.NewClient(b.srv.URL, "cron:with:colons", nil).Tick(b.ctx, httpapi.TickRequest{})
+	_, err = apiclient.New(b.srv.URL, "cron:with:colons", nil).Tick(b.ctx, apiclient.TickRequest{})
 	require.NoError(t, err)
 
 	// A server with tokens answers any Host.
@@ -179,10 +180,10 @@ func TestAuthorizeHookErrors(t *testing.T) {
 		}
 	})
 	const list = "/api/workflows/greet/instances"
-	b.call(t, "GET", list, "").requireError(t, 401, httpapi.CodeUnauthorized, "who are you?")
+	b.call(t, "GET", list, "").requireError(t, 401, apiclient.CodeUnauthorized, "who are you?")
 	b.call(t, "GET", list, "", "X-Who: guest").requireOK(t, 200, nil)
-	b.call(t, "POST", list, "", "X-Who: guest").requireError(t, 403, httpapi.CodeForbidden, "guests only read")
-	msg := b.call(t, "GET", list, "", "X-Who: broken").requireError(t, 500, httpapi.CodeInternal)
+	b.call(t, "POST", list, "", "X-Who: guest").requireError(t, 403, apiclient.CodeForbidden, "guests only read")
+	msg := b.call(t, "GET", list, "", "X-Who: broken").requireError(t, 500, apiclient.CodeInternal)
 	require.NotContains(t, msg, "10.0.0.7", "internal errors are not shown")
 	b.call(t, "POST", list, `{"id":"x"}`, "X-Who: admin").requireOK(t, 201, nil)
 }
@@ -198,15 +199,15 @@ func TestNoAuth(t *testing.T) {
 	b.call(t, "GET", list, "", "Host: [::1]:8080").requireOK(t, 200, nil)
 	b.call(t, "GET", list, "", "Host: 127.0.0.2").requireOK(t, 200, nil)
 	b.call(t, "GET", list, "", "Host: rebind.attacker.example:8080").
-		requireError(t, 403, httpapi.CodeForbidden, "loopback")
-	b.call(t, "GET", list, "", "Host: 10.1.2.3").requireError(t, 403, httpapi.CodeForbidden)
+		requireError(t, 403, apiclient.CodeForbidden, "loopback")
+	b.call(t, "GET", list, "", "Host: 10.1.2.3").requireError(t, 403, apiclient.CodeForbidden)
 	b.call(t, "GET", "/healthz", "", "Host: 10.1.2.3").requireOK(t, 200, nil)
 
 	// A browser page of another site may not post to the API.
 	b.call(t, "POST", list, `{"id":"csrf"}`, "Sec-Fetch-Site: cross-site").
-		requireError(t, 403, httpapi.CodeForbidden, "cross-origin")
+		requireError(t, 403, apiclient.CodeForbidden, "cross-origin")
 	b.call(t, "POST", list, `{"id":"csrf"}`, "Origin: https://evil.example").
-		requireError(t, 403, httpapi.CodeForbidden, "cross-origin")
+		requireError(t, 403, apiclient.CodeForbidden, "cross-origin")
 	_, err := b.h.Client.Get(b.ctx, "greet", "csrf")
 	require.ErrorIs(t, err, workflow.ErrInstanceNotFound)
 	b.call(t, "POST", list, `{"id":"same"}`, "Sec-Fetch-Site: same-origin").requireOK(t, 201, nil)

@@ -12,7 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -112,7 +112,7 @@ type Config struct {
 	// /workflows marks the workflows it registered as flows.
 	//
 	// Defaults to nil: the routes do not exist (404 NOT_FOUND).
-	Flows *flowreg.Registry
+	Flows *flow.Registry
 	// Triggers are HTTP routes at the server's root that start workflows
 	// (see Trigger); each needs ActionCreate.
 	//

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
@@ -29,7 +30,7 @@ type bodyRoute struct {
 	// (0) only refuse bodies deeper than any request needs.
 	deepest int
 	// malformed is the code of a body that is not JSON.
-	malformed httpapi.Code
+	malformed apiclient.Code
 }
 
 // bodyRoutes are the routes of setupDepth that take a body.
@@ -39,17 +40,17 @@ func bodyRoutes() []bodyRoute {
 	}
 	const m = workflow.MaxPayloadDepth
 	return []bodyRoute{
-		{"create", "POST", "/api/workflows/greet/instances", wrap(`{"params":%s}`), m, httpapi.CodeInvalidRequest},
-		{"batch", "POST", "/api/workflows/greet/instances/batch", wrap(`{"instances":[{"id":"b-1"},{"params":%s}]}`), m, httpapi.CodeInvalidRequest},
-		{"event", "POST", "/api/workflows/approve/instances/a-1/events", wrap(`{"type":"approval","payload":%s}`), m, httpapi.CodeInvalidRequest},
-		{"schedule create", "POST", "/api/schedules", wrap(`{"id":"s-1","workflowName":"greet","cron":"@daily","params":%s}`), m, httpapi.CodeInvalidRequest},
-		{"schedule update", "PATCH", "/api/schedules/s-0", wrap(`{"params":%s}`), m, httpapi.CodeInvalidRequest},
-		{"flow apply", "POST", "/api/flows", wrap(`{"id":"deep","version":"1.0.0","initialStepId":"a","steps":{"a":{"id":"a","type":"transform","config":{"expression":"1","x":%s}}}}`), m - 4, httpapi.CodeInvalidFlow},
-		{"trigger", "POST", "/hooks/greet", wrap(`%s`), m, httpapi.CodeInvalidRequest},
-		{"trigger mapped", "POST", "/hooks/mapped", wrap(`{"x":%s}`), m - 1, httpapi.CodeInvalidRequest},
-		{"pause", "POST", "/api/workflows/greet/instances/g-0/pause", wrap(`{"x":%s}`), 0, httpapi.CodeInvalidRequest},
-		{"schedule disable", "POST", "/api/schedules/s-0/disable", wrap(`{"x":%s}`), 0, httpapi.CodeInvalidRequest},
-		{"tick", "POST", "/api/_runner/tick", wrap(`{"x":%s}`), 0, httpapi.CodeInvalidRequest},
+		{"create", "POST", "/api/workflows/greet/instances", wrap(`{"params":%s}`), m, apiclient.CodeInvalidRequest},
+		{"batch", "POST", "/api/workflows/greet/instances/batch", wrap(`{"instances":[{"id":"b-1"},{"params":%s}]}`), m, apiclient.CodeInvalidRequest},
+		{"event", "POST", "/api/workflows/approve/instances/a-1/events", wrap(`{"type":"approval","payload":%s}`), m, apiclient.CodeInvalidRequest},
+		{"schedule create", "POST", "/api/schedules", wrap(`{"id":"s-1","workflowName":"greet","cron":"@daily","params":%s}`), m, apiclient.CodeInvalidRequest},
+		{"schedule update", "PATCH", "/api/schedules/s-0", wrap(`{"params":%s}`), m, apiclient.CodeInvalidRequest},
+		{"flow apply", "POST", "/api/flows", wrap(`{"id":"deep","version":"1.0.0","initialStepId":"a","steps":{"a":{"id":"a","type":"transform","config":{"expression":"1","x":%s}}}}`), m - 4, apiclient.CodeInvalidFlow},
+		{"trigger", "POST", "/hooks/greet", wrap(`%s`), m, apiclient.CodeInvalidRequest},
+		{"trigger mapped", "POST", "/hooks/mapped", wrap(`{"x":%s}`), m - 1, apiclient.CodeInvalidRequest},
+		{"pause", "POST", "/api/workflows/greet/instances/g-0/pause", wrap(`{"x":%s}`), 0, apiclient.CodeInvalidRequest},
+		{"schedule disable", "POST", "/api/schedules/s-0/disable", wrap(`{"x":%s}`), 0, apiclient.CodeInvalidRequest},
+		{"tick", "POST", "/api/_runner/tick", wrap(`{"x":%s}`), 0, apiclient.CodeInvalidRequest},
 	}
 }
 
@@ -82,7 +83,7 @@ func TestBodyDepth(t *testing.T) {
 			}
 			for _, n := range depths {
 				r := b.call(t, rt.method, rt.path, rt.body(deepArray(n)))
-				msg := r.requireError(t, http.StatusBadRequest, httpapi.CodePayloadTooDeep, "deeper than")
+				msg := r.requireError(t, http.StatusBadRequest, apiclient.CodePayloadTooDeep, "deeper than")
 				require.NotContains(t, msg, "internal", "%s at depth %d", rt.name, n)
 			}
 			// At the limit, a payload is taken (or refused for another
@@ -90,7 +91,7 @@ func TestBodyDepth(t *testing.T) {
 			if rt.deepest > 0 {
 				r := b.call(t, rt.method, rt.path, rt.body(deepArray(rt.deepest)))
 				require.Less(t, r.status, 500, "%s: %s", rt.name, r.body)
-				require.NotContains(t, string(r.body), string(httpapi.CodePayloadTooDeep), rt.name)
+				require.NotContains(t, string(r.body), string(apiclient.CodePayloadTooDeep), rt.name)
 			}
 			for _, body := range []string{rt.body(`[1,`), `{"params":`, `{"params":[1]]}`} {
 				r := b.call(t, rt.method, rt.path, body)

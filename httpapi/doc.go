@@ -1,22 +1,23 @@
-// Package httpapi serves Duraflow's management API over HTTP and holds a
-// typed Go client for it.
+// Package httpapi serves Duraflow's management API over HTTP. Its Go
+// client, and the bodies and error codes client and server share, are
+// package apiclient, which a caller of the API imports without linking
+// this package's dependencies.
 //
 // A Server mounts echo routes (under /api by default) over the management
 // service of package client: list workflows, create, list, inspect and
 // control instances, send events, read history, manage cron schedules (over
-// a schedule.Scheduler), apply and read JSON flows (over a flowreg.Registry),
+// a schedule.Scheduler), apply and read JSON flows (over a flow.Registry),
 // and, when the host enables it, tick a runner.
 // /healthz and /readyz sit at the root, outside the prefix and outside
 // authentication. The host's HTTP triggers (Trigger) sit at the root too,
 // behind the create action: routes that start a workflow from a request and
 // record its provenance.
 //
-// Every error is JSON, {"error":{"code":"…","message":"…"}}, and one table maps
-// the workflow package's sentinel errors to statuses and codes (see Code and
-// APIError). Client turns those answers back into *APIError values that match
-// the same sentinels with errors.Is, so code written against client.Client
-// reads the same over HTTP; Client also implements workflow.Engine, so a
-// registry can be bound to a remote server.
+// Every error is JSON, {"error":{"code":"…","message":"…"}}, and one table,
+// apiclient's (apiclient.ErrorCode), maps the workflow package's sentinel
+// errors to statuses and codes; apiclient.Client turns those answers back
+// into *apiclient.APIError values that match the same sentinels with
+// errors.Is.
 //
 // Authentication is a list of bearer tokens with scopes (Token, ParseToken),
 // or a host's own AuthorizeFunc. A server with neither serves only loopback

@@ -7,103 +7,32 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/duraflow/duraflow/flowreg"
-	"github.com/duraflow/duraflow/schedule"
+	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
-)
-
-// Code is the machine-readable code of an error answer,
-// {"error":{"code":"…","message":"…"}}.
-type Code string
-
-// Error codes. Each belongs to exactly one HTTP status.
-const (
-	CodeWorkflowNotFound        Code = "WORKFLOW_NOT_FOUND"         // 404
-	CodeInstanceNotFound        Code = "INSTANCE_NOT_FOUND"         // 404
-	CodeInstanceIDAlreadyExists Code = "INSTANCE_ID_ALREADY_EXISTS" // 409
-	CodeInstanceTerminal        Code = "INSTANCE_TERMINAL"          // 409
-	CodeScheduleNotFound        Code = "SCHEDULE_NOT_FOUND"         // 404
-	CodeScheduleAlreadyExists   Code = "SCHEDULE_ALREADY_EXISTS"    // 409
-	CodeFlowNotFound            Code = "FLOW_NOT_FOUND"             // 404
-	CodeFlowVersionConflict     Code = "FLOW_VERSION_CONFLICT"      // 409
-	CodeInvalidFlow             Code = "INVALID_FLOW"               // 400, with the problems
-	CodeInvalidInstanceID       Code = "INVALID_INSTANCE_ID"        // 400
-	CodeInvalidEventType        Code = "INVALID_EVENT_TYPE"         // 400
-	CodeInvalidRequest          Code = "INVALID_REQUEST"            // 400
-	CodePayloadTooLarge         Code = "PAYLOAD_TOO_LARGE"          // 413
-	CodePayloadTooDeep          Code = "PAYLOAD_TOO_DEEP"           // 400
-	CodeUnauthorized            Code = "UNAUTHORIZED"               // 401
-	CodeForbidden               Code = "FORBIDDEN"                  // 403
-	CodeNotFound                Code = "NOT_FOUND"                  // 404: no such route
-	CodeMethodNotAllowed        Code = "METHOD_NOT_ALLOWED"         // 405
-	CodeRequestTimeout          Code = "REQUEST_TIMEOUT"            // 408: the body did not arrive within BodyTimeout
-	CodeTickBusy                Code = "TICK_BUSY"                  // 429: every tick slot is taken
-	CodeNotReady                Code = "NOT_READY"                  // 503: Config.Ready failed
-	CodeInternal                Code = "INTERNAL"                   // 500
 )
 
 // ErrUnauthorized means a request carried no credentials, or unknown ones. An
-// AuthorizeFunc returns it (wrapped or not) to answer 401 UNAUTHORIZED.
-var ErrUnauthorized = errors.New("unauthorized")
+// AuthorizeFunc returns it (wrapped or not) to answer 401 UNAUTHORIZED. It is
+// apiclient.ErrUnauthorized, which the client's errors match.
+var ErrUnauthorized = apiclient.ErrUnauthorized
 
 // ErrForbidden means known credentials lack the scope a route needs. An
-// AuthorizeFunc returns it (wrapped or not) to answer 403 FORBIDDEN.
-var ErrForbidden = errors.New("forbidden")
-
-var (
-	errNotFound         = errors.New("no such route")
-	errMethodNotAllowed = errors.New("method not allowed")
-	errTickBusy         = errors.New("a tick is already running")
-	errBodyTimeout      = errors.New("request body timeout")
-	errNotReady         = errors.New("not ready")
-)
-
-// errorKinds is the one mapping between errors, statuses and codes: the
-// server answers with the first row whose error the failure matches, and
-// APIError.Is matches a code back to its row's error. Order matters where
-// one code has several errors: the first is what APIError.Is reports.
-var errorKinds = []struct {
-	err    error
-	status int
-	code   Code
-}{
-	{workflow.ErrWorkflowNotFound, http.StatusNotFound, CodeWorkflowNotFound},
-	{workflow.ErrInstanceNotFound, http.StatusNotFound, CodeInstanceNotFound},
-	{workflow.ErrInstanceAlreadyExists, http.StatusConflict, CodeInstanceIDAlreadyExists},
-	{workflow.ErrInstanceTerminal, http.StatusConflict, CodeInstanceTerminal},
-	{schedule.ErrNotFound, http.StatusNotFound, CodeScheduleNotFound},
-	{schedule.ErrAlreadyExists, http.StatusConflict, CodeScheduleAlreadyExists},
-	{flowreg.ErrNotFound, http.StatusNotFound, CodeFlowNotFound},
-	{flowreg.ErrVersionConflict, http.StatusConflict, CodeFlowVersionConflict},
-	{flow.ErrInvalidDefinition, http.StatusBadRequest, CodeInvalidFlow}, // before INVALID_REQUEST, which it matches too
-	{workflow.ErrInvalidInstanceID, http.StatusBadRequest, CodeInvalidInstanceID},
-	{workflow.ErrInvalidEventType, http.StatusBadRequest, CodeInvalidEventType},
-	{workflow.ErrInvalidRequest, http.StatusBadRequest, CodeInvalidRequest},
-	{workflow.ErrInvalidWorkflowName, http.StatusBadRequest, CodeInvalidRequest},
-	{workflow.ErrPayloadTooLarge, http.StatusRequestEntityTooLarge, CodePayloadTooLarge},
-	{workflow.ErrPayloadTooDeep, http.StatusBadRequest, CodePayloadTooDeep},
-	{ErrUnauthorized, http.StatusUnauthorized, CodeUnauthorized},
-	{ErrForbidden, http.StatusForbidden, CodeForbidden},
-	{errNotFound, http.StatusNotFound, CodeNotFound},
-	{errMethodNotAllowed, http.StatusMethodNotAllowed, CodeMethodNotAllowed},
-	{errBodyTimeout, http.StatusRequestTimeout, CodeRequestTimeout},
-	{errTickBusy, http.StatusTooManyRequests, CodeTickBusy},
-	{errNotReady, http.StatusServiceUnavailable, CodeNotReady},
-}
+// AuthorizeFunc returns it (wrapped or not) to answer 403 FORBIDDEN. It is
+// apiclient.ErrForbidden.
+var ErrForbidden = apiclient.ErrForbidden
 
 // internalMessage is all a caller learns of a failure the table doesn't know.
 const internalMessage = "internal error (see the server log)"
 
-// errorStatus maps an error to its answer. known is false for failures the
-// table doesn't know; their message is never shown to the caller.
-func errorStatus(err error) (status int, code Code, message string, known bool) {
-	for _, k := range errorKinds {
-		if errors.Is(err, k.err) {
-			return k.status, k.code, err.Error(), true
-		}
+// errorStatus maps an error to its answer through apiclient's table. known
+// is false for failures the table doesn't know; their message is never
+// shown to the caller.
+func errorStatus(err error) (status int, code apiclient.Code, message string, known bool) {
+	if status, code, ok := apiclient.ErrorCode(err); ok {
+		return status, code, err.Error(), true
 	}
-	return http.StatusInternalServerError, CodeInternal, internalMessage, false
+	return http.StatusInternalServerError, apiclient.CodeInternal, internalMessage, false
 }
 
 // echoError turns echo's own errors (unknown route, wrong method, anything a
@@ -112,9 +41,9 @@ func echoError(he *echo.HTTPError, r *http.Request) error {
 	msg := fmt.Sprint(he.Message)
 	switch he.Code {
 	case http.StatusNotFound:
-		return fmt.Errorf("%w: %s %s", errNotFound, r.Method, r.URL.Path)
+		return fmt.Errorf("%w: %s %s", apiclient.ErrRouteNotFound, r.Method, r.URL.Path)
 	case http.StatusMethodNotAllowed:
-		return fmt.Errorf("%w: %s %s", errMethodNotAllowed, r.Method, r.URL.Path)
+		return fmt.Errorf("%w: %s %s", apiclient.ErrMethodNotAllowed, r.Method, r.URL.Path)
 	case http.StatusRequestEntityTooLarge:
 		return fmt.Errorf("%w: %s", workflow.ErrPayloadTooLarge, msg)
 	case http.StatusBadRequest:
@@ -127,57 +56,12 @@ func echoError(he *echo.HTTPError, r *http.Request) error {
 	return he
 }
 
-// APIError is an error answer of the HTTP API, as Client returns it. It
-// matches (errors.Is) the sentinel of its code: workflow.ErrInstanceNotFound
-// for INSTANCE_NOT_FOUND, ErrUnauthorized for UNAUTHORIZED, and so on
-// (INVALID_REQUEST matches workflow.ErrInvalidRequest), and any *APIError
-// with the same code, so errors.Is(err, &APIError{Code: CodeTickBusy}) works
-// for the codes that have no sentinel.
-type APIError struct {
-	// Status is the HTTP status.
-	Status int `json:"-"`
-	// Code is the error code, one of the Code constants (or HTTP_<status>
-	// for an answer that did not come from a Duraflow server, such as a
-	// proxy's error page).
-	Code Code `json:"code"`
-	// Message says what went wrong, for people.
-	Message string `json:"message"`
-	// Problems and Warnings list what is wrong with a flow definition
-	// (INVALID_FLOW), each at its JSON path.
-	Problems []flow.Problem `json:"problems,omitempty"`
-	Warnings []flow.Problem `json:"warnings,omitempty"`
-}
-
 // newAPIError is the answer to err: its code and message, and the problems
 // of a flow definition that failed validation.
-func newAPIError(err error, code Code, message string) *APIError {
-	e := &APIError{Code: code, Message: message}
-	if ve, ok := errors.AsType[*flow.ValidationError](err); ok && code == CodeInvalidFlow {
+func newAPIError(err error, code apiclient.Code, message string) *apiclient.APIError {
+	e := &apiclient.APIError{Code: code, Message: message}
+	if ve, ok := errors.AsType[*flow.ValidationError](err); ok && code == apiclient.CodeInvalidFlow {
 		e.Problems, e.Warnings = ve.Problems, ve.Warnings
 	}
 	return e
-}
-
-// Error returns the code and the message.
-func (e *APIError) Error() string {
-	return fmt.Sprintf("%s (HTTP %d): %s", e.Code, e.Status, e.Message)
-}
-
-// Is reports whether target is the sentinel error of e's code, or an
-// *APIError with the same code.
-func (e *APIError) Is(target error) bool {
-	if t, ok := target.(*APIError); ok {
-		return t.Code == e.Code
-	}
-	for _, k := range errorKinds {
-		if k.code == e.Code {
-			return k.err == target
-		}
-	}
-	return false
-}
-
-// errorBody is the JSON shape of every error answer.
-type errorBody struct {
-	Error *APIError `json:"error"`
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/dburl"
 	"github.com/duraflow/duraflow/httpapi"
@@ -84,7 +85,7 @@ func ExampleClient() {
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 
-	api := httpapi.NewClient(ts.URL, "secret", nil)
+	api := apiclient.New(ts.URL, "secret", nil)
 	inst, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "hi-1", Params: json.RawMessage(`{"to":"ada"}`)})
 	if err != nil {
 		log.Fatal(err)

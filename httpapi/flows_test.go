@@ -12,20 +12,20 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // withFlows serves the flow routes over a flow registry on the harness, and
 // creates instances through a client that pins flow versions.
-func withFlows(t *testing.T, flows **flowreg.Registry) func(*httpapi.Config, *testharness.Harness) {
+func withFlows(t *testing.T, flows **flow.Registry) func(*httpapi.Config, *testharness.Harness) {
 	return func(c *httpapi.Config, h *testharness.Harness) {
-		r, err := flowreg.New(&flowreg.Config{
+		r, err := flow.New(&flow.Config{
 			Store: h.Store, Registry: h.Registry, Clock: h.Clock,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
@@ -66,9 +66,9 @@ func TestFlowRoutes(t *testing.T) {
 	b := setup(t, "", withFlows(t, nil))
 
 	r := b.call(t, "POST", "/api/flows", doubler("1.9.0"))
-	var applied httpapi.FlowApplied
+	var applied apiclient.FlowApplied
 	r.requireOK(t, http.StatusCreated, &applied)
-	require.Equal(t, httpapi.FlowApplied{ID: "doubler", Version: "1.9.0", Created: true, Latest: "1.9.0", Warnings: []flow.Problem{}}, applied)
+	require.Equal(t, apiclient.FlowApplied{ID: "doubler", Version: "1.9.0", Created: true, Latest: "1.9.0", Warnings: []flow.Problem{}}, applied)
 	require.Equal(t, "/api/flows/doubler/versions/1.9.0", r.header.Get("Location"))
 
 	r = b.call(t, "POST", "/api/flows", doubler("1.9.0"))
@@ -76,19 +76,19 @@ func TestFlowRoutes(t *testing.T) {
 	require.False(t, applied.Created, "applying a stored version again changes nothing")
 
 	r = b.call(t, "POST", "/api/flows", strings.Replace(doubler("1.9.0"), "n * 2", "n * 3", 1))
-	r.requireError(t, http.StatusConflict, httpapi.CodeFlowVersionConflict, "new version")
+	r.requireError(t, http.StatusConflict, apiclient.CodeFlowVersionConflict, "new version")
 
 	b.call(t, "POST", "/api/flows", doubler("1.10.0")).requireOK(t, http.StatusCreated, &applied)
 	require.Equal(t, "1.10.0", applied.Latest)
 
 	// Listed beside the Go workflows, with the version new instances run.
-	var list httpapi.WorkflowList
+	var list apiclient.WorkflowList
 	b.call(t, "GET", "/api/workflows", "").requireOK(t, http.StatusOK, &list)
-	require.Equal(t, []httpapi.WorkflowSummary{
-		{Name: "approve", Kind: httpapi.KindGo},
-		{Name: "doubler", Kind: httpapi.KindFlow, Version: "1.10.0"},
-		{Name: "greet", Kind: httpapi.KindGo},
-		{Name: "steps", Kind: httpapi.KindGo},
+	require.Equal(t, []apiclient.WorkflowSummary{
+		{Name: "approve", Kind: apiclient.KindGo},
+		{Name: "doubler", Kind: apiclient.KindFlow, Version: "1.10.0"},
+		{Name: "greet", Kind: apiclient.KindGo},
+		{Name: "steps", Kind: apiclient.KindGo},
 	}, list.Workflows)
 
 	// Started and read by the same instance routes as a Go workflow.
@@ -105,7 +105,7 @@ func TestFlowRoutes(t *testing.T) {
 	require.JSONEq(t, `{"n":42,"version":"1.10.0"}`, string(got.Output))
 
 	// Reading flows.
-	var flows httpapi.FlowList
+	var flows apiclient.FlowList
 	b.call(t, "GET", "/api/flows", "").requireOK(t, http.StatusOK, &flows)
 	require.Len(t, flows.Flows, 1)
 	require.Equal(t, "doubler", flows.Flows[0].ID)
@@ -113,35 +113,35 @@ func TestFlowRoutes(t *testing.T) {
 	require.Equal(t, "Doubler", flows.Flows[0].Name)
 	require.Nil(t, flows.Flows[0].Definition)
 
-	var latest httpapi.FlowInfo
+	var latest apiclient.FlowInfo
 	b.call(t, "GET", "/api/flows/doubler", "").requireOK(t, http.StatusOK, &latest)
 	require.Equal(t, "1.10.0", latest.Version)
 	require.True(t, latest.Latest)
 	require.JSONEq(t, doubler("1.10.0"), string(latest.Definition))
 
-	var one httpapi.FlowInfo
+	var one apiclient.FlowInfo
 	b.call(t, "GET", "/api/flows/doubler/versions/1.9.0", "").requireOK(t, http.StatusOK, &one)
 	require.Equal(t, "1.9.0", one.Version)
 	require.False(t, one.Latest)
 	require.JSONEq(t, doubler("1.9.0"), string(one.Definition))
 
-	var versions httpapi.FlowVersionList
+	var versions apiclient.FlowVersionList
 	b.call(t, "GET", "/api/flows/doubler/versions", "").requireOK(t, http.StatusOK, &versions)
 	require.Equal(t, "1.10.0", versions.Latest)
 	require.Len(t, versions.Versions, 2)
 	require.Equal(t, "1.9.0", versions.Versions[0].Version)
 	require.Equal(t, "1.10.0", versions.Versions[1].Version)
 
-	b.call(t, "GET", "/api/flows/nope", "").requireError(t, http.StatusNotFound, httpapi.CodeFlowNotFound)
-	b.call(t, "GET", "/api/flows/nope/versions", "").requireError(t, http.StatusNotFound, httpapi.CodeFlowNotFound)
-	b.call(t, "GET", "/api/flows/doubler/versions/2.0.0", "").requireError(t, http.StatusNotFound, httpapi.CodeFlowNotFound)
-	b.call(t, "GET", "/api/flows/doubler/versions/v1", "").requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest)
-	b.call(t, "GET", "/api/flows?pageSize=0", "").requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "pageSize")
-	b.call(t, "GET", "/api/flows?color=red", "").requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "color")
-	b.call(t, "POST", "/api/flows", "").requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "empty")
+	b.call(t, "GET", "/api/flows/nope", "").requireError(t, http.StatusNotFound, apiclient.CodeFlowNotFound)
+	b.call(t, "GET", "/api/flows/nope/versions", "").requireError(t, http.StatusNotFound, apiclient.CodeFlowNotFound)
+	b.call(t, "GET", "/api/flows/doubler/versions/2.0.0", "").requireError(t, http.StatusNotFound, apiclient.CodeFlowNotFound)
+	b.call(t, "GET", "/api/flows/doubler/versions/v1", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest)
+	b.call(t, "GET", "/api/flows?pageSize=0", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "pageSize")
+	b.call(t, "GET", "/api/flows?color=red", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "color")
+	b.call(t, "POST", "/api/flows", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "empty")
 	b.call(t, "POST", "/api/flows", `{"id":"big","pad":"`+strings.Repeat("x", httpapi.DefaultMaxBodyBytes)+`"}`).
-		requireError(t, http.StatusRequestEntityTooLarge, httpapi.CodePayloadTooLarge)
-	b.call(t, "DELETE", "/api/flows/doubler", "").requireError(t, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+		requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge)
+	b.call(t, "DELETE", "/api/flows/doubler", "").requireError(t, http.StatusMethodNotAllowed, apiclient.CodeMethodNotAllowed)
 }
 
 func TestFlowValidationProblems(t *testing.T) {
@@ -180,9 +180,9 @@ func TestFlowValidationProblems(t *testing.T) {
 
 	// The typed client gets the problems too.
 	_, err := b.api.ApplyFlow(b.ctx, []byte(`{"id": "broken", "version": "one"}`))
-	var apiErr *httpapi.APIError
+	var apiErr *apiclient.APIError
 	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, httpapi.CodeInvalidFlow, apiErr.Code)
+	require.Equal(t, apiclient.CodeInvalidFlow, apiErr.Code)
 	require.Equal(t, http.StatusBadRequest, apiErr.Status)
 	require.NotEmpty(t, apiErr.Problems)
 	require.ErrorIs(t, err, flow.ErrInvalidDefinition)
@@ -205,11 +205,11 @@ func TestFlowClient(t *testing.T) {
 	require.False(t, again.Created)
 
 	_, err = b.api.ApplyFlow(b.ctx, []byte(strings.Replace(string(def), "n * 2", "n + 2", 1)))
-	require.ErrorIs(t, err, flowreg.ErrVersionConflict)
+	require.ErrorIs(t, err, flow.ErrVersionConflict)
 	_, err = b.api.ApplyFlow(b.ctx, nil)
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 
-	list, err := b.api.ListFlows(b.ctx, flowreg.ListParams{PageSize: 10})
+	list, err := b.api.ListFlows(b.ctx, flow.ListParams{PageSize: 10})
 	require.NoError(t, err)
 	require.Len(t, list.Flows, 1)
 	info, err := b.api.GetFlow(b.ctx, "doubler", "")
@@ -223,15 +223,15 @@ func TestFlowClient(t *testing.T) {
 	require.Len(t, versions.Versions, 1)
 
 	_, err = b.api.GetFlow(b.ctx, "nope", "")
-	require.ErrorIs(t, err, flowreg.ErrNotFound)
+	require.ErrorIs(t, err, flow.ErrNotFound)
 	_, err = b.api.FlowVersions(b.ctx, "nope")
-	require.ErrorIs(t, err, flowreg.ErrNotFound)
+	require.ErrorIs(t, err, flow.ErrNotFound)
 	_, err = b.api.GetFlow(b.ctx, "", "")
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 
 	wfs, err := b.api.Workflows(b.ctx)
 	require.NoError(t, err)
-	require.Contains(t, wfs.Workflows, httpapi.WorkflowSummary{Name: "doubler", Kind: httpapi.KindFlow, Version: "1.0.0"})
+	require.Contains(t, wfs.Workflows, apiclient.WorkflowSummary{Name: "doubler", Kind: apiclient.KindFlow, Version: "1.0.0"})
 
 	// A registry bound to the typed client drives the flow remotely.
 	remote := workflow.NewRegistry()
@@ -258,20 +258,20 @@ func TestFlowScopes(t *testing.T) {
 		c.Tokens = append(c.Tokens, tok)
 	})
 	b.call(t, "POST", "/api/flows", doubler("1.0.0"), "Authorization: Bearer ops-secret").
-		requireError(t, http.StatusForbidden, httpapi.CodeForbidden, "flows")
+		requireError(t, http.StatusForbidden, apiclient.CodeForbidden, "flows")
 	b.call(t, "POST", "/api/flows", doubler("1.0.0"), "Authorization: Bearer deploy-secret").requireOK(t, http.StatusCreated, nil)
 	b.call(t, "POST", "/api/flows", doubler("1.1.0"), "Authorization: Bearer admin-secret").requireOK(t, http.StatusCreated, nil)
 	b.call(t, "GET", "/api/flows/doubler", "", "Authorization: Bearer ops-secret").requireOK(t, http.StatusOK, nil)
-	b.call(t, "GET", "/api/flows/doubler", "", "Authorization: Bearer deploy-secret").requireError(t, http.StatusForbidden, httpapi.CodeForbidden)
-	b.call(t, "GET", "/api/flows", "").requireError(t, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	b.call(t, "GET", "/api/flows/doubler", "", "Authorization: Bearer deploy-secret").requireError(t, http.StatusForbidden, apiclient.CodeForbidden)
+	b.call(t, "GET", "/api/flows", "").requireError(t, http.StatusUnauthorized, apiclient.CodeUnauthorized)
 }
 
 func TestFlowRoutesNeedARegistry(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.call(t, "GET", "/api/flows", "").requireError(t, http.StatusNotFound, httpapi.CodeNotFound)
-	b.call(t, "POST", "/api/flows", doubler("1.0.0")).requireError(t, http.StatusNotFound, httpapi.CodeNotFound)
-	var apiErr *httpapi.APIError
+	b.call(t, "GET", "/api/flows", "").requireError(t, http.StatusNotFound, apiclient.CodeNotFound)
+	b.call(t, "POST", "/api/flows", doubler("1.0.0")).requireError(t, http.StatusNotFound, apiclient.CodeNotFound)
+	var apiErr *apiclient.APIError
 	_, err := b.api.ApplyFlow(b.ctx, []byte(doubler("1.0.0")))
-	require.True(t, errors.As(err, &apiErr) && apiErr.Code == httpapi.CodeNotFound)
+	require.True(t, errors.As(err, &apiErr) && apiErr.Code == apiclient.CodeNotFound)
 }

@@ -10,7 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -18,27 +20,27 @@ import (
 // names none; MaxPageSize bounds every page size.
 const (
 	DefaultHistoryPageSize = 100
-	MaxPageSize            = 1000
+	MaxPageSize            = paging.MaxPageSize
 )
 
 func (s *Server) healthz(c echo.Context) error {
-	return reply(c, http.StatusOK, HealthStatus{Status: "ok"})
+	return reply(c, http.StatusOK, apiclient.HealthStatus{Status: "ok"})
 }
 
 func (s *Server) readyz(c echo.Context) error {
 	if s.cfg.Ready != nil {
 		if err := s.cfg.Ready(c.Request().Context()); err != nil {
-			return fmt.Errorf("%w: %v", errNotReady, err)
+			return fmt.Errorf("%w: %v", apiclient.ErrNotReady, err)
 		}
 	}
-	return reply(c, http.StatusOK, HealthStatus{Status: "ok"})
+	return reply(c, http.StatusOK, apiclient.HealthStatus{Status: "ok"})
 }
 
 func (s *Server) listWorkflows(c echo.Context) error {
 	if _, err := query(c, nil); err != nil {
 		return err
 	}
-	out := WorkflowList{Workflows: []WorkflowSummary{}}
+	out := apiclient.WorkflowList{Workflows: []apiclient.WorkflowSummary{}}
 	var latest map[string]string
 	if s.cfg.Flows != nil {
 		var err error
@@ -47,9 +49,9 @@ func (s *Server) listWorkflows(c echo.Context) error {
 		}
 	}
 	for _, n := range s.client.WorkflowNames() {
-		w := WorkflowSummary{Name: n, Kind: KindGo}
+		w := apiclient.WorkflowSummary{Name: n, Kind: apiclient.KindGo}
 		if s.cfg.Flows != nil && s.cfg.Flows.IsFlow(n) {
-			w.Kind, w.Version = KindFlow, latest[n]
+			w.Kind, w.Version = apiclient.KindFlow, latest[n]
 		}
 		out.Workflows = append(out.Workflows, w)
 	}
@@ -91,7 +93,7 @@ func (s *Server) createInstance(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req CreateRequest
+	var req apiclient.CreateRequest
 	if err := s.decodeBody(c, &req, true); err != nil {
 		return err
 	}
@@ -109,7 +111,7 @@ func (s *Server) createBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req CreateBatchRequest
+	var req apiclient.CreateBatchRequest
 	if err := s.decodeBody(c, &req, false); err != nil {
 		return err
 	}
@@ -125,7 +127,7 @@ func (s *Server) createBatch(c echo.Context) error {
 	if created == nil {
 		created = []*workflow.InstanceInfo{}
 	}
-	return reply(c, http.StatusCreated, InstanceBatch{Instances: created})
+	return reply(c, http.StatusCreated, apiclient.InstanceBatch{Instances: created})
 }
 
 func (s *Server) getInstance(c echo.Context) error {
@@ -182,14 +184,14 @@ func (s *Server) sendEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var req SendEventRequest
+	var req apiclient.SendEventRequest
 	if err := s.decodeBody(c, &req, false); err != nil {
 		return err
 	}
 	if err := s.client.SendEvent(c.Request().Context(), name, id, req.Type, req.Payload); err != nil {
 		return err
 	}
-	return reply(c, http.StatusAccepted, Accepted{OK: true})
+	return reply(c, http.StatusAccepted, apiclient.Accepted{OK: true})
 }
 
 func (s *Server) history(c echo.Context) error {
@@ -216,7 +218,7 @@ func (s *Server) history(c echo.Context) error {
 }
 
 func (s *Server) tick(c echo.Context) error {
-	var req TickRequest
+	var req apiclient.TickRequest
 	if err := s.decodeBody(c, &req, true); err != nil {
 		return err
 	}
@@ -230,7 +232,7 @@ func (s *Server) tick(c echo.Context) error {
 	case s.tickSlots <- struct{}{}:
 		defer func() { <-s.tickSlots }()
 	default:
-		return fmt.Errorf("%w; try again later", errTickBusy)
+		return fmt.Errorf("%w; try again later", apiclient.ErrTickBusy)
 	}
 	// A tick may run longer than WriteTimeout: no write deadline while it
 	// works (over HTTP/2 a passing one resets the stream at once), then
@@ -243,7 +245,7 @@ func (s *Server) tick(c echo.Context) error {
 		return fmt.Errorf("ticking: %w", err)
 	}
 	if res == nil {
-		res = Accepted{OK: true}
+		res = apiclient.Accepted{OK: true}
 	}
 	return reply(c, http.StatusOK, res)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -65,7 +66,7 @@ func (c *stepCounter) snapshot() map[string]int {
 type testBundle struct {
 	h     *testharness.Harness
 	srv   *httptest.Server
-	api   *httpapi.Client
+	api   *apiclient.Client
 	steps *stepCounter
 	ctx   context.Context
 }
@@ -119,7 +120,7 @@ func setupOn(t *testing.T, backend testharness.Backend, token string, configure 
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &testBundle{h: h, srv: ts, api: httpapi.NewClient(ts.URL, token, ts.Client()), steps: steps, ctx: h.Context()}
+	return &testBundle{h: h, srv: ts, api: apiclient.New(ts.URL, token, ts.Client()), steps: steps, ctx: h.Context()}
 }
 
 // withTick turns the tick route on, over the harness's runner.
@@ -183,7 +184,7 @@ func (r *response) requireOK(t *testing.T, status int, v any) {
 
 // requireError checks an error answer's status and code, and that its message
 // holds every fragment in contains. It returns the message.
-func (r *response) requireError(t *testing.T, status int, code httpapi.Code, contains ...string) string {
+func (r *response) requireError(t *testing.T, status int, code apiclient.Code, contains ...string) string {
 	t.Helper()
 	require.Equal(t, status, r.status, "body: %s", r.body)
 	require.Equal(t, "application/json", r.header.Get("Content-Type"))

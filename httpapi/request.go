@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -73,7 +74,7 @@ func (s *Server) readAll(c echo.Context, depth int) ([]byte, error) {
 			return nil, fmt.Errorf("%w: the request body is larger than %d bytes", workflow.ErrPayloadTooLarge, limit)
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, fmt.Errorf("%w: the request body did not arrive within %s", errBodyTimeout, s.cfg.BodyTimeout)
+			return nil, fmt.Errorf("%w: the request body did not arrive within %s", apiclient.ErrRequestTimeout, s.cfg.BodyTimeout)
 		}
 		return nil, fmt.Errorf("%w: reading the request body: %v", workflow.ErrInvalidRequest, err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
@@ -76,7 +76,7 @@ func FuzzRequestBody(f *testing.F) {
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sched, err := schedule.New(&schedule.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: discard})
 	require.NoError(f, err)
-	flows, err := flowreg.New(&flowreg.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: discard})
+	flows, err := flow.New(&flow.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: discard})
 	require.NoError(f, err)
 	cl, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: flows.Metadata})
 	require.NoError(f, err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
@@ -25,7 +26,7 @@ func TestWorkflows(t *testing.T) {
 
 	list, err := b.api.Workflows(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, []httpapi.WorkflowSummary{{Name: "approve", Kind: httpapi.KindGo}, {Name: "greet", Kind: httpapi.KindGo}, {Name: "steps", Kind: httpapi.KindGo}}, list.Workflows)
+	require.Equal(t, []apiclient.WorkflowSummary{{Name: "approve", Kind: apiclient.KindGo}, {Name: "greet", Kind: apiclient.KindGo}, {Name: "steps", Kind: apiclient.KindGo}}, list.Workflows)
 
 	b.call(t, http.MethodGet, "/api/workflows", "").requireOK(t, http.StatusOK, nil)
 	require.JSONEq(t, `{"workflows":[{"name":"approve","kind":"go"},{"name":"greet","kind":"go"},{"name":"steps","kind":"go"}]}`,
@@ -86,7 +87,7 @@ func TestCreateBatch(t *testing.T) {
 	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "b-2"})
 	require.NoError(t, err)
 
-	var batch httpapi.InstanceBatch
+	var batch apiclient.InstanceBatch
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch",
 		`{"instances":[{"id":"b-1","params":{"name":"x"}},{"id":"b-2"},{"id":"b-3"}]}`).
 		requireOK(t, http.StatusCreated, &batch)
@@ -112,15 +113,15 @@ func TestCreateBatch(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch", `{"instances":[]}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "at least one")
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "at least one")
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch", `{"instances":[{"id":"d"},{"id":"d"}]}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "twice")
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "twice")
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch", `{"instances":[{"id":"ok"},{"id":"no way"}]}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidInstanceID, "instance 1")
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidInstanceID, "instance 1")
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch", ``).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "empty")
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "empty")
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch", `{"instances":[{"id":7}]}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, `"instances.id"`, "string")
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, `"instances.id"`, "string")
 
 	// Nothing of the refused batches was written.
 	_, err = b.api.Get(b.ctx, "greet", "ok")
@@ -150,13 +151,13 @@ func TestLifeCycle(t *testing.T) {
 	require.Equal(t, workflow.StatusTerminated, got.Status)
 
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/terminate", "").
-		requireError(t, http.StatusConflict, httpapi.CodeInstanceTerminal, "l-1")
+		requireError(t, http.StatusConflict, apiclient.CodeInstanceTerminal, "l-1")
 	_, err = b.api.Pause(b.ctx, "greet", "l-1")
 	require.ErrorIs(t, err, workflow.ErrInstanceTerminal)
-	var apiErr *httpapi.APIError
+	var apiErr *apiclient.APIError
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusConflict, apiErr.Status)
-	require.Equal(t, httpapi.CodeInstanceTerminal, apiErr.Code)
+	require.Equal(t, apiclient.CodeInstanceTerminal, apiErr.Code)
 
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/restart", "").requireOK(t, http.StatusOK, &info)
 	require.Equal(t, workflow.StatusQueued, info.Status)
@@ -170,7 +171,7 @@ func TestLifeCycle(t *testing.T) {
 
 	// A life-cycle route takes no body fields.
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/pause", `{"force":true}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, `unknown field "force"`)
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, `unknown field "force"`)
 }
 
 func TestEvents(t *testing.T) {
@@ -181,7 +182,7 @@ func TestEvents(t *testing.T) {
 	b.h.RunUntilIdle()
 	b.h.RequireStatus("approve", "e-1", workflow.StatusWaiting)
 
-	var ok httpapi.Accepted
+	var ok apiclient.Accepted
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-1/events", `{"type":"approval","payload":{"by":"grace"}}`).
 		requireOK(t, http.StatusAccepted, &ok)
 	require.True(t, ok.OK)
@@ -204,13 +205,13 @@ func TestEvents(t *testing.T) {
 	b.h.RequireStatus("approve", "e-2", workflow.StatusComplete)
 
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-2/events", `{"type":"not valid"}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidEventType, "not valid")
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidEventType, "not valid")
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-2/events", `{"payload":1}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidEventType)
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidEventType)
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-2/events", ``).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "empty")
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "empty")
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-2/events", `{"type":["approval"]}`).
-		requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, `field "type" must be a string`)
+		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, `field "type" must be a string`)
 }
 
 func TestHistoryPagination(t *testing.T) {
@@ -252,7 +253,7 @@ func TestHistoryPagination(t *testing.T) {
 	require.Equal(t, []string{`{"n":0}`, `{"n":1}`, `{"n":2}`}, events)
 
 	// Default page size: everything fits in one page.
-	var h httpapi.History
+	var h apiclient.History
 	b.call(t, http.MethodGet, "/api/workflows/steps/instances/h-1/history", "").requireOK(t, http.StatusOK, &h)
 	require.Len(t, h.Steps, numSteps)
 	require.Len(t, h.Events, 3)
@@ -264,10 +265,10 @@ func TestHistoryPagination(t *testing.T) {
 	for _, q := range []string{"pageSize=0", "pageSize=1001", "pageSize=x", "run=-1", "run=x", "run=2", "cursor=%%%", "cursor=bm9wZQ", "limit=3", "run=1&run=1"} {
 		t.Log(q)
 		b.call(t, http.MethodGet, "/api/workflows/steps/instances/h-1/history?"+q, "").
-			requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest)
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest)
 	}
 	b.call(t, http.MethodGet, "/api/workflows/steps/instances/nope/history", "").
-		requireError(t, http.StatusNotFound, httpapi.CodeInstanceNotFound)
+		requireError(t, http.StatusNotFound, apiclient.CodeInstanceNotFound)
 }
 
 func TestListPagination(t *testing.T) {
@@ -328,7 +329,7 @@ func TestListPagination(t *testing.T) {
 	require.ElementsMatch(t, append(slices.Clone(complete), open...), got)
 
 	// The raw form, with the status repeated instead of comma-separated.
-	var page httpapi.InstanceList
+	var page apiclient.InstanceList
 	b.call(t, http.MethodGet, "/api/workflows/greet/instances?status=queued&status=terminated&pageSize=100", "").
 		requireOK(t, http.StatusOK, &page)
 	require.Len(t, page.Instances, len(open))
@@ -341,10 +342,10 @@ func TestListPagination(t *testing.T) {
 	for _, q := range []string{"status=bogus", "pageSize=0", "pageSize=1001", "pageSize=ten", "cursor=garbage", "page=2", "cursor=a&cursor=b"} {
 		t.Log(q)
 		b.call(t, http.MethodGet, "/api/workflows/greet/instances?"+q, "").
-			requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest)
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest)
 	}
 	b.call(t, http.MethodGet, "/api/workflows/nope/instances", "").
-		requireError(t, http.StatusNotFound, httpapi.CodeWorkflowNotFound, "nope")
+		requireError(t, http.StatusNotFound, apiclient.CodeWorkflowNotFound, "nope")
 	_, err = b.api.List(b.ctx, client.ListParams{})
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 }
@@ -362,7 +363,7 @@ func TestHealthAndReady(t *testing.T) {
 		}
 	})
 	// No token needed at the root.
-	var st httpapi.HealthStatus
+	var st apiclient.HealthStatus
 	b.call(t, http.MethodGet, "/healthz", "").requireOK(t, http.StatusOK, &st)
 	require.Equal(t, "ok", st.Status)
 	b.call(t, http.MethodGet, "/readyz", "").requireOK(t, http.StatusOK, &st)
@@ -371,17 +372,17 @@ func TestHealthAndReady(t *testing.T) {
 	require.NoError(t, b.api.Ready(b.ctx))
 
 	failing.Store(true)
-	b.call(t, http.MethodGet, "/readyz", "").requireError(t, http.StatusServiceUnavailable, httpapi.CodeNotReady, "database unreachable")
+	b.call(t, http.MethodGet, "/readyz", "").requireError(t, http.StatusServiceUnavailable, apiclient.CodeNotReady, "database unreachable")
 	err := b.api.Ready(b.ctx)
-	var apiErr *httpapi.APIError
+	var apiErr *apiclient.APIError
 	require.ErrorAs(t, err, &apiErr)
 	require.Equal(t, http.StatusServiceUnavailable, apiErr.Status)
-	require.Equal(t, httpapi.CodeNotReady, apiErr.Code)
+	require.Equal(t, apiclient.CodeNotReady, apiErr.Code)
 	b.call(t, http.MethodGet, "/healthz", "").requireOK(t, http.StatusOK, nil)
 
 	// Neither is under the prefix, and the API behind it needs the token.
-	b.call(t, http.MethodGet, "/api/healthz", "").requireError(t, http.StatusNotFound, httpapi.CodeNotFound)
-	b.call(t, http.MethodGet, "/api/workflows", "").requireError(t, http.StatusUnauthorized, httpapi.CodeUnauthorized)
+	b.call(t, http.MethodGet, "/api/healthz", "").requireError(t, http.StatusNotFound, apiclient.CodeNotFound)
+	b.call(t, http.MethodGet, "/api/workflows", "").requireError(t, http.StatusUnauthorized, apiclient.CodeUnauthorized)
 }
 
 func TestReadyWithoutCheck(t *testing.T) {
@@ -405,7 +406,7 @@ func TestPrefix(t *testing.T) {
 		require.Equal(t, strings.TrimSuffix(prefix, "/")+"/workflows/greet/instances/p-2", r.header.Get("Location"))
 		require.NoError(t, api.Health(b.ctx))
 		if prefix != "/" {
-			b.call(t, http.MethodGet, "/api/workflows", "").requireError(t, http.StatusNotFound, httpapi.CodeNotFound)
+			b.call(t, http.MethodGet, "/api/workflows", "").requireError(t, http.StatusNotFound, apiclient.CodeNotFound)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
@@ -111,9 +112,9 @@ func TestScheduleRoutes(t *testing.T) {
 	err = b.api.DeleteSchedule(b.ctx, "morning")
 	require.ErrorIs(t, err, schedule.ErrNotFound, "the typed client's errors match the sentinels")
 	_, err = b.api.GetSchedule(b.ctx, "morning")
-	var apiErr *httpapi.APIError
+	var apiErr *apiclient.APIError
 	require.True(t, errors.As(err, &apiErr))
-	require.Equal(t, httpapi.CodeScheduleNotFound, apiErr.Code)
+	require.Equal(t, apiclient.CodeScheduleNotFound, apiErr.Code)
 	_, err = b.api.Get(b.ctx, "greet", "morning-20260102T073000Z")
 	require.NoError(t, err, "the instances a schedule started stay")
 }
@@ -129,28 +130,28 @@ func TestScheduleErrors(t *testing.T) {
 		method, path string
 		body         string
 		status       int
-		code         httpapi.Code
+		code         apiclient.Code
 		messageHas   []string
 	}{
-		{"taken", "POST", "/api/schedules", `{"id":"taken","workflowName":"greet","cron":"@daily"}`, 409, httpapi.CodeScheduleAlreadyExists, []string{`"taken"`}},
-		{"missing", "GET", "/api/schedules/nope", ``, 404, httpapi.CodeScheduleNotFound, []string{`"nope"`}},
-		{"missing patch", "PATCH", "/api/schedules/nope", `{"maxCatchup":2}`, 404, httpapi.CodeScheduleNotFound, nil},
-		{"missing enable", "POST", "/api/schedules/nope/enable", ``, 404, httpapi.CodeScheduleNotFound, nil},
-		{"missing delete", "DELETE", "/api/schedules/nope", ``, 404, httpapi.CodeScheduleNotFound, nil},
-		{"invalid cron", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"0 25 * * *"}`, 400, httpapi.CodeInvalidRequest, []string{`cron expression "0 25 * * *"`}},
-		{"five fields", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"0 * * *"}`, 400, httpapi.CodeInvalidRequest, []string{"needs 5"}},
-		{"invalid zone", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"@daily","timeZone":"Moon/Base"}`, 400, httpapi.CodeInvalidRequest, []string{`unknown time zone "Moon/Base"`}},
-		{"invalid cron update", "PATCH", "/api/schedules/taken", `{"cron":"@every 1m"}`, 400, httpapi.CodeInvalidRequest, []string{"@every"}},
-		{"invalid id", "POST", "/api/schedules", `{"id":"a b","workflowName":"greet","cron":"@daily"}`, 400, httpapi.CodeInvalidRequest, []string{"schedule id"}},
-		{"unknown workflow", "POST", "/api/schedules", `{"id":"x","workflowName":"nope","cron":"@daily"}`, 404, httpapi.CodeWorkflowNotFound, []string{`"nope"`}},
-		{"unknown field", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"@daily","tz":"UTC"}`, 400, httpapi.CodeInvalidRequest, []string{`"tz"`}},
-		{"wrong type", "PATCH", "/api/schedules/taken", `{"maxCatchup":"2"}`, 400, httpapi.CodeInvalidRequest, []string{`"maxCatchup"`}},
-		{"catchup out of range", "PATCH", "/api/schedules/taken", `{"maxCatchup":0}`, 400, httpapi.CodeInvalidRequest, []string{"maxCatchup"}},
-		{"empty body", "POST", "/api/schedules", ``, 400, httpapi.CodeInvalidRequest, []string{"empty"}},
-		{"body on enable", "POST", "/api/schedules/taken/enable", `{"x":1}`, 400, httpapi.CodeInvalidRequest, nil},
-		{"unknown query", "GET", "/api/schedules?status=on", ``, 400, httpapi.CodeInvalidRequest, []string{`"status"`}},
-		{"page size", "GET", "/api/schedules?pageSize=0", ``, 400, httpapi.CodeInvalidRequest, []string{"pageSize"}},
-		{"method", "PUT", "/api/schedules/taken", `{}`, 405, httpapi.CodeMethodNotAllowed, nil},
+		{"taken", "POST", "/api/schedules", `{"id":"taken","workflowName":"greet","cron":"@daily"}`, 409, apiclient.CodeScheduleAlreadyExists, []string{`"taken"`}},
+		{"missing", "GET", "/api/schedules/nope", ``, 404, apiclient.CodeScheduleNotFound, []string{`"nope"`}},
+		{"missing patch", "PATCH", "/api/schedules/nope", `{"maxCatchup":2}`, 404, apiclient.CodeScheduleNotFound, nil},
+		{"missing enable", "POST", "/api/schedules/nope/enable", ``, 404, apiclient.CodeScheduleNotFound, nil},
+		{"missing delete", "DELETE", "/api/schedules/nope", ``, 404, apiclient.CodeScheduleNotFound, nil},
+		{"invalid cron", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"0 25 * * *"}`, 400, apiclient.CodeInvalidRequest, []string{`cron expression "0 25 * * *"`}},
+		{"five fields", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"0 * * *"}`, 400, apiclient.CodeInvalidRequest, []string{"needs 5"}},
+		{"invalid zone", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"@daily","timeZone":"Moon/Base"}`, 400, apiclient.CodeInvalidRequest, []string{`unknown time zone "Moon/Base"`}},
+		{"invalid cron update", "PATCH", "/api/schedules/taken", `{"cron":"@every 1m"}`, 400, apiclient.CodeInvalidRequest, []string{"@every"}},
+		{"invalid id", "POST", "/api/schedules", `{"id":"a b","workflowName":"greet","cron":"@daily"}`, 400, apiclient.CodeInvalidRequest, []string{"schedule id"}},
+		{"unknown workflow", "POST", "/api/schedules", `{"id":"x","workflowName":"nope","cron":"@daily"}`, 404, apiclient.CodeWorkflowNotFound, []string{`"nope"`}},
+		{"unknown field", "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"@daily","tz":"UTC"}`, 400, apiclient.CodeInvalidRequest, []string{`"tz"`}},
+		{"wrong type", "PATCH", "/api/schedules/taken", `{"maxCatchup":"2"}`, 400, apiclient.CodeInvalidRequest, []string{`"maxCatchup"`}},
+		{"catchup out of range", "PATCH", "/api/schedules/taken", `{"maxCatchup":0}`, 400, apiclient.CodeInvalidRequest, []string{"maxCatchup"}},
+		{"empty body", "POST", "/api/schedules", ``, 400, apiclient.CodeInvalidRequest, []string{"empty"}},
+		{"body on enable", "POST", "/api/schedules/taken/enable", `{"x":1}`, 400, apiclient.CodeInvalidRequest, nil},
+		{"unknown query", "GET", "/api/schedules?status=on", ``, 400, apiclient.CodeInvalidRequest, []string{`"status"`}},
+		{"page size", "GET", "/api/schedules?pageSize=0", ``, 400, apiclient.CodeInvalidRequest, []string{"pageSize"}},
+		{"method", "PUT", "/api/schedules/taken", `{}`, 405, apiclient.CodeMethodNotAllowed, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := b.call(t, tc.method, tc.path, tc.body)
@@ -170,18 +171,18 @@ func TestScheduleRoutesNeedScopes(t *testing.T) {
 	b.call(t, "GET", "/api/schedules", "", reader...).requireOK(t, 200, nil)
 	b.call(t, "GET", "/api/schedules/s", "", reader...).requireOK(t, 200, nil)
 	b.call(t, "POST", "/api/schedules", `{"id":"x","workflowName":"greet","cron":"@daily"}`, reader...).
-		requireError(t, 403, httpapi.CodeForbidden, `"schedules"`)
-	b.call(t, "POST", "/api/schedules/s/disable", "", reader...).requireError(t, 403, httpapi.CodeForbidden, `"schedules"`)
-	b.call(t, "DELETE", "/api/schedules/s", "", reader...).requireError(t, 403, httpapi.CodeForbidden, `"schedules"`)
-	b.call(t, "GET", "/api/schedules", "").requireError(t, 401, httpapi.CodeUnauthorized)
+		requireError(t, 403, apiclient.CodeForbidden, `"schedules"`)
+	b.call(t, "POST", "/api/schedules/s/disable", "", reader...).requireError(t, 403, apiclient.CodeForbidden, `"schedules"`)
+	b.call(t, "DELETE", "/api/schedules/s", "", reader...).requireError(t, 403, apiclient.CodeForbidden, `"schedules"`)
+	b.call(t, "GET", "/api/schedules", "").requireError(t, 401, apiclient.CodeUnauthorized)
 }
 
 func TestScheduleRoutesOffWithoutScheduler(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.call(t, "GET", "/api/schedules", "").requireError(t, 404, httpapi.CodeNotFound)
+	b.call(t, "GET", "/api/schedules", "").requireError(t, 404, apiclient.CodeNotFound)
 	_, err := b.api.ListSchedules(b.ctx, schedule.ListParams{})
-	require.ErrorIs(t, err, &httpapi.APIError{Code: httpapi.CodeNotFound})
+	require.ErrorIs(t, err, &apiclient.APIError{Code: apiclient.CodeNotFound})
 }
 
 // withClock makes the server read the harness's fake clock.
@@ -261,7 +262,7 @@ func TestScheduleScopes(t *testing.T) {
 					allowed, want = canChange[name], "schedules"
 				}
 				if !allowed {
-					r.requireError(t, http.StatusForbidden, httpapi.CodeForbidden, `lacks the "`+want+`" scope`)
+					r.requireError(t, http.StatusForbidden, apiclient.CodeForbidden, `lacks the "`+want+`" scope`)
 					continue
 				}
 				require.Equal(t, rt.ok, r.status, "%s %s: %s", rt.method, rt.path, r.body)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 )
 
@@ -93,7 +94,7 @@ func New(cfg *Config) (*Server, error) {
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		closeUnread(w)
-		writeError(w, http.StatusForbidden, CodeForbidden, "forbidden: cross-origin request refused")
+		writeError(w, http.StatusForbidden, apiclient.CodeForbidden, "forbidden: cross-origin request refused")
 	}))
 	s.handler = cop.Handler(e)
 	return s, nil
@@ -187,7 +188,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	if r.ContentLength != 0 && c.Get(bodyReadKey) == nil {
 		closeUnread(w)
 	}
-	writeJSON(w, status, errorBody{Error: newAPIError(err, code, msg)})
+	writeJSON(w, status, apiclient.ErrorResponse{Error: newAPIError(err, code, msg)})
 }
 
 // bodyReadKey marks (in the echo context) a request whose body was read to
@@ -206,8 +207,8 @@ func closeUnread(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
 }
 
-func writeError(w http.ResponseWriter, status int, code Code, msg string) {
-	writeJSON(w, status, errorBody{Error: &APIError{Code: code, Message: msg}})
+func writeError(w http.ResponseWriter, status int, code apiclient.Code, msg string) {
+	writeJSON(w, status, apiclient.ErrorResponse{Error: &apiclient.APIError{Code: code, Message: msg}})
 }
 
 // writeJSON writes v without HTML escaping, so raw params and payloads come
@@ -219,7 +220,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
-		_ = json.NewEncoder(&buf).Encode(errorBody{Error: &APIError{Code: CodeInternal, Message: internalMessage}})
+		_ = json.NewEncoder(&buf).Encode(apiclient.ErrorResponse{Error: &apiclient.APIError{Code: apiclient.CodeInternal, Message: internalMessage}})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")

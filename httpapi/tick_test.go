@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
@@ -27,11 +28,11 @@ type tickResult struct {
 func TestTickOffByDefault(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusNotFound, httpapi.CodeNotFound)
-	_, err := b.api.Tick(b.ctx, httpapi.TickRequest{})
-	var apiErr *httpapi.APIError
+	b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusNotFound, apiclient.CodeNotFound)
+	_, err := b.api.Tick(b.ctx, apiclient.TickRequest{})
+	var apiErr *apiclient.APIError
 	require.ErrorAs(t, err, &apiErr)
-	require.Equal(t, httpapi.CodeNotFound, apiErr.Code)
+	require.Equal(t, apiclient.CodeNotFound, apiErr.Code)
 }
 
 func TestTick(t *testing.T) {
@@ -45,7 +46,7 @@ func TestTick(t *testing.T) {
 	var res tickResult
 	b.call(t, "POST", "/api/_runner/tick", `{"maxInstances":2}`).requireOK(t, http.StatusOK, &res)
 	require.Equal(t, 2, res.Instances)
-	raw, err := b.api.Tick(b.ctx, httpapi.TickRequest{})
+	raw, err := b.api.Tick(b.ctx, apiclient.TickRequest{})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"instances":1}`, string(raw))
 	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, &res)
@@ -57,12 +58,12 @@ func TestTick(t *testing.T) {
 	// maxSteps bounds the step attempts of one tick; later ticks go on.
 	_, err = b.api.Create(b.ctx, "steps", workflow.CreateRequest{ID: "budget"})
 	require.NoError(t, err)
-	_, err = b.api.Tick(b.ctx, httpapi.TickRequest{MaxSteps: 2})
+	_, err = b.api.Tick(b.ctx, apiclient.TickRequest{MaxSteps: 2})
 	require.NoError(t, err)
 	require.NotEqual(t, workflow.StatusComplete, b.h.Status("steps", "budget").Status)
 	require.Less(t, int(b.steps.total.Load()), numSteps)
 	for range numSteps {
-		_, err = b.api.Tick(b.ctx, httpapi.TickRequest{MaxSteps: 2})
+		_, err = b.api.Tick(b.ctx, apiclient.TickRequest{MaxSteps: 2})
 		require.NoError(t, err)
 	}
 	b.h.RequireStatus("steps", "budget", workflow.StatusComplete)
@@ -71,9 +72,9 @@ func TestTick(t *testing.T) {
 	}
 
 	for _, body := range []string{`{"maxInstances":-1}`, `{"maxInstances":1001}`, `{"maxSteps":-5}`, `{"maxSteps":"10"}`, `{"max":1}`, `[]`} {
-		b.call(t, "POST", "/api/_runner/tick", body).requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest)
+		b.call(t, "POST", "/api/_runner/tick", body).requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest)
 	}
-	b.call(t, "GET", "/api/_runner/tick", "").requireError(t, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed)
+	b.call(t, "GET", "/api/_runner/tick", "").requireError(t, http.StatusMethodNotAllowed, apiclient.CodeMethodNotAllowed)
 }
 
 func TestTickFuncResults(t *testing.T) {
@@ -93,19 +94,19 @@ func TestTickFuncResults(t *testing.T) {
 			return nil, nil
 		}
 	})
-	var ok httpapi.Accepted
+	var ok apiclient.Accepted
 	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, &ok)
 	require.True(t, ok.OK)
 
 	mode.Store("echo")
-	raw, err := b.api.Tick(b.ctx, httpapi.TickRequest{MaxInstances: 7, MaxSteps: 9})
+	raw, err := b.api.Tick(b.ctx, apiclient.TickRequest{MaxInstances: 7, MaxSteps: 9})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"maxInstances":7,"maxSteps":9}`, string(raw))
 
 	mode.Store("invalid")
-	b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusBadRequest, httpapi.CodeInvalidRequest, "not today")
+	b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "not today")
 	mode.Store("broken")
-	msg := b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusInternalServerError, httpapi.CodeInternal)
+	msg := b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusInternalServerError, apiclient.CodeInternal)
 	require.NotContains(t, msg, "10.0.0.9")
 }
 
@@ -125,7 +126,7 @@ func TestTickBusy(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		_, err := b.api.Tick(b.ctx, httpapi.TickRequest{})
+		_, err := b.api.Tick(b.ctx, apiclient.TickRequest{})
 		done <- err
 	}()
 	select {
@@ -135,7 +136,7 @@ func TestTickBusy(t *testing.T) {
 	}
 
 	r := b.call(t, "POST", "/api/_runner/tick", "")
-	r.requireError(t, http.StatusTooManyRequests, httpapi.CodeTickBusy)
+	r.requireError(t, http.StatusTooManyRequests, apiclient.CodeTickBusy)
 	require.Equal(t, "1", r.header.Get("Retry-After"))
 
 	close(release)
@@ -175,7 +176,7 @@ func TestTickConcurrent(t *testing.T) {
 			for range callers {
 				wg.Go(func() {
 					for range 20000 {
-						raw, err := b.api.Tick(b.ctx, httpapi.TickRequest{MaxInstances: 3, MaxSteps: 4})
+						raw, err := b.api.Tick(b.ctx, apiclient.TickRequest{MaxInstances: 3, MaxSteps: 4})
 						if errors.Is(err, errTickBusy) {
 							busy.Add(1)
 							runtime.Gosched()
@@ -222,4 +223,4 @@ func TestTickConcurrent(t *testing.T) {
 }
 
 // errTickBusy matches the 429 answer of a busy tick.
-var errTickBusy = &httpapi.APIError{Code: httpapi.CodeTickBusy}
+var errTickBusy = &apiclient.APIError{Code: apiclient.CodeTickBusy}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 )
@@ -146,7 +147,7 @@ func TestLongTickOutlivesWriteTimeout(t *testing.T) {
 			return map[string]int{"instances": 0}, nil
 		},
 	})
-	_, err := httpapi.NewClient("http://"+addr, "t", nil).Tick(context.Background(), httpapi.TickRequest{})
+	_, err := apiclient.New("http://"+addr, "t", nil).Tick(context.Background(), apiclient.TickRequest{})
 	require.NoError(t, err)
 }
 
@@ -171,7 +172,7 @@ func TestLongTickOutlivesBodyTimeout(t *testing.T) {
 	})
 	t.Run("with a body", func(t *testing.T) {
 		t.Parallel()
-		res, err := httpapi.NewClient("http://"+addr, "t", nil).Tick(context.Background(), httpapi.TickRequest{MaxInstances: 5})
+		res, err := apiclient.New("http://"+addr, "t", nil).Tick(context.Background(), apiclient.TickRequest{MaxInstances: 5})
 		require.NoError(t, err)
 		require.JSONEq(t, `{"instances":7}`, string(res))
 	})
@@ -224,7 +225,7 @@ func TestLongTickOutlivesWriteTimeoutHTTP2(t *testing.T) {
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	t.Cleanup(tr.CloseIdleConnections)
 	hc := &http.Client{Transport: tr}
-	res, err := httpapi.NewClient("http://"+ln.Addr().String(), "t", hc).Tick(context.Background(), httpapi.TickRequest{})
+	res, err := apiclient.New("http://"+ln.Addr().String(), "t", hc).Tick(context.Background(), apiclient.TickRequest{})
 	require.NoError(t, err)
 	require.JSONEq(t, `{"instances":7}`, string(res))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -295,7 +296,7 @@ func (s *Server) addTriggers(e *echo.Echo) error {
 			return fmt.Errorf("httpapi: trigger %s is configured twice", ct.source)
 		}
 		seen[ct.source] = true
-		if _, ok := s.client.Registry().Lookup(ct.Workflow); !ok {
+		if _, ok := wfcore.Lookup(s.client.Registry(), ct.Workflow); !ok {
 			s.log.Warn("httpapi: a trigger names a workflow that is not registered (yet); its requests answer 404 until it is",
 				"trigger", ct.source, "workflow", ct.Workflow)
 		}

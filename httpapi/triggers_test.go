@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
@@ -132,16 +133,16 @@ func TestTriggerErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name, method, path, body string
 		status                   int
-		code                     httpapi.Code
+		code                     apiclient.Code
 		has                      string
 	}{
-		{"not JSON", "POST", "/hooks/greet", `name=Ada`, 400, httpapi.CodeInvalidRequest, "not valid JSON"},
-		{"trailing data", "POST", "/hooks/greet", `{} {}`, 400, httpapi.CodeInvalidRequest, "after the JSON body"},
-		{"mapped not JSON", "POST", "/hooks/mapped", `{`, 400, httpapi.CodeInvalidRequest, "not valid JSON"},
-		{"too large", "POST", "/hooks/greet", `{"name":"` + strings.Repeat("a", 2000) + `"}`, 413, httpapi.CodePayloadTooLarge, "limit is 1024"},
-		{"unknown workflow", "POST", "/hooks/later", `{}`, 404, httpapi.CodeWorkflowNotFound, `"not-yet"`},
-		{"wrong method", "GET", "/hooks/greet", ``, 405, httpapi.CodeMethodNotAllowed, ""},
-		{"unknown hook", "POST", "/hooks/nope", `{}`, 404, httpapi.CodeNotFound, ""},
+		{"not JSON", "POST", "/hooks/greet", `name=Ada`, 400, apiclient.CodeInvalidRequest, "not valid JSON"},
+		{"trailing data", "POST", "/hooks/greet", `{} {}`, 400, apiclient.CodeInvalidRequest, "after the JSON body"},
+		{"mapped not JSON", "POST", "/hooks/mapped", `{`, 400, apiclient.CodeInvalidRequest, "not valid JSON"},
+		{"too large", "POST", "/hooks/greet", `{"name":"` + strings.Repeat("a", 2000) + `"}`, 413, apiclient.CodePayloadTooLarge, "limit is 1024"},
+		{"unknown workflow", "POST", "/hooks/later", `{}`, 404, apiclient.CodeWorkflowNotFound, `"not-yet"`},
+		{"wrong method", "GET", "/hooks/greet", ``, 405, apiclient.CodeMethodNotAllowed, ""},
+		{"unknown hook", "POST", "/hooks/nope", `{}`, 404, apiclient.CodeNotFound, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := b.call(t, tc.method, tc.path, tc.body)
@@ -159,16 +160,16 @@ func TestTriggerNeedsCreateScope(t *testing.T) {
 		func(c *httpapi.Config, _ *testharness.Harness) {
 			c.Tokens = []httpapi.Token{mustParseToken(t, "reader:reader:read"), mustParseToken(t, "hook:hook:create")}
 		})
-	b.call(t, "POST", "/hooks/greet", `{}`).requireError(t, 401, httpapi.CodeUnauthorized)
-	b.call(t, "POST", "/hooks/greet", `{}`, "Authorization: Bearer reader").requireError(t, 403, httpapi.CodeForbidden, `"create"`)
+	b.call(t, "POST", "/hooks/greet", `{}`).requireError(t, 401, apiclient.CodeUnauthorized)
+	b.call(t, "POST", "/hooks/greet", `{}`, "Authorization: Bearer reader").requireError(t, 403, apiclient.CodeForbidden, `"create"`)
 	b.triggered(t, b.call(t, "POST", "/hooks/greet", `{}`, "Authorization: Bearer hook"))
-	b.call(t, "GET", "/api/workflows", "", "Authorization: Bearer hook").requireError(t, 403, httpapi.CodeForbidden, `"read"`)
+	b.call(t, "GET", "/api/workflows", "", "Authorization: Bearer hook").requireError(t, 403, apiclient.CodeForbidden, `"read"`)
 }
 
 func TestTriggerWithoutAuthServesLoopbackOnly(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", withTriggers(httpapi.Trigger{Path: "/hooks/greet", Workflow: "greet"}))
-	b.call(t, "POST", "/hooks/greet", `{}`, "Host: example.com").requireError(t, 403, httpapi.CodeForbidden, "loopback")
+	b.call(t, "POST", "/hooks/greet", `{}`, "Host: example.com").requireError(t, 403, apiclient.CodeForbidden, "loopback")
 }
 
 func TestTriggerConfigRejected(t *testing.T) {

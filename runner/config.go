@@ -114,6 +114,19 @@ type Config struct {
 	DisableEagerStart bool
 }
 
+// Defaults of Config. Hosts that expose these settings (the command line's
+// flags) default to the same constants.
+const (
+	// DefaultLeaseDuration is the default of Config.LeaseDuration.
+	DefaultLeaseDuration = 30 * time.Second
+	// DefaultPollInterval is the default of Config.PollInterval.
+	DefaultPollInterval = time.Second
+	// DefaultMaxConcurrency is the default of Config.MaxConcurrency.
+	DefaultMaxConcurrency = 64
+	// DefaultMaxLeaseLosses is the default of Config.MaxLeaseLosses.
+	DefaultMaxLeaseLosses = 5
+)
+
 // WithDefaults returns a copy of the config with zero fields filled in.
 func (c *Config) WithDefaults() *Config {
 	out := *c
@@ -124,12 +137,12 @@ func (c *Config) WithDefaults() *Config {
 		out.Logger = slog.Default()
 	}
 	out.ID = cmp.Or(out.ID, defaultID())
-	out.LeaseDuration = cmp.Or(out.LeaseDuration, 30*time.Second)
+	out.LeaseDuration = cmp.Or(out.LeaseDuration, DefaultLeaseDuration)
 	out.HeartbeatInterval = cmp.Or(out.HeartbeatInterval, out.LeaseDuration/3)
-	out.PollInterval = cmp.Or(out.PollInterval, time.Second)
-	out.MaxConcurrency = cmp.Or(out.MaxConcurrency, 64)
+	out.PollInterval = cmp.Or(out.PollInterval, DefaultPollInterval)
+	out.MaxConcurrency = cmp.Or(out.MaxConcurrency, DefaultMaxConcurrency)
 	out.ShutdownGrace = cmp.Or(out.ShutdownGrace, 5*time.Second)
-	out.MaxLeaseLosses = cmp.Or(out.MaxLeaseLosses, 5)
+	out.MaxLeaseLosses = cmp.Or(out.MaxLeaseLosses, DefaultMaxLeaseLosses)
 	out.GroupCommitMax = cmp.Or(out.GroupCommitMax, 64)
 	out.GroupCommitWorkers = cmp.Or(out.GroupCommitWorkers, 2)
 	if out.WakeFunc == nil {

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
 )
 
 // ReserveEager reserves up to n of the runner's free execution slots for
@@ -17,7 +18,7 @@ func (r *Runner) ReserveEager(workflowName string, n int) *db.CreateLease {
 	if r.cfg.DisableEagerStart || n <= 0 {
 		return nil
 	}
-	if _, ok := r.cfg.Registry.Lookup(workflowName); !ok {
+	if _, ok := wfcore.Lookup(r.cfg.Registry, workflowName); !ok {
 		return nil
 	}
 	r.mu.Lock()

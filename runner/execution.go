@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -135,7 +136,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 		leaseUntil = *task.LockedUntil
 	}
 	until := func() time.Time { return leaseUntil }
-	wf, ok := r.cfg.Registry.Lookup(task.WorkflowName)
+	wf, ok := wfcore.Lookup(r.cfg.Registry, task.WorkflowName)
 	if !ok {
 		r.release(ref, r.now(), "workflow not registered on this runner", log, until, false)
 		return
@@ -196,7 +197,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 	e.run(wf)
 }
 
-func (e *execution) run(wf workflow.Runnable) {
+func (e *execution) run(wf wfcore.Runnable) {
 	hbStop := make(chan struct{})
 	hbDone := make(chan struct{})
 	go e.heartbeat(hbStop, hbDone)
@@ -211,7 +212,7 @@ func (e *execution) run(wf workflow.Runnable) {
 			}
 			done <- o
 		}()
-		o.out, o.err = wf.Execute(e.ctx, workflow.RawEvent{
+		o.out, o.err = wf.Execute(e.ctx, wfcore.RawEvent{
 			Payload:      e.inst.Params,
 			Timestamp:    e.inst.CreatedAt,
 			InstanceID:   e.inst.ID,

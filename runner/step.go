@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -34,11 +35,11 @@ func (t *timeoutError) ErrorName() string { return workflow.ErrorNameStepTimeout
 // Do implements workflow.Step.
 func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption) (json.RawMessage, error) {
 	e := s.e
-	key, err := workflow.NormalizeStepName(name)
+	key, err := wfcore.NormalizeStepName(name)
 	if err != nil {
 		return nil, err
 	}
-	cfg := workflow.NewStepConfig(opts...)
+	cfg := wfcore.NewStepConfig(opts...)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepC
 	defer cancel(nil)
 	timer := e.r.cfg.Clock.AfterFunc(cfg.Timeout, func() { cancel(errAttemptTimeout) })
 	defer timer.Stop()
-	actx = workflow.ContextWithStepInfo(actx, workflow.StepInfo{
+	actx = wfcore.ContextWithStepInfo(actx, workflow.StepInfo{
 		WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, RunNumber: e.inst.RunNumber,
 		Step: key, Attempt: attempt,
 	})
@@ -299,7 +300,7 @@ func (s *step) SleepUntil(name string, t time.Time) error {
 
 func (s *step) sleep(name string, until func(now time.Time) time.Time) error {
 	e := s.e
-	key, err := workflow.NormalizeStepName(name)
+	key, err := wfcore.NormalizeStepName(name)
 	if err != nil {
 		return err
 	}
@@ -350,7 +351,7 @@ func (e *execution) startCommitLocked(key string, w db.StepWrite) error {
 // WaitForEvent implements workflow.Step.
 func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.ReceivedEvent, error) {
 	e := s.e
-	key, err := workflow.NormalizeStepName(name)
+	key, err := wfcore.NormalizeStepName(name)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/paging"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -18,9 +20,9 @@ const (
 	MaxCatchupLimit = 1000
 	// DefaultPageSize is the page length of List when none is given;
 	// MaxPageSize bounds it.
-	DefaultPageSize = 50
+	DefaultPageSize = paging.DefaultPageSize
 	// MaxPageSize is the longest page of List.
-	MaxPageSize = 1000
+	MaxPageSize = paging.MaxPageSize
 	// DefaultTimeZone is the zone of a schedule created without one.
 	DefaultTimeZone = "UTC"
 )
@@ -305,12 +307,12 @@ func (s *Scheduler) check(ctx context.Context, workflowName string, params json.
 	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
 		return err
 	}
-	_, ok := s.cfg.Registry.Lookup(workflowName)
+	_, ok := wfcore.Lookup(s.cfg.Registry, workflowName)
 	if !ok && s.cfg.ResolveFunc != nil {
 		if err := s.cfg.ResolveFunc(ctx, workflowName); err != nil {
 			return err
 		}
-		_, ok = s.cfg.Registry.Lookup(workflowName)
+		_, ok = wfcore.Lookup(s.cfg.Registry, workflowName)
 	}
 	if !ok {
 		return fmt.Errorf("%w: %q", workflow.ErrWorkflowNotFound, workflowName)

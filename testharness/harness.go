@@ -18,6 +18,7 @@ import (
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/hook"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -192,7 +193,7 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 			stuck = append(stuck, fmt.Sprintf("%s/%s: status %s, no task (%v)", inst.WorkflowName, inst.ID, inst.Status, err))
 			continue
 		}
-		if _, ok := h.Registry.Lookup(inst.WorkflowName); !ok {
+		if _, ok := wfcore.Lookup(h.Registry, inst.WorkflowName); !ok {
 			stuck = append(stuck, fmt.Sprintf("%s/%s: status %s, workflow %q is not registered in this harness", inst.WorkflowName, inst.ID, inst.Status, inst.WorkflowName))
 			continue
 		}

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
 // Limits shared by every entry point (bindings, the HTTP API, the runner).
@@ -53,7 +53,7 @@ var identRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_-]*$`)
 // digits, '_' and '-', not starting with '-'.
 func ValidateWorkflowName(name string) error {
 	if len(name) == 0 || len(name) > MaxWorkflowNameLength || !identRE.MatchString(name) {
-		return fmt.Errorf("%w: %q must be 1 to %d characters of letters, digits, '_' and '-', not starting with '-'", ErrInvalidWorkflowName, truncate(name), MaxWorkflowNameLength)
+		return fmt.Errorf("%w: %q must be 1 to %d characters of letters, digits, '_' and '-', not starting with '-'", ErrInvalidWorkflowName, wfhook.Truncate(name), MaxWorkflowNameLength)
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func ValidateWorkflowName(name string) error {
 // ^[a-zA-Z0-9_][a-zA-Z0-9-_]*$.
 func ValidateInstanceID(id string) error {
 	if len(id) == 0 || len(id) > MaxIDLength || !identRE.MatchString(id) {
-		return fmt.Errorf("%w: %q must be 1 to %d characters matching %s", ErrInvalidInstanceID, truncate(id), MaxIDLength, identRE)
+		return fmt.Errorf("%w: %q must be 1 to %d characters matching %s", ErrInvalidInstanceID, wfhook.Truncate(id), MaxIDLength, identRE)
 	}
 	return nil
 }
@@ -70,28 +70,9 @@ func ValidateInstanceID(id string) error {
 // ValidateEventType checks an event type with the same rules as instance ids.
 func ValidateEventType(typ string) error {
 	if len(typ) == 0 || len(typ) > MaxIDLength || !identRE.MatchString(typ) {
-		return fmt.Errorf("%w: %q must be 1 to %d characters matching %s", ErrInvalidEventType, truncate(typ), MaxIDLength, identRE)
+		return fmt.Errorf("%w: %q must be 1 to %d characters matching %s", ErrInvalidEventType, wfhook.Truncate(typ), MaxIDLength, identRE)
 	}
 	return nil
-}
-
-// NormalizeStepName trims a step name and checks it: 1 to 256 characters with
-// no control characters. The trimmed name is the step's identity.
-func NormalizeStepName(name string) (string, error) {
-	key := strings.TrimSpace(name)
-	if key == "" {
-		return "", fmt.Errorf("%w: empty", ErrInvalidStepName)
-	}
-	if !utf8.ValidString(key) {
-		return "", fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidStepName, truncate(key))
-	}
-	if utf8.RuneCountInString(key) > MaxStepNameLength {
-		return "", fmt.Errorf("%w: %q is longer than %d characters", ErrInvalidStepName, truncate(key), MaxStepNameLength)
-	}
-	if strings.IndexFunc(key, unicode.IsControl) >= 0 {
-		return "", fmt.Errorf("%w: %q contains control characters", ErrInvalidStepName, truncate(key))
-	}
-	return key, nil
 }
 
 // ValidatePayload checks that b is valid JSON of at most MaxPayloadBytes,
@@ -205,13 +186,6 @@ func MarshalPayload(what string, v any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("%w: encoding %s as JSON: %w", ErrInvalidRequest, what, err)
 	}
 	return b, ValidatePayload(what, b)
-}
-
-func truncate(s string) string {
-	if len(s) > 120 {
-		return s[:120] + "…"
-	}
-	return s
 }
 
 // portable checks what json.Valid lets through but a backend cannot store
@@ -334,5 +308,5 @@ func portableNumber(n []byte) error {
 }
 
 func numberRangeError(n []byte) error {
-	return fmt.Errorf("holds the number %s, which is out of range: numbers must fit a float64", truncate(string(n)))
+	return fmt.Errorf("holds the number %s, which is out of range: numbers must fit a float64", wfhook.Truncate(string(n)))
 }

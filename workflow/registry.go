@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
 // InstanceStatus is the life-cycle status of an instance.
@@ -86,13 +88,13 @@ type Engine interface {
 // concurrent use; workflows may be registered while a runner is running.
 type Registry struct {
 	mu     sync.RWMutex
-	byName map[string]Runnable
+	byName map[string]wfhook.Runnable
 	engine Engine
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{byName: map[string]Runnable{}}
+	return &Registry{byName: map[string]wfhook.Runnable{}}
 }
 
 // Register adds a workflow under name and returns its typed binding. It fails
@@ -122,12 +124,19 @@ func MustRegister[P, O any](r *Registry, name string, wf Workflow[P, O]) *Bindin
 	return b
 }
 
-// Lookup returns the workflow registered under name.
-func (r *Registry) Lookup(name string) (Runnable, bool) {
+// lookup returns the workflow registered under name; the engine reaches it
+// through wfhook.LookupFunc (package wfcore).
+func (r *Registry) lookup(name string) (wfhook.Runnable, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	w, ok := r.byName[name]
 	return w, ok
+}
+
+func init() {
+	wfhook.LookupFunc = func(registry any, name string) (wfhook.Runnable, bool) {
+		return registry.(*Registry).lookup(name)
+	}
 }
 
 // Names returns the registered names, sorted.

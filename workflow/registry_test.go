@@ -30,25 +30,4 @@ func TestRegistry(t *testing.T) {
 
 	_, err = b.Create(context.Background(), workflow.CreateOptions[any]{ID: "x"})
 	require.ErrorIs(t, err, workflow.ErrEngineNotBound, "a binding needs an engine")
-
-	r, ok := reg.Lookup("alpha")
-	require.True(t, ok)
-	require.Equal(t, "alpha", r.Name())
-}
-
-func TestRunnableDecodesParamsAndEncodesOutput(t *testing.T) {
-	t.Parallel()
-	reg := workflow.NewRegistry()
-	type in struct{ N int }
-	workflow.MustRegister(reg, "double", workflow.Func[in, map[string]int](
-		func(ctx context.Context, ev workflow.Event[in], step workflow.Step) (map[string]int, error) {
-			return map[string]int{"n": ev.Payload.N * 2, "run": ev.RunNumber}, nil
-		}))
-	r, _ := reg.Lookup("double")
-	out, err := r.Execute(context.Background(), workflow.RawEvent{Payload: []byte(`{"N":21}`), RunNumber: 1}, nil)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"n":42,"run":1}`, string(out))
-
-	_, err = r.Execute(context.Background(), workflow.RawEvent{Payload: []byte(`"not an object"`)}, nil)
-	require.True(t, workflow.IsNonRetryable(err), "params that don't decode fail without retries")
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
 // Step is how workflow code performs durable operations. The runner gives Run
@@ -95,17 +97,9 @@ type StepInfo struct {
 	Attempt int
 }
 
-type stepInfoKey struct{}
-
-// ContextWithStepInfo returns a context carrying info. The runner calls it for
-// every attempt; tests of step callbacks may call it too.
-func ContextWithStepInfo(ctx context.Context, info StepInfo) context.Context {
-	return context.WithValue(ctx, stepInfoKey{}, info)
-}
-
 // StepInfoFromContext returns the step attempt a callback runs, if any.
 func StepInfoFromContext(ctx context.Context) (StepInfo, bool) {
-	info, ok := ctx.Value(stepInfoKey{}).(StepInfo)
+	info, ok := ctx.Value(wfhook.StepInfoKey{}).(StepInfo)
 	return info, ok
 }
 

@@ -202,17 +202,6 @@ func WithTimeout(d time.Duration) StepOption {
 	return func(c *StepConfig) { c.Timeout = d }
 }
 
-// NewStepConfig applies opts to an empty configuration and fills defaults.
-func NewStepConfig(opts ...StepOption) StepConfig {
-	var c StepConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	return c.Resolved()
-}
-
 // WaitOptions configures step.WaitForEvent.
 type WaitOptions struct {
 	// Type is the event type to wait for.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
 // Workflow is durable code: Run is called from the top each time the instance
@@ -38,33 +40,17 @@ type Event[P any] struct {
 	Metadata json.RawMessage
 }
 
-// RawEvent is the untyped input the runner hands to a Runnable.
-type RawEvent struct {
-	Payload      json.RawMessage
-	Timestamp    time.Time
-	InstanceID   string
-	WorkflowName string
-	RunNumber    int
-	Metadata     json.RawMessage
-}
-
-// Runnable is a registered workflow as the runner sees it: typed decoding and
-// encoding are done inside.
-type Runnable interface {
-	// Name is the registered name.
-	Name() string
-	// Execute decodes the params, calls Run and encodes its output as JSON.
-	Execute(ctx context.Context, event RawEvent, step Step) (json.RawMessage, error)
-}
-
 type runnable[P, O any] struct {
 	name string
 	wf   Workflow[P, O]
 }
 
+// Name implements wfhook.Runnable.
 func (r *runnable[P, O]) Name() string { return r.name }
 
-func (r *runnable[P, O]) Execute(ctx context.Context, raw RawEvent, step Step) (json.RawMessage, error) {
+// Execute implements wfhook.Runnable; step is a Step or nil.
+func (r *runnable[P, O]) Execute(ctx context.Context, raw wfhook.RawEvent, step any) (json.RawMessage, error) {
+	s, _ := step.(Step)
 	var params P
 	if len(raw.Payload) > 0 {
 		if err := json.Unmarshal(raw.Payload, &params); err != nil {
@@ -78,7 +64,7 @@ func (r *runnable[P, O]) Execute(ctx context.Context, raw RawEvent, step Step) (
 		WorkflowName: raw.WorkflowName,
 		RunNumber:    raw.RunNumber,
 		Metadata:     raw.Metadata,
-	}, step)
+	}, s)
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
-	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -200,7 +200,7 @@ func cleanEnv() []string {
 
 // cluster is a serve process and two workers on one fresh schema.
 type cluster struct {
-	api     *httpapi.Client
+	api     *apiclient.Client
 	workers []*proc
 }
 
@@ -233,7 +233,7 @@ func startCluster(t *testing.T, notify bool, poll string) *cluster {
 		m := w.out.waitLog(t, w.name, "started")
 		require.Equal(t, notify, m["notify"], "%s: LISTEN on iff --notify", w.name)
 	}
-	c.api = httpapi.NewClient(started["url"].(string), "", nil)
+	c.api = apiclient.New(started["url"].(string), "", nil)
 	return c
 }
 

@@ -10,11 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/flowreg"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/internal/devstub"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 type testBundle struct {
@@ -35,7 +34,7 @@ func setup(t *testing.T, b testharness.Backend) *testBundle {
 	require.NoError(t, err)
 
 	h := testharness.New(t, testharness.WithBackend(b))
-	flows, err := flowreg.New(&flowreg.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Handlers: handlers})
+	flows, err := flow.New(&flow.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Handlers: handlers})
 	require.NoError(t, err)
 	for _, file := range []string{"order.json", "approval.json"} {
 		def, err := os.ReadFile(file)

@@ -18,7 +18,7 @@
 //     a canary server on loopback proves that nothing got through. Rebinding
 //     at dial time (a name answering public, then loopback) needs a resolver
 //     the binary cannot be given, so it runs at package level with the http
-//     handler of workflow/flow.
+//     handler of package flow.
 //   - Expression bombs: transform steps that build huge ranges, strings,
 //     nested values or pretty-printed JSON, and regular expressions over big
 //     inputs; each instance must fail with EXPRESSION_ERROR within seconds

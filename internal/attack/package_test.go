@@ -18,12 +18,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/flow"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // The attacks the binary cannot be set up for run here, at package level,
-// against the handlers of workflow/flow: a resolver of the test's own (the
+// against the handlers of package flow: a resolver of the test's own (the
 // binary's would send names to DNS), and an allow-listed exec command.
 
 // fakeResolver answers from a function; lookups counts the calls per name.
@@ -88,7 +89,7 @@ func runStep(t *testing.T, h flow.Handler, config, contextJSON string) (any, err
 	dec := json.NewDecoder(strings.NewReader(contextJSON))
 	dec.UseNumber()
 	require.NoError(t, dec.Decode(&state))
-	ctx := workflow.ContextWithStepInfo(context.Background(), workflow.StepInfo{Step: "s#1", Attempt: 1})
+	ctx := wfcore.ContextWithStepInfo(context.Background(), workflow.StepInfo{Step: "s#1", Attempt: 1})
 	return h.Run(ctx, &flow.Invocation{FlowID: "attack", FlowVersion: "1.0.0", StepID: "s", Visit: 1,
 		Config: json.RawMessage(config), Context: state})
 }

@@ -26,8 +26,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 // Host is the name flows use for the stub.

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/internal/devstub"
-	"github.com/duraflow/duraflow/workflow/flow"
 )
 
 func TestStart(t *testing.T) {

@@ -1,0 +1,87 @@
+package apiclient
+
+import (
+	"encoding/json"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// The bodies of the HTTP API. Params, payloads, outputs and step results are
+// json.RawMessage throughout: the server passes them through as the caller
+// sent them (compacted), never decoding them into Go values.
+
+// WorkflowList is the answer of GET /workflows.
+type WorkflowList struct {
+	Workflows []WorkflowSummary `json:"workflows"`
+}
+
+// WorkflowSummary is one registered workflow.
+type WorkflowSummary struct {
+	Name string `json:"name"`
+	// Kind is KindGo for a workflow compiled into the server and KindFlow
+	// for a flow of the flow registry.
+	Kind string `json:"kind"`
+	// Version is a flow's latest version, the one new instances run.
+	Version string `json:"version,omitempty"`
+}
+
+// Workflow kinds of WorkflowSummary.
+const (
+	KindGo   = "go"
+	KindFlow = "flow"
+)
+
+// InstanceList is the answer of GET /workflows/:name/instances: a page of
+// instances, newest update first, and the cursor of the next page.
+type InstanceList = client.ListResult
+
+// History is the answer of GET /workflows/:name/instances/:id/history: a page
+// of the steps and events of one run.
+type History = client.History
+
+// CreateRequest is the body of POST /workflows/:name/instances, and one item
+// of a batch. Both fields are optional: an empty ID creates a random one,
+// and absent Params are stored as null.
+type CreateRequest struct {
+	ID     string          `json:"id,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+}
+
+// CreateBatchRequest is the body of POST /workflows/:name/instances/batch:
+// 1 to workflow.MaxBatchSize instances, all validated before any is written.
+type CreateBatchRequest struct {
+	Instances []CreateRequest `json:"instances"`
+}
+
+// InstanceBatch is the answer of a batch: the instances it created. Ids that
+// existed already are skipped and left out.
+type InstanceBatch struct {
+	Instances []*workflow.InstanceInfo `json:"instances"`
+}
+
+// SendEventRequest is the body of POST /workflows/:name/instances/:id/events.
+// An absent Payload is stored as null.
+type SendEventRequest struct {
+	Type    string          `json:"type"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// Accepted is the answer of a request that stored something for later, such
+// as an event (202 Accepted: the event is durable, its delivery comes later).
+type Accepted struct {
+	OK bool `json:"ok"`
+}
+
+// TickRequest is the body of POST /_runner/tick; the body may be absent.
+// MaxInstances (0 to httpapi.MaxTickInstances) bounds the instances claimed and
+// MaxSteps the new step attempts; 0 leaves the choice to the TickFunc.
+type TickRequest struct {
+	MaxInstances int `json:"maxInstances,omitempty"`
+	MaxSteps     int `json:"maxSteps,omitempty"`
+}
+
+// HealthStatus is the answer of GET /healthz and of a successful GET /readyz.
+type HealthStatus struct {
+	Status string `json:"status"`
+}

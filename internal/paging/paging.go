@@ -1,0 +1,12 @@
+// Package paging owns the page sizes of every listing: instances (package
+// client), schedules (package schedule), flows (package flow) and the HTTP
+// API over them. The public names (schedule.DefaultPageSize,
+// flow.MaxPageSize, httpapi.MaxPageSize, …) are these constants.
+package paging
+
+const (
+	// DefaultPageSize is the page length of a listing that names none.
+	DefaultPageSize = 50
+	// MaxPageSize is the longest page of any listing.
+	MaxPageSize = 1000
+)

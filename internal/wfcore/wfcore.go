@@ -1,0 +1,77 @@
+// Package wfcore is what the engine (runner, client, schedules, flows) uses
+// of package workflow beyond the authoring API: the registered workflows as
+// the runner runs them, step names as the runner keys them, a step's
+// resolved configuration and the context of a step attempt. Workflow authors
+// never need these, so package workflow does not export them; it hands them
+// over through the hooks of internal/wfhook, which this package wraps with
+// workflow's types.
+package wfcore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/duraflow/duraflow/internal/wfhook"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// RawEvent is the untyped input the runner hands to a Runnable.
+type RawEvent = wfhook.RawEvent
+
+// Runnable is a registered workflow as the runner sees it: typed decoding and
+// encoding are done inside. The step passed to Execute must be a
+// workflow.Step (or nil, when the workflow takes no steps).
+type Runnable = wfhook.Runnable
+
+// Lookup returns the workflow registered under name.
+func Lookup(r *workflow.Registry, name string) (Runnable, bool) {
+	return wfhook.LookupFunc(r, name)
+}
+
+// Registered reports whether a workflow is registered under name.
+func Registered(r *workflow.Registry, name string) bool {
+	_, ok := wfhook.LookupFunc(r, name)
+	return ok
+}
+
+// NormalizeStepName trims a step name and checks it: 1 to
+// workflow.MaxStepNameLength characters with no control characters. The
+// trimmed name is the step's identity. It fails with
+// workflow.ErrInvalidStepName.
+func NormalizeStepName(name string) (string, error) {
+	key := strings.TrimSpace(name)
+	if key == "" {
+		return "", fmt.Errorf("%w: empty", workflow.ErrInvalidStepName)
+	}
+	if !utf8.ValidString(key) {
+		return "", fmt.Errorf("%w: %q is not valid UTF-8", workflow.ErrInvalidStepName, wfhook.Truncate(key))
+	}
+	if utf8.RuneCountInString(key) > workflow.MaxStepNameLength {
+		return "", fmt.Errorf("%w: %q is longer than %d characters", workflow.ErrInvalidStepName, wfhook.Truncate(key), workflow.MaxStepNameLength)
+	}
+	if strings.IndexFunc(key, unicode.IsControl) >= 0 {
+		return "", fmt.Errorf("%w: %q contains control characters", workflow.ErrInvalidStepName, wfhook.Truncate(key))
+	}
+	return key, nil
+}
+
+// NewStepConfig applies opts to an empty configuration and fills defaults.
+func NewStepConfig(opts ...workflow.StepOption) workflow.StepConfig {
+	var c workflow.StepConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c.Resolved()
+}
+
+// ContextWithStepInfo returns a context carrying info, which
+// workflow.StepInfoFromContext and workflow.Attempt read. The runner calls
+// it for every attempt.
+func ContextWithStepInfo(ctx context.Context, info workflow.StepInfo) context.Context {
+	return context.WithValue(ctx, wfhook.StepInfoKey{}, info)
+}

@@ -1,0 +1,50 @@
+// Package wfhook is the leaf through which package workflow lets the engine
+// (package wfcore, and through it the runner and the client) reach what the
+// authoring API does not export: a registry's workflows, the input a run
+// gets, and the context key of a step attempt. Package workflow imports it
+// and fills in its hooks at init; nothing else should use it directly:
+// wfcore wraps it with workflow's types.
+//
+// It imports nothing of the module, so package workflow can import it.
+package wfhook
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// RawEvent is the untyped input the runner hands to a Runnable.
+type RawEvent struct {
+	Payload      json.RawMessage
+	Timestamp    time.Time
+	InstanceID   string
+	WorkflowName string
+	RunNumber    int
+	Metadata     json.RawMessage
+}
+
+// Runnable is a registered workflow as the runner sees it: typed decoding and
+// encoding are done inside.
+type Runnable interface {
+	// Name is the registered name.
+	Name() string
+	// Execute decodes the params, calls Run with step, a workflow.Step (or
+	// nil), and encodes its output as JSON.
+	Execute(ctx context.Context, event RawEvent, step any) (json.RawMessage, error)
+}
+
+// LookupFunc returns the workflow registered under name in registry, a
+// *workflow.Registry. Package workflow sets it at init.
+var LookupFunc func(registry any, name string) (Runnable, bool)
+
+// StepInfoKey is the context key of the workflow.StepInfo of a step attempt.
+type StepInfoKey struct{}
+
+// Truncate shortens s for an error message.
+func Truncate(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}

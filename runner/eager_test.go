@@ -355,6 +355,11 @@ func TestEagerStartCrashAfterCommit(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.NoError(t, a.Start(ctx))
+		// The loop's first claim holds every free slot while it runs; a
+		// create in that window finds none and queues the instance. Wait
+		// until that claim is over: on the mock clock nothing makes the
+		// loop claim again.
+		require.Eventually(t, func() bool { return a.Polls() >= 1 }, 10*time.Second, time.Millisecond)
 
 		info, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "crash"})
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/db/transition"
 )
 
 // defaultListLimit is the page size of InstanceList when none is given.
@@ -16,8 +17,9 @@ const defaultListLimit = 50
 // and notifies the wake channel. It returns db.ErrAlreadyExists when the id is
 // taken.
 func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
-	if p.Lease != nil {
-		return s.instanceCreateLeased(ctx, p)
+	plan := transition.Create(p.Lease != nil, p.RecordHooks)
+	if plan.Leased {
+		return s.instanceCreateLeased(ctx, p, &plan)
 	}
 	var inst *db.Instance
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
@@ -38,7 +40,7 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		}); err != nil {
 			return err
 		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now); err != nil {
+		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
 			return err
 		}
 		inst = instanceFromRow(&row)
@@ -54,7 +56,7 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 // and its leased task go in one statement, with the hook entry in the same
 // transaction. Nothing is notified: the task is not claimable until its
 // lease expires.
-func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
+func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams, plan *transition.CreatePlan) (*db.Instance, error) {
 	var inst *db.Instance
 	create := func(q *pgsqlc.Queries) error {
 		row, err := q.InstanceInsertLeased(ctx, pgsqlc.InstanceInsertLeasedParams{
@@ -77,10 +79,10 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 			RetentionUntil: row.RetentionUntil, Metadata: row.Metadata,
 		})
 		inst.LeasedTask = leasedTask(row.TaskID, inst, p.Lease)
-		return recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now)
+		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now)
 	}
 	var err error
-	if p.RecordHooks {
+	if plan.Hook.Record() {
 		err = s.inTx(ctx, create)
 	} else {
 		// One statement is its own transaction: no BEGIN and COMMIT round trips.
@@ -185,9 +187,9 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 				}
 			}
 		}
-		if p.RecordHooks {
+		if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
 			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
-				Reason:       string(db.HookReasonCreate),
+				Reason:       string(h.Reason),
 				Now:          p.Now,
 				InstanceIds:  newIDs,
 				WorkflowName: p.WorkflowName,
@@ -252,142 +254,39 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 	return list, nil
 }
 
-// InstancePause pauses an instance: queued and waiting become paused at once,
-// running becomes waitingForPause (the runner parks it at the next step
-// boundary), paused and waitingForPause stay as they are. It returns
-// db.ErrTerminal for terminal instances.
+// InstancePause applies transition.Pause to the locked instance:
+// queued and waiting become paused at once, running becomes
+// waitingForPause. It returns db.ErrTerminal for terminal instances.
 func (s *Store) InstancePause(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, false, func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
-		var (
-			status         db.InstanceStatus
-			pauseRequested bool
-		)
-		switch db.InstanceStatus(row.Status) {
-		case db.StatusRunning:
-			status, pauseRequested = db.StatusWaitingForPause, true
-		case db.StatusQueued, db.StatusWaiting:
-			status = db.StatusPaused
-		default:
-			return row, nil
-		}
-		return setStatus(ctx, q, p, status, pauseRequested)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pausing instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Pause, "pausing instance")
 }
 
-// InstanceResume turns a paused instance into a queued one whose task is due
-// now with a new version, which fences out a runner that loaded the paused
-// instance and is about to park it; it records a resume hook entry when
-// p.RecordHooks is set and notifies the wake channel. Every other status,
-// terminal ones included, is left alone.
+// InstanceResume applies transition.Resume: a paused instance becomes
+// queued with its task due now at a new version, with a resume hook entry
+// when p.RecordHooks is set, and the wake channel is notified; every other
+// status is left alone.
 func (s *Store) InstanceResume(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, true, func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
-		if db.InstanceStatus(row.Status) != db.StatusPaused {
-			return row, nil
-		}
-		after, err := setStatus(ctx, q, p, db.StatusQueued, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			RunNumber:    row.RunNumber,
-			Kind:         string(db.TaskKindResume),
-			Priority:     int16(db.TaskKindResume.Priority()),
-			Now:          p.Now,
-		}); err != nil {
-			return nil, err
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonResume, p.Now); err != nil {
-			return nil, err
-		}
-		return after, s.notifyWake(ctx, q, p.WorkflowName)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("resuming instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Resume, "resuming instance")
 }
 
-// InstanceTerminate terminates a non-terminal instance and deletes its task,
-// so a runner still holding it is fenced out. It returns db.ErrTerminal for
-// terminal instances.
+// InstanceTerminate applies transition.Terminate: a live instance is
+// terminated and its task deleted. It returns db.ErrTerminal for terminal
+// instances.
 func (s *Store) InstanceTerminate(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, false, func(q *pgsqlc.Queries, _ *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
-		after, err := setStatus(ctx, q, p, db.StatusTerminated, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := q.TaskDelete(ctx, pgsqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.ID}); err != nil {
-			return nil, err
-		}
-		return after, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("terminating instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Terminate, "terminating instance")
 }
 
-// InstanceRestart starts a new run of any instance, terminal or not: run
-// number + 1, queued, output, error and pause cleared, and a task due now
-// whose version moved on so that a runner of the old run is fenced out. Steps
-// and events of earlier runs are kept for audit and never delivered again.
-// The new run is recorded as a create hook entry when p.RecordHooks is set,
-// and the wake channel is notified.
+// InstanceRestart applies transition.Restart to an instance in any status:
+// a new run, queued, with its task due now at a new version, and the wake
+// channel notified. Steps and events of earlier runs are kept for audit and
+// never delivered again.
 func (s *Store) InstanceRestart(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	var inst *db.Instance
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		if _, err := q.InstanceGetForUpdate(ctx, pgsqlc.InstanceGetForUpdateParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-		}); err != nil {
-			return err
-		}
-		row, err := q.InstanceRestart(ctx, pgsqlc.InstanceRestartParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			Now:          p.Now,
-		})
-		if err != nil {
-			return err
-		}
-		if err := q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
-			WorkflowName:  p.WorkflowName,
-			InstanceID:    p.ID,
-			RunNumber:     row.RunNumber,
-			Kind:          string(db.TaskKindRun),
-			Priority:      int16(db.TaskKindRun.Priority()),
-			Now:           p.Now,
-			ResetAttempts: true,
-		}); err != nil {
-			return err
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now); err != nil {
-			return err
-		}
-		inst = instanceFromRow(&row)
-		return s.notifyWake(ctx, q, p.WorkflowName)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("restarting instance: %w", interpretError(err))
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Restart, "restarting instance")
 }
 
-// instanceChange runs a management transition on a locked instance and
-// returns the instance after it. A terminal instance is db.ErrTerminal, or
-// returned unchanged when terminalNoop is set.
-func (s *Store) instanceChange(
-	ctx context.Context,
-	p *db.InstanceChangeParams,
-	terminalNoop bool,
-	change func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error),
-) (*db.Instance, error) {
+// instanceChange applies a management transition's rule to the instance it
+// locks, in one transaction, and returns the instance after it.
+func (s *Store) instanceChange(ctx context.Context, p *db.InstanceChangeParams, rule transition.ChangeFunc, doing string) (*db.Instance, error) {
 	var inst *db.Instance
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		row, err := q.InstanceGetForUpdate(ctx, pgsqlc.InstanceGetForUpdateParams{
@@ -397,36 +296,54 @@ func (s *Store) instanceChange(
 		if err != nil {
 			return err
 		}
-		if db.InstanceStatus(row.Status).Terminal() {
-			if !terminalNoop {
-				return db.ErrTerminal
-			}
+		plan, err := rule(db.InstanceStatus(row.Status), p.RecordHooks)
+		if err != nil || plan.Status == "" {
 			inst = instanceFromRow(&row)
-			return nil
+			return err
 		}
-		after, err := change(q, &row)
+		if plan.NewRun {
+			row, err = q.InstanceRestart(ctx, pgsqlc.InstanceRestartParams{
+				WorkflowName: p.WorkflowName,
+				InstanceID:   p.ID,
+				Now:          p.Now,
+			})
+		} else {
+			row, err = q.InstanceSetStatus(ctx, pgsqlc.InstanceSetStatusParams{
+				Status:         string(plan.Status),
+				PauseRequested: plan.PauseRequested,
+				Now:            p.Now,
+				WorkflowName:   p.WorkflowName,
+				InstanceID:     p.ID,
+			})
+		}
 		if err != nil {
 			return err
 		}
-		inst = instanceFromRow(after)
-		return nil
+		inst = instanceFromRow(&row)
+		switch plan.Task.Op {
+		case transition.TaskDelete:
+			err = q.TaskDelete(ctx, pgsqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.ID})
+		case transition.TaskRequeue:
+			err = q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
+				WorkflowName:  p.WorkflowName,
+				InstanceID:    p.ID,
+				RunNumber:     row.RunNumber,
+				Kind:          string(plan.Task.Kind),
+				Priority:      int16(plan.Task.Priority),
+				Now:           p.Now,
+				ResetAttempts: plan.Task.ResetAttempts,
+			})
+		}
+		if err != nil {
+			return err
+		}
+		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil || !plan.Notify {
+			return err
+		}
+		return s.notifyWake(ctx, q, p.WorkflowName)
 	})
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, fmt.Errorf("%s: %w", doing, interpretError(err))
 	}
 	return inst, nil
-}
-
-func setStatus(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, status db.InstanceStatus, pauseRequested bool) (*pgsqlc.WorkflowInstance, error) {
-	row, err := q.InstanceSetStatus(ctx, pgsqlc.InstanceSetStatusParams{
-		Status:         string(status),
-		PauseRequested: pauseRequested,
-		Now:            p.Now,
-		WorkflowName:   p.WorkflowName,
-		InstanceID:     p.ID,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &row, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/db/transition"
 )
 
 // ScheduleCreate inserts a schedule; db.ErrAlreadyExists when the id is taken.
@@ -187,9 +188,9 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		}); err != nil {
 			return err
 		}
-		if p.RecordHooks {
+		if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
 			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
-				Reason:       string(db.HookReasonCreate),
+				Reason:       string(h.Reason),
 				Now:          &now,
 				InstanceIds:  newIDs,
 				WorkflowName: p.WorkflowName,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
 )
 
 // ScheduleCreate inserts a schedule; db.ErrAlreadyExists when the id is taken.
@@ -172,31 +173,19 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			return err
 		}
 		res.Schedule = scheduleFromRow(&row)
+		plan := transition.Create(false, p.RecordHooks)
 		for _, item := range p.Instances {
-			inst, err := q.InstanceInsertIfAbsent(ctx, litesqlc.InstanceInsertIfAbsentParams{
-				WorkflowName: p.WorkflowName,
-				InstanceID:   item.ID,
-				Params:       jsonArg(item.Params),
-				Metadata:     jsonArg(item.Metadata),
-				Now:          now,
-			})
-			if isNoRows(err) {
-				continue // this due time fired before
-			}
+			inst, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, nil)
 			if err != nil {
 				return err
 			}
-			if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
-				WorkflowName: p.WorkflowName,
-				InstanceID:   item.ID,
-				Now:          now,
-			}); err != nil {
+			if inst == nil {
+				continue // this due time fired before
+			}
+			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
 				return err
 			}
-			if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, item.ID, db.HookReasonCreate, now); err != nil {
-				return err
-			}
-			res.Created = append(res.Created, instanceFromRow(&inst))
+			res.Created = append(res.Created, inst)
 		}
 		return nil
 	})

@@ -156,19 +156,6 @@ WHERE t.workflow_name = ANY(@workflow_names::text[])
 ORDER BY 1
 LIMIT 1;
 
--- name: TaskSchedule :exec
--- TaskSchedule gives a held task back to the queue after a suspend or park,
--- which is progress: its lease losses are reset.
-UPDATE workflow_task
-SET status = 'pending',
-    run_at = coalesce(sqlc.narg('run_at')::timestamptz, sqlc.narg('now')::timestamptz, now()),
-    kind = @kind,
-    priority = @priority,
-    lock_owner = NULL,
-    locked_until = NULL,
-    lease_losses = 0
-WHERE id = @id;
-
 -- name: TaskDelete :exec
 DELETE FROM workflow_task
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id;

@@ -10,63 +10,6 @@ import (
 	"time"
 )
 
-const instanceComplete = `-- name: InstanceComplete :exec
-UPDATE workflow_instance
-SET status = 'complete',
-    output = $1,
-    pause_requested = false,
-    completed_at = coalesce($2::timestamptz, now()),
-    updated_at = coalesce($2::timestamptz, now())
-WHERE workflow_name = $3 AND instance_id = $4
-`
-
-type InstanceCompleteParams struct {
-	Output       []byte
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstanceComplete(ctx context.Context, arg InstanceCompleteParams) error {
-	_, err := q.db.Exec(ctx, instanceComplete,
-		arg.Output,
-		arg.Now,
-		arg.WorkflowName,
-		arg.InstanceID,
-	)
-	return err
-}
-
-const instanceFail = `-- name: InstanceFail :exec
-UPDATE workflow_instance
-SET status = 'errored',
-    error_name = $1,
-    error_message = $2,
-    pause_requested = false,
-    completed_at = coalesce($3::timestamptz, now()),
-    updated_at = coalesce($3::timestamptz, now())
-WHERE workflow_name = $4 AND instance_id = $5
-`
-
-type InstanceFailParams struct {
-	ErrorName    *string
-	ErrorMessage *string
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstanceFail(ctx context.Context, arg InstanceFailParams) error {
-	_, err := q.db.Exec(ctx, instanceFail,
-		arg.ErrorName,
-		arg.ErrorMessage,
-		arg.Now,
-		arg.WorkflowName,
-		arg.InstanceID,
-	)
-	return err
-}
-
 const instanceGet = `-- name: InstanceGet :one
 SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
 WHERE workflow_name = $1 AND instance_id = $2
@@ -452,25 +395,6 @@ func (q *Queries) InstanceLockRun(ctx context.Context, arg InstanceLockRunParams
 	return i, err
 }
 
-const instancePark = `-- name: InstancePark :exec
-UPDATE workflow_instance
-SET status = 'paused',
-    pause_requested = false,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE workflow_name = $2 AND instance_id = $3
-`
-
-type InstanceParkParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstancePark(ctx context.Context, arg InstanceParkParams) error {
-	_, err := q.db.Exec(ctx, instancePark, arg.Now, arg.WorkflowName, arg.InstanceID)
-	return err
-}
-
 const instanceRestart = `-- name: InstanceRestart :one
 UPDATE workflow_instance
 SET run_number = run_number + 1,
@@ -563,28 +487,6 @@ func (q *Queries) InstanceSetStatus(ctx context.Context, arg InstanceSetStatusPa
 		&i.Metadata,
 	)
 	return i, err
-}
-
-const instanceSuspend = `-- name: InstanceSuspend :one
-UPDATE workflow_instance
-SET status = CASE WHEN pause_requested THEN 'paused' ELSE 'waiting' END,
-    pause_requested = false,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE workflow_name = $2 AND instance_id = $3
-RETURNING status
-`
-
-type InstanceSuspendParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstanceSuspend(ctx context.Context, arg InstanceSuspendParams) (string, error) {
-	row := q.db.QueryRow(ctx, instanceSuspend, arg.Now, arg.WorkflowName, arg.InstanceID)
-	var status string
-	err := row.Scan(&status)
-	return status, err
 }
 
 const taskInsertManyLeased = `-- name: TaskInsertManyLeased :many

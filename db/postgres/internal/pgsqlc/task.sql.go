@@ -405,39 +405,6 @@ func (q *Queries) TaskResetLeaseLosses(ctx context.Context, arg TaskResetLeaseLo
 	return err
 }
 
-const taskSchedule = `-- name: TaskSchedule :exec
-UPDATE workflow_task
-SET status = 'pending',
-    run_at = coalesce($1::timestamptz, $2::timestamptz, now()),
-    kind = $3,
-    priority = $4,
-    lock_owner = NULL,
-    locked_until = NULL,
-    lease_losses = 0
-WHERE id = $5
-`
-
-type TaskScheduleParams struct {
-	RunAt    *time.Time
-	Now      *time.Time
-	Kind     string
-	Priority int16
-	ID       int64
-}
-
-// TaskSchedule gives a held task back to the queue after a suspend or park,
-// which is progress: its lease losses are reset.
-func (q *Queries) TaskSchedule(ctx context.Context, arg TaskScheduleParams) error {
-	_, err := q.db.Exec(ctx, taskSchedule,
-		arg.RunAt,
-		arg.Now,
-		arg.Kind,
-		arg.Priority,
-		arg.ID,
-	)
-	return err
-}
-
 const taskUpsertDue = `-- name: TaskUpsertDue :exec
 INSERT INTO workflow_task (
     workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts

@@ -284,8 +284,17 @@ func (s *Store) InstanceRestart(ctx context.Context, p *db.InstanceChangeParams)
 	return s.instanceChange(ctx, p, transition.Restart, "restarting instance")
 }
 
+// taskOps are the task_op values of InstanceChangeApply.
+var taskOps = map[transition.TaskOp]string{
+	transition.TaskKeep:    "none",
+	transition.TaskDelete:  "delete",
+	transition.TaskRequeue: "requeue",
+}
+
 // instanceChange applies a management transition's rule to the instance it
-// locks, in one transaction, and returns the instance after it.
+// locks, in one transaction: the instance's status is read and locked, the
+// rule plans the change, and InstanceChangeApply writes the whole plan in
+// one statement. It returns the instance after it.
 func (s *Store) instanceChange(ctx context.Context, p *db.InstanceChangeParams, rule transition.ChangeFunc, doing string) (*db.Instance, error) {
 	var inst *db.Instance
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
@@ -301,46 +310,32 @@ func (s *Store) instanceChange(ctx context.Context, p *db.InstanceChangeParams, 
 			inst = instanceFromRow(&row)
 			return err
 		}
-		if plan.NewRun {
-			row, err = q.InstanceRestart(ctx, pgsqlc.InstanceRestartParams{
-				WorkflowName: p.WorkflowName,
-				InstanceID:   p.ID,
-				Now:          p.Now,
-			})
-		} else {
-			row, err = q.InstanceSetStatus(ctx, pgsqlc.InstanceSetStatusParams{
-				Status:         string(plan.Status),
-				PauseRequested: plan.PauseRequested,
-				Now:            p.Now,
-				WorkflowName:   p.WorkflowName,
-				InstanceID:     p.ID,
-			})
-		}
+		applied, err := q.InstanceChangeApply(ctx, pgsqlc.InstanceChangeApplyParams{
+			Status:         string(plan.Status),
+			PauseRequested: plan.PauseRequested,
+			NewRun:         plan.NewRun,
+			Now:            p.Now,
+			WorkflowName:   p.WorkflowName,
+			InstanceID:     p.ID,
+			TaskOp:         taskOps[plan.Task.Op],
+			Kind:           string(plan.Task.Kind),
+			Priority:       int16(plan.Task.Priority),
+			ResetAttempts:  plan.Task.ResetAttempts,
+			HookReason:     string(plan.Hook.Reason),
+			Channel:        s.wakeChannel,
+			Notify:         plan.Notify,
+		})
 		if err != nil {
 			return err
 		}
-		inst = instanceFromRow(&row)
-		switch plan.Task.Op {
-		case transition.TaskDelete:
-			err = q.TaskDelete(ctx, pgsqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.ID})
-		case transition.TaskRequeue:
-			err = q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
-				WorkflowName:  p.WorkflowName,
-				InstanceID:    p.ID,
-				RunNumber:     row.RunNumber,
-				Kind:          string(plan.Task.Kind),
-				Priority:      int16(plan.Task.Priority),
-				Now:           p.Now,
-				ResetAttempts: plan.Task.ResetAttempts,
-			})
-		}
-		if err != nil {
-			return err
-		}
-		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil || !plan.Notify {
-			return err
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
+		inst = instanceFromRow(&pgsqlc.WorkflowInstance{
+			WorkflowName: applied.WorkflowName, InstanceID: applied.InstanceID, Status: applied.Status,
+			Params: applied.Params, Output: applied.Output, ErrorName: applied.ErrorName, ErrorMessage: applied.ErrorMessage,
+			PauseRequested: applied.PauseRequested, RunNumber: applied.RunNumber, CreatedAt: applied.CreatedAt,
+			UpdatedAt: applied.UpdatedAt, StartedAt: applied.StartedAt, CompletedAt: applied.CompletedAt,
+			RetentionUntil: applied.RetentionUntil, Metadata: applied.Metadata,
+		})
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", doing, interpretError(err))

@@ -156,33 +156,6 @@ WHERE t.workflow_name = ANY(@workflow_names::text[])
 ORDER BY 1
 LIMIT 1;
 
--- name: TaskDelete :exec
-DELETE FROM workflow_task
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
-
--- name: TaskUpsertDue :exec
--- TaskUpsertDue makes an instance's task pending and due now with a new
--- version, so that whoever still holds an older version is fenced out.
-INSERT INTO workflow_task (
-    workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
-) VALUES (
-    @workflow_name, @instance_id, @run_number, @kind, @priority,
-    coalesce(sqlc.narg('now')::timestamptz, now()), 'pending', 1, 0
-)
-ON CONFLICT (workflow_name, instance_id) DO UPDATE
-SET run_number = excluded.run_number,
-    kind = excluded.kind,
-    priority = excluded.priority,
-    run_at = excluded.run_at,
-    status = 'pending',
-    lock_owner = NULL,
-    locked_until = NULL,
-    version = workflow_task.version + 1,
-    attempts = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.attempts END,
-    lease_losses = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.lease_losses END,
-    last_error = CASE WHEN @reset_attempts::boolean THEN NULL ELSE workflow_task.last_error END;
-
-
 -- name: TaskResetLeaseLosses :exec
 -- TaskResetLeaseLosses sets the lease losses of a held task back to zero:
 -- the first checkpoint after a claim that took over an expired lease.

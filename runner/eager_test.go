@@ -287,7 +287,7 @@ type deadStore struct {
 	dead atomic.Bool
 }
 
-func (d *deadStore) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
+func (d *deadStore) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
 	if d.dead.Load() {
 		return nil, errNetwork
 	}
@@ -319,7 +319,7 @@ func (d *deadStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointPara
 	if d.dead.Load() {
 		return nil, errNetwork
 	}
-	return d.Store.CheckpointBatch(ctx, ps)
+	return d.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
 }
 
 // TestEagerStartCrashAfterCommit: the runner an instance was eagerly started
@@ -401,7 +401,7 @@ type dyingStarter struct {
 	dead *atomic.Bool
 }
 
-func (d *dyingStarter) StartEager(lease *db.CreateLease, created []*db.Instance) {
+func (d *dyingStarter) StartEager(lease *db.CreateLease, created []db.CreateResult) {
 	d.dead.Store(true)
 	d.Runner.StartEager(lease, created)
 }

@@ -108,13 +108,13 @@ type execution struct {
 func (e *execution) leaseDeadline() time.Time { return time.Unix(0, e.leaseUntil.Load()) }
 
 // freshRun is the run a claim returned with its task because it never
-// started (db.Task.FreshRun): its instance and no steps; nil when the run
+// started (db.Claim.FreshRun): its instance and no steps; nil when the run
 // must be loaded.
-func freshRun(t *db.Task) *db.RunState {
-	if t.FreshRun == nil {
+func freshRun(c *db.Claim) *db.RunState {
+	if c.FreshRun == nil {
 		return nil
 	}
-	return &db.RunState{Instance: t.FreshRun, Steps: map[string]*db.Step{}}
+	return &db.RunState{Instance: c.FreshRun, Steps: map[string]*db.Step{}}
 }
 
 // execute runs a held task. state is the run to replay when the caller has

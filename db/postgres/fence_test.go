@@ -37,7 +37,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 	}
 	cases := []testCase{
 		{name: "batch", query: "CheckpointBatch", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
-			res, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
+			res, err := s.(db.BatchCheckpointer).CheckpointBatch(ctx, []*db.CheckpointParams{p})
 			if err != nil {
 				return err
 			}
@@ -75,7 +75,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Len(t, tasks, 1)
-			stale := tasks[0]
+			stale := tasks[0].Task
 
 			// The reclaim: lock the instance, then move the task on.
 			tx, err := store.Pool().Begin(ctx)

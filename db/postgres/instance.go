@@ -16,7 +16,7 @@ const defaultListLimit = 50
 // now) in one transaction, with a create hook entry when p.RecordHooks is set,
 // and notifies the wake channel. It returns db.ErrAlreadyExists when the id is
 // taken.
-func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
+func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.CreateResult, error) {
 	plan := transition.Create(p.Lease != nil, p.RecordHooks)
 	if plan.Leased {
 		return s.instanceCreateLeased(ctx, p, &plan)
@@ -49,15 +49,15 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 	if err != nil {
 		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
-	return inst, nil
+	return &db.CreateResult{Instance: inst}, nil
 }
 
 // instanceCreateLeased is InstanceCreate of an eager start: the instance
 // and its leased task go in one statement, with the hook entry in the same
 // transaction. Nothing is notified: the task is not claimable until its
 // lease expires.
-func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams, plan *transition.CreatePlan) (*db.Instance, error) {
-	var inst *db.Instance
+func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams, plan *transition.CreatePlan) (*db.CreateResult, error) {
+	var res *db.CreateResult
 	create := func(q *pgsqlc.Queries) error {
 		row, err := q.InstanceInsertLeased(ctx, pgsqlc.InstanceInsertLeasedParams{
 			WorkflowName: p.WorkflowName,
@@ -71,14 +71,14 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 		if err != nil {
 			return err
 		}
-		inst = instanceFromRow(&pgsqlc.WorkflowInstance{
+		inst := instanceFromRow(&pgsqlc.WorkflowInstance{
 			WorkflowName: row.WorkflowName, InstanceID: row.InstanceID, Status: row.Status,
 			Params: row.Params, Output: row.Output, ErrorName: row.ErrorName, ErrorMessage: row.ErrorMessage,
 			PauseRequested: row.PauseRequested, RunNumber: row.RunNumber, CreatedAt: row.CreatedAt,
 			UpdatedAt: row.UpdatedAt, StartedAt: row.StartedAt, CompletedAt: row.CompletedAt,
 			RetentionUntil: row.RetentionUntil, Metadata: row.Metadata,
 		})
-		inst.LeasedTask = leasedTask(row.TaskID, inst, p.Lease)
+		res = &db.CreateResult{Instance: inst, LeasedTask: leasedTask(row.TaskID, inst, p.Lease)}
 		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now)
 	}
 	var err error
@@ -91,7 +91,7 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 	if err != nil {
 		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
-	return inst, nil
+	return res, nil
 }
 
 // leasedTask is the first task of inst as an eager start's create wrote it.
@@ -109,9 +109,9 @@ func leasedTask(id int64, inst *db.Instance, lease *db.CreateLease) *db.Task {
 // hook entry each), and returns those in input order. Existing ids, and
 // repeats of an id within the batch, are skipped. When any was created, the
 // wake channel is notified once.
-func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]*db.Instance, error) {
+func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]db.CreateResult, error) {
 	if len(p.Instances) == 0 {
-		return []*db.Instance{}, nil
+		return []db.CreateResult{}, nil
 	}
 	ids := make([]string, len(p.Instances))
 	params := make([][]byte, len(p.Instances))
@@ -125,7 +125,7 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	if p.Lease != nil {
 		started = ids[:min(max(p.Lease.Max, 0), len(ids))]
 	}
-	var created []*db.Instance
+	var created []db.CreateResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
 			WorkflowName: p.WorkflowName,
@@ -139,18 +139,18 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			return err
 		}
 		if len(rows) == 0 {
-			created = []*db.Instance{}
+			created = []db.CreateResult{}
 			return nil
 		}
 		byID := make(map[string]*pgsqlc.WorkflowInstance, len(rows))
 		for i := range rows {
 			byID[rows[i].InstanceID] = &rows[i]
 		}
-		created = make([]*db.Instance, 0, len(rows))
+		created = make([]db.CreateResult, 0, len(rows))
 		newIDs := make([]string, 0, len(rows))
 		for _, id := range ids {
 			if row, ok := byID[id]; ok {
-				created = append(created, instanceFromRow(row))
+				created = append(created, db.CreateResult{Instance: instanceFromRow(row)})
 				newIDs = append(newIDs, id)
 				delete(byID, id)
 			}
@@ -180,9 +180,9 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			for _, t := range tasks {
 				taskIDs[t.InstanceID] = t.ID
 			}
-			for _, inst := range created {
-				if id, ok := taskIDs[inst.ID]; ok {
-					inst.LeasedTask = leasedTask(id, inst, p.Lease)
+			for i := range created {
+				if id, ok := taskIDs[created[i].Instance.ID]; ok {
+					created[i].LeasedTask = leasedTask(id, created[i].Instance, p.Lease)
 					leased++
 				}
 			}

@@ -30,7 +30,10 @@ type Store struct {
 	wakeChannel string
 }
 
-var _ db.Store = (*Store)(nil)
+var (
+	_ db.Store             = (*Store)(nil)
+	_ db.BatchCheckpointer = (*Store)(nil)
+)
 
 // Option changes how New and Open build a Store.
 type Option func(*Store)

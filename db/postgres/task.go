@@ -52,10 +52,10 @@ var planSettings = []string{
 // took over an expired lease) and its queued or waiting instance becomes
 // running. Tasks of paused and terminal instances are never claimed,
 // and rows another transaction holds locked are skipped, never waited on.
-// A claimed run that never started comes with its instance (Task.FreshRun).
-func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
+// A claimed run that never started comes with its instance (Claim.FreshRun).
+func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
 	if p.Max <= 0 || len(p.WorkflowNames) == 0 {
-		return []*db.Task{}, nil
+		return []db.Claim{}, nil
 	}
 	params := pgsqlc.TaskClaimParams{
 		WorkflowNames: p.WorkflowNames,
@@ -75,10 +75,10 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 	if err != nil {
 		return nil, fmt.Errorf("claiming tasks: %w", interpretError(err))
 	}
-	tasks := make([]*db.Task, len(rows))
+	tasks := make([]db.Claim, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		tasks[i] = taskFromRow(&pgsqlc.WorkflowTask{
+		tasks[i].Task = taskFromRow(&pgsqlc.WorkflowTask{
 			ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber,
 			Kind: r.Kind, Priority: r.Priority, RunAt: r.RunAt, Status: r.Status, LockOwner: r.LockOwner,
 			LockedUntil: r.LockedUntil, Version: r.Version, Attempts: r.Attempts, LastError: r.LastError,

@@ -16,8 +16,8 @@ const defaultListLimit = 50
 // InstanceCreate inserts a queued instance and its first task (kind run, due
 // now) in one transaction, with a create hook entry when p.RecordHooks is set.
 // It returns db.ErrAlreadyExists when the id is taken.
-func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
-	var inst *db.Instance
+func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.CreateResult, error) {
+	var inst *db.CreateResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
@@ -55,7 +55,7 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now); err != nil {
 			return err
 		}
-		inst = instanceFromRow(&row)
+		inst = &db.CreateResult{Instance: instanceFromRow(&row)}
 		return nil
 	})
 	if err != nil {
@@ -70,17 +70,17 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 // repeats of an id within the batch, are skipped. The rows go in one
 // statement each: SQLite has no array parameters, and within the one
 // transaction on the embedded database a statement costs microseconds.
-func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]*db.Instance, error) {
+func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]db.CreateResult, error) {
 	if len(p.Instances) == 0 {
-		return []*db.Instance{}, nil
+		return []db.CreateResult{}, nil
 	}
-	var created []*db.Instance
+	var created []db.CreateResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
 			return err
 		}
-		created = make([]*db.Instance, 0, len(p.Instances))
+		created = make([]db.CreateResult, 0, len(p.Instances))
 		for i, item := range p.Instances {
 			plan := transition.Create(p.Lease != nil && i < p.Lease.Max, p.RecordHooks)
 			var lease *db.CreateLease
@@ -97,7 +97,7 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
 				return err
 			}
-			created = append(created, inst)
+			created = append(created, *inst)
 		}
 		return nil
 	})
@@ -110,7 +110,7 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 // insertIfAbsent inserts an instance with its first task, leased when
 // lease is set, unless the id is taken, in which case it returns nil and
 // writes nothing.
-func insertIfAbsent(ctx context.Context, q *litesqlc.Queries, workflowName string, item *db.InstanceCreateItem, now int64, lease *db.CreateLease) (*db.Instance, error) {
+func insertIfAbsent(ctx context.Context, q *litesqlc.Queries, workflowName string, item *db.InstanceCreateItem, now int64, lease *db.CreateLease) (*db.CreateResult, error) {
 	if lease != nil {
 		return insertLeased(ctx, q, workflowName, item.ID, item.Params, item.Metadata, now, lease)
 	}
@@ -134,13 +134,13 @@ func insertIfAbsent(ctx context.Context, q *litesqlc.Queries, workflowName strin
 	}); err != nil {
 		return nil, err
 	}
-	return instanceFromRow(&row), nil
+	return &db.CreateResult{Instance: instanceFromRow(&row)}, nil
 }
 
 // insertLeased inserts the instance of an eager start, running, and its
 // first task leased to lease.Owner, unless the id is taken, in which case it
-// returns nil and writes nothing. The instance's LeasedTask is set.
-func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id string, params, metadata []byte, now int64, lease *db.CreateLease) (*db.Instance, error) {
+// returns nil and writes nothing.
+func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id string, params, metadata []byte, now int64, lease *db.CreateLease) (*db.CreateResult, error) {
 	row, err := q.InstanceInsertStartedIfAbsent(ctx, litesqlc.InstanceInsertStartedIfAbsentParams{
 		WorkflowName: workflowName,
 		InstanceID:   id,
@@ -164,9 +164,7 @@ func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id str
 	if err != nil {
 		return nil, err
 	}
-	inst := instanceFromRow(&row)
-	inst.LeasedTask = taskFromRow(&task)
-	return inst, nil
+	return &db.CreateResult{Instance: instanceFromRow(&row), LeasedTask: taskFromRow(&task)}, nil
 }
 
 // InstanceGet returns one instance or db.ErrNotFound.

@@ -185,7 +185,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
 				return err
 			}
-			res.Created = append(res.Created, inst)
+			res.Created = append(res.Created, inst.Instance)
 		}
 		return nil
 	})

@@ -41,7 +41,7 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 			ps = append(ps, p)
 		}
 		ps[2].Task = ref(staleB)
-		res, err := b.store.CheckpointBatch(b.ctx, ps)
+		res, err := b.batcher(t).CheckpointBatch(b.ctx, ps)
 		require.NoError(t, err)
 		require.Len(t, res, 3)
 
@@ -86,7 +86,7 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 			{Key: "wait", Type: db.StepTypeWaitForEvent, Status: db.StepStatusErrored, WakeAt: &wake,
 				WaitEventType: "go", ErrorName: "EventTimeoutError", ErrorMessage: "no event"},
 		}
-		res, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		res, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
 		require.NoError(t, err)
 		require.NoError(t, res[0].Err)
 		steps := b.steps(t, "a", 1)
@@ -126,7 +126,7 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 			p.Now = b.at(3 * time.Second)
 		}
 
-		res, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{done, going, failed, stale})
+		res, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{done, going, failed, stale})
 		require.NoError(t, err)
 		require.Len(t, res, 4)
 		require.NoError(t, res[0].Err)
@@ -175,16 +175,16 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 			p := b.checkpoint(task)
 			p.Outcome = outcome
 			require.False(t, p.Batchable())
-			_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+			_, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
 			require.ErrorIs(t, err, db.ErrNotBatchable, "outcome %v", outcome)
 		}
 		p := b.checkpoint(task)
 		p.ConsumeEvent = &db.ConsumeEvent{}
 		require.False(t, p.Batchable())
-		_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		_, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
 		require.ErrorIs(t, err, db.ErrNotBatchable, "consuming an event")
 		require.Equal(t, db.StatusRunning, b.get(t, "a").Status, "nothing was written")
-		res, err := b.store.CheckpointBatch(b.ctx, nil)
+		res, err := b.batcher(t).CheckpointBatch(b.ctx, nil)
 		require.NoError(t, err)
 		require.Empty(t, res)
 	})

@@ -69,7 +69,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.ErrorIs(t, err, db.ErrLeaseLost)
 		require.Nil(t, res)
-		batch, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		batch, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
 		require.NoError(t, err)
 		require.Len(t, batch, 1)
 		require.ErrorIs(t, batch[0].Err, db.ErrLeaseLost)

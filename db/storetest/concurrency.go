@@ -36,9 +36,10 @@ func testConcurrency(t *testing.T, newStore func(t *testing.T) db.Store) {
 			wg.Go(func() {
 				name := fmt.Sprintf("runner-%d", r)
 				for {
-					tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+					claims, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 						Owner: name, WorkflowNames: []string{workflowName}, Max: 3, Now: b.now, LockedUntil: b.at(lease),
 					})
+					tasks := taskList(claims)
 					if err != nil {
 						errs <- err
 						return
@@ -120,9 +121,10 @@ func testConcurrency(t *testing.T, newStore func(t *testing.T) db.Store) {
 					if completeAll(b) {
 						return
 					}
-					tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+					claims, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 						Owner: fmt.Sprintf("r%d", r), WorkflowNames: []string{workflowName}, Max: 2, Now: b.now, LockedUntil: b.at(lease),
 					})
+					tasks := taskList(claims)
 					if err != nil {
 						report(fmt.Errorf("claim: %w", err))
 						return

@@ -18,13 +18,14 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		// Whitespace and key order must survive: replay sees what the first run saw.
 		params := "{\"z\": 1,  \"a\" : [1, 2.50, \"\\u00e9\"]}\n"
-		inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+		instRes, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 			WorkflowName: workflowName,
 			ID:           "inv-1",
 			Params:       json.RawMessage(params),
 			Now:          new(b.now),
 		})
 		require.NoError(t, err)
+		inst := instRes.Instance
 		require.Equal(t, workflowName, inst.WorkflowName)
 		require.Equal(t, "inv-1", inst.ID)
 		require.Equal(t, db.StatusQueued, inst.Status)
@@ -56,8 +57,9 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 
-		inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{WorkflowName: workflowName, ID: "a"})
+		instRes, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{WorkflowName: workflowName, ID: "a"})
 		require.NoError(t, err)
+		inst := instRes.Instance
 		require.Nil(t, inst.Params)
 		require.False(t, inst.CreatedAt.IsZero(), "database clock used")
 		require.Equal(t, time.UTC, inst.CreatedAt.Location())
@@ -68,19 +70,21 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 		meta := json.RawMessage(`{"trigger": {"type":"http", "requestId":"r-1"},  "flowVersion":"1.10.0"}`)
-		inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+		instRes, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 			WorkflowName: workflowName, ID: "m", Params: json.RawMessage(`{}`), Metadata: meta, Now: new(b.now),
 		})
 		require.NoError(t, err)
+		inst := instRes.Instance
 		require.Equal(t, string(meta), string(inst.Metadata))
 		require.Equal(t, string(meta), string(b.get(t, "m").Metadata))
 		require.Nil(t, b.create(t, "plain").Metadata, "no metadata stays NULL")
 
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName, Now: new(b.now),
 			Instances: []db.InstanceCreateItem{{ID: "m1", Metadata: meta}, {ID: "m2"}},
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Len(t, created, 2)
 		require.Equal(t, string(meta), string(created[0].Metadata))
 		require.Nil(t, created[1].Metadata)
@@ -123,7 +127,7 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b := setup(t, newStore)
 		existing := b.create(t, "b")
 
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName,
 			Instances: []db.InstanceCreateItem{
 				{ID: "c", Params: json.RawMessage(`{"n": 3}`)},
@@ -134,6 +138,7 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 			Now: new(b.at(time.Second)),
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Equal(t, []string{"c", "a"}, ids(created))
 		requireJSON(t, `{"n": 3}`, created[0].Params)
 		require.Nil(t, created[1].Params)
@@ -150,16 +155,18 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, existing, b.get(t, "b"), "existing instance untouched")
 		requireJSON(t, `{"n": 3}`, b.get(t, "c").Params)
 
-		created, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName,
 			Instances:    []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}},
 			Now:          new(b.now),
 		})
 		require.NoError(t, err)
+		created = instances(createdRes)
 		require.Empty(t, created)
 
-		created, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{WorkflowName: workflowName})
+		createdRes, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{WorkflowName: workflowName})
 		require.NoError(t, err)
+		created = instances(createdRes)
 		require.Empty(t, created)
 	})
 
@@ -268,10 +275,11 @@ func testInstanceList(t *testing.T, newStore func(t *testing.T) db.Store) {
 		for i := range items {
 			items[i].ID = fmt.Sprintf("id-%02d", i)
 		}
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName, Instances: items, Now: new(b.now),
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Len(t, created, 60)
 
 		page, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{})

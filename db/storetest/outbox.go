@@ -126,20 +126,22 @@ func testHooks(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 		b.create(t, "b")
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName,
 			Instances:    []db.InstanceCreateItem{{ID: "c"}, {ID: "b"}, {ID: "a"}, {ID: "c"}, {ID: "d"}},
 			Now:          new(b.at(time.Second)),
 			RecordHooks:  true,
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Equal(t, []string{"c", "a", "d"}, ids(created))
 		require.Equal(t, []string{"create c 1s", "create a 1s", "create d 1s"}, b.recorded(t), "in input order")
 
-		created, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName, Instances: []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}}, Now: new(b.now), RecordHooks: true,
 		})
 		require.NoError(t, err)
+		created = instances(createdRes)
 		require.Empty(t, created)
 		require.Empty(t, b.recorded(t))
 	})

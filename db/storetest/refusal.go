@@ -72,11 +72,11 @@ func testRefusal(t *testing.T, newStore func(t *testing.T) db.Store) {
 		good.Steps = []db.StepWrite{stepWith("s", json.RawMessage(`1`))}
 		bad := b.checkpoint(tasks[1])
 		bad.Steps = []db.StepWrite{stepWith("s", json.RawMessage(`nope`))}
-		_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{good, bad})
+		_, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{good, bad})
 		require.ErrorIs(t, err, db.ErrInvalidData)
 		require.Empty(t, b.steps(t, tasks[0].InstanceID, 1), "the batch commits whole or not at all")
 
-		results, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{good})
+		results, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{good})
 		require.NoError(t, err)
 		require.NoError(t, results[0].Err)
 	})

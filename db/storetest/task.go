@@ -28,7 +28,8 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		})
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
-		task := tasks[0]
+		claim := tasks[0]
+		task := claim.Task
 		require.Equal(t, "a", task.InstanceID)
 		require.Equal(t, workflowName, task.WorkflowName)
 		require.Equal(t, db.TaskStatusProcessing, task.Status)
@@ -39,10 +40,9 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, 1, task.Attempts)
 		require.Equal(t, 1, task.RunNumber)
 		// Queued and never started: the claim hands back its instance.
-		require.NotNil(t, task.FreshRun, "a run that never started comes with its instance")
-		requireFreshRun(t, b, task)
-		require.Equal(t, db.StatusRunning, task.FreshRun.Status)
-		task.FreshRun = nil
+		require.NotNil(t, claim.FreshRun, "a run that never started comes with its instance")
+		requireFreshRun(t, b, &claim)
+		require.Equal(t, db.StatusRunning, claim.FreshRun.Status)
 		require.Equal(t, task, b.task(t, "a"))
 
 		// Given back and claimed again, it has started: it must be loaded.
@@ -131,7 +131,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 			Owner: owner, WorkflowNames: []string{"nothing", otherName}, Max: 10, Now: b.now, LockedUntil: b.at(lease),
 		})
 		require.NoError(t, err)
-		require.Equal(t, []string{"other"}, taskIDs(tasks))
+		require.Equal(t, []string{"other"}, taskIDs(taskList(tasks)))
 	})
 
 	t.Run("ClaimReclaimsExpiredLease", func(t *testing.T) {
@@ -147,7 +147,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		})
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
-		second := tasks[0]
+		second := tasks[0].Task
 		require.Equal(t, first.ID, second.ID)
 		require.Equal(t, first.Version+1, second.Version)
 		require.Equal(t, 2, second.Attempts)

@@ -366,7 +366,7 @@ func (c *Client) change(ctx context.Context, workflowName, id string, f changeFu
 	if err != nil {
 		return nil, mapError(err, workflowName, id)
 	}
-	if wakes && inst.Status == db.StatusQueued {
+	if wakes && inst.Status == workflow.StatusQueued {
 		c.wake(workflowName)
 	}
 	return InstanceInfo(inst), nil
@@ -474,7 +474,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 		if !knownStatus(s) {
 			return nil, fmt.Errorf("%w: unknown status %q", workflow.ErrInvalidRequest, s)
 		}
-		lp.Statuses = append(lp.Statuses, db.InstanceStatus(s))
+		lp.Statuses = append(lp.Statuses, workflow.InstanceStatus(s))
 	}
 	if p.Cursor != "" {
 		cur, err := decodeCursor(p.Cursor)
@@ -620,7 +620,7 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 // InstanceInfo converts a stored instance into the engine's report.
 func InstanceInfo(i *db.Instance) *workflow.InstanceInfo {
 	info := &workflow.InstanceInfo{
-		WorkflowName: i.WorkflowName, ID: i.ID, Status: workflow.InstanceStatus(i.Status),
+		WorkflowName: i.WorkflowName, ID: i.ID, Status: i.Status,
 		Params: i.Params, Metadata: i.Metadata, Output: i.Output, RunNumber: i.RunNumber,
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt,
 	}

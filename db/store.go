@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // Sentinel errors returned by every Store implementation. Backends map their
@@ -40,27 +42,6 @@ var (
 	// busy database): the runner retries those with backoff.
 	ErrInvalidData = errors.New("db: data refused")
 )
-
-// InstanceStatus is the life-cycle status of a workflow instance.
-type InstanceStatus string
-
-// Instance statuses. Complete, Errored and Terminated are terminal.
-const (
-	StatusQueued          InstanceStatus = "queued"
-	StatusRunning         InstanceStatus = "running"
-	StatusWaiting         InstanceStatus = "waiting"
-	StatusWaitingForPause InstanceStatus = "waitingForPause"
-	StatusPaused          InstanceStatus = "paused"
-	StatusComplete        InstanceStatus = "complete"
-	StatusErrored         InstanceStatus = "errored"
-	StatusTerminated      InstanceStatus = "terminated"
-	StatusUnknown         InstanceStatus = "unknown"
-)
-
-// Terminal reports whether the status is final: complete, errored or terminated.
-func (s InstanceStatus) Terminal() bool {
-	return s == StatusComplete || s == StatusErrored || s == StatusTerminated
-}
 
 // StepType says what kind of durable operation a step row records.
 type StepType string
@@ -123,7 +104,7 @@ const (
 type Instance struct {
 	WorkflowName string
 	ID           string
-	Status       InstanceStatus
+	Status       workflow.InstanceStatus
 	Params       json.RawMessage
 	// Metadata is what the engine records about the instance besides its
 	// params (provenance, a flow's pinned version); nil when there is none.
@@ -316,7 +297,7 @@ type InstanceListParams struct {
 	// WorkflowName filters by workflow; empty lists every workflow.
 	WorkflowName string
 	// Statuses filters by status; empty means every status.
-	Statuses []InstanceStatus
+	Statuses []workflow.InstanceStatus
 	Limit    int
 	Cursor   *InstanceCursor
 }
@@ -530,7 +511,7 @@ type CheckpointResult struct {
 	// suspend that found a buffered event), so the caller should wake a runner.
 	Due bool
 	// Status is the instance status after the checkpoint.
-	Status InstanceStatus
+	Status workflow.InstanceStatus
 }
 
 // CheckpointBatchResult is the outcome of one item of BatchCheckpointer.CheckpointBatch.

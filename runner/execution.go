@@ -179,7 +179,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 	e.ctx, e.cancel = context.WithCancelCause(r.execCtx)
 	defer e.cancel(errCauseFinished)
 
-	if e.inst.Status == db.StatusPaused || e.inst.PauseRequested {
+	if e.inst.Status == workflow.StatusPaused || e.inst.PauseRequested {
 		// Paused (or asked to pause) before any step ran: park it now.
 		e.finish(&db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: r.now(), NextKind: db.TaskKindResume})
 		return
@@ -310,7 +310,7 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	switch {
 	case res.Due:
 		e.r.wake(e.inst.WorkflowName)
-	case p.Outcome == db.OutcomeSuspend && res.Status == db.StatusWaiting:
+	case p.Outcome == db.OutcomeSuspend && res.Status == workflow.StatusWaiting:
 		e.r.wakeAtTime(p.NextRunAt)
 	}
 	e.log.Debug("run checkpointed", "outcome", p.Outcome, "status", res.Status)

@@ -9,6 +9,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // CheckpointBatch commits a group of checkpoints of different instances in
@@ -62,9 +63,9 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 		}
 		w.Outcomes[i] = cmp.Or(string(plan.Status), "continue")
 		switch plan.Status {
-		case db.StatusComplete:
+		case workflow.StatusComplete:
 			w.Outputs[i] = string(p.Output)
-		case db.StatusErrored:
+		case workflow.StatusErrored:
 			w.ErrorNames[i], w.ErrorMessages[i] = p.ErrorName, p.ErrorMessage
 		}
 		key := [2]string{p.WorkflowName, p.InstanceID}
@@ -98,7 +99,7 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 			i := index[[2]string{row.WorkflowName, row.InstanceID}]
 			plan, _ := transition.Checkpoint(ps[i]) // it planned above
 			_, res := plan.Resolve(transition.CheckpointFacts{
-				Status: db.InstanceStatus(row.Status), PauseRequested: row.PauseRequested,
+				Status: workflow.InstanceStatus(row.Status), PauseRequested: row.PauseRequested,
 			})
 			results[i] = db.CheckpointBatchResult{Result: res}
 		}

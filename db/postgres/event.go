@@ -9,6 +9,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // EventSend applies transition.Send in one transaction sent as one
@@ -48,7 +49,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		}
 	}
 	// The plan of a send that wakes; the statements decide whether it does.
-	plan, _ := transition.Send(db.StatusWaiting, p.RecordHooks, p.Lease != nil)
+	plan, _ := transition.Send(workflow.StatusWaiting, p.RecordHooks, p.Lease != nil)
 	wake := pgsqlc.EventSendWakeParams{
 		Kind:            string(plan.Task.Kind),
 		Priority:        int16(plan.Task.Priority),
@@ -96,7 +97,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		return nil, fmt.Errorf("sending event: %w", interpretError(err))
 	case isNoRows(instErr):
 		return nil, fmt.Errorf("sending event: %w", db.ErrNotFound)
-	case db.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
+	case workflow.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
 		return nil, fmt.Errorf("sending event: %w", db.ErrTerminal)
 	}
 	res := &db.EventSendResult{Event: eventFromRow(&row), Woken: len(woken) > 0}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // TestFenceSeesAReclaimCommittedWhileItWaits pins the fencing of the
@@ -128,7 +129,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			require.Equal(t, now.Add(time.Minute), *task.LockedUntil)
 			inst, err := store.InstanceGet(ctx, ref)
 			require.NoError(t, err)
-			require.Equal(t, db.StatusRunning, inst.Status)
+			require.Equal(t, workflow.StatusRunning, inst.Status)
 		})
 	}
 }

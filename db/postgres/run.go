@@ -9,6 +9,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // runLoadSnapshot wraps the reads of RunLoad in a read-only repeatable-read
@@ -166,7 +167,7 @@ func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams, p
 		if isNoRows(err) {
 			return nil // the statements after it change nothing
 		}
-		facts.Status, facts.PauseRequested = db.InstanceStatus(row.Status), row.PauseRequested
+		facts.Status, facts.PauseRequested = workflow.InstanceStatus(row.Status), row.PauseRequested
 		return err
 	}}
 	if len(p.Steps) > 0 {
@@ -317,7 +318,7 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 	if err != nil {
 		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
 	}
-	if isNoRows(instErr) || isNoRows(taskErr) || db.InstanceStatus(inst.Status).Terminal() {
+	if isNoRows(instErr) || isNoRows(taskErr) || workflow.InstanceStatus(inst.Status).Terminal() {
 		return nil, db.ErrLeaseLost
 	}
 

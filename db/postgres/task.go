@@ -9,6 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // planSettings precede the statements of the hot path in their pipelines
@@ -89,7 +90,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 			tasks[i].FreshRun = instanceFromRow(&pgsqlc.WorkflowInstance{
 				WorkflowName:   r.WorkflowName,
 				InstanceID:     r.InstanceID,
-				Status:         string(db.StatusRunning),
+				Status:         string(workflow.StatusRunning),
 				Params:         r.InstanceParams,
 				Metadata:       r.InstanceMetadata,
 				PauseRequested: *r.InstancePauseRequested,

@@ -7,6 +7,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // EventSend applies transition.Send in one write transaction: it buffers
@@ -32,7 +33,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		if err != nil {
 			return err
 		}
-		plan, err := transition.Send(db.InstanceStatus(inst.Status), p.RecordHooks, p.Lease != nil)
+		plan, err := transition.Send(workflow.InstanceStatus(inst.Status), p.RecordHooks, p.Lease != nil)
 		if err != nil {
 			return err
 		}

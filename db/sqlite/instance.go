@@ -8,6 +8,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // defaultListLimit is the page size of InstanceList when none is given.
@@ -273,7 +274,7 @@ func (s *Store) instanceChange(ctx context.Context, p *db.InstanceChangeParams, 
 		if err != nil {
 			return err
 		}
-		plan, err := rule(db.InstanceStatus(row.Status), p.RecordHooks)
+		plan, err := rule(workflow.InstanceStatus(row.Status), p.RecordHooks)
 		if err != nil || plan.Status == "" {
 			inst = instanceFromRow(&row)
 			return err

@@ -8,6 +8,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // RunLoad returns the instance and the steps of its current run, keyed by
@@ -106,7 +107,7 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 		TaskID:       p.Task.ID,
 		Version:      p.Task.Version,
 	})
-	if isNoRows(err) || err == nil && db.InstanceStatus(inst.Status).Terminal() {
+	if isNoRows(err) || err == nil && workflow.InstanceStatus(inst.Status).Terminal() {
 		return nil, db.ErrLeaseLost
 	}
 	if err != nil {
@@ -125,7 +126,7 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 			return nil, fmt.Errorf("writing step %q: %w", w.Key, err)
 		}
 	}
-	facts := transition.CheckpointFacts{Status: db.InstanceStatus(inst.Status), PauseRequested: inst.PauseRequested != 0}
+	facts := transition.CheckpointFacts{Status: workflow.InstanceStatus(inst.Status), PauseRequested: inst.PauseRequested != 0}
 	if plan.MayBeDue {
 		if facts.Due, err = suspendDue(ctx, q, run, &plan.Task, now); err != nil {
 			return nil, err
@@ -165,18 +166,18 @@ func suspendDue(ctx context.Context, q *litesqlc.Queries, run runRef, w *transit
 // endOrSetStatus writes the status a checkpoint resolved to: a run that
 // ends with its output or error, any other status as it is; "" writes
 // nothing.
-func endOrSetStatus(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, status db.InstanceStatus, now int64) error {
+func endOrSetStatus(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, status workflow.InstanceStatus, now int64) error {
 	switch status {
 	case "":
 		return nil
-	case db.StatusComplete:
+	case workflow.StatusComplete:
 		return q.InstanceComplete(ctx, litesqlc.InstanceCompleteParams{
 			Output:       jsonArg(p.Output),
 			Now:          now,
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
 		})
-	case db.StatusErrored:
+	case workflow.StatusErrored:
 		return q.InstanceFail(ctx, litesqlc.InstanceFailParams{
 			ErrorName:    textArg(p.ErrorName),
 			ErrorMessage: textArg(p.ErrorMessage),

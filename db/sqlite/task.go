@@ -9,6 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // TaskClaim leases up to p.Max due tasks of the named workflows in one write
@@ -65,7 +66,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 		started := make(map[[2]string]*db.Instance, len(fresh))
 		for i := range fresh {
 			inst := instanceFromRow(&fresh[i])
-			inst.Status = db.StatusRunning
+			inst.Status = workflow.StatusRunning
 			at := timeFromMicros(now)
 			inst.StartedAt, inst.UpdatedAt = &at, at
 			started[[2]string{inst.WorkflowName, inst.ID}] = inst

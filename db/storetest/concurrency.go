@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 func testConcurrency(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -199,8 +200,8 @@ func step(b *testBundle, task *db.Task) error {
 
 // completeAll reports whether every instance of the bundle is complete.
 func completeAll(b *testBundle) bool {
-	list, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{WorkflowName: workflowName, Statuses: []db.InstanceStatus{
-		db.StatusQueued, db.StatusRunning, db.StatusWaiting, db.StatusWaitingForPause, db.StatusPaused,
+	list, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{WorkflowName: workflowName, Statuses: []workflow.InstanceStatus{
+		workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused,
 	}, Limit: 1})
 	return err == nil && len(list) == 0
 }

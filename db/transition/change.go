@@ -1,13 +1,16 @@
 package transition
 
-import "github.com/duraflow/duraflow/db"
+import (
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
 
 // ChangePlan is what a management transition (pause, resume, terminate,
 // restart) writes to an instance it holds locked.
 type ChangePlan struct {
 	// Status is the status the change sets, with PauseRequested; "" leaves
 	// the instance as it is and writes nothing at all.
-	Status         db.InstanceStatus
+	Status         workflow.InstanceStatus
 	PauseRequested bool
 	// NewRun starts a new run: the run number moves on, and the output,
 	// error, start and completion times and pause request clear.
@@ -23,18 +26,18 @@ type ChangePlan struct {
 // ChangeFunc is the rule of one management transition: given the status of
 // the instance, locked, what the change writes, or db.ErrTerminal when the
 // change is refused.
-type ChangeFunc func(status db.InstanceStatus, recordHooks bool) (ChangePlan, error)
+type ChangeFunc func(status workflow.InstanceStatus, recordHooks bool) (ChangePlan, error)
 
 // Pause is the rule of InstancePause: queued and waiting become paused at
 // once, running becomes waitingForPause with a pause requested (the runner
 // parks it at its next step boundary), paused and waitingForPause stay as
 // they are. A terminal instance is db.ErrTerminal.
-func Pause(status db.InstanceStatus, _ bool) (ChangePlan, error) {
+func Pause(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
 	switch status {
-	case db.StatusRunning:
-		return ChangePlan{Status: db.StatusWaitingForPause, PauseRequested: true}, nil
-	case db.StatusQueued, db.StatusWaiting:
-		return ChangePlan{Status: db.StatusPaused}, nil
+	case workflow.StatusRunning:
+		return ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true}, nil
+	case workflow.StatusQueued, workflow.StatusWaiting:
+		return ChangePlan{Status: workflow.StatusPaused}, nil
 	}
 	if status.Terminal() {
 		return ChangePlan{}, db.ErrTerminal
@@ -47,12 +50,12 @@ func Pause(status db.InstanceStatus, _ bool) (ChangePlan, error) {
 // out a runner that loaded the paused instance and is about to park it), a
 // resume hook entry is recorded and runners are notified. Every other
 // status, terminal ones included, is left alone.
-func Resume(status db.InstanceStatus, recordHooks bool) (ChangePlan, error) {
-	if status != db.StatusPaused {
+func Resume(status workflow.InstanceStatus, recordHooks bool) (ChangePlan, error) {
+	if status != workflow.StatusPaused {
 		return ChangePlan{}, nil
 	}
 	return ChangePlan{
-		Status: db.StatusQueued,
+		Status: workflow.StatusQueued,
 		Task:   TaskWrite{Op: TaskRequeue, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()},
 		Hook:   hook(recordHooks, db.HookReasonResume),
 		Notify: true,
@@ -62,11 +65,11 @@ func Resume(status db.InstanceStatus, recordHooks bool) (ChangePlan, error) {
 // Terminate is the rule of InstanceTerminate: a live instance becomes
 // terminated and its task is deleted, so a runner still holding it is
 // fenced out. A terminal instance is db.ErrTerminal.
-func Terminate(status db.InstanceStatus, _ bool) (ChangePlan, error) {
+func Terminate(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
 	if status.Terminal() {
 		return ChangePlan{}, db.ErrTerminal
 	}
-	return ChangePlan{Status: db.StatusTerminated, Task: TaskWrite{Op: TaskDelete}}, nil
+	return ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}}, nil
 }
 
 // Restart is the rule of InstanceRestart, for an instance in any status: a
@@ -74,9 +77,9 @@ func Terminate(status db.InstanceStatus, _ bool) (ChangePlan, error) {
 // cleared, its task pending and due now as kind run with a new version and
 // its attempts, last error and lease losses cleared, a create hook entry
 // (a new run was created) and a notification.
-func Restart(_ db.InstanceStatus, recordHooks bool) (ChangePlan, error) {
+func Restart(_ workflow.InstanceStatus, recordHooks bool) (ChangePlan, error) {
 	return ChangePlan{
-		Status: db.StatusQueued,
+		Status: workflow.StatusQueued,
 		NewRun: true,
 		Task: TaskWrite{
 			Op: TaskRequeue, Kind: db.TaskKindRun, Priority: db.TaskKindRun.Priority(),
@@ -91,7 +94,7 @@ func Restart(_ db.InstanceStatus, recordHooks bool) (ChangePlan, error) {
 type CreatePlan struct {
 	// Status is the new instance's: queued, or running (started) when its
 	// first task is leased.
-	Status db.InstanceStatus
+	Status workflow.InstanceStatus
 	// Task inserts the first task: kind run, due now, leased when Leased.
 	Task   TaskWrite
 	Leased bool
@@ -109,14 +112,14 @@ type CreatePlan struct {
 // hook entry is recorded either way.
 func Create(leased, recordHooks bool) CreatePlan {
 	p := CreatePlan{
-		Status: db.StatusQueued,
+		Status: workflow.StatusQueued,
 		Task:   TaskWrite{Op: TaskInsert, Kind: db.TaskKindRun, Priority: db.TaskKindRun.Priority()},
 		Leased: leased,
 		Hook:   hook(recordHooks, db.HookReasonCreate),
 		Notify: !leased,
 	}
 	if leased {
-		p.Status = db.StatusRunning
+		p.Status = workflow.StatusRunning
 	}
 	return p
 }

@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // CheckpointPlan is what a checkpoint writes once its fence held.
 type CheckpointPlan struct {
 	// Status is the instance status the checkpoint sets (clearing any pause
 	// request); "" leaves the instance row as it is.
-	Status db.InstanceStatus
+	Status workflow.InstanceStatus
 	// StatusIfPauseRequested replaces Status when the instance has a pause
 	// requested; it equals Status when the request makes no difference.
-	StatusIfPauseRequested db.InstanceStatus
+	StatusIfPauseRequested workflow.InstanceStatus
 	// Task is the write to the held task.
 	Task TaskWrite
 	// MayBeDue is set when the scheduled task is due at once, instead of at
@@ -52,8 +53,8 @@ func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
 			reason = db.HookReasonRetry
 		}
 		return CheckpointPlan{
-			Status:                 db.StatusWaiting,
-			StatusIfPauseRequested: db.StatusPaused,
+			Status:                 workflow.StatusWaiting,
+			StatusIfPauseRequested: workflow.StatusPaused,
 			Task: TaskWrite{
 				Op: TaskSchedule, Kind: kind, Priority: kind.Priority(),
 				RunAt: p.NextRunAt, DueOnEvents: p.WaitEventTypes,
@@ -64,18 +65,18 @@ func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
 	case db.OutcomePark:
 		kind := cmpKind(p.NextKind, db.TaskKindResume)
 		return CheckpointPlan{
-			Status:                 db.StatusPaused,
-			StatusIfPauseRequested: db.StatusPaused,
+			Status:                 workflow.StatusPaused,
+			StatusIfPauseRequested: workflow.StatusPaused,
 			Task:                   TaskWrite{Op: TaskSchedule, Kind: kind, Priority: kind.Priority(), RunAt: p.NextRunAt},
 		}, nil
 	case db.OutcomeComplete:
 		return CheckpointPlan{
-			Status: db.StatusComplete, StatusIfPauseRequested: db.StatusComplete,
+			Status: workflow.StatusComplete, StatusIfPauseRequested: workflow.StatusComplete,
 			Task: TaskWrite{Op: TaskDelete},
 		}, nil
 	case db.OutcomeError:
 		return CheckpointPlan{
-			Status: db.StatusErrored, StatusIfPauseRequested: db.StatusErrored,
+			Status: workflow.StatusErrored, StatusIfPauseRequested: workflow.StatusErrored,
 			Task: TaskWrite{Op: TaskDelete},
 		}, nil
 	}
@@ -94,7 +95,7 @@ func cmpKind(kind, fallback db.TaskKind) db.TaskKind {
 // to resolve a plan.
 type CheckpointFacts struct {
 	// Status and PauseRequested are the instance's as the fence found them.
-	Status         db.InstanceStatus
+	Status         workflow.InstanceStatus
 	PauseRequested bool
 	// Due is Task.Due for a plan that MayBeDue: the task is due at once.
 	Due bool
@@ -103,7 +104,7 @@ type CheckpointFacts struct {
 // Resolve picks the branches of the plan the facts select: the status
 // written ("" when none) and what the checkpoint reports. The caller
 // notifies runners when the result is Due.
-func (c *CheckpointPlan) Resolve(f CheckpointFacts) (db.InstanceStatus, *db.CheckpointResult) {
+func (c *CheckpointPlan) Resolve(f CheckpointFacts) (workflow.InstanceStatus, *db.CheckpointResult) {
 	if c.Status == "" {
 		return "", &db.CheckpointResult{Status: f.Status, PauseRequested: f.PauseRequested}
 	}
@@ -111,7 +112,7 @@ func (c *CheckpointPlan) Resolve(f CheckpointFacts) (db.InstanceStatus, *db.Chec
 	if f.PauseRequested {
 		status = c.StatusIfPauseRequested
 	}
-	return status, &db.CheckpointResult{Status: status, Due: c.MayBeDue && f.Due && status != db.StatusPaused}
+	return status, &db.CheckpointResult{Status: status, Due: c.MayBeDue && f.Due && status != workflow.StatusPaused}
 }
 
 // RunAt is when the scheduled task is due after the resolved checkpoint:

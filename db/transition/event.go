@@ -1,6 +1,9 @@
 package transition
 
-import "github.com/duraflow/duraflow/db"
+import (
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
 
 // SendPlan is what sending an event writes besides buffering it for the
 // instance's current run.
@@ -23,7 +26,7 @@ type SendPlan struct {
 // when one of its steps waits for the type (see SendPlan). With an eager
 // lease the woken task is leased, as a claim would (version and attempts
 // up by one, the instance running), and no one is notified.
-func Send(status db.InstanceStatus, recordHooks, leased bool) (SendPlan, error) {
+func Send(status workflow.InstanceStatus, recordHooks, leased bool) (SendPlan, error) {
 	if status.Terminal() {
 		return SendPlan{}, db.ErrTerminal
 	}
@@ -41,14 +44,14 @@ func Send(status db.InstanceStatus, recordHooks, leased bool) (SendPlan, error) 
 
 // Wakes reports whether an event sent to an instance in status may wake
 // its run: it is live and neither paused nor pausing.
-func Wakes(status db.InstanceStatus) bool {
-	return !status.Terminal() && status != db.StatusPaused && status != db.StatusWaitingForPause
+func Wakes(status workflow.InstanceStatus) bool {
+	return !status.Terminal() && status != workflow.StatusPaused && status != workflow.StatusWaitingForPause
 }
 
 // allStatuses are every instance status.
-var allStatuses = []db.InstanceStatus{
-	db.StatusQueued, db.StatusRunning, db.StatusWaiting, db.StatusWaitingForPause,
-	db.StatusPaused, db.StatusComplete, db.StatusErrored, db.StatusTerminated, db.StatusUnknown,
+var allStatuses = []workflow.InstanceStatus{
+	workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause,
+	workflow.StatusPaused, workflow.StatusComplete, workflow.StatusErrored, workflow.StatusTerminated, workflow.StatusUnknown,
 }
 
 // WakeStatuses are the statuses in which Wakes holds, as text: a backend

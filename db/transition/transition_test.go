@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 var (
@@ -22,90 +23,90 @@ func TestCheckpoint(t *testing.T) {
 		params db.CheckpointParams
 		facts  CheckpointFacts
 		plan   CheckpointPlan
-		status db.InstanceStatus
+		status workflow.InstanceStatus
 		result db.CheckpointResult
 		runAt  time.Time
 	}{
 		{
 			name:   "ContinueWritesStepsOnly",
 			params: db.CheckpointParams{Outcome: db.OutcomeContinue},
-			facts:  CheckpointFacts{Status: db.StatusRunning},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning},
 			plan:   CheckpointPlan{Task: TaskWrite{Op: TaskKeep}},
-			result: db.CheckpointResult{Status: db.StatusRunning},
+			result: db.CheckpointResult{Status: workflow.StatusRunning},
 		},
 		{
 			name:   "ContinueReportsAPauseRequest",
 			params: db.CheckpointParams{Outcome: db.OutcomeContinue, ResetLeaseLosses: true},
-			facts:  CheckpointFacts{Status: db.StatusWaitingForPause, PauseRequested: true},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true},
 			plan:   CheckpointPlan{Task: TaskWrite{Op: TaskKeep, ResetLeaseLosses: true}},
-			result: db.CheckpointResult{Status: db.StatusWaitingForPause, PauseRequested: true},
+			result: db.CheckpointResult{Status: workflow.StatusWaitingForPause, PauseRequested: true},
 		},
 		{
 			name:   "SuspendWaitsUntilRunAt",
 			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, RecordHooks: true, WaitEventTypes: []string{"a"}},
-			facts:  CheckpointFacts{Status: db.StatusRunning},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning},
 			plan: CheckpointPlan{
-				Status: db.StatusWaiting, StatusIfPauseRequested: db.StatusPaused,
+				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
 				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindWake, RunAt: later, DueOnEvents: []string{"a"}},
 				MayBeDue: true, Hook: HookWrite{Reason: db.HookReasonWake},
 			},
-			status: db.StatusWaiting,
-			result: db.CheckpointResult{Status: db.StatusWaiting},
+			status: workflow.StatusWaiting,
+			result: db.CheckpointResult{Status: workflow.StatusWaiting},
 			runAt:  later,
 		},
 		{
 			name:   "SuspendWithBufferedEventIsDue",
 			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, NextKind: db.TaskKindRetry},
-			facts:  CheckpointFacts{Status: db.StatusRunning, Due: true},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning, Due: true},
 			plan: CheckpointPlan{
-				Status: db.StatusWaiting, StatusIfPauseRequested: db.StatusPaused,
+				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
 				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindRetry, RunAt: later},
 				MayBeDue: true,
 			},
-			status: db.StatusWaiting,
-			result: db.CheckpointResult{Status: db.StatusWaiting, Due: true},
+			status: workflow.StatusWaiting,
+			result: db.CheckpointResult{Status: workflow.StatusWaiting, Due: true},
 			runAt:  t0,
 		},
 		{
 			name:   "SuspendWithPauseRequestedPausesAndIsNotDue",
 			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, NextKind: db.TaskKindRetry, RecordHooks: true},
-			facts:  CheckpointFacts{Status: db.StatusWaitingForPause, PauseRequested: true, Due: true},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true, Due: true},
 			plan: CheckpointPlan{
-				Status: db.StatusWaiting, StatusIfPauseRequested: db.StatusPaused,
+				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
 				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindRetry, RunAt: later},
 				MayBeDue: true, Hook: HookWrite{Reason: db.HookReasonRetry},
 			},
-			status: db.StatusPaused,
-			result: db.CheckpointResult{Status: db.StatusPaused},
+			status: workflow.StatusPaused,
+			result: db.CheckpointResult{Status: workflow.StatusPaused},
 			runAt:  t0,
 		},
 		{
 			name:   "ParkPausesUntilRunAt",
 			params: db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: t0.Add(-time.Hour), RecordHooks: true},
-			facts:  CheckpointFacts{Status: db.StatusWaitingForPause, PauseRequested: true, Due: true},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true, Due: true},
 			plan: CheckpointPlan{
-				Status: db.StatusPaused, StatusIfPauseRequested: db.StatusPaused,
+				Status: workflow.StatusPaused, StatusIfPauseRequested: workflow.StatusPaused,
 				Task: TaskWrite{Op: TaskSchedule, Kind: db.TaskKindResume, RunAt: t0.Add(-time.Hour)},
 			},
-			status: db.StatusPaused,
-			result: db.CheckpointResult{Status: db.StatusPaused},
+			status: workflow.StatusPaused,
+			result: db.CheckpointResult{Status: workflow.StatusPaused},
 			runAt:  t0.Add(-time.Hour),
 		},
 		{
 			name:   "CompleteDeletesTheTask",
 			params: db.CheckpointParams{Outcome: db.OutcomeComplete},
-			facts:  CheckpointFacts{Status: db.StatusWaitingForPause, PauseRequested: true},
-			plan:   CheckpointPlan{Status: db.StatusComplete, StatusIfPauseRequested: db.StatusComplete, Task: TaskWrite{Op: TaskDelete}},
-			status: db.StatusComplete,
-			result: db.CheckpointResult{Status: db.StatusComplete},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true},
+			plan:   CheckpointPlan{Status: workflow.StatusComplete, StatusIfPauseRequested: workflow.StatusComplete, Task: TaskWrite{Op: TaskDelete}},
+			status: workflow.StatusComplete,
+			result: db.CheckpointResult{Status: workflow.StatusComplete},
 		},
 		{
 			name:   "ErrorDeletesTheTask",
 			params: db.CheckpointParams{Outcome: db.OutcomeError},
-			facts:  CheckpointFacts{Status: db.StatusRunning},
-			plan:   CheckpointPlan{Status: db.StatusErrored, StatusIfPauseRequested: db.StatusErrored, Task: TaskWrite{Op: TaskDelete}},
-			status: db.StatusErrored,
-			result: db.CheckpointResult{Status: db.StatusErrored},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning},
+			plan:   CheckpointPlan{Status: workflow.StatusErrored, StatusIfPauseRequested: workflow.StatusErrored, Task: TaskWrite{Op: TaskDelete}},
+			status: workflow.StatusErrored,
+			result: db.CheckpointResult{Status: workflow.StatusErrored},
 		},
 	}
 	for _, tt := range tests {
@@ -156,26 +157,26 @@ func TestChanges(t *testing.T) {
 	tests := []struct {
 		name   string
 		rule   ChangeFunc
-		status db.InstanceStatus
+		status workflow.InstanceStatus
 		plan   ChangePlan
 		err    error
 	}{
-		{"PauseRunningRequestsAPause", Pause, db.StatusRunning, ChangePlan{Status: db.StatusWaitingForPause, PauseRequested: true}, nil},
-		{"PauseQueued", Pause, db.StatusQueued, ChangePlan{Status: db.StatusPaused}, nil},
-		{"PauseWaiting", Pause, db.StatusWaiting, ChangePlan{Status: db.StatusPaused}, nil},
-		{"PausePausedIsANoop", Pause, db.StatusPaused, ChangePlan{}, nil},
-		{"PausePausingIsANoop", Pause, db.StatusWaitingForPause, ChangePlan{}, nil},
-		{"PauseTerminal", Pause, db.StatusComplete, ChangePlan{}, db.ErrTerminal},
-		{"ResumePaused", Resume, db.StatusPaused, ChangePlan{
-			Status: db.StatusQueued, Task: requeue(db.TaskKindResume, false),
+		{"PauseRunningRequestsAPause", Pause, workflow.StatusRunning, ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true}, nil},
+		{"PauseQueued", Pause, workflow.StatusQueued, ChangePlan{Status: workflow.StatusPaused}, nil},
+		{"PauseWaiting", Pause, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusPaused}, nil},
+		{"PausePausedIsANoop", Pause, workflow.StatusPaused, ChangePlan{}, nil},
+		{"PausePausingIsANoop", Pause, workflow.StatusWaitingForPause, ChangePlan{}, nil},
+		{"PauseTerminal", Pause, workflow.StatusComplete, ChangePlan{}, db.ErrTerminal},
+		{"ResumePaused", Resume, workflow.StatusPaused, ChangePlan{
+			Status: workflow.StatusQueued, Task: requeue(db.TaskKindResume, false),
 			Hook: HookWrite{Reason: db.HookReasonResume}, Notify: true,
 		}, nil},
-		{"ResumeRunningIsANoop", Resume, db.StatusRunning, ChangePlan{}, nil},
-		{"ResumeTerminalIsANoop", Resume, db.StatusTerminated, ChangePlan{}, nil},
-		{"TerminateWaiting", Terminate, db.StatusWaiting, ChangePlan{Status: db.StatusTerminated, Task: TaskWrite{Op: TaskDelete}}, nil},
-		{"TerminateTerminal", Terminate, db.StatusErrored, ChangePlan{}, db.ErrTerminal},
-		{"RestartAnything", Restart, db.StatusComplete, ChangePlan{
-			Status: db.StatusQueued, NewRun: true, Task: requeue(db.TaskKindRun, true),
+		{"ResumeRunningIsANoop", Resume, workflow.StatusRunning, ChangePlan{}, nil},
+		{"ResumeTerminalIsANoop", Resume, workflow.StatusTerminated, ChangePlan{}, nil},
+		{"TerminateWaiting", Terminate, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}}, nil},
+		{"TerminateTerminal", Terminate, workflow.StatusErrored, ChangePlan{}, db.ErrTerminal},
+		{"RestartAnything", Restart, workflow.StatusComplete, ChangePlan{
+			Status: workflow.StatusQueued, NewRun: true, Task: requeue(db.TaskKindRun, true),
 			Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true,
 		}, nil},
 	}
@@ -194,8 +195,8 @@ func TestChanges(t *testing.T) {
 func TestCreate(t *testing.T) {
 	t.Parallel()
 	insert := TaskWrite{Op: TaskInsert, Kind: db.TaskKindRun, Priority: db.TaskKindRun.Priority()}
-	require.Equal(t, CreatePlan{Status: db.StatusQueued, Task: insert, Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true}, Create(false, true))
-	require.Equal(t, CreatePlan{Status: db.StatusRunning, Task: insert, Leased: true}, Create(true, false))
+	require.Equal(t, CreatePlan{Status: workflow.StatusQueued, Task: insert, Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true}, Create(false, true))
+	require.Equal(t, CreatePlan{Status: workflow.StatusRunning, Task: insert, Leased: true}, Create(true, false))
 }
 
 func TestSend(t *testing.T) {
@@ -203,16 +204,16 @@ func TestSend(t *testing.T) {
 	wake := TaskWrite{Op: TaskWake, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()}
 	tests := []struct {
 		name   string
-		status db.InstanceStatus
+		status workflow.InstanceStatus
 		leased bool
 		plan   SendPlan
 		err    error
 	}{
-		{"WaitingWakes", db.StatusWaiting, false, SendPlan{Wake: true, Task: wake, Hook: HookWrite{Reason: db.HookReasonEvent}, Notify: true}, nil},
-		{"LeasedWakeNotifiesNoOne", db.StatusWaiting, true, SendPlan{Wake: true, Task: wake, Leased: true, Hook: HookWrite{Reason: db.HookReasonEvent}}, nil},
-		{"PausedBuffersOnly", db.StatusPaused, false, SendPlan{}, nil},
-		{"PausingBuffersOnly", db.StatusWaitingForPause, false, SendPlan{}, nil},
-		{"TerminalRefuses", db.StatusTerminated, false, SendPlan{}, db.ErrTerminal},
+		{"WaitingWakes", workflow.StatusWaiting, false, SendPlan{Wake: true, Task: wake, Hook: HookWrite{Reason: db.HookReasonEvent}, Notify: true}, nil},
+		{"LeasedWakeNotifiesNoOne", workflow.StatusWaiting, true, SendPlan{Wake: true, Task: wake, Leased: true, Hook: HookWrite{Reason: db.HookReasonEvent}}, nil},
+		{"PausedBuffersOnly", workflow.StatusPaused, false, SendPlan{}, nil},
+		{"PausingBuffersOnly", workflow.StatusWaitingForPause, false, SendPlan{}, nil},
+		{"TerminalRefuses", workflow.StatusTerminated, false, SendPlan{}, db.ErrTerminal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

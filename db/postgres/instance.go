@@ -255,32 +255,28 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 	return list, nil
 }
 
-// InstancePause applies transition.Pause to the locked instance:
-// queued and waiting become paused at once, running becomes
-// waitingForPause. It returns db.ErrTerminal for terminal instances.
+// InstancePause, InstanceResume, InstanceTerminate and InstanceRestart
+// apply the rule of their name in package transition (which says what each
+// does) through instanceChange: the instance locked and read, then one
+// InstanceChangeApply statement.
+
+// InstancePause applies transition.Pause.
 func (s *Store) InstancePause(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Pause, "pausing instance")
 }
 
-// InstanceResume applies transition.Resume: a paused instance becomes
-// queued with its task due now at a new version, with a resume hook entry
-// when p.RecordHooks is set, and the wake channel is notified; every other
-// status is left alone.
+// InstanceResume applies transition.Resume.
 func (s *Store) InstanceResume(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Resume, "resuming instance")
 }
 
-// InstanceTerminate applies transition.Terminate: a live instance is
-// terminated and its task deleted. It returns db.ErrTerminal for terminal
-// instances.
+// InstanceTerminate applies transition.Terminate.
 func (s *Store) InstanceTerminate(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Terminate, "terminating instance")
 }
 
-// InstanceRestart applies transition.Restart to an instance in any status:
-// a new run, queued, with its task due now at a new version, and the wake
-// channel notified. Steps and events of earlier runs are kept for audit and
-// never delivered again.
+// InstanceRestart applies transition.Restart. Steps and events of earlier
+// runs are kept for audit and never delivered again.
 func (s *Store) InstanceRestart(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Restart, "restarting instance")
 }

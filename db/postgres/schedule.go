@@ -125,16 +125,13 @@ func (s *Store) ScheduleListDue(ctx context.Context, p *db.ScheduleListDueParams
 func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db.ScheduleFireResult, error) {
 	res := &db.ScheduleFireResult{Created: []*db.Instance{}}
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		var lastID *string
-		if n := len(p.Instances); n > 0 {
-			lastID = &p.Instances[n-1].ID
-		}
+		plan := transition.Fire(p)
 		row, err := q.ScheduleAdvance(ctx, pgsqlc.ScheduleAdvanceParams{
 			ScheduleID:     p.ID,
 			Version:        p.Version,
 			NextFireAt:     p.NextFireAt,
 			LastFiredAt:    p.LastFiredAt,
-			LastInstanceID: lastID,
+			LastInstanceID: plan.LastInstanceID,
 			Now:            p.Now,
 		})
 		if isNoRows(err) {
@@ -188,7 +185,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		}); err != nil {
 			return err
 		}
-		if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
+		if h := plan.Create.Hook; h.Record() {
 			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
 				Reason:       string(h.Reason),
 				Now:          &now,

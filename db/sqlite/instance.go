@@ -233,30 +233,27 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 	return list, nil
 }
 
-// InstancePause applies transition.Pause to the instance in one write
-// transaction: queued and waiting become paused at once, running becomes
-// waitingForPause. It returns db.ErrTerminal for terminal instances.
+// The management transitions each apply the rule of their name in package
+// transition, which says what they do, in one write transaction
+// (instanceChange).
+
+// InstancePause applies transition.Pause.
 func (s *Store) InstancePause(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Pause, "pausing instance")
 }
 
-// InstanceResume applies transition.Resume: a paused instance becomes
-// queued with its task due now at a new version, with a resume hook entry
-// when p.RecordHooks is set; every other status is left alone.
+// InstanceResume applies transition.Resume.
 func (s *Store) InstanceResume(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Resume, "resuming instance")
 }
 
-// InstanceTerminate applies transition.Terminate: a live instance is
-// terminated and its task deleted. It returns db.ErrTerminal for terminal
-// instances.
+// InstanceTerminate applies transition.Terminate.
 func (s *Store) InstanceTerminate(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Terminate, "terminating instance")
 }
 
-// InstanceRestart applies transition.Restart to an instance in any status:
-// a new run, queued, with its task due now at a new version. Steps and
-// events of earlier runs are kept for audit and never delivered again.
+// InstanceRestart applies transition.Restart; earlier runs' steps and
+// events stay for audit.
 func (s *Store) InstanceRestart(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 	return s.instanceChange(ctx, p, transition.Restart, "restarting instance")
 }

@@ -154,16 +154,13 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 	res := &db.ScheduleFireResult{Created: []*db.Instance{}}
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now := micros(p.Now)
-		var lastID *string
-		if n := len(p.Instances); n > 0 {
-			lastID = &p.Instances[n-1].ID
-		}
+		plan := transition.Fire(p)
 		row, err := q.ScheduleAdvance(ctx, litesqlc.ScheduleAdvanceParams{
 			ScheduleID:     p.ID,
 			Version:        p.Version,
 			NextFireAt:     micros(p.NextFireAt),
 			LastFiredAt:    microsPtr(p.LastFiredAt),
-			LastInstanceID: lastID,
+			LastInstanceID: plan.LastInstanceID,
 			Now:            now,
 		})
 		if isNoRows(err) {
@@ -173,7 +170,6 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			return err
 		}
 		res.Schedule = scheduleFromRow(&row)
-		plan := transition.Create(false, p.RecordHooks)
 		for _, item := range p.Instances {
 			inst, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, nil)
 			if err != nil {
@@ -182,7 +178,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			if inst == nil {
 				continue // this due time fired before
 			}
-			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
+			if err := recordHook(ctx, q, plan.Create.Hook, p.WorkflowName, item.ID, now); err != nil {
 				return err
 			}
 			res.Created = append(res.Created, inst.Instance)

@@ -123,3 +123,24 @@ func Create(leased, recordHooks bool) CreatePlan {
 	}
 	return p
 }
+
+// FirePlan is what one firing of a schedule writes.
+type FirePlan struct {
+	// LastInstanceID is the schedule's new last instance id: that of the
+	// last instance the firing starts; nil (none) keeps the schedule's.
+	LastInstanceID *string
+	// Create is the rule of each instance the firing creates (never leased).
+	Create CreatePlan
+}
+
+// Fire is the rule of a schedule's firing (ScheduleFire): the schedule
+// advances, fenced by its version, and records the last instance it
+// starts; each instance is created as Create says, an id that exists
+// already being skipped (that due time fired before).
+func Fire(p *db.ScheduleFireParams) FirePlan {
+	plan := FirePlan{Create: Create(false, p.RecordHooks)}
+	if n := len(p.Instances); n > 0 {
+		plan.LastInstanceID = &p.Instances[n-1].ID
+	}
+	return plan
+}

@@ -242,3 +242,11 @@ func TestEventStepResult(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, `{"type":"a","payload":{"ok":true},"timestamp":"2041-03-04T10:00:00Z"}`, string(res))
 }
+
+func TestFire(t *testing.T) {
+	t.Parallel()
+	plan := Fire(&db.ScheduleFireParams{RecordHooks: true, Instances: []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}}})
+	require.Equal(t, "b", *plan.LastInstanceID, "the last instance started")
+	require.Equal(t, Create(false, true), plan.Create, "a firing's instances are created queued")
+	require.Nil(t, Fire(&db.ScheduleFireParams{}).LastInstanceID, "no instance keeps the schedule's")
+}

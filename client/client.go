@@ -257,7 +257,7 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	})
 	var created []db.CreateResult
 	if err == nil {
-		created = []db.CreateResult{*res}
+		created = []db.CreateResult{res}
 	}
 	if lease != nil {
 		c.eager.StartEager(lease, created)

@@ -621,7 +621,7 @@ type Store interface {
 	// now), or with p.Lease a running instance whose task is leased to
 	// p.Lease.Owner (see CreateLease). It returns ErrAlreadyExists when the id
 	// is taken.
-	InstanceCreate(ctx context.Context, p *InstanceCreateParams) (*CreateResult, error)
+	InstanceCreate(ctx context.Context, p *InstanceCreateParams) (CreateResult, error)
 	// InstanceCreateMany inserts the instances whose ids are free, with their
 	// tasks, and returns only those, in input order; existing ids are
 	// skipped. With p.Lease, those of the first p.Lease.Max items that are

@@ -17,7 +17,7 @@ const defaultListLimit = 50
 // now) in one transaction, with a create hook entry when p.RecordHooks is set,
 // and notifies the wake channel. It returns db.ErrAlreadyExists when the id is
 // taken.
-func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.CreateResult, error) {
+func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (db.CreateResult, error) {
 	plan := transition.Create(p.Lease != nil, p.RecordHooks)
 	if plan.Leased {
 		return s.instanceCreateLeased(ctx, p, &plan)
@@ -48,17 +48,17 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		return s.notifyWake(ctx, q, p.WorkflowName)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
-	return &db.CreateResult{Instance: inst}, nil
+	return db.CreateResult{Instance: inst}, nil
 }
 
 // instanceCreateLeased is InstanceCreate of an eager start: the instance
 // and its leased task go in one statement, with the hook entry in the same
 // transaction. Nothing is notified: the task is not claimable until its
 // lease expires.
-func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams, plan *transition.CreatePlan) (*db.CreateResult, error) {
-	var res *db.CreateResult
+func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams, plan *transition.CreatePlan) (db.CreateResult, error) {
+	var res db.CreateResult
 	create := func(q *pgsqlc.Queries) error {
 		row, err := q.InstanceInsertLeased(ctx, pgsqlc.InstanceInsertLeasedParams{
 			WorkflowName: p.WorkflowName,
@@ -79,7 +79,7 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 			UpdatedAt: row.UpdatedAt, StartedAt: row.StartedAt, CompletedAt: row.CompletedAt,
 			RetentionUntil: row.RetentionUntil, Metadata: row.Metadata,
 		})
-		res = &db.CreateResult{Instance: inst, LeasedTask: leasedTask(row.TaskID, inst, p.Lease)}
+		res = db.CreateResult{Instance: inst, LeasedTask: leasedTask(row.TaskID, inst, p.Lease)}
 		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now)
 	}
 	var err error
@@ -90,7 +90,7 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 		err = create(s.queries)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
 	return res, nil
 }

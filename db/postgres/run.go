@@ -92,8 +92,16 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 // path locks the instance first and the task second, the order every
 // writer uses. A nil p.Now is the database clock.
 func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
-	if p.ConsumeEvent != nil {
+	switch {
+	case p.ConsumeEvent != nil:
 		return s.checkpointConsume(ctx, p)
+	case p.Batchable():
+		// A group commit of one, without building a pipeline of its own.
+		results, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
+		if err != nil {
+			return nil, err
+		}
+		return results[0].Result, results[0].Err
 	}
 	steps, result, prelude, err := s.checkpointStatements(ctx, p)
 	if err != nil {

@@ -17,8 +17,8 @@ const defaultListLimit = 50
 // InstanceCreate inserts a queued instance and its first task (kind run, due
 // now) in one transaction, with a create hook entry when p.RecordHooks is set.
 // It returns db.ErrAlreadyExists when the id is taken.
-func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.CreateResult, error) {
-	var inst *db.CreateResult
+func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (db.CreateResult, error) {
+	var inst db.CreateResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
@@ -26,11 +26,11 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		}
 		plan := transition.Create(p.Lease != nil, p.RecordHooks)
 		if plan.Leased {
-			started, err := insertLeased(ctx, q, p.WorkflowName, p.ID, p.Params, p.Metadata, now, p.Lease)
+			started, ok, err := insertLeased(ctx, q, p.WorkflowName, p.ID, p.Params, p.Metadata, now, p.Lease)
 			if err != nil {
 				return err
 			}
-			if started == nil {
+			if !ok {
 				return db.ErrAlreadyExists
 			}
 			inst = started
@@ -56,11 +56,11 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now); err != nil {
 			return err
 		}
-		inst = &db.CreateResult{Instance: instanceFromRow(&row)}
+		inst = db.CreateResult{Instance: instanceFromRow(&row)}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
 	return inst, nil
 }
@@ -88,17 +88,17 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			if plan.Leased {
 				lease = p.Lease
 			}
-			inst, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, lease)
+			inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, lease)
 			if err != nil {
 				return err
 			}
-			if inst == nil {
+			if !ok {
 				continue // the id is taken
 			}
 			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
 				return err
 			}
-			created = append(created, *inst)
+			created = append(created, inst)
 		}
 		return nil
 	})
@@ -109,9 +109,9 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 }
 
 // insertIfAbsent inserts an instance with its first task, leased when
-// lease is set, unless the id is taken, in which case it returns nil and
+// lease is set, unless the id is taken, in which case it reports false and
 // writes nothing.
-func insertIfAbsent(ctx context.Context, q *litesqlc.Queries, workflowName string, item *db.InstanceCreateItem, now int64, lease *db.CreateLease) (*db.CreateResult, error) {
+func insertIfAbsent(ctx context.Context, q *litesqlc.Queries, workflowName string, item *db.InstanceCreateItem, now int64, lease *db.CreateLease) (db.CreateResult, bool, error) {
 	if lease != nil {
 		return insertLeased(ctx, q, workflowName, item.ID, item.Params, item.Metadata, now, lease)
 	}
@@ -123,25 +123,25 @@ func insertIfAbsent(ctx context.Context, q *litesqlc.Queries, workflowName strin
 		Now:          now,
 	})
 	if isNoRows(err) {
-		return nil, nil
+		return db.CreateResult{}, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return db.CreateResult{}, false, err
 	}
 	if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
 		WorkflowName: workflowName,
 		InstanceID:   item.ID,
 		Now:          now,
 	}); err != nil {
-		return nil, err
+		return db.CreateResult{}, false, err
 	}
-	return &db.CreateResult{Instance: instanceFromRow(&row)}, nil
+	return db.CreateResult{Instance: instanceFromRow(&row)}, true, nil
 }
 
 // insertLeased inserts the instance of an eager start, running, and its
 // first task leased to lease.Owner, unless the id is taken, in which case it
-// returns nil and writes nothing.
-func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id string, params, metadata []byte, now int64, lease *db.CreateLease) (*db.CreateResult, error) {
+// reports false and writes nothing.
+func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id string, params, metadata []byte, now int64, lease *db.CreateLease) (db.CreateResult, bool, error) {
 	row, err := q.InstanceInsertStartedIfAbsent(ctx, litesqlc.InstanceInsertStartedIfAbsentParams{
 		WorkflowName: workflowName,
 		InstanceID:   id,
@@ -150,10 +150,10 @@ func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id str
 		Now:          now,
 	})
 	if isNoRows(err) {
-		return nil, nil
+		return db.CreateResult{}, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return db.CreateResult{}, false, err
 	}
 	task, err := q.TaskInsertLeased(ctx, litesqlc.TaskInsertLeasedParams{
 		WorkflowName: workflowName,
@@ -163,9 +163,9 @@ func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id str
 		LockedUntil:  micros(lease.LockedUntil),
 	})
 	if err != nil {
-		return nil, err
+		return db.CreateResult{}, false, err
 	}
-	return &db.CreateResult{Instance: instanceFromRow(&row), LeasedTask: taskFromRow(&task)}, nil
+	return db.CreateResult{Instance: instanceFromRow(&row), LeasedTask: taskFromRow(&task)}, true, nil
 }
 
 // InstanceGet returns one instance or db.ErrNotFound.

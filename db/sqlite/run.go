@@ -121,9 +121,10 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 			return nil, err
 		}
 	}
-	for _, w := range transition.Steps(p, ev != nil) {
-		if err := q.StepUpsert(ctx, stepUpsertParams(p, &w, now)); err != nil {
-			return nil, fmt.Errorf("writing step %q: %w", w.Key, err)
+	steps := transition.Steps(p, ev != nil)
+	for i := range steps {
+		if err := q.StepUpsert(ctx, stepUpsertParams(p, &steps[i], now)); err != nil {
+			return nil, fmt.Errorf("writing step %q: %w", steps[i].Key, err)
 		}
 	}
 	facts := transition.CheckpointFacts{Status: workflow.InstanceStatus(inst.Status), PauseRequested: inst.PauseRequested != 0}

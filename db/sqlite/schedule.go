@@ -171,11 +171,11 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		}
 		res.Schedule = scheduleFromRow(&row)
 		for _, item := range p.Instances {
-			inst, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, nil)
+			inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, nil)
 			if err != nil {
 				return err
 			}
-			if inst == nil {
+			if !ok {
 				continue // this due time fired before
 			}
 			if err := recordHook(ctx, q, plan.Create.Hook, p.WorkflowName, item.ID, now); err != nil {

@@ -17,7 +17,7 @@ func (b *testBundle) eagerLease(max int) *db.CreateLease {
 	return &db.CreateLease{Owner: eagerOwner, LockedUntil: b.at(lease), Max: max}
 }
 
-func (b *testBundle) createLeased(t *testing.T, id string) *db.CreateResult {
+func (b *testBundle) createLeased(t *testing.T, id string) db.CreateResult {
 	t.Helper()
 	inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 		WorkflowName: workflowName, ID: id, Params: json.RawMessage(`{"id":"` + id + `"}`),

@@ -552,6 +552,11 @@ func (s *loadCounter) RunLoad(ctx context.Context, ref db.InstanceRef) (*db.RunS
 	return s.Store.RunLoad(ctx, ref)
 }
 
+// CheckpointBatch keeps the group commit of the store it wraps.
+func (s *loadCounter) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
+	return s.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
+}
+
 func TestClaimedRunThatNeverStartedIsNotLoaded(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {

@@ -76,9 +76,9 @@ func BenchmarkClaim(b *testing.B) {
 				b.StopTimer()
 				require.NoError(b, err)
 				require.Len(b, tasks, claimBatch)
-				for _, task := range tasks {
+				for _, c := range tasks {
 					require.NoError(b, store.TaskRelease(ctx, &db.TaskReleaseParams{
-						Task: db.TaskRef{ID: task.ID, Version: task.Version}, RunAt: now.Add(-time.Second),
+						Task: db.TaskRef{ID: c.Task.ID, Version: c.Task.Version}, RunAt: now.Add(-time.Second),
 					}))
 				}
 				b.StartTimer()
@@ -133,15 +133,15 @@ func benchmarkCheckpoint(b *testing.B, store db.Store, batch int) {
 	b.ResetTimer()
 	for i := range b.N {
 		if batch == 1 {
-			_, err := store.Checkpoint(ctx, params(tasks[0], i))
+			_, err := store.Checkpoint(ctx, params(tasks[0].Task, i))
 			require.NoError(b, err)
 			continue
 		}
 		ps := make([]*db.CheckpointParams, batch)
-		for j, task := range tasks {
-			ps[j] = params(task, i)
+		for j, c := range tasks {
+			ps[j] = params(c.Task, i)
 		}
-		results, err := store.CheckpointBatch(ctx, ps)
+		results, err := store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
 		require.NoError(b, err)
 		for _, r := range results {
 			require.NoError(b, r.Err)

@@ -124,7 +124,7 @@ func analyze(times []instanceTimes) (*analysis, error) {
 	var first, last time.Time
 	bad := 0
 	for _, t := range times {
-		if t.status != string(db.StatusComplete) || t.completed.IsZero() {
+		if t.status != string(workflow.StatusComplete) || t.completed.IsZero() {
 			bad++
 			continue
 		}

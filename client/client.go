@@ -76,7 +76,7 @@ type EagerStarter interface {
 	// StartEager runs the created instances that carry a task leased to the
 	// starter and frees the rest of the reservation. The client calls it
 	// exactly once for every non-nil lease, with nil when the create failed.
-	StartEager(lease *db.CreateLease, created []*db.Instance)
+	StartEager(lease *db.CreateLease, created []db.CreateResult)
 }
 
 // Client is the management service. It implements workflow.Engine.
@@ -132,14 +132,14 @@ func (c *Client) reserveEager(workflowName string, n int) *db.CreateLease {
 // wakeAfterCreate wakes runners after a create unless every created
 // instance already runs on the eager starter: then nothing was queued, and
 // only a hook entry (when recorded) is waiting for delivery.
-func (c *Client) wakeAfterCreate(workflowName string, created []*db.Instance) {
+func (c *Client) wakeAfterCreate(workflowName string, created []db.CreateResult) {
 	if len(created) == 0 {
 		return
 	}
 	if !c.hooks {
 		queued := false
-		for _, inst := range created {
-			if inst.LeasedTask == nil {
+		for _, res := range created {
+			if res.LeasedTask == nil {
 				queued = true
 				break
 			}
@@ -242,22 +242,22 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 		return nil, err
 	}
 	lease := c.reserveEager(workflowName, 1)
-	inst, err := c.store.InstanceCreate(ctx, &db.InstanceCreateParams{
+	res, err := c.store.InstanceCreate(ctx, &db.InstanceCreateParams{
 		WorkflowName: workflowName, ID: req.ID, Params: params, Metadata: metadata, Now: c.now(), RecordHooks: c.hooks,
 		Lease: lease,
 	})
+	var created []db.CreateResult
+	if err == nil {
+		created = []db.CreateResult{res}
+	}
 	if lease != nil {
-		var created []*db.Instance
-		if err == nil {
-			created = []*db.Instance{inst}
-		}
 		c.eager.StartEager(lease, created)
 	}
 	if err != nil {
 		return nil, mapError(err, workflowName, req.ID)
 	}
-	c.wakeAfterCreate(workflowName, []*db.Instance{inst})
-	return InstanceInfo(inst), nil
+	c.wakeAfterCreate(workflowName, created)
+	return InstanceInfo(res.Instance), nil
 }
 
 // CreateBatch creates up to workflow.MaxBatchSize instances; existing ids are
@@ -328,8 +328,8 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 		return nil, mapError(err, workflowName, "")
 	}
 	out := make([]*workflow.InstanceInfo, len(created))
-	for i, inst := range created {
-		out[i] = InstanceInfo(inst)
+	for i := range created {
+		out[i] = InstanceInfo(created[i].Instance)
 	}
 	c.wakeAfterCreate(workflowName, created)
 	return out, nil
@@ -357,7 +357,7 @@ func (c *Client) change(ctx context.Context, workflowName, id string, f changeFu
 	if err != nil {
 		return nil, mapError(err, workflowName, id)
 	}
-	if wakes && inst.Status == db.StatusQueued {
+	if wakes && inst.Status == workflow.StatusQueued {
 		c.wake(workflowName)
 	}
 	return InstanceInfo(inst), nil
@@ -465,7 +465,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 		if !knownStatus(s) {
 			return nil, fmt.Errorf("%w: unknown status %q", workflow.ErrInvalidRequest, s)
 		}
-		lp.Statuses = append(lp.Statuses, db.InstanceStatus(s))
+		lp.Statuses = append(lp.Statuses, workflow.InstanceStatus(s))
 	}
 	if p.Cursor != "" {
 		cur, err := decodeCursor(p.Cursor)
@@ -611,7 +611,7 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 // InstanceInfo converts a stored instance into the engine's report.
 func InstanceInfo(i *db.Instance) *workflow.InstanceInfo {
 	info := &workflow.InstanceInfo{
-		WorkflowName: i.WorkflowName, ID: i.ID, Status: workflow.InstanceStatus(i.Status),
+		WorkflowName: i.WorkflowName, ID: i.ID, Status: i.Status,
 		Params: i.Params, Metadata: i.Metadata, Output: i.Output, RunNumber: i.RunNumber,
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt,
 	}

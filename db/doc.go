@@ -7,8 +7,10 @@
 // and map driver errors onto ErrNotFound, ErrAlreadyExists, ErrTerminal and
 // ErrLeaseLost.
 //
-// db/dburl opens either backend from a database URL.
+// db/dburl opens either backend from a database URL, and db/transition
+// holds the rules of every instance transition the backends apply.
 //
-// This package must not import anything else of Duraflow: the workflow
-// authoring API, the runner and the HTTP API all sit above it.
+// This package imports only the leaf package workflow (for the one
+// instance status type, workflow.InstanceStatus): the runner, the client
+// and the HTTP API all sit above it.
 package db

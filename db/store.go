@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // Sentinel errors returned by every Store implementation. Backends map their
@@ -40,27 +42,6 @@ var (
 	// busy database): the runner retries those with backoff.
 	ErrInvalidData = errors.New("db: data refused")
 )
-
-// InstanceStatus is the life-cycle status of a workflow instance.
-type InstanceStatus string
-
-// Instance statuses. Complete, Errored and Terminated are terminal.
-const (
-	StatusQueued          InstanceStatus = "queued"
-	StatusRunning         InstanceStatus = "running"
-	StatusWaiting         InstanceStatus = "waiting"
-	StatusWaitingForPause InstanceStatus = "waitingForPause"
-	StatusPaused          InstanceStatus = "paused"
-	StatusComplete        InstanceStatus = "complete"
-	StatusErrored         InstanceStatus = "errored"
-	StatusTerminated      InstanceStatus = "terminated"
-	StatusUnknown         InstanceStatus = "unknown"
-)
-
-// Terminal reports whether the status is final: complete, errored or terminated.
-func (s InstanceStatus) Terminal() bool {
-	return s == StatusComplete || s == StatusErrored || s == StatusTerminated
-}
 
 // StepType says what kind of durable operation a step row records.
 type StepType string
@@ -123,7 +104,7 @@ const (
 type Instance struct {
 	WorkflowName string
 	ID           string
-	Status       InstanceStatus
+	Status       workflow.InstanceStatus
 	Params       json.RawMessage
 	// Metadata is what the engine records about the instance besides its
 	// params (provenance, a flow's pinned version); nil when there is none.
@@ -142,8 +123,13 @@ type Instance struct {
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
 	RetentionUntil *time.Time
+}
+
+// CreateResult is what a create reports for one instance it created.
+type CreateResult struct {
+	Instance *Instance
 	// LeasedTask is the instance's first task as a create with a
-	// CreateLease leased it; nil for every other instance and call.
+	// CreateLease leased it (eager start); nil when it was queued.
 	LeasedTask *Task
 }
 
@@ -207,11 +193,16 @@ type Task struct {
 	// runner's quarantine, and the runner stops the loop at its
 	// MaxLeaseLosses.
 	LeaseLosses int
-	// FreshRun, set only by TaskClaim and only where the store can tell, is
-	// the instance of a claimed run that had never started (it was queued
-	// with no started_at, so no step of the run exists), as the claim left
-	// it (running): the runner executes it without loading the run. Nil
-	// means the run must be loaded.
+}
+
+// Claim is one task TaskClaim leased.
+type Claim struct {
+	Task *Task
+	// FreshRun, set only where the store can tell, is the instance of a
+	// claimed run that had never started (it was queued with no started_at,
+	// so no step of the run exists), as the claim left it (running): the
+	// runner executes it without loading the run. Nil means the run must be
+	// loaded.
 	FreshRun *Instance
 }
 
@@ -237,8 +228,8 @@ type InstanceCreateParams struct {
 	Now *time.Time
 	// Lease, when set, creates the instance already started and its first
 	// task already leased to Lease.Owner (eager start), in the same
-	// transaction: see CreateLease. The leased task is returned in the
-	// instance's LeasedTask.
+	// transaction: see CreateLease. The leased task is returned in
+	// CreateResult.LeasedTask.
 	Lease *CreateLease
 }
 
@@ -306,7 +297,7 @@ type InstanceListParams struct {
 	// WorkflowName filters by workflow; empty lists every workflow.
 	WorkflowName string
 	// Statuses filters by status; empty means every status.
-	Statuses []InstanceStatus
+	Statuses []workflow.InstanceStatus
 	Limit    int
 	Cursor   *InstanceCursor
 }
@@ -520,10 +511,10 @@ type CheckpointResult struct {
 	// suspend that found a buffered event), so the caller should wake a runner.
 	Due bool
 	// Status is the instance status after the checkpoint.
-	Status InstanceStatus
+	Status workflow.InstanceStatus
 }
 
-// CheckpointBatchResult is the outcome of one item of Store.CheckpointBatch.
+// CheckpointBatchResult is the outcome of one item of BatchCheckpointer.CheckpointBatch.
 type CheckpointBatchResult struct {
 	// Result is set when the item committed.
 	Result *CheckpointResult
@@ -630,12 +621,12 @@ type Store interface {
 	// now), or with p.Lease a running instance whose task is leased to
 	// p.Lease.Owner (see CreateLease). It returns ErrAlreadyExists when the id
 	// is taken.
-	InstanceCreate(ctx context.Context, p *InstanceCreateParams) (*Instance, error)
+	InstanceCreate(ctx context.Context, p *InstanceCreateParams) (CreateResult, error)
 	// InstanceCreateMany inserts the instances whose ids are free, with their
-	// tasks, and returns only those; existing ids are skipped. With p.Lease,
-	// those of the first p.Lease.Max items that are created are started with
-	// their tasks leased (see CreateLease).
-	InstanceCreateMany(ctx context.Context, p *InstanceCreateManyParams) ([]*Instance, error)
+	// tasks, and returns only those, in input order; existing ids are
+	// skipped. With p.Lease, those of the first p.Lease.Max items that are
+	// created are started with their tasks leased (see CreateLease).
+	InstanceCreateMany(ctx context.Context, p *InstanceCreateManyParams) ([]CreateResult, error)
 	// InstanceGet returns one instance or ErrNotFound.
 	InstanceGet(ctx context.Context, ref InstanceRef) (*Instance, error)
 	// InstanceList returns a page of instances, newest update first.
@@ -669,7 +660,7 @@ type Store interface {
 	// first, then oldest run_at. Tasks of paused and terminal instances are never
 	// claimed. Claiming increments each task's version and marks the instance
 	// running.
-	TaskClaim(ctx context.Context, p *TaskClaimParams) ([]*Task, error)
+	TaskClaim(ctx context.Context, p *TaskClaimParams) ([]Claim, error)
 	// TaskHeartbeat extends a lease; ErrLeaseLost when the version moved on.
 	TaskHeartbeat(ctx context.Context, p *TaskHeartbeatParams) error
 	// TaskRelease gives a claimed task back to the queue (pending, due at RunAt)
@@ -706,6 +697,15 @@ type Store interface {
 	// Ping checks that the database answers.
 	Ping(ctx context.Context) error
 
+	// Close releases the store's resources.
+	Close() error
+}
+
+// BatchCheckpointer is the group commit a Store may offer as a capability:
+// a runner that finds it (by interface assertion) commits the checkpoints
+// of many instances at once, and commits them one by one through
+// Store.Checkpoint otherwise. Both backends offer it.
+type BatchCheckpointer interface {
 	// CheckpointBatch commits several checkpoints of different instances in
 	// one transaction: the group commit of the runner's hot path. Every item
 	// must be Batchable (else ErrNotBatchable, and nothing is written); each
@@ -716,7 +716,4 @@ type Store interface {
 	// value of any item, which the caller finds by committing the items one
 	// by one.
 	CheckpointBatch(ctx context.Context, ps []*CheckpointParams) ([]CheckpointBatchResult, error)
-
-	// Close releases the store's resources.
-	Close() error
 }

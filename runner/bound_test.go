@@ -51,7 +51,7 @@ func (s *stepFailStore) CheckpointBatch(ctx context.Context, ps []*db.Checkpoint
 	if s.fails(ps...) {
 		return nil, errColumnMissing
 	}
-	return s.Store.CheckpointBatch(ctx, ps)
+	return s.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
 }
 
 func (s *stepFailStore) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) error {

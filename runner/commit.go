@@ -20,12 +20,12 @@ type commitReq struct {
 // groupCommit commits the batchable checkpoints (db.CheckpointParams.Batchable:
 // steps, and the ends of runs) of many running instances together: each
 // worker takes one queued checkpoint and everything else queued at that
-// moment (up to GroupCommitMax), commits them in one transaction with
-// Store.CheckpointBatch, and answers each. While a commit is in flight the
+// moment (up to GroupCommitMax), commits them in one transaction with the
+// store's db.BatchCheckpointer, and answers each. While a commit is in flight the
 // next checkpoints queue, so under load commits grow and their number per
 // step falls, and when idle a checkpoint commits alone at once.
 type groupCommit struct {
-	store db.Store
+	store db.BatchCheckpointer
 	max   int
 	reqs  chan *commitReq
 	stop  <-chan struct{}
@@ -37,7 +37,7 @@ type groupCommit struct {
 	checkpoints atomic.Int64
 }
 
-func newGroupCommit(store db.Store, max, workers int, stop <-chan struct{}) *groupCommit {
+func newGroupCommit(store db.BatchCheckpointer, max, workers int, stop <-chan struct{}) *groupCommit {
 	g := &groupCommit{store: store, max: max, reqs: make(chan *commitReq, max), stop: stop, exited: make(chan struct{})}
 	var wg sync.WaitGroup
 	for range workers {

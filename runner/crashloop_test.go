@@ -50,7 +50,7 @@ func crashLoop(t *testing.T, b testharness.Backend, deaths int, opts ...testharn
 		})
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
-		return tasks[0]
+		return tasks[0].Task
 	}
 	first := claim("dead-0")
 	_, err = h.Store.Checkpoint(ctx, &db.CheckpointParams{
@@ -139,7 +139,7 @@ func (s *lossWatchStore) Checkpoint(ctx context.Context, p *db.CheckpointParams)
 }
 
 func (s *lossWatchStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
-	res, err := s.Store.CheckpointBatch(ctx, ps)
+	res, err := s.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
 	if err == nil {
 		for i, p := range ps {
 			if res[i].Err == nil {
@@ -199,7 +199,7 @@ func TestCrashLoopEndsWhenAnEventIsConsumed(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Len(t, tasks, 1)
-			require.Equal(t, i, tasks[0].LeaseLosses)
+			require.Equal(t, i, tasks[0].Task.LeaseLosses)
 			h.Advance(lease + time.Second)
 		}
 		h.SendEvent("w", "x", "approved", map[string]bool{"ok": true})

@@ -147,7 +147,7 @@ func (f *faultyStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointPa
 	if f.dead.Load() {
 		return nil, errNetwork
 	}
-	res, err := f.Store.CheckpointBatch(ctx, ps)
+	res, err := f.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
 	if f.checkpointErr != nil {
 		for i := range ps {
 			if err != nil {

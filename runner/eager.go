@@ -37,23 +37,23 @@ func (r *Runner) ReserveEager(workflowName string, n int) *db.CreateLease {
 }
 
 // StartEager executes, each in a slot lease reserved, the created instances
-// whose first task the create leased to this runner (db.Instance.LeasedTask),
-// without claiming them or loading their run, and frees the slots that were
-// not used. created is nil when the create failed. A nil lease does nothing.
-func (r *Runner) StartEager(lease *db.CreateLease, created []*db.Instance) {
+// whose first task the create leased to this runner
+// (db.CreateResult.LeasedTask), without claiming them or loading their run,
+// and frees the slots that were not used. created is nil when the create
+// failed. A nil lease does nothing.
+func (r *Runner) StartEager(lease *db.CreateLease, created []db.CreateResult) {
 	if lease == nil || lease.Max <= 0 {
 		return
 	}
 	used := 0
-	for _, inst := range created {
-		task := inst.LeasedTask
+	for _, c := range created {
+		task := c.LeasedTask
 		if used == lease.Max || task == nil || task.LockOwner != r.cfg.ID {
 			continue
 		}
 		used++
 		r.eager.Add(1)
-		run := *inst
-		run.LeasedTask = nil
+		run := *c.Instance
 		state := &db.RunState{Instance: &run, Steps: map[string]*db.Step{}}
 		go func() {
 			defer r.executionDone()
@@ -79,7 +79,7 @@ func (r *Runner) ResumeEager(lease *db.CreateLease, task *db.Task) {
 			// A suspect (its holders died twice in a row, the last while
 			// the run was woken, and the send woke it again): it goes
 			// through the quarantine as a claimed one does.
-			if _, back := r.quarantine([]*db.Task{task}); len(back) > 0 {
+			if _, back := r.quarantine([]db.Claim{{Task: task}}); len(back) > 0 {
 				r.active.Add(1) // before unreserve, so Stop's wait covers it
 				r.unreserve(lease.Max)
 				go func() {

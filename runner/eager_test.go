@@ -282,7 +282,7 @@ type deadStore struct {
 	dead atomic.Bool
 }
 
-func (d *deadStore) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
+func (d *deadStore) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
 	if d.dead.Load() {
 		return nil, errNetwork
 	}
@@ -314,7 +314,7 @@ func (d *deadStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointPara
 	if d.dead.Load() {
 		return nil, errNetwork
 	}
-	return d.Store.CheckpointBatch(ctx, ps)
+	return d.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
 }
 
 // TestEagerStartCrashAfterCommit: the runner an instance was eagerly started
@@ -402,7 +402,7 @@ type dyingStarter struct {
 	dead *atomic.Bool
 }
 
-func (d *dyingStarter) StartEager(lease *db.CreateLease, created []*db.Instance) {
+func (d *dyingStarter) StartEager(lease *db.CreateLease, created []db.CreateResult) {
 	d.dead.Store(true)
 	d.Runner.StartEager(lease, created)
 }
@@ -551,6 +551,11 @@ type loadCounter struct {
 func (s *loadCounter) RunLoad(ctx context.Context, ref db.InstanceRef) (*db.RunState, error) {
 	s.loads.Add(1)
 	return s.Store.RunLoad(ctx, ref)
+}
+
+// CheckpointBatch keeps the group commit of the store it wraps.
+func (s *loadCounter) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
+	return s.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, ps)
 }
 
 func TestClaimedRunThatNeverStartedIsNotLoaded(t *testing.T) {

@@ -109,13 +109,13 @@ type execution struct {
 func (e *execution) leaseDeadline() time.Time { return time.Unix(0, e.leaseUntil.Load()) }
 
 // freshRun is the run a claim returned with its task because it never
-// started (db.Task.FreshRun): its instance and no steps; nil when the run
+// started (db.Claim.FreshRun): its instance and no steps; nil when the run
 // must be loaded.
-func freshRun(t *db.Task) *db.RunState {
-	if t.FreshRun == nil {
+func freshRun(c *db.Claim) *db.RunState {
+	if c.FreshRun == nil {
 		return nil
 	}
-	return &db.RunState{Instance: t.FreshRun, Steps: map[string]*db.Step{}}
+	return &db.RunState{Instance: c.FreshRun, Steps: map[string]*db.Step{}}
 }
 
 // execute runs a held task. state is the run to replay when the caller has
@@ -180,7 +180,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 	e.ctx, e.cancel = context.WithCancelCause(r.execCtx)
 	defer e.cancel(errCauseFinished)
 
-	if e.inst.Status == db.StatusPaused || e.inst.PauseRequested {
+	if e.inst.Status == workflow.StatusPaused || e.inst.PauseRequested {
 		// Paused (or asked to pause) before any step ran: park it now.
 		e.finish(&db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: r.now(), NextKind: db.TaskKindResume})
 		return
@@ -311,7 +311,7 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	switch {
 	case res.Due:
 		e.r.wake(e.inst.WorkflowName)
-	case p.Outcome == db.OutcomeSuspend && res.Status == db.StatusWaiting:
+	case p.Outcome == db.OutcomeSuspend && res.Status == workflow.StatusWaiting:
 		e.r.wakeAtTime(p.NextRunAt)
 	}
 	e.log.Debug("run checkpointed", "outcome", p.Outcome, "status", res.Status)

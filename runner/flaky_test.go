@@ -97,7 +97,7 @@ func (s *flakyStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointPar
 	for i, p := range ps {
 		out[i] = s.poisoned(p)
 	}
-	return s.Store.CheckpointBatch(ctx, out)
+	return s.Store.(db.BatchCheckpointer).CheckpointBatch(ctx, out)
 }
 
 func (s *flakyStore) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) error {

@@ -60,16 +60,16 @@ func (p *procStore) holds() bool {
 	return p.holdsCrasher
 }
 
-func (p *procStore) TaskClaim(ctx context.Context, params *db.TaskClaimParams) ([]*db.Task, error) {
+func (p *procStore) TaskClaim(ctx context.Context, params *db.TaskClaimParams) ([]db.Claim, error) {
 	if p.killed() {
 		return nil, db.ErrLeaseLost
 	}
 	tasks, err := p.Store.TaskClaim(ctx, params)
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, t := range tasks {
-		if t.InstanceID == p.crasher {
-			p.crasherTask, p.holdsCrasher = t.ID, true
+	for _, c := range tasks {
+		if c.Task.InstanceID == p.crasher {
+			p.crasherTask, p.holdsCrasher = c.Task.ID, true
 		}
 	}
 	return tasks, err
@@ -364,7 +364,7 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Len(t, tasks, 1)
-			return tasks[0]
+			return tasks[0].Task
 		}
 		task := func(name, id string) *db.Task {
 			t.Helper()

@@ -69,8 +69,10 @@ func New(cfg *Config) (*Runner, error) {
 		execCtx:    execCtx,
 		execCancel: execCancel,
 	}
-	if c.GroupCommitMax > 1 {
-		r.commits = newGroupCommit(c.Store, c.GroupCommitMax, c.GroupCommitWorkers, execCtx.Done())
+	// The group commit is a capability of the store: without it every
+	// checkpoint commits on its own through Store.Checkpoint.
+	if batcher, ok := c.Store.(db.BatchCheckpointer); ok && c.GroupCommitMax > 1 {
+		r.commits = newGroupCommit(batcher, c.GroupCommitMax, c.GroupCommitWorkers, execCtx.Done())
 	}
 	return r, nil
 }
@@ -212,12 +214,12 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 			r.handBack(back)
 		}()
 	}
-	for _, t := range run {
+	for _, c := range run {
 		r.active.Add(1)
-		go func(t *db.Task) {
+		go func(c db.Claim) {
 			defer r.executionDone()
-			r.execute(t, nil, freshRun(t), t.LeaseLosses >= db.SuspectLeaseLosses)
-		}(t)
+			r.execute(c.Task, nil, freshRun(&c), c.Task.LeaseLosses >= db.SuspectLeaseLosses)
+		}(c)
 	}
 	return len(tasks) == free, nil
 }
@@ -241,10 +243,10 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 // process that died): it keeps the first and hands the others back. Tasks
 // that are not suspect are never held back, and a claim without suspects
 // costs one comparison per task.
-func (r *Runner) quarantine(tasks []*db.Task) (run, back []*db.Task) {
+func (r *Runner) quarantine(tasks []db.Claim) (run []db.Claim, back []*db.Task) {
 	first := -1
-	for i, t := range tasks {
-		if t.LeaseLosses >= db.SuspectLeaseLosses {
+	for i := range tasks {
+		if tasks[i].Task.LeaseLosses >= db.SuspectLeaseLosses {
 			first = i
 			break
 		}
@@ -252,13 +254,13 @@ func (r *Runner) quarantine(tasks []*db.Task) (run, back []*db.Task) {
 	if first < 0 {
 		return tasks, nil
 	}
-	run = append(make([]*db.Task, 0, len(tasks)), tasks[:first]...)
-	for _, t := range tasks[first:] {
-		if t.LeaseLosses >= db.SuspectLeaseLosses && !r.suspect.CompareAndSwap(false, true) {
-			back = append(back, t)
+	run = append(make([]db.Claim, 0, len(tasks)), tasks[:first]...)
+	for _, c := range tasks[first:] {
+		if c.Task.LeaseLosses >= db.SuspectLeaseLosses && !r.suspect.CompareAndSwap(false, true) {
+			back = append(back, c.Task)
 			continue
 		}
-		run = append(run, t)
+		run = append(run, c)
 	}
 	return run, back
 }
@@ -330,7 +332,7 @@ func (r *Runner) executionDone() {
 	r.active.Done()
 }
 
-func (r *Runner) claim(ctx context.Context, max int) ([]*db.Task, error) {
+func (r *Runner) claim(ctx context.Context, max int) ([]db.Claim, error) {
 	names := r.cfg.Registry.Names()
 	if len(names) == 0 || max <= 0 {
 		return nil, nil
@@ -381,14 +383,14 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 		budget.Store(int64(maxSteps))
 	}
 	var wg sync.WaitGroup
-	for _, t := range tasks {
+	for _, c := range tasks {
 		wg.Add(1)
 		r.active.Add(1)
-		go func(t *db.Task) {
+		go func(c db.Claim) {
 			defer wg.Done()
 			defer r.active.Done()
-			r.execute(t, budget, freshRun(t), t.LeaseLosses >= db.SuspectLeaseLosses)
-		}(t)
+			r.execute(c.Task, budget, freshRun(&c), c.Task.LeaseLosses >= db.SuspectLeaseLosses)
+		}(c)
 	}
 	wg.Wait()
 	return len(tasks), nil

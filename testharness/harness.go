@@ -184,7 +184,7 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 	}
 	var stuck []string
 	for _, inst := range h.nonTerminal() {
-		if inst.Status == db.StatusPaused {
+		if inst.Status == workflow.StatusPaused {
 			continue
 		}
 		ref := db.InstanceRef{WorkflowName: inst.WorkflowName, ID: inst.ID}
@@ -201,7 +201,7 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 			consider(*task.LockedUntil) // a crashed holder: reclaimable when its lease expires
 			continue
 		}
-		if inst.Status != db.StatusWaiting {
+		if inst.Status != workflow.StatusWaiting {
 			consider(task.RunAt)
 			continue
 		}
@@ -228,7 +228,7 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 func (h *Harness) nonTerminal() []*db.Instance {
 	var out []*db.Instance
 	p := &db.InstanceListParams{
-		Statuses: []db.InstanceStatus{db.StatusQueued, db.StatusRunning, db.StatusWaiting, db.StatusWaitingForPause, db.StatusPaused},
+		Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused},
 		Limit:    500,
 	}
 	for {

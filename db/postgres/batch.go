@@ -1,26 +1,16 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
-
-// batchOutcome is the outcome column of a batchable item: continue, or the
-// status that ends the run.
-func batchOutcome(o db.CheckpointOutcome) string {
-	switch o {
-	case db.OutcomeComplete:
-		return string(db.StatusComplete)
-	case db.OutcomeError:
-		return string(db.StatusErrored)
-	}
-	return "continue"
-}
 
 // CheckpointBatch commits a group of checkpoints of different instances in
 // one statement, which fences every item and writes the fenced items
@@ -62,15 +52,20 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 		ErrorMessages: make([]string, len(ps)),
 	}
 	index := make(map[[2]string]int, len(ps))
+	var now time.Time // the latest of the items'; none is the database clock
 	for i, p := range ps {
 		if !p.Batchable() {
 			return nil, nil, db.ErrNotBatchable
 		}
-		w.Outcomes[i] = batchOutcome(p.Outcome)
-		switch p.Outcome {
-		case db.OutcomeComplete:
+		plan, err := transition.Checkpoint(p)
+		if err != nil {
+			return nil, nil, err
+		}
+		w.Outcomes[i] = cmp.Or(string(plan.Status), "continue")
+		switch plan.Status {
+		case workflow.StatusComplete:
 			w.Outputs[i] = string(p.Output)
-		case db.OutcomeError:
+		case workflow.StatusErrored:
 			w.ErrorNames[i], w.ErrorMessages[i] = p.ErrorName, p.ErrorMessage
 		}
 		key := [2]string{p.WorkflowName, p.InstanceID}
@@ -81,17 +76,15 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 		w.WorkflowNames[i], w.InstanceIds[i] = p.WorkflowName, p.InstanceID
 		w.RunNumbers[i] = int32(p.RunNumber)
 		w.TaskIds[i], w.Versions[i] = p.Task.ID, p.Task.Version
-		if p.Now.After(w.Now) {
-			w.Now = p.Now
+		if p.Now.After(now) {
+			now = p.Now
 		}
 		for _, st := range p.Steps {
 			appendStep(&w, p, &st)
 		}
 		results[i].Err = db.ErrLeaseLost // until its fence is seen to hold
 	}
-	if w.Now.IsZero() {
-		return nil, nil, errors.New("checkpoint batch: Now is required")
-	}
+	w.Now = nowArg(now)
 	var rows []pgsqlc.CheckpointBatchRow
 	step := func(q *pgsqlc.Queries) error {
 		var err error
@@ -104,10 +97,10 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 				continue
 			}
 			i := index[[2]string{row.WorkflowName, row.InstanceID}]
-			res := &db.CheckpointResult{PauseRequested: row.PauseRequested, Status: db.InstanceStatus(row.Status)}
-			if ps[i].Outcome != db.OutcomeContinue {
-				res = &db.CheckpointResult{Status: db.InstanceStatus(w.Outcomes[i])}
-			}
+			plan, _ := transition.Checkpoint(ps[i]) // it planned above
+			_, res := plan.Resolve(transition.CheckpointFacts{
+				Status: workflow.InstanceStatus(row.Status), PauseRequested: row.PauseRequested,
+			})
 			results[i] = db.CheckpointBatchResult{Result: res}
 		}
 		return results

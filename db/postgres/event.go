@@ -8,19 +8,25 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
-// EventSend buffers an event for the current run of an instance and, when
-// that run waits for an event of the type, makes its task due now (a
-// resume), records a hook entry when p.RecordHooks is set and notifies the
-// wake channel: all in one transaction sent as one pipelined round trip
-// (see EventSendLock, EventSendInsert and EventSendWake in event.sql, each
-// guarded by the instance EventSendLock locked). With p.Lease the woken
-// run's task is leased to its owner instead (see db.EventSendParams.Lease).
-// A send on the caller's clock (p.Now) also delivers the event to the run
-// it wakes when the event is the run's only undelivered one of the type
-// (db.EventSendResult.DeliveredTo). db.ErrNotFound when there is no such
-// instance and db.ErrTerminal when it has ended; then nothing changes.
+// EventSend applies transition.Send in one transaction sent as one
+// pipelined round trip (see EventSendLock, EventSendInsert and EventSendWake
+// in event.sql, each guarded by the instance EventSendLock locked): it
+// buffers an event for the current run of an instance and, when that run
+// waits for an event of the type, makes its task due now (a resume),
+// records a hook entry when p.RecordHooks is set and notifies the wake
+// channel. The instance's status is read inside the statements, so the
+// rule's statuses that wake (transition.WakeStatuses) are bound as a
+// parameter. With p.Lease the woken run's task is leased to its owner
+// instead (see db.EventSendParams.Lease). The sent event is delivered to
+// the run it wakes as transition.DeliverAtSend says: only a send on the
+// caller's clock (p.Now) carries the step result, and the statement
+// delivers it only when the event is the run's only undelivered one of the
+// type (db.EventSendResult.DeliveredTo). db.ErrNotFound when there is no
+// such instance and db.ErrTerminal when it has ended; then nothing changes.
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
 	var (
 		inst    pgsqlc.EventSendLockRow
@@ -37,21 +43,26 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		at := now.UTC().Truncate(time.Microsecond)
 		now = &at
 		var err error
-		delivered, err = eventStepResult(&db.Event{Type: p.Type, Payload: p.Payload, CreatedAt: at})
+		delivered, err = transition.EventStepResult(&db.Event{Type: p.Type, Payload: p.Payload, CreatedAt: at})
 		if err != nil {
 			return nil, fmt.Errorf("sending event: encoding its step result: %w", err)
 		}
 	}
+	// The plan of a send that wakes; the statements decide whether it does.
+	plan, _ := transition.Send(workflow.StatusWaiting, p.RecordHooks, p.Lease != nil)
 	wake := pgsqlc.EventSendWakeParams{
+		Kind:            string(plan.Task.Kind),
+		Priority:        int16(plan.Task.Priority),
+		WakeStatuses:    wakeStatuses,
 		Channel:         s.wakeChannel,
 		Now:             now,
 		DeliveredResult: delivered,
 		WorkflowName:    p.WorkflowName,
 		InstanceID:      p.InstanceID,
 		Type:            p.Type,
-		RecordHook:      p.RecordHooks,
+		RecordHook:      plan.Hook.Record(),
 	}
-	if p.Lease != nil {
+	if plan.Leased {
 		wake.LockOwner, wake.LockedUntil = &p.Lease.Owner, &p.Lease.LockedUntil
 	}
 	key := pgsqlc.EventSendLockParams{Now: now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
@@ -86,7 +97,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		return nil, fmt.Errorf("sending event: %w", interpretError(err))
 	case isNoRows(instErr):
 		return nil, fmt.Errorf("sending event: %w", db.ErrNotFound)
-	case db.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
+	case workflow.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
 		return nil, fmt.Errorf("sending event: %w", db.ErrTerminal)
 	}
 	res := &db.EventSendResult{Event: eventFromRow(&row), Woken: len(woken) > 0}
@@ -106,6 +117,9 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 	}
 	return res, nil
 }
+
+// wakeStatuses are transition.WakeStatuses, bound by every send.
+var wakeStatuses = transition.WakeStatuses()
 
 // EventList returns a page of the events of an instance, oldest first, after
 // the event p.AfterID; RunNumber 0 lists every run and Limit 0 every event.

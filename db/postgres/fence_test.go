@@ -10,6 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // TestFenceSeesAReclaimCommittedWhileItWaits pins the fencing of the
@@ -37,7 +38,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 	}
 	cases := []testCase{
 		{name: "batch", query: "CheckpointBatch", write: func(ctx context.Context, s db.Store, p *db.CheckpointParams) error {
-			res, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
+			res, err := s.(db.BatchCheckpointer).CheckpointBatch(ctx, []*db.CheckpointParams{p})
 			if err != nil {
 				return err
 			}
@@ -75,7 +76,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			})
 			require.NoError(t, err)
 			require.Len(t, tasks, 1)
-			stale := tasks[0]
+			stale := tasks[0].Task
 
 			// The reclaim: lock the instance, then move the task on.
 			tx, err := store.Pool().Begin(ctx)
@@ -128,7 +129,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			require.Equal(t, now.Add(time.Minute), *task.LockedUntil)
 			inst, err := store.InstanceGet(ctx, ref)
 			require.NoError(t, err)
-			require.Equal(t, db.StatusRunning, inst.Status)
+			require.Equal(t, workflow.StatusRunning, inst.Status)
 		})
 	}
 }

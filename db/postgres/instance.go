@@ -6,6 +6,8 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // defaultListLimit is the page size of InstanceList when none is given.
@@ -15,9 +17,10 @@ const defaultListLimit = 50
 // now) in one transaction, with a create hook entry when p.RecordHooks is set,
 // and notifies the wake channel. It returns db.ErrAlreadyExists when the id is
 // taken.
-func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
-	if p.Lease != nil {
-		return s.instanceCreateLeased(ctx, p)
+func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (db.CreateResult, error) {
+	plan := transition.Create(p.Lease != nil, p.RecordHooks)
+	if plan.Leased {
+		return s.instanceCreateLeased(ctx, p, &plan)
 	}
 	var inst *db.Instance
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
@@ -38,24 +41,24 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		}); err != nil {
 			return err
 		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now); err != nil {
+		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
 			return err
 		}
 		inst = instanceFromRow(&row)
 		return s.notifyWake(ctx, q, p.WorkflowName)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
-	return inst, nil
+	return db.CreateResult{Instance: inst}, nil
 }
 
 // instanceCreateLeased is InstanceCreate of an eager start: the instance
 // and its leased task go in one statement, with the hook entry in the same
 // transaction. Nothing is notified: the task is not claimable until its
 // lease expires.
-func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
-	var inst *db.Instance
+func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreateParams, plan *transition.CreatePlan) (db.CreateResult, error) {
+	var res db.CreateResult
 	create := func(q *pgsqlc.Queries) error {
 		row, err := q.InstanceInsertLeased(ctx, pgsqlc.InstanceInsertLeasedParams{
 			WorkflowName: p.WorkflowName,
@@ -69,27 +72,27 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 		if err != nil {
 			return err
 		}
-		inst = instanceFromRow(&pgsqlc.WorkflowInstance{
+		inst := instanceFromRow(&pgsqlc.WorkflowInstance{
 			WorkflowName: row.WorkflowName, InstanceID: row.InstanceID, Status: row.Status,
 			Params: row.Params, Output: row.Output, ErrorName: row.ErrorName, ErrorMessage: row.ErrorMessage,
 			PauseRequested: row.PauseRequested, RunNumber: row.RunNumber, CreatedAt: row.CreatedAt,
 			UpdatedAt: row.UpdatedAt, StartedAt: row.StartedAt, CompletedAt: row.CompletedAt,
 			RetentionUntil: row.RetentionUntil, Metadata: row.Metadata,
 		})
-		inst.LeasedTask = leasedTask(row.TaskID, inst, p.Lease)
-		return recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now)
+		res = db.CreateResult{Instance: inst, LeasedTask: leasedTask(row.TaskID, inst, p.Lease)}
+		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now)
 	}
 	var err error
-	if p.RecordHooks {
+	if plan.Hook.Record() {
 		err = s.inTx(ctx, create)
 	} else {
 		// One statement is its own transaction: no BEGIN and COMMIT round trips.
 		err = create(s.queries)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
-	return inst, nil
+	return res, nil
 }
 
 // leasedTask is the first task of inst as an eager start's create wrote it.
@@ -107,9 +110,9 @@ func leasedTask(id int64, inst *db.Instance, lease *db.CreateLease) *db.Task {
 // hook entry each), and returns those in input order. Existing ids, and
 // repeats of an id within the batch, are skipped. When any was created, the
 // wake channel is notified once.
-func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]*db.Instance, error) {
+func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]db.CreateResult, error) {
 	if len(p.Instances) == 0 {
-		return []*db.Instance{}, nil
+		return []db.CreateResult{}, nil
 	}
 	ids := make([]string, len(p.Instances))
 	params := make([][]byte, len(p.Instances))
@@ -123,7 +126,7 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	if p.Lease != nil {
 		started = ids[:min(max(p.Lease.Max, 0), len(ids))]
 	}
-	var created []*db.Instance
+	var created []db.CreateResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
 			WorkflowName: p.WorkflowName,
@@ -137,18 +140,18 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			return err
 		}
 		if len(rows) == 0 {
-			created = []*db.Instance{}
+			created = []db.CreateResult{}
 			return nil
 		}
 		byID := make(map[string]*pgsqlc.WorkflowInstance, len(rows))
 		for i := range rows {
 			byID[rows[i].InstanceID] = &rows[i]
 		}
-		created = make([]*db.Instance, 0, len(rows))
+		created = make([]db.CreateResult, 0, len(rows))
 		newIDs := make([]string, 0, len(rows))
 		for _, id := range ids {
 			if row, ok := byID[id]; ok {
-				created = append(created, instanceFromRow(row))
+				created = append(created, db.CreateResult{Instance: instanceFromRow(row)})
 				newIDs = append(newIDs, id)
 				delete(byID, id)
 			}
@@ -178,16 +181,16 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			for _, t := range tasks {
 				taskIDs[t.InstanceID] = t.ID
 			}
-			for _, inst := range created {
-				if id, ok := taskIDs[inst.ID]; ok {
-					inst.LeasedTask = leasedTask(id, inst, p.Lease)
+			for i := range created {
+				if id, ok := taskIDs[created[i].Instance.ID]; ok {
+					created[i].LeasedTask = leasedTask(id, created[i].Instance, p.Lease)
 					leased++
 				}
 			}
 		}
-		if p.RecordHooks {
+		if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
 			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
-				Reason:       string(db.HookReasonCreate),
+				Reason:       string(h.Reason),
 				Now:          p.Now,
 				InstanceIds:  newIDs,
 				WorkflowName: p.WorkflowName,
@@ -252,142 +255,44 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 	return list, nil
 }
 
-// InstancePause pauses an instance: queued and waiting become paused at once,
-// running becomes waitingForPause (the runner parks it at the next step
-// boundary), paused and waitingForPause stay as they are. It returns
-// db.ErrTerminal for terminal instances.
+// InstancePause, InstanceResume, InstanceTerminate and InstanceRestart
+// apply the rule of their name in package transition (which says what each
+// does) through instanceChange: the instance locked and read, then one
+// InstanceChangeApply statement.
+
+// InstancePause applies transition.Pause.
 func (s *Store) InstancePause(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, false, func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
-		var (
-			status         db.InstanceStatus
-			pauseRequested bool
-		)
-		switch db.InstanceStatus(row.Status) {
-		case db.StatusRunning:
-			status, pauseRequested = db.StatusWaitingForPause, true
-		case db.StatusQueued, db.StatusWaiting:
-			status = db.StatusPaused
-		default:
-			return row, nil
-		}
-		return setStatus(ctx, q, p, status, pauseRequested)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pausing instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Pause, "pausing instance")
 }
 
-// InstanceResume turns a paused instance into a queued one whose task is due
-// now with a new version, which fences out a runner that loaded the paused
-// instance and is about to park it; it records a resume hook entry when
-// p.RecordHooks is set and notifies the wake channel. Every other status,
-// terminal ones included, is left alone.
+// InstanceResume applies transition.Resume.
 func (s *Store) InstanceResume(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, true, func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
-		if db.InstanceStatus(row.Status) != db.StatusPaused {
-			return row, nil
-		}
-		after, err := setStatus(ctx, q, p, db.StatusQueued, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			RunNumber:    row.RunNumber,
-			Kind:         string(db.TaskKindResume),
-			Priority:     int16(db.TaskKindResume.Priority()),
-			Now:          p.Now,
-		}); err != nil {
-			return nil, err
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonResume, p.Now); err != nil {
-			return nil, err
-		}
-		return after, s.notifyWake(ctx, q, p.WorkflowName)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("resuming instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Resume, "resuming instance")
 }
 
-// InstanceTerminate terminates a non-terminal instance and deletes its task,
-// so a runner still holding it is fenced out. It returns db.ErrTerminal for
-// terminal instances.
+// InstanceTerminate applies transition.Terminate.
 func (s *Store) InstanceTerminate(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, false, func(q *pgsqlc.Queries, _ *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error) {
-		after, err := setStatus(ctx, q, p, db.StatusTerminated, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := q.TaskDelete(ctx, pgsqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.ID}); err != nil {
-			return nil, err
-		}
-		return after, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("terminating instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Terminate, "terminating instance")
 }
 
-// InstanceRestart starts a new run of any instance, terminal or not: run
-// number + 1, queued, output, error and pause cleared, and a task due now
-// whose version moved on so that a runner of the old run is fenced out. Steps
-// and events of earlier runs are kept for audit and never delivered again.
-// The new run is recorded as a create hook entry when p.RecordHooks is set,
-// and the wake channel is notified.
+// InstanceRestart applies transition.Restart. Steps and events of earlier
+// runs are kept for audit and never delivered again.
 func (s *Store) InstanceRestart(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	var inst *db.Instance
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		if _, err := q.InstanceGetForUpdate(ctx, pgsqlc.InstanceGetForUpdateParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-		}); err != nil {
-			return err
-		}
-		row, err := q.InstanceRestart(ctx, pgsqlc.InstanceRestartParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			Now:          p.Now,
-		})
-		if err != nil {
-			return err
-		}
-		if err := q.TaskUpsertDue(ctx, pgsqlc.TaskUpsertDueParams{
-			WorkflowName:  p.WorkflowName,
-			InstanceID:    p.ID,
-			RunNumber:     row.RunNumber,
-			Kind:          string(db.TaskKindRun),
-			Priority:      int16(db.TaskKindRun.Priority()),
-			Now:           p.Now,
-			ResetAttempts: true,
-		}); err != nil {
-			return err
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, p.Now); err != nil {
-			return err
-		}
-		inst = instanceFromRow(&row)
-		return s.notifyWake(ctx, q, p.WorkflowName)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("restarting instance: %w", interpretError(err))
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Restart, "restarting instance")
 }
 
-// instanceChange runs a management transition on a locked instance and
-// returns the instance after it. A terminal instance is db.ErrTerminal, or
-// returned unchanged when terminalNoop is set.
-func (s *Store) instanceChange(
-	ctx context.Context,
-	p *db.InstanceChangeParams,
-	terminalNoop bool,
-	change func(q *pgsqlc.Queries, row *pgsqlc.WorkflowInstance) (*pgsqlc.WorkflowInstance, error),
-) (*db.Instance, error) {
+// taskOps are the task_op values of InstanceChangeApply.
+var taskOps = map[transition.TaskOp]string{
+	transition.TaskKeep:    "none",
+	transition.TaskDelete:  "delete",
+	transition.TaskRequeue: "requeue",
+}
+
+// instanceChange applies a management transition's rule to the instance it
+// locks, in one transaction: the instance's status is read and locked, the
+// rule plans the change, and InstanceChangeApply writes the whole plan in
+// one statement. It returns the instance after it.
+func (s *Store) instanceChange(ctx context.Context, p *db.InstanceChangeParams, rule transition.ChangeFunc, doing string) (*db.Instance, error) {
 	var inst *db.Instance
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		row, err := q.InstanceGetForUpdate(ctx, pgsqlc.InstanceGetForUpdateParams{
@@ -397,36 +302,40 @@ func (s *Store) instanceChange(
 		if err != nil {
 			return err
 		}
-		if db.InstanceStatus(row.Status).Terminal() {
-			if !terminalNoop {
-				return db.ErrTerminal
-			}
+		plan, err := rule(workflow.InstanceStatus(row.Status), p.RecordHooks)
+		if err != nil || plan.Status == "" {
 			inst = instanceFromRow(&row)
-			return nil
+			return err
 		}
-		after, err := change(q, &row)
+		applied, err := q.InstanceChangeApply(ctx, pgsqlc.InstanceChangeApplyParams{
+			Status:         string(plan.Status),
+			PauseRequested: plan.PauseRequested,
+			NewRun:         plan.NewRun,
+			Now:            p.Now,
+			WorkflowName:   p.WorkflowName,
+			InstanceID:     p.ID,
+			TaskOp:         taskOps[plan.Task.Op],
+			Kind:           string(plan.Task.Kind),
+			Priority:       int16(plan.Task.Priority),
+			ResetAttempts:  plan.Task.ResetAttempts,
+			HookReason:     string(plan.Hook.Reason),
+			Channel:        s.wakeChannel,
+			Notify:         plan.Notify,
+		})
 		if err != nil {
 			return err
 		}
-		inst = instanceFromRow(after)
+		inst = instanceFromRow(&pgsqlc.WorkflowInstance{
+			WorkflowName: applied.WorkflowName, InstanceID: applied.InstanceID, Status: applied.Status,
+			Params: applied.Params, Output: applied.Output, ErrorName: applied.ErrorName, ErrorMessage: applied.ErrorMessage,
+			PauseRequested: applied.PauseRequested, RunNumber: applied.RunNumber, CreatedAt: applied.CreatedAt,
+			UpdatedAt: applied.UpdatedAt, StartedAt: applied.StartedAt, CompletedAt: applied.CompletedAt,
+			RetentionUntil: applied.RetentionUntil, Metadata: applied.Metadata,
+		})
 		return nil
 	})
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, fmt.Errorf("%s: %w", doing, interpretError(err))
 	}
 	return inst, nil
-}
-
-func setStatus(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, status db.InstanceStatus, pauseRequested bool) (*pgsqlc.WorkflowInstance, error) {
-	row, err := q.InstanceSetStatus(ctx, pgsqlc.InstanceSetStatusParams{
-		Status:         string(status),
-		PauseRequested: pauseRequested,
-		Now:            p.Now,
-		WorkflowName:   p.WorkflowName,
-		InstanceID:     p.ID,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &row, nil
 }

@@ -83,7 +83,7 @@ func TestWakeNotifications(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
-		return tasks[0]
+		return tasks[0].Task
 	}
 	suspend := func(task *db.Task, next time.Time, types ...string) *db.CheckpointParams {
 		p := &db.CheckpointParams{

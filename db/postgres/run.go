@@ -3,13 +3,13 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // runLoadSnapshot wraps the reads of RunLoad in a read-only repeatable-read
@@ -85,69 +85,84 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 	return list, nil
 }
 
-// Checkpoint commits a runner's transition fenced by p.Task, in one round
-// trip unless an event is consumed. It returns db.ErrLeaseLost, having
-// changed nothing, when the run was restarted or ended, or the task version
-// moved on. Every path locks the instance first and the task second, the
-// order every writer uses.
-//
-// A batchable checkpoint (Continue, Complete or Error) is a group commit of
-// one (CheckpointBatch). Suspend and Park are a pipeline in one transaction:
-// CheckpointFence locks and checks, then the step rows and the outcome are
-// written by statements that each check the task again (see CheckpointFence
-// in batch.sql). After OutcomeSuspend it records a hook entry (retry or
-// wake, due when the task is) when p.RecordHooks is set, and notifies the
-// wake channel when the task is due now. A checkpoint that consumes an event
-// takes a transaction of two round trips on one connection
-// (checkpointConsume), and one on the database's clock (no p.Now) or that
-// resets the task's lease losses (the first after a reclaim) a transaction
-// of several (checkpointTx).
+// Checkpoint applies transition.Checkpoint's plan, fenced by p.Task, in one
+// pipelined round trip, or two when an event is consumed
+// (checkpointConsume). It returns db.ErrLeaseLost, having changed nothing,
+// when the run was restarted or ended, or the task version moved on. Every
+// path locks the instance first and the task second, the order every
+// writer uses. A nil p.Now is the database clock.
 func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	switch {
-	case p.Now.IsZero(), p.ResetLeaseLosses:
-		return s.checkpointTx(ctx, p)
 	case p.ConsumeEvent != nil:
 		return s.checkpointConsume(ctx, p)
 	case p.Batchable():
+		// A group commit of one, without building a pipeline of its own.
 		results, err := s.CheckpointBatch(ctx, []*db.CheckpointParams{p})
 		if err != nil {
 			return nil, err
 		}
-		if results[0].Err != nil {
-			return nil, results[0].Err
-		}
-		return results[0].Result, nil
+		return results[0].Result, results[0].Err
 	}
-	res, err := s.checkpointPipelined(ctx, p)
-	if errors.Is(err, db.ErrLeaseLost) {
+	steps, result, prelude, err := s.checkpointStatements(ctx, p)
+	if err != nil {
 		return nil, err
 	}
-	if err != nil {
+	if err := s.pipeline(ctx, prelude, nil, steps...); err != nil {
 		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
-	}
-	return res, nil
-}
-
-// checkpointPipelined commits a Suspend or Park checkpoint without an event
-// to consume in one pipelined round trip.
-func (s *Store) checkpointPipelined(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
-	steps, result, err := s.suspendStatements(ctx, p)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.pipeline(ctx, nil, nil, steps...); err != nil {
-		return nil, err
 	}
 	return result()
 }
 
+// checkpointStatements returns the statements that apply the plan of a
+// checkpoint that consumes no event, as pipeline steps to run behind
+// prelude, and what reads its result once the pipeline ran: db.ErrLeaseLost
+// when the fence failed.
+//
+// A checkpoint that continues or ends its run is a group commit of one (see
+// CheckpointBatch), followed, when the plan resets the task's lease losses,
+// by TaskResetLeaseLosses, which is fenced by the task's version like the
+// group commit. A suspend or park is CheckpointFence, which locks and checks,
+// then the step rows and the outcome, each guarded by the task check again
+// (see CheckpointFence in batch.sql).
+func (s *Store) checkpointStatements(ctx context.Context, p *db.CheckpointParams) ([]pipelineStep, func() (*db.CheckpointResult, error), []string, error) {
+	plan, err := transition.Checkpoint(p)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if plan.Task.Op != transition.TaskSchedule {
+		item := p
+		if p.ResetLeaseLosses {
+			rest := *p
+			rest.ResetLeaseLosses = false
+			item = &rest
+		}
+		step, results, err := batchStatement(ctx, []*db.CheckpointParams{item})
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		steps := []pipelineStep{step}
+		if plan.Task.ResetLeaseLosses {
+			ref := pgsqlc.TaskResetLeaseLossesParams{ID: p.Task.ID, Version: p.Task.Version}
+			steps = append(steps, func(q *pgsqlc.Queries) error { return q.TaskResetLeaseLosses(ctx, ref) })
+		}
+		return steps, func() (*db.CheckpointResult, error) {
+			r := results()[0]
+			return r.Result, r.Err
+		}, planSettings, nil
+	}
+	steps, result := s.suspendStatements(ctx, p, &plan)
+	return steps, result, nil, nil
+}
+
 // suspendStatements returns the statements of a Suspend or Park checkpoint
 // without an event to consume, as pipeline steps, and what reads its result
-// once the pipeline ran: db.ErrLeaseLost when the fence failed.
-func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams) ([]pipelineStep, func() (*db.CheckpointResult, error), error) {
+// once the pipeline ran: db.ErrLeaseLost when the fence failed. The plan's
+// statuses are bound as parameters: the statement picks the one the
+// instance's pause request selects.
+func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams, plan *transition.CheckpointPlan) ([]pipelineStep, func() (*db.CheckpointResult, error)) {
 	now := nowArg(p.Now)
 	held := false
-	res := &db.CheckpointResult{}
+	var facts transition.CheckpointFacts
 	steps := []pipelineStep{func(q *pgsqlc.Queries) error {
 		row, err := q.CheckpointFence(ctx, pgsqlc.CheckpointFenceParams{
 			TaskID:       p.Task.ID,
@@ -160,74 +175,62 @@ func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams) (
 		if isNoRows(err) {
 			return nil // the statements after it change nothing
 		}
-		res.Status = db.InstanceStatus(row.Status)
+		facts.Status, facts.PauseRequested = workflow.InstanceStatus(row.Status), row.PauseRequested
 		return err
 	}}
 	if len(p.Steps) > 0 {
 		w := checkpointStepsParams(p, now)
 		steps = append(steps, func(q *pgsqlc.Queries) error { return q.CheckpointSteps(ctx, w) })
 	}
-	var outcome pipelineStep
-	switch p.Outcome {
-	case db.OutcomeSuspend:
-		kind, reason := p.NextKind, db.HookReasonWake
-		if kind == "" {
-			kind = db.TaskKindWake
-		}
-		if kind == db.TaskKindRetry {
-			reason = db.HookReasonRetry
-		}
-		outcome = func(q *pgsqlc.Queries) error {
+	task := &plan.Task
+	if plan.MayBeDue {
+		steps = append(steps, func(q *pgsqlc.Queries) error {
 			row, err := q.CheckpointSuspend(ctx, pgsqlc.CheckpointSuspendParams{
-				Channel:      s.wakeChannel,
-				WorkflowName: p.WorkflowName,
-				NextRunAt:    p.NextRunAt,
-				Now:          now,
-				InstanceID:   p.InstanceID,
-				RunNumber:    int32(p.RunNumber),
-				Types:        emptyIfNil(p.WaitEventTypes),
-				Kind:         string(kind),
-				Priority:     int16(kind.Priority()),
-				TaskID:       p.Task.ID,
-				Version:      p.Task.Version,
-				Reason:       string(reason),
-				RecordHook:   p.RecordHooks,
+				Channel:                s.wakeChannel,
+				WorkflowName:           p.WorkflowName,
+				NextRunAt:              task.RunAt,
+				Now:                    now,
+				InstanceID:             p.InstanceID,
+				RunNumber:              int32(p.RunNumber),
+				Types:                  emptyIfNil(task.DueOnEvents),
+				Kind:                   string(task.Kind),
+				Priority:               int16(task.Priority),
+				TaskID:                 p.Task.ID,
+				Version:                p.Task.Version,
+				StatusIfPauseRequested: string(plan.StatusIfPauseRequested),
+				Status:                 string(plan.Status),
+				Reason:                 string(plan.Hook.Reason),
+				RecordHook:             plan.Hook.Record(),
 			})
 			if isNoRows(err) {
 				held = false
 				return nil
 			}
-			res.Status = db.InstanceStatus(row.Status)
-			res.Due = row.Due && res.Status != db.StatusPaused
+			facts.Due = row.Due
 			return err
-		}
-	case db.OutcomePark:
-		kind := p.NextKind
-		if kind == "" {
-			kind = db.TaskKindResume
-		}
-		outcome = func(q *pgsqlc.Queries) error {
+		})
+	} else {
+		steps = append(steps, func(q *pgsqlc.Queries) error {
 			n, err := q.CheckpointPark(ctx, pgsqlc.CheckpointParkParams{
 				Now:      now,
-				RunAt:    p.NextRunAt,
-				Kind:     string(kind),
-				Priority: int16(kind.Priority()),
+				RunAt:    task.RunAt,
+				Kind:     string(task.Kind),
+				Priority: int16(task.Priority),
 				TaskID:   p.Task.ID,
 				Version:  p.Task.Version,
+				Status:   string(plan.Status),
 			})
 			held = held && n == 1
-			res.Status = db.StatusPaused
 			return err
-		}
-	default:
-		return nil, nil, errors.New("unknown checkpoint outcome " + fmt.Sprint(p.Outcome))
+		})
 	}
-	return append(steps, outcome), func() (*db.CheckpointResult, error) {
+	return steps, func() (*db.CheckpointResult, error) {
 		if !held {
 			return nil, db.ErrLeaseLost
 		}
+		_, res := plan.Resolve(facts)
 		return res, nil
-	}, nil
+	}
 }
 
 // checkpointStepsParams are the arrays of CheckpointSteps for p.Steps.
@@ -267,86 +270,12 @@ func emptyIfNil(s []string) []string {
 	return s
 }
 
-// checkpointTx commits a checkpoint in one transaction of several round
-// trips, fenced by p.Task: the path of checkpoints on the database clock (no
-// p.Now) and of those that reset the task's lease losses. It locks the instance first and the task second, the order every
-// writer uses, and returns db.ErrLeaseLost, having changed nothing, when the
-// run was restarted or ended, or the task version moved on. When an event is
-// consumed, a write in p.Steps for the consuming step's key is dropped: the
-// step is complete with the event. After OutcomeSuspend it records a hook
-// entry (retry or wake, due when the task is) when p.RecordHooks is set, and
-// notifies the wake channel when the task is due now.
-func (s *Store) checkpointTx(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
-	now := nowArg(p.Now)
-	var res *db.CheckpointResult
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		inst, err := q.InstanceLockRun(ctx, pgsqlc.InstanceLockRunParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-			RunNumber:    int32(p.RunNumber),
-		})
-		if isNoRows(err) || err == nil && db.InstanceStatus(inst.Status).Terminal() {
-			return db.ErrLeaseLost
-		}
-		if err != nil {
-			return err
-		}
-		if _, err := q.TaskLockHeld(ctx, pgsqlc.TaskLockHeldParams{ID: p.Task.ID, Version: p.Task.Version}); err != nil {
-			if isNoRows(err) {
-				return db.ErrLeaseLost
-			}
-			return err
-		}
-
-		res = &db.CheckpointResult{Status: db.InstanceStatus(inst.Status)}
-		if p.ConsumeEvent != nil {
-			if res.Event, err = consumeEvent(ctx, q, p, now); err != nil {
-				return err
-			}
-		}
-		for i := range p.Steps {
-			if res.Event != nil && p.Steps[i].Key == p.ConsumeEvent.StepKey {
-				continue // the step just completed with the event
-			}
-			if err := q.StepUpsert(ctx, stepUpsertParams(p, &p.Steps[i], now)); err != nil {
-				return fmt.Errorf("writing step %q: %w", p.Steps[i].Key, err)
-			}
-		}
-		if err := applyOutcome(ctx, q, p, now, inst.PauseRequested, res); err != nil {
-			return err
-		}
-		if p.ResetLeaseLosses && p.Outcome == db.OutcomeContinue {
-			if err := q.TaskResetLeaseLosses(ctx, pgsqlc.TaskResetLeaseLossesParams{ID: p.Task.ID, Version: p.Task.Version}); err != nil {
-				return err
-			}
-		}
-		if p.Outcome != db.OutcomeSuspend {
-			return nil
-		}
-		reason := db.HookReasonWake
-		if p.NextKind == db.TaskKindRetry {
-			reason = db.HookReasonRetry
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, reason, now); err != nil {
-			return err
-		}
-		if !res.Due {
-			return nil
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
-	}
-	return res, nil
-}
-
 // checkpointConsume commits a checkpoint that consumes an event in one
 // transaction of two round trips on one connection. The first opens it,
 // locks the instance and then the task (the fence, in the order every writer
 // uses) and marks the oldest undelivered event of the type consumed. The
-// consuming step's result is made from that event here (eventStepResult: the
-// runner's exact encoding, which SQL cannot reproduce byte for byte). The
+// consuming step's result is made from that event here
+// (transition.EventStepResult: the runner's exact encoding, which SQL cannot reproduce byte for byte). The
 // second writes the consuming step, then the other steps and the outcome
 // with the statements of a checkpoint that consumes nothing (their own
 // fences hold, as this transaction holds the locks), and commits. A failed
@@ -366,7 +295,6 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 		}
 	}()
 	now := nowArg(p.Now)
-	ce := p.ConsumeEvent
 	var (
 		inst                    pgsqlc.InstanceLockRunRow
 		instErr, taskErr, evErr error
@@ -398,7 +326,7 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 	if err != nil {
 		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
 	}
-	if isNoRows(instErr) || isNoRows(taskErr) || db.InstanceStatus(inst.Status).Terminal() {
+	if isNoRows(instErr) || isNoRows(taskErr) || workflow.InstanceStatus(inst.Status).Terminal() {
 		return nil, db.ErrLeaseLost
 	}
 
@@ -410,33 +338,20 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 	)
 	if !isNoRows(evErr) {
 		ev = eventFromRow(&evRow)
-		result, err := eventStepResult(ev)
+		result, err := transition.EventStepResult(ev)
 		if err != nil {
 			return nil, err
 		}
 		complete := stepCompleteWithEventParams(p, result, now)
 		steps = append(steps, func(q *pgsqlc.Queries) error { return q.StepCompleteWithEvent(ctx, complete) })
-		rest.Steps = slices.DeleteFunc(slices.Clone(p.Steps), func(w db.StepWrite) bool { return w.Key == ce.StepKey })
+		rest.Steps = transition.Steps(p, true)
 	}
-	var result func() (*db.CheckpointResult, error)
-	switch rest.Outcome {
-	case db.OutcomeContinue, db.OutcomeComplete, db.OutcomeError:
-		step, results, err := batchStatement(ctx, []*db.CheckpointParams{&rest})
-		if err != nil {
-			return nil, err
-		}
-		steps = append(steps, step)
-		result = func() (*db.CheckpointResult, error) {
-			r := results()[0]
-			return r.Result, r.Err
-		}
-	default:
-		more, read, err := s.suspendStatements(ctx, &rest)
-		if err != nil {
-			return nil, err
-		}
-		steps, result = append(steps, more...), read
+	// The settings the first round trip made hold for the transaction.
+	more, result, _, err := s.checkpointStatements(ctx, &rest)
+	if err != nil {
+		return nil, err
 	}
+	steps = append(steps, more...)
 	err = sendPipeline(ctx, conn, nil, []string{"COMMIT"}, steps...)
 	open = err != nil
 	if err != nil {
@@ -450,27 +365,6 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 	}
 	res.Event = ev
 	return res, nil
-}
-
-// consumeEvent marks the oldest undelivered event of the requested type as
-// consumed and completes the waiting step with it; nil when none is buffered.
-func consumeEvent(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams, now *time.Time) (*db.Event, error) {
-	row, err := q.EventConsumeOldest(ctx, eventConsumeOldestParams(p, now))
-	if isNoRows(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	ev := eventFromRow(&row)
-	result, err := eventStepResult(ev)
-	if err != nil {
-		return nil, err
-	}
-	if err := q.StepCompleteWithEvent(ctx, stepCompleteWithEventParams(p, result, now)); err != nil {
-		return nil, err
-	}
-	return ev, nil
 }
 
 // eventConsumeOldestParams consumes, for p's consuming step, the oldest
@@ -497,143 +391,4 @@ func stepCompleteWithEventParams(p *db.CheckpointParams, result json.RawMessage,
 		Result:        result,
 		Now:           now,
 	}
-}
-
-// eventStepResult is the JSON result a waitForEvent step records for the
-// event it consumed. It is exactly json.Marshal of {type, payload, timestamp}
-// (payload compacted, a missing one null, timestamp in UTC RFC 3339 with
-// nanoseconds): the runner encodes the event the same way on the first run,
-// so the first run and every replay decode the same bytes. The event row
-// itself keeps the payload as sent.
-func eventStepResult(ev *db.Event) (json.RawMessage, error) {
-	payload := ev.Payload
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	return json.Marshal(struct {
-		Type      string          `json:"type"`
-		Payload   json.RawMessage `json:"payload"`
-		Timestamp time.Time       `json:"timestamp"`
-	}{ev.Type, payload, ev.CreatedAt.UTC()})
-}
-
-func stepUpsertParams(p *db.CheckpointParams, w *db.StepWrite, now *time.Time) pgsqlc.StepUpsertParams {
-	return pgsqlc.StepUpsertParams{
-		WorkflowName:  p.WorkflowName,
-		InstanceID:    p.InstanceID,
-		RunNumber:     int32(p.RunNumber),
-		StepKey:       w.Key,
-		Type:          string(w.Type),
-		Status:        string(w.Status),
-		Attempts:      int32(w.Attempts),
-		MaxAttempts:   int32(w.MaxAttempts),
-		TimeoutMs:     w.Timeout.Milliseconds(),
-		NextRetryAt:   w.NextRetryAt,
-		WakeAt:        w.WakeAt,
-		WaitEventType: textArg(w.WaitEventType),
-		Result:        jsonArg(w.Result),
-		ErrorName:     textArg(w.ErrorName),
-		ErrorMessage:  textArg(w.ErrorMessage),
-		Now:           now,
-	}
-}
-
-// applyOutcome moves the locked instance and its held task to where the
-// outcome leaves them, and fills in res.
-func applyOutcome(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams, now *time.Time, pauseRequested bool, res *db.CheckpointResult) error {
-	ref := pgsqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
-	switch p.Outcome {
-	case db.OutcomeContinue:
-		res.PauseRequested = pauseRequested // the task and instance rows stay as they are
-		return nil
-
-	case db.OutcomeSuspend:
-		due, err := q.EventSuspendDue(ctx, pgsqlc.EventSuspendDueParams{
-			NextRunAt:    p.NextRunAt,
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-			RunNumber:    int32(p.RunNumber),
-			Types:        p.WaitEventTypes,
-		})
-		if err != nil {
-			return err
-		}
-		status, err := q.InstanceSuspend(ctx, pgsqlc.InstanceSuspendParams{
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		})
-		if err != nil {
-			return err
-		}
-		runAt := &p.NextRunAt
-		if due {
-			runAt = nil // now
-		}
-		if err := scheduleTask(ctx, q, p, now, runAt, db.TaskKindWake); err != nil {
-			return err
-		}
-		res.Status = db.InstanceStatus(status)
-		res.Due = due && res.Status != db.StatusPaused
-		return nil
-
-	case db.OutcomePark:
-		if err := q.InstancePark(ctx, pgsqlc.InstanceParkParams{
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		}); err != nil {
-			return err
-		}
-		if err := scheduleTask(ctx, q, p, now, &p.NextRunAt, db.TaskKindResume); err != nil {
-			return err
-		}
-		res.Status = db.StatusPaused
-		return nil
-
-	case db.OutcomeComplete:
-		if err := q.InstanceComplete(ctx, pgsqlc.InstanceCompleteParams{
-			Output:       jsonArg(p.Output),
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		}); err != nil {
-			return err
-		}
-		res.Status = db.StatusComplete
-		return q.TaskDelete(ctx, ref)
-
-	case db.OutcomeError:
-		if err := q.InstanceFail(ctx, pgsqlc.InstanceFailParams{
-			ErrorName:    textArg(p.ErrorName),
-			ErrorMessage: textArg(p.ErrorMessage),
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		}); err != nil {
-			return err
-		}
-		res.Status = db.StatusErrored
-		return q.TaskDelete(ctx, ref)
-
-	default:
-		return errors.New("unknown checkpoint outcome " + fmt.Sprint(p.Outcome))
-	}
-}
-
-// scheduleTask gives the held task back to the queue as p.NextKind (or
-// fallback when unset), due at runAt, or now when runAt is nil.
-func scheduleTask(ctx context.Context, q *pgsqlc.Queries, p *db.CheckpointParams, now, runAt *time.Time, fallback db.TaskKind) error {
-	kind := p.NextKind
-	if kind == "" {
-		kind = fallback
-	}
-	return q.TaskSchedule(ctx, pgsqlc.TaskScheduleParams{
-		RunAt:    runAt,
-		Now:      now,
-		Kind:     string(kind),
-		Priority: int16(kind.Priority()),
-		ID:       p.Task.ID,
-	})
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/db/transition"
 )
 
 // ScheduleCreate inserts a schedule; db.ErrAlreadyExists when the id is taken.
@@ -124,16 +125,13 @@ func (s *Store) ScheduleListDue(ctx context.Context, p *db.ScheduleListDueParams
 func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db.ScheduleFireResult, error) {
 	res := &db.ScheduleFireResult{Created: []*db.Instance{}}
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		var lastID *string
-		if n := len(p.Instances); n > 0 {
-			lastID = &p.Instances[n-1].ID
-		}
+		plan := transition.Fire(p)
 		row, err := q.ScheduleAdvance(ctx, pgsqlc.ScheduleAdvanceParams{
 			ScheduleID:     p.ID,
 			Version:        p.Version,
 			NextFireAt:     p.NextFireAt,
 			LastFiredAt:    p.LastFiredAt,
-			LastInstanceID: lastID,
+			LastInstanceID: plan.LastInstanceID,
 			Now:            p.Now,
 		})
 		if isNoRows(err) {
@@ -187,9 +185,9 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		}); err != nil {
 			return err
 		}
-		if p.RecordHooks {
+		if h := plan.Create.Hook; h.Record() {
 			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
-				Reason:       string(db.HookReasonCreate),
+				Reason:       string(h.Reason),
 				Now:          &now,
 				InstanceIds:  newIDs,
 				WorkflowName: p.WorkflowName,

@@ -31,7 +31,10 @@ type Store struct {
 	listen      listenConfig
 }
 
-var _ db.Store = (*Store)(nil)
+var (
+	_ db.Store             = (*Store)(nil)
+	_ db.BatchCheckpointer = (*Store)(nil)
+)
 
 // Option changes how New and Open build a Store.
 type Option func(*Store)

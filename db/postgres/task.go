@@ -9,6 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // planSettings precede the statements of the hot path in their pipelines
@@ -52,10 +53,10 @@ var planSettings = []string{
 // took over an expired lease) and its queued or waiting instance becomes
 // running. Tasks of paused and terminal instances are never claimed,
 // and rows another transaction holds locked are skipped, never waited on.
-// A claimed run that never started comes with its instance (Task.FreshRun).
-func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
+// A claimed run that never started comes with its instance (Claim.FreshRun).
+func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
 	if p.Max <= 0 || len(p.WorkflowNames) == 0 {
-		return []*db.Task{}, nil
+		return []db.Claim{}, nil
 	}
 	params := pgsqlc.TaskClaimParams{
 		WorkflowNames: p.WorkflowNames,
@@ -75,10 +76,10 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 	if err != nil {
 		return nil, fmt.Errorf("claiming tasks: %w", interpretError(err))
 	}
-	tasks := make([]*db.Task, len(rows))
+	tasks := make([]db.Claim, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		tasks[i] = taskFromRow(&pgsqlc.WorkflowTask{
+		tasks[i].Task = taskFromRow(&pgsqlc.WorkflowTask{
 			ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber,
 			Kind: r.Kind, Priority: r.Priority, RunAt: r.RunAt, Status: r.Status, LockOwner: r.LockOwner,
 			LockedUntil: r.LockedUntil, Version: r.Version, Attempts: r.Attempts, LastError: r.LastError,
@@ -89,7 +90,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 			tasks[i].FreshRun = instanceFromRow(&pgsqlc.WorkflowInstance{
 				WorkflowName:   r.WorkflowName,
 				InstanceID:     r.InstanceID,
-				Status:         string(db.StatusRunning),
+				Status:         string(workflow.StatusRunning),
 				Params:         r.InstanceParams,
 				Metadata:       r.InstanceMetadata,
 				PauseRequested: *r.InstancePauseRequested,

@@ -118,7 +118,8 @@ func TestConnections(t *testing.T) {
 		t.Parallel()
 		s := openTest(t, ":memory:")
 		ctx := context.Background()
-		inst, err := s.InstanceCreate(ctx, &db.InstanceCreateParams{WorkflowName: "w", ID: "a"})
+		res, err := s.InstanceCreate(ctx, &db.InstanceCreateParams{WorkflowName: "w", ID: "a"})
+		inst := res.Instance
 		require.NoError(t, err)
 		task, err := s.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: "a"})
 		require.NoError(t, err)

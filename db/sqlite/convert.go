@@ -6,13 +6,14 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 func instanceFromRow(r *litesqlc.WorkflowInstance) *db.Instance {
 	return &db.Instance{
 		WorkflowName:   r.WorkflowName,
 		ID:             r.InstanceID,
-		Status:         db.InstanceStatus(r.Status),
+		Status:         workflow.InstanceStatus(r.Status),
 		Params:         rawJSON(r.Params),
 		Metadata:       rawJSON(r.Metadata),
 		Output:         rawJSON(r.Output),

@@ -6,16 +6,18 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
-// EventSend buffers an event for the instance's current run and, when the
-// instance waits for that type and is not paused, makes its task due now (or,
-// with p.Lease, leases it to the lease's owner as a claim would) and records
-// an event hook entry when p.RecordHooks is set. The event a send wakes a
-// run with is delivered to it in the same transaction (deliverEvent). It
-// returns
-// db.ErrNotFound for an unknown instance and db.ErrTerminal for a terminal
-// one; in both cases nothing is written.
+// EventSend applies transition.Send in one write transaction: it buffers
+// an event for the instance's current run and, when the instance waits for
+// that type and is not paused, makes its task due now (or, with p.Lease,
+// leases it to the lease's owner as a claim would) and records an event
+// hook entry when p.RecordHooks is set. The sent event is delivered to the
+// run it wakes when transition.DeliverAtSend says so (deliverEvent). It
+// returns db.ErrNotFound for an unknown instance and db.ErrTerminal for a
+// terminal one; in both cases nothing is written.
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
 	var res *db.EventSendResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
@@ -31,9 +33,9 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		if err != nil {
 			return err
 		}
-		status := db.InstanceStatus(inst.Status)
-		if status.Terminal() {
-			return db.ErrTerminal
+		plan, err := transition.Send(workflow.InstanceStatus(inst.Status), p.RecordHooks, p.Lease != nil)
+		if err != nil {
+			return err
 		}
 		row, err := q.EventInsert(ctx, litesqlc.EventInsertParams{
 			WorkflowName: p.WorkflowName,
@@ -47,11 +49,13 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			return err
 		}
 		res = &db.EventSendResult{Event: eventFromRow(&row)}
-		if status == db.StatusPaused || status == db.StatusWaitingForPause {
+		if !plan.Wake {
 			return nil
 		}
 		woken, err := q.TaskWakeForEvent(ctx, litesqlc.TaskWakeForEventParams{
 			Now:          now,
+			Kind:         string(plan.Task.Kind),
+			Priority:     int64(plan.Task.Priority),
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
 			RunNumber:    inst.RunNumber,
@@ -64,13 +68,14 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		if !res.Woken {
 			return nil
 		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, db.HookReasonEvent, now); err != nil {
+		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.InstanceID, now); err != nil {
 			return err
 		}
-		if err := deliverEvent(ctx, q, p, int(inst.RunNumber), now, res); err != nil {
+		run := runRef{p.WorkflowName, p.InstanceID, inst.RunNumber}
+		if err := deliverEvent(ctx, q, run, p, now, res); err != nil {
 			return err
 		}
-		if p.Lease == nil {
+		if !plan.Leased {
 			return nil
 		}
 		task, err := q.TaskLeaseWoken(ctx, litesqlc.TaskLeaseWokenParams{
@@ -124,17 +129,24 @@ func (s *Store) EventList(ctx context.Context, p *db.EventListParams) ([]*db.Eve
 	return list, nil
 }
 
-// deliverEvent delivers an event to the run a send woke, as the run would
-// consume it on resuming (see db.EventSendResult.DeliveredTo): the run's
-// first step waiting for the type completes with the oldest undelivered
-// event of the type, which is marked consumed by it. The send's write
-// transaction excludes every other writer, so the oldest is always found
-// here. It records the delivery in res.
-func deliverEvent(ctx context.Context, q *litesqlc.Queries, p *db.EventSendParams, runNumber int, now int64, res *db.EventSendResult) error {
+// deliverEvent delivers the sent event to the run the send woke when
+// transition.DeliverAtSend says so: the run's first step waiting for the
+// type completes with it, and it is marked consumed by that step. It
+// records the delivery in res.
+func deliverEvent(ctx context.Context, q *litesqlc.Queries, run runRef, p *db.EventSendParams, now int64, res *db.EventSendResult) error {
+	undelivered, err := q.EventUndeliveredCount(ctx, litesqlc.EventUndeliveredCountParams{
+		WorkflowName: run.workflowName,
+		InstanceID:   run.instanceID,
+		RunNumber:    run.runNumber,
+		Type:         p.Type,
+	})
+	if err != nil || !transition.DeliverAtSend(p.Now != nil, int(undelivered)) {
+		return err
+	}
 	key, err := q.StepFirstWaitingForEvent(ctx, litesqlc.StepFirstWaitingForEventParams{
-		WorkflowName: p.WorkflowName,
-		InstanceID:   p.InstanceID,
-		RunNumber:    int64(runNumber),
+		WorkflowName: run.workflowName,
+		InstanceID:   run.instanceID,
+		RunNumber:    run.runNumber,
 		Type:         p.Type,
 	})
 	if isNoRows(err) {
@@ -143,18 +155,10 @@ func deliverEvent(ctx context.Context, q *litesqlc.Queries, p *db.EventSendParam
 	if err != nil {
 		return err
 	}
-	ev, err := consumeEvent(ctx, q, &db.CheckpointParams{
-		WorkflowName: p.WorkflowName,
-		InstanceID:   p.InstanceID,
-		RunNumber:    runNumber,
-		ConsumeEvent: &db.ConsumeEvent{Type: p.Type, StepKey: key},
-	}, now)
+	ev, err := consumeEvent(ctx, q, run, &db.ConsumeEvent{Type: p.Type, StepKey: key}, now)
 	if err != nil || ev == nil {
 		return err
 	}
-	res.DeliveredTo = key
-	if ev.ID == res.Event.ID {
-		res.Event = ev
-	}
+	res.DeliveredTo, res.Event = key, ev
 	return nil
 }

@@ -22,10 +22,11 @@ func ExampleOpen() {
 		log.Fatal(err)
 	}
 
-	inst, err := store.InstanceCreate(ctx, &db.InstanceCreateParams{WorkflowName: "billing", ID: "inv-1"})
+	created, err := store.InstanceCreate(ctx, &db.InstanceCreateParams{WorkflowName: "billing", ID: "inv-1"})
 	if err != nil {
 		log.Fatal(err)
 	}
+	inst := created.Instance
 	fmt.Println(inst.ID, inst.Status, inst.RunNumber)
 	// Output: inv-1 queued 1
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // defaultListLimit is the page size of InstanceList when none is given.
@@ -15,23 +17,24 @@ const defaultListLimit = 50
 // InstanceCreate inserts a queued instance and its first task (kind run, due
 // now) in one transaction, with a create hook entry when p.RecordHooks is set.
 // It returns db.ErrAlreadyExists when the id is taken.
-func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (*db.Instance, error) {
-	var inst *db.Instance
+func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (db.CreateResult, error) {
+	var inst db.CreateResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
 			return err
 		}
-		if p.Lease != nil {
-			started, err := insertLeased(ctx, q, p.WorkflowName, p.ID, p.Params, p.Metadata, now, p.Lease)
+		plan := transition.Create(p.Lease != nil, p.RecordHooks)
+		if plan.Leased {
+			started, ok, err := insertLeased(ctx, q, p.WorkflowName, p.ID, p.Params, p.Metadata, now, p.Lease)
 			if err != nil {
 				return err
 			}
-			if started == nil {
+			if !ok {
 				return db.ErrAlreadyExists
 			}
 			inst = started
-			return recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, now)
+			return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now)
 		}
 		row, err := q.InstanceInsert(ctx, litesqlc.InstanceInsertParams{
 			WorkflowName: p.WorkflowName,
@@ -50,14 +53,14 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		}); err != nil {
 			return err
 		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, now); err != nil {
+		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now); err != nil {
 			return err
 		}
-		inst = instanceFromRow(&row)
+		inst = db.CreateResult{Instance: instanceFromRow(&row)}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("creating instance: %w", interpretError(err))
+		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
 	}
 	return inst, nil
 }
@@ -68,56 +71,34 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 // repeats of an id within the batch, are skipped. The rows go in one
 // statement each: SQLite has no array parameters, and within the one
 // transaction on the embedded database a statement costs microseconds.
-func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]*db.Instance, error) {
+func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateManyParams) ([]db.CreateResult, error) {
 	if len(p.Instances) == 0 {
-		return []*db.Instance{}, nil
+		return []db.CreateResult{}, nil
 	}
-	var created []*db.Instance
+	var created []db.CreateResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
 			return err
 		}
-		created = make([]*db.Instance, 0, len(p.Instances))
+		created = make([]db.CreateResult, 0, len(p.Instances))
 		for i, item := range p.Instances {
-			if p.Lease != nil && i < p.Lease.Max {
-				inst, err := insertLeased(ctx, q, p.WorkflowName, item.ID, item.Params, item.Metadata, now, p.Lease)
-				if err != nil {
-					return err
-				}
-				if inst == nil {
-					continue // the id is taken
-				}
-				if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, item.ID, db.HookReasonCreate, now); err != nil {
-					return err
-				}
-				created = append(created, inst)
-				continue
+			plan := transition.Create(p.Lease != nil && i < p.Lease.Max, p.RecordHooks)
+			var lease *db.CreateLease
+			if plan.Leased {
+				lease = p.Lease
 			}
-			row, err := q.InstanceInsertIfAbsent(ctx, litesqlc.InstanceInsertIfAbsentParams{
-				WorkflowName: p.WorkflowName,
-				InstanceID:   item.ID,
-				Params:       jsonArg(item.Params),
-				Metadata:     jsonArg(item.Metadata),
-				Now:          now,
-			})
-			if isNoRows(err) {
-				continue // the id is taken
-			}
+			inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, lease)
 			if err != nil {
 				return err
 			}
-			if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
-				WorkflowName: p.WorkflowName,
-				InstanceID:   item.ID,
-				Now:          now,
-			}); err != nil {
+			if !ok {
+				continue // the id is taken
+			}
+			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
 				return err
 			}
-			if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, item.ID, db.HookReasonCreate, now); err != nil {
-				return err
-			}
-			created = append(created, instanceFromRow(&row))
+			created = append(created, inst)
 		}
 		return nil
 	})
@@ -127,10 +108,40 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	return created, nil
 }
 
+// insertIfAbsent inserts an instance with its first task, leased when
+// lease is set, unless the id is taken, in which case it reports false and
+// writes nothing.
+func insertIfAbsent(ctx context.Context, q *litesqlc.Queries, workflowName string, item *db.InstanceCreateItem, now int64, lease *db.CreateLease) (db.CreateResult, bool, error) {
+	if lease != nil {
+		return insertLeased(ctx, q, workflowName, item.ID, item.Params, item.Metadata, now, lease)
+	}
+	row, err := q.InstanceInsertIfAbsent(ctx, litesqlc.InstanceInsertIfAbsentParams{
+		WorkflowName: workflowName,
+		InstanceID:   item.ID,
+		Params:       jsonArg(item.Params),
+		Metadata:     jsonArg(item.Metadata),
+		Now:          now,
+	})
+	if isNoRows(err) {
+		return db.CreateResult{}, false, nil
+	}
+	if err != nil {
+		return db.CreateResult{}, false, err
+	}
+	if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
+		WorkflowName: workflowName,
+		InstanceID:   item.ID,
+		Now:          now,
+	}); err != nil {
+		return db.CreateResult{}, false, err
+	}
+	return db.CreateResult{Instance: instanceFromRow(&row)}, true, nil
+}
+
 // insertLeased inserts the instance of an eager start, running, and its
 // first task leased to lease.Owner, unless the id is taken, in which case it
-// returns nil and writes nothing. The instance's LeasedTask is set.
-func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id string, params, metadata []byte, now int64, lease *db.CreateLease) (*db.Instance, error) {
+// reports false and writes nothing.
+func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id string, params, metadata []byte, now int64, lease *db.CreateLease) (db.CreateResult, bool, error) {
 	row, err := q.InstanceInsertStartedIfAbsent(ctx, litesqlc.InstanceInsertStartedIfAbsentParams{
 		WorkflowName: workflowName,
 		InstanceID:   id,
@@ -139,10 +150,10 @@ func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id str
 		Now:          now,
 	})
 	if isNoRows(err) {
-		return nil, nil
+		return db.CreateResult{}, false, nil
 	}
 	if err != nil {
-		return nil, err
+		return db.CreateResult{}, false, err
 	}
 	task, err := q.TaskInsertLeased(ctx, litesqlc.TaskInsertLeasedParams{
 		WorkflowName: workflowName,
@@ -152,11 +163,9 @@ func insertLeased(ctx context.Context, q *litesqlc.Queries, workflowName, id str
 		LockedUntil:  micros(lease.LockedUntil),
 	})
 	if err != nil {
-		return nil, err
+		return db.CreateResult{}, false, err
 	}
-	inst := instanceFromRow(&row)
-	inst.LeasedTask = taskFromRow(&task)
-	return inst, nil
+	return db.CreateResult{Instance: instanceFromRow(&row), LeasedTask: taskFromRow(&task)}, true, nil
 }
 
 // InstanceGet returns one instance or db.ErrNotFound.
@@ -224,145 +233,35 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 	return list, nil
 }
 
-// InstancePause pauses an instance: queued and waiting become paused at once,
-// running becomes waitingForPause (the runner parks it at the next step
-// boundary), paused and waitingForPause stay as they are. It returns
-// db.ErrTerminal for terminal instances.
+// The management transitions each apply the rule of their name in package
+// transition, which says what they do, in one write transaction
+// (instanceChange).
+
+// InstancePause applies transition.Pause.
 func (s *Store) InstancePause(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, false, func(q *litesqlc.Queries, now int64, row *litesqlc.WorkflowInstance) (*litesqlc.WorkflowInstance, error) {
-		var (
-			status         db.InstanceStatus
-			pauseRequested bool
-		)
-		switch db.InstanceStatus(row.Status) {
-		case db.StatusRunning:
-			status, pauseRequested = db.StatusWaitingForPause, true
-		case db.StatusQueued, db.StatusWaiting:
-			status = db.StatusPaused
-		default:
-			return row, nil
-		}
-		return setStatus(ctx, q, p, now, status, pauseRequested)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("pausing instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Pause, "pausing instance")
 }
 
-// InstanceResume turns a paused instance into a queued one whose task is due
-// now with a new version, which fences out a runner that loaded the paused
-// instance and is about to park it; it records a resume hook entry when
-// p.RecordHooks is set. Every other status, terminal ones included, is left
-// alone.
+// InstanceResume applies transition.Resume.
 func (s *Store) InstanceResume(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, true, func(q *litesqlc.Queries, now int64, row *litesqlc.WorkflowInstance) (*litesqlc.WorkflowInstance, error) {
-		if db.InstanceStatus(row.Status) != db.StatusPaused {
-			return row, nil
-		}
-		after, err := setStatus(ctx, q, p, now, db.StatusQueued, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := q.TaskUpsertDue(ctx, litesqlc.TaskUpsertDueParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			RunNumber:    row.RunNumber,
-			Kind:         string(db.TaskKindResume),
-			Priority:     int64(db.TaskKindResume.Priority()),
-			Now:          now,
-		}); err != nil {
-			return nil, err
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonResume, now); err != nil {
-			return nil, err
-		}
-		return after, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("resuming instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Resume, "resuming instance")
 }
 
-// InstanceTerminate terminates a non-terminal instance and deletes its task,
-// so a runner still holding it is fenced out. It returns db.ErrTerminal for
-// terminal instances.
+// InstanceTerminate applies transition.Terminate.
 func (s *Store) InstanceTerminate(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	inst, err := s.instanceChange(ctx, p, false, func(q *litesqlc.Queries, now int64, _ *litesqlc.WorkflowInstance) (*litesqlc.WorkflowInstance, error) {
-		after, err := setStatus(ctx, q, p, now, db.StatusTerminated, false)
-		if err != nil {
-			return nil, err
-		}
-		if err := q.TaskDelete(ctx, litesqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.ID}); err != nil {
-			return nil, err
-		}
-		return after, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("terminating instance: %w", err)
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Terminate, "terminating instance")
 }
 
-// InstanceRestart starts a new run of any instance, terminal or not: run
-// number + 1, queued, output, error and pause cleared, and a task due now
-// whose version moved on so that a runner of the old run is fenced out. Steps
-// and events of earlier runs are kept for audit and never delivered again.
-// The new run is recorded as a create hook entry when p.RecordHooks is set.
+// InstanceRestart applies transition.Restart; earlier runs' steps and
+// events stay for audit.
 func (s *Store) InstanceRestart(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
-	var inst *db.Instance
-	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
-		now, err := txNow(ctx, q, p.Now)
-		if err != nil {
-			return err
-		}
-		row, err := q.InstanceRestart(ctx, litesqlc.InstanceRestartParams{
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-		})
-		if err != nil {
-			return err
-		}
-		if err := q.TaskUpsertDue(ctx, litesqlc.TaskUpsertDueParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			RunNumber:    row.RunNumber,
-			Kind:         string(db.TaskKindRun),
-			Priority:     int64(db.TaskKindRun.Priority()),
-			Now:          now,
-		}); err != nil {
-			return err
-		}
-		if err := q.TaskResetAttempts(ctx, litesqlc.TaskResetAttemptsParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-		}); err != nil {
-			return err
-		}
-		if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.ID, db.HookReasonCreate, now); err != nil {
-			return err
-		}
-		inst = instanceFromRow(&row)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("restarting instance: %w", interpretError(err))
-	}
-	return inst, nil
+	return s.instanceChange(ctx, p, transition.Restart, "restarting instance")
 }
 
-// instanceChange runs a management transition on an instance inside a write
-// transaction, which no other writer can interleave with, and returns the
-// instance after it. A terminal instance is db.ErrTerminal, or returned
-// unchanged when terminalNoop is set.
-func (s *Store) instanceChange(
-	ctx context.Context,
-	p *db.InstanceChangeParams,
-	terminalNoop bool,
-	change func(q *litesqlc.Queries, now int64, row *litesqlc.WorkflowInstance) (*litesqlc.WorkflowInstance, error),
-) (*db.Instance, error) {
+// instanceChange applies a management transition's rule to an instance
+// inside a write transaction, which no other writer can interleave with,
+// and returns the instance after it.
+func (s *Store) instanceChange(ctx context.Context, p *db.InstanceChangeParams, rule transition.ChangeFunc, doing string) (*db.Instance, error) {
 	var inst *db.Instance
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		row, err := q.InstanceGet(ctx, litesqlc.InstanceGetParams{
@@ -372,40 +271,42 @@ func (s *Store) instanceChange(
 		if err != nil {
 			return err
 		}
-		if db.InstanceStatus(row.Status).Terminal() {
-			if !terminalNoop {
-				return db.ErrTerminal
-			}
+		plan, err := rule(workflow.InstanceStatus(row.Status), p.RecordHooks)
+		if err != nil || plan.Status == "" {
 			inst = instanceFromRow(&row)
-			return nil
+			return err
 		}
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
 			return err
 		}
-		after, err := change(q, now, &row)
+		if plan.NewRun {
+			row, err = q.InstanceRestart(ctx, litesqlc.InstanceRestartParams{
+				Now:          now,
+				WorkflowName: p.WorkflowName,
+				InstanceID:   p.ID,
+			})
+		} else {
+			row, err = q.InstanceSetStatus(ctx, litesqlc.InstanceSetStatusParams{
+				Status:         string(plan.Status),
+				PauseRequested: boolArg(plan.PauseRequested),
+				Now:            now,
+				WorkflowName:   p.WorkflowName,
+				InstanceID:     p.ID,
+			})
+		}
 		if err != nil {
 			return err
 		}
-		inst = instanceFromRow(after)
-		return nil
+		run := runRef{p.WorkflowName, p.ID, row.RunNumber}
+		if err := applyTask(ctx, q, run, db.TaskRef{}, &plan.Task, now, now); err != nil {
+			return err
+		}
+		inst = instanceFromRow(&row)
+		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now)
 	})
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, fmt.Errorf("%s: %w", doing, interpretError(err))
 	}
 	return inst, nil
-}
-
-func setStatus(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams, now int64, status db.InstanceStatus, pauseRequested bool) (*litesqlc.WorkflowInstance, error) {
-	row, err := q.InstanceSetStatus(ctx, litesqlc.InstanceSetStatusParams{
-		Status:         string(status),
-		PauseRequested: boolArg(pauseRequested),
-		Now:            now,
-		WorkflowName:   p.WorkflowName,
-		InstanceID:     p.ID,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &row, nil
 }

@@ -39,7 +39,7 @@ func TestOpen(t *testing.T) {
 		require.NoError(t, sqlite.Migrate(ctx, store), "migrating a migrated file does nothing")
 		got, err := store.InstanceGet(ctx, db.InstanceRef{WorkflowName: "w", ID: "a"})
 		require.NoError(t, err)
-		require.Equal(t, created, got)
+		require.Equal(t, created.Instance, got)
 	})
 
 	t.Run("MemoryStoresAreSeparate", func(t *testing.T) {
@@ -119,7 +119,8 @@ func TestOpen(t *testing.T) {
 					if err != nil || len(tasks) == 0 {
 						return err
 					}
-					for _, task := range tasks {
+					for _, c := range tasks {
+						task := c.Task
 						p := &db.CheckpointParams{
 							Task: db.TaskRef{ID: task.ID, Version: task.Version}, WorkflowName: "w",
 							InstanceID: task.InstanceID, RunNumber: 1, Now: now, Outcome: db.OutcomeComplete,

@@ -8,16 +8,17 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
 )
 
-// recordHook records a hook entry for the instance's task, as it stands in
-// the caller's write transaction, when record is set.
-func recordHook(ctx context.Context, q *litesqlc.Queries, record bool, workflowName, instanceID string, reason db.HookReason, now int64) error {
-	if !record {
+// recordHook records a transition's hook entry for the instance's task, as
+// it stands in the caller's write transaction, when it has one.
+func recordHook(ctx context.Context, q *litesqlc.Queries, h transition.HookWrite, workflowName, instanceID string, now int64) error {
+	if !h.Record() {
 		return nil
 	}
 	return q.OutboxRecord(ctx, litesqlc.OutboxRecordParams{
-		Reason:       string(reason),
+		Reason:       string(h.Reason),
 		Now:          now,
 		WorkflowName: workflowName,
 		InstanceID:   instanceID,

@@ -2,13 +2,13 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // RunLoad returns the instance and the steps of its current run, keyed by
@@ -87,9 +87,15 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 	return res, nil
 }
 
-// checkpointTx is one checkpoint inside the caller's write transaction. It
-// fences before it writes anything: db.ErrLeaseLost means it wrote nothing.
+// checkpointTx is one checkpoint inside the caller's write transaction: it
+// reads the facts transition.Checkpoint's plan depends on and applies the
+// plan. It fences before it writes anything: db.ErrLeaseLost means it wrote
+// nothing.
 func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	plan, err := transition.Checkpoint(p)
+	if err != nil {
+		return nil, err
+	}
 	now, err := txNow(ctx, q, nowArg(p.Now))
 	if err != nil {
 		return nil, err
@@ -101,55 +107,146 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 		TaskID:       p.Task.ID,
 		Version:      p.Task.Version,
 	})
-	if isNoRows(err) || err == nil && db.InstanceStatus(inst.Status).Terminal() {
+	if isNoRows(err) || err == nil && workflow.InstanceStatus(inst.Status).Terminal() {
 		return nil, db.ErrLeaseLost
 	}
 	if err != nil {
 		return nil, err
 	}
 
-	res := &db.CheckpointResult{Status: db.InstanceStatus(inst.Status)}
+	run := runRef{p.WorkflowName, p.InstanceID, int64(p.RunNumber)}
+	var ev *db.Event
 	if p.ConsumeEvent != nil {
-		if res.Event, err = consumeEvent(ctx, q, p, now); err != nil {
+		if ev, err = consumeEvent(ctx, q, run, p.ConsumeEvent, now); err != nil {
 			return nil, err
 		}
 	}
-	for i := range p.Steps {
-		if res.Event != nil && p.Steps[i].Key == p.ConsumeEvent.StepKey {
-			continue // the step just completed with the event
-		}
-		if err := q.StepUpsert(ctx, stepUpsertParams(p, &p.Steps[i], now)); err != nil {
-			return nil, fmt.Errorf("writing step %q: %w", p.Steps[i].Key, err)
+	steps := transition.Steps(p, ev != nil)
+	for i := range steps {
+		if err := q.StepUpsert(ctx, stepUpsertParams(p, &steps[i], now)); err != nil {
+			return nil, fmt.Errorf("writing step %q: %w", steps[i].Key, err)
 		}
 	}
-	if err := applyOutcome(ctx, q, p, now, inst.PauseRequested != 0, res); err != nil {
+	facts := transition.CheckpointFacts{Status: workflow.InstanceStatus(inst.Status), PauseRequested: inst.PauseRequested != 0}
+	if plan.MayBeDue {
+		if facts.Due, err = suspendDue(ctx, q, run, &plan.Task, now); err != nil {
+			return nil, err
+		}
+	}
+	status, res := plan.Resolve(facts)
+	res.Event = ev
+	if err := endOrSetStatus(ctx, q, p, status, now); err != nil {
 		return nil, err
 	}
-	if p.ResetLeaseLosses && p.Outcome == db.OutcomeContinue {
-		if err := q.TaskResetLeaseLosses(ctx, litesqlc.TaskResetLeaseLossesParams{ID: p.Task.ID, Version: p.Task.Version}); err != nil {
-			return nil, err
+	runAt := micros(plan.RunAt(timeFromMicros(now), facts.Due))
+	if err := applyTask(ctx, q, run, p.Task, &plan.Task, runAt, now); err != nil {
+		return nil, err
+	}
+	return res, recordHook(ctx, q, plan.Hook, p.WorkflowName, p.InstanceID, now)
+}
+
+// suspendDue reads whether a suspended task is due at once (see
+// transition.TaskWrite.Due), comparing times as they are stored.
+func suspendDue(ctx context.Context, q *litesqlc.Queries, run runRef, w *transition.TaskWrite, now int64) (bool, error) {
+	buffered := int64(0)
+	if len(w.DueOnEvents) > 0 {
+		var err error
+		buffered, err = q.EventBuffered(ctx, litesqlc.EventBufferedParams{
+			WorkflowName: run.workflowName,
+			InstanceID:   run.instanceID,
+			RunNumber:    run.runNumber,
+			Types:        listArg(w.DueOnEvents),
+		})
+		if err != nil {
+			return false, err
 		}
 	}
-	if p.Outcome != db.OutcomeSuspend {
-		return res, nil
+	return buffered != 0 || micros(w.RunAt) <= now, nil
+}
+
+// endOrSetStatus writes the status a checkpoint resolved to: a run that
+// ends with its output or error, any other status as it is; "" writes
+// nothing.
+func endOrSetStatus(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, status workflow.InstanceStatus, now int64) error {
+	switch status {
+	case "":
+		return nil
+	case workflow.StatusComplete:
+		return q.InstanceComplete(ctx, litesqlc.InstanceCompleteParams{
+			Output:       jsonArg(p.Output),
+			Now:          now,
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+		})
+	case workflow.StatusErrored:
+		return q.InstanceFail(ctx, litesqlc.InstanceFailParams{
+			ErrorName:    textArg(p.ErrorName),
+			ErrorMessage: textArg(p.ErrorMessage),
+			Now:          now,
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+		})
 	}
-	reason := db.HookReasonWake
-	if p.NextKind == db.TaskKindRetry {
-		reason = db.HookReasonRetry
+	return q.InstanceTransition(ctx, litesqlc.InstanceTransitionParams{
+		Status:       string(status),
+		Now:          now,
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+	})
+}
+
+// runRef names one run of an instance.
+type runRef struct {
+	workflowName, instanceID string
+	runNumber                int64
+}
+
+// applyTask applies a transition's write to the run's task: held names
+// the held task (a checkpoint's) and runAt is when a scheduled task is due.
+func applyTask(ctx context.Context, q *litesqlc.Queries, run runRef, held db.TaskRef, w *transition.TaskWrite, runAt, now int64) error {
+	switch w.Op {
+	case transition.TaskKeep:
+		if !w.ResetLeaseLosses {
+			return nil
+		}
+		return q.TaskResetLeaseLosses(ctx, litesqlc.TaskResetLeaseLossesParams{ID: held.ID, Version: held.Version})
+	case transition.TaskSchedule:
+		return q.TaskSchedule(ctx, litesqlc.TaskScheduleParams{
+			RunAt:    runAt,
+			Kind:     string(w.Kind),
+			Priority: int64(w.Priority),
+			ID:       held.ID,
+		})
+	case transition.TaskDelete:
+		return q.TaskDelete(ctx, litesqlc.TaskDeleteParams{WorkflowName: run.workflowName, InstanceID: run.instanceID})
+	case transition.TaskRequeue:
+		if err := q.TaskUpsertDue(ctx, litesqlc.TaskUpsertDueParams{
+			WorkflowName: run.workflowName,
+			InstanceID:   run.instanceID,
+			RunNumber:    run.runNumber,
+			Kind:         string(w.Kind),
+			Priority:     int64(w.Priority),
+			Now:          now,
+		}); err != nil || !w.ResetAttempts {
+			return err
+		}
+		return q.TaskResetAttempts(ctx, litesqlc.TaskResetAttemptsParams{
+			WorkflowName: run.workflowName,
+			InstanceID:   run.instanceID,
+		})
 	}
-	return res, recordHook(ctx, q, p.RecordHooks, p.WorkflowName, p.InstanceID, reason, now)
+	return fmt.Errorf("task write %d is not applied here", w.Op)
 }
 
 // consumeEvent marks the oldest undelivered event of the requested type as
 // consumed and completes the waiting step with it; nil when none is buffered.
-func consumeEvent(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, now int64) (*db.Event, error) {
-	ce := p.ConsumeEvent
+func consumeEvent(ctx context.Context, q *litesqlc.Queries, run runRef, ce *db.ConsumeEvent, now int64) (*db.Event, error) {
 	row, err := q.EventConsumeOldest(ctx, litesqlc.EventConsumeOldestParams{
 		Now:          now,
 		StepKey:      ce.StepKey,
-		WorkflowName: p.WorkflowName,
-		InstanceID:   p.InstanceID,
-		RunNumber:    int64(p.RunNumber),
+		WorkflowName: run.workflowName,
+		InstanceID:   run.instanceID,
+		RunNumber:    run.runNumber,
 		Type:         ce.Type,
 	})
 	if isNoRows(err) {
@@ -159,14 +256,14 @@ func consumeEvent(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 		return nil, err
 	}
 	ev := eventFromRow(&row)
-	result, err := eventStepResult(ev)
+	result, err := transition.EventStepResult(ev)
 	if err != nil {
 		return nil, err
 	}
 	if err := q.StepCompleteWithEvent(ctx, litesqlc.StepCompleteWithEventParams{
-		WorkflowName:  p.WorkflowName,
-		InstanceID:    p.InstanceID,
-		RunNumber:     int64(p.RunNumber),
+		WorkflowName:  run.workflowName,
+		InstanceID:    run.instanceID,
+		RunNumber:     run.runNumber,
 		StepKey:       ce.StepKey,
 		WaitEventType: &ce.Type,
 		Result:        jsonArg(result),
@@ -175,25 +272,6 @@ func consumeEvent(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 		return nil, err
 	}
 	return ev, nil
-}
-
-// eventStepResult is the JSON result a waitForEvent step records for the
-// event it consumed. It is exactly json.Marshal of {type, payload, timestamp}
-// (payload compacted, a missing one null, timestamp in UTC RFC 3339 with
-// nanoseconds): the runner encodes the event the same way on the first run,
-// so the first run and every replay decode the same bytes. The event row
-// itself keeps the payload as sent. The Postgres backend writes the same
-// bytes.
-func eventStepResult(ev *db.Event) (json.RawMessage, error) {
-	payload := ev.Payload
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	return json.Marshal(struct {
-		Type      string          `json:"type"`
-		Payload   json.RawMessage `json:"payload"`
-		Timestamp time.Time       `json:"timestamp"`
-	}{ev.Type, payload, ev.CreatedAt.UTC()})
 }
 
 func stepUpsertParams(p *db.CheckpointParams, w *db.StepWrite, now int64) litesqlc.StepUpsertParams {
@@ -215,106 +293,6 @@ func stepUpsertParams(p *db.CheckpointParams, w *db.StepWrite, now int64) litesq
 		ErrorMessage:  textArg(w.ErrorMessage),
 		Now:           now,
 	}
-}
-
-// applyOutcome moves the instance and its held task to where the outcome
-// leaves them, and fills in res.
-func applyOutcome(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, now int64, pauseRequested bool, res *db.CheckpointResult) error {
-	ref := litesqlc.TaskDeleteParams{WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
-	switch p.Outcome {
-	case db.OutcomeContinue:
-		res.PauseRequested = pauseRequested // the task and instance rows stay as they are
-		return nil
-
-	case db.OutcomeSuspend:
-		due, err := q.EventSuspendDue(ctx, litesqlc.EventSuspendDueParams{
-			NextRunAt:    micros(p.NextRunAt),
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-			RunNumber:    int64(p.RunNumber),
-			Types:        listArg(p.WaitEventTypes),
-		})
-		if err != nil {
-			return err
-		}
-		status, err := q.InstanceSuspend(ctx, litesqlc.InstanceSuspendParams{
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		})
-		if err != nil {
-			return err
-		}
-		runAt := &p.NextRunAt
-		if due != 0 {
-			runAt = nil // now
-		}
-		if err := scheduleTask(ctx, q, p, now, runAt, db.TaskKindWake); err != nil {
-			return err
-		}
-		res.Status = db.InstanceStatus(status)
-		res.Due = due != 0 && res.Status != db.StatusPaused
-		return nil
-
-	case db.OutcomePark:
-		if err := q.InstancePark(ctx, litesqlc.InstanceParkParams{
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		}); err != nil {
-			return err
-		}
-		if err := scheduleTask(ctx, q, p, now, &p.NextRunAt, db.TaskKindResume); err != nil {
-			return err
-		}
-		res.Status = db.StatusPaused
-		return nil
-
-	case db.OutcomeComplete:
-		if err := q.InstanceComplete(ctx, litesqlc.InstanceCompleteParams{
-			Output:       jsonArg(p.Output),
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		}); err != nil {
-			return err
-		}
-		res.Status = db.StatusComplete
-		return q.TaskDelete(ctx, ref)
-
-	case db.OutcomeError:
-		if err := q.InstanceFail(ctx, litesqlc.InstanceFailParams{
-			ErrorName:    textArg(p.ErrorName),
-			ErrorMessage: textArg(p.ErrorMessage),
-			Now:          now,
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.InstanceID,
-		}); err != nil {
-			return err
-		}
-		res.Status = db.StatusErrored
-		return q.TaskDelete(ctx, ref)
-
-	default:
-		return errors.New("unknown checkpoint outcome " + fmt.Sprint(p.Outcome))
-	}
-}
-
-// scheduleTask gives the held task back to the queue as p.NextKind (or
-// fallback when unset), due at runAt, or now when runAt is nil.
-func scheduleTask(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, now int64, runAt *time.Time, fallback db.TaskKind) error {
-	kind := p.NextKind
-	if kind == "" {
-		kind = fallback
-	}
-	return q.TaskSchedule(ctx, litesqlc.TaskScheduleParams{
-		RunAt:    microsPtr(runAt),
-		Now:      now,
-		Kind:     string(kind),
-		Priority: int64(kind.Priority()),
-		ID:       p.Task.ID,
-	})
 }
 
 // CheckpointBatch commits a group of batchable checkpoints (Continue,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
 )
 
 // ScheduleCreate inserts a schedule; db.ErrAlreadyExists when the id is taken.
@@ -153,16 +154,13 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 	res := &db.ScheduleFireResult{Created: []*db.Instance{}}
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now := micros(p.Now)
-		var lastID *string
-		if n := len(p.Instances); n > 0 {
-			lastID = &p.Instances[n-1].ID
-		}
+		plan := transition.Fire(p)
 		row, err := q.ScheduleAdvance(ctx, litesqlc.ScheduleAdvanceParams{
 			ScheduleID:     p.ID,
 			Version:        p.Version,
 			NextFireAt:     micros(p.NextFireAt),
 			LastFiredAt:    microsPtr(p.LastFiredAt),
-			LastInstanceID: lastID,
+			LastInstanceID: plan.LastInstanceID,
 			Now:            now,
 		})
 		if isNoRows(err) {
@@ -173,30 +171,17 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		}
 		res.Schedule = scheduleFromRow(&row)
 		for _, item := range p.Instances {
-			inst, err := q.InstanceInsertIfAbsent(ctx, litesqlc.InstanceInsertIfAbsentParams{
-				WorkflowName: p.WorkflowName,
-				InstanceID:   item.ID,
-				Params:       jsonArg(item.Params),
-				Metadata:     jsonArg(item.Metadata),
-				Now:          now,
-			})
-			if isNoRows(err) {
-				continue // this due time fired before
-			}
+			inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, now, nil)
 			if err != nil {
 				return err
 			}
-			if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
-				WorkflowName: p.WorkflowName,
-				InstanceID:   item.ID,
-				Now:          now,
-			}); err != nil {
+			if !ok {
+				continue // this due time fired before
+			}
+			if err := recordHook(ctx, q, plan.Create.Hook, p.WorkflowName, item.ID, now); err != nil {
 				return err
 			}
-			if err := recordHook(ctx, q, p.RecordHooks, p.WorkflowName, item.ID, db.HookReasonCreate, now); err != nil {
-				return err
-			}
-			res.Created = append(res.Created, instanceFromRow(&inst))
+			res.Created = append(res.Created, inst.Instance)
 		}
 		return nil
 	})

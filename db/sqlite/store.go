@@ -99,7 +99,10 @@ func (s *Store) prepare(ctx context.Context) *preparedQueries {
 	return p
 }
 
-var _ db.Store = (*Store)(nil)
+var (
+	_ db.Store             = (*Store)(nil)
+	_ db.BatchCheckpointer = (*Store)(nil)
+)
 
 // Open opens the SQLite database the DSN names and returns a Store that owns
 // its connections. The DSN is a file path ("duraflow.db"), ":memory:" for a

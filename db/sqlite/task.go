@@ -9,6 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // TaskClaim leases up to p.Max due tasks of the named workflows in one write
@@ -20,11 +21,11 @@ import (
 // claimed. SQLite has no SKIP LOCKED and needs none: the transaction holds
 // the database's single write lock, so concurrent claims run one after the
 // other and never see each other's tasks as due.
-func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Task, error) {
+func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
 	if p.Max <= 0 || len(p.WorkflowNames) == 0 {
-		return []*db.Task{}, nil
+		return []db.Claim{}, nil
 	}
-	var tasks []*db.Task
+	var tasks []db.Claim
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, nowArg(p.Now))
 		if err != nil {
@@ -42,14 +43,14 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 		if err != nil {
 			return err
 		}
-		tasks = make([]*db.Task, len(rows))
+		tasks = make([]db.Claim, len(rows))
 		if len(rows) == 0 {
 			return nil
 		}
 		ids := make([]int64, len(rows))
 		for i := range rows {
 			ids[i] = rows[i].ID
-			tasks[i] = taskFromRow(&rows[i])
+			tasks[i].Task = taskFromRow(&rows[i])
 		}
 		fresh, err := q.InstanceListFresh(ctx, listArg(ids))
 		if err != nil {
@@ -65,13 +66,14 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 		started := make(map[[2]string]*db.Instance, len(fresh))
 		for i := range fresh {
 			inst := instanceFromRow(&fresh[i])
-			inst.Status = db.StatusRunning
+			inst.Status = workflow.StatusRunning
 			at := timeFromMicros(now)
 			inst.StartedAt, inst.UpdatedAt = &at, at
 			started[[2]string{inst.WorkflowName, inst.ID}] = inst
 		}
-		for _, task := range tasks {
-			task.FreshRun = started[[2]string{task.WorkflowName, task.InstanceID}]
+		for i := range tasks {
+			t := tasks[i].Task
+			tasks[i].FreshRun = started[[2]string{t.WorkflowName, t.InstanceID}]
 		}
 		return nil
 	})
@@ -79,7 +81,8 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]*db.Tas
 		return nil, fmt.Errorf("claiming tasks: %w", interpretError(err))
 	}
 	// RETURNING has no order; the claim order is the contract's.
-	slices.SortFunc(tasks, func(a, b *db.Task) int {
+	slices.SortFunc(tasks, func(ca, cb db.Claim) int {
+		a, b := ca.Task, cb.Task
 		return cmp.Or(
 			cmp.Compare(a.Kind.Priority(), b.Kind.Priority()),
 			a.RunAt.Compare(b.RunAt),

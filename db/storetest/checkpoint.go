@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -69,7 +70,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.ErrorIs(t, err, db.ErrLeaseLost)
 		require.Nil(t, res)
-		batch, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		batch, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
 		require.NoError(t, err)
 		require.Len(t, batch, 1)
 		require.ErrorIs(t, batch[0].Err, db.ErrLeaseLost)
@@ -98,7 +99,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Steps = []db.StepWrite{{Key: "charge", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 6, Result: json.RawMessage(`{"amount": 10}`)}}
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: db.StatusRunning}, res)
+		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusRunning}, res)
 
 		// A step checkpoint writes the step only: the task (its lease is the
 		// heartbeat's to renew) and the instance (updated_at moves on status
@@ -113,7 +114,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res, err = b.store.Checkpoint(b.ctx, b.checkpoint(task))
 		require.NoError(t, err)
 		require.True(t, res.PauseRequested)
-		require.Equal(t, db.StatusWaitingForPause, res.Status)
+		require.Equal(t, workflow.StatusWaitingForPause, res.Status)
 	})
 
 	t.Run("StepUpsert", func(t *testing.T) {
@@ -204,10 +205,10 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.NextKind = db.TaskKindWake
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: db.StatusWaiting}, res)
+		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusWaiting}, res)
 
 		inst := b.get(t, "a")
-		require.Equal(t, db.StatusWaiting, inst.Status)
+		require.Equal(t, workflow.StatusWaiting, inst.Status)
 		got := b.task(t, "a")
 		require.Equal(t, db.TaskStatusPending, got.Status)
 		require.Equal(t, db.TaskKindWake, got.Kind)
@@ -260,7 +261,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b.send(t, "a", "approve", `2`)
 		res = suspend(task, "reject", "approve")
 		require.True(t, res.Due)
-		require.Equal(t, db.StatusWaiting, res.Status)
+		require.Equal(t, workflow.StatusWaiting, res.Status)
 		got := b.task(t, "a")
 		require.Equal(t, db.TaskStatusPending, got.Status)
 		requireTime(t, b.now, got.RunAt)
@@ -282,12 +283,12 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.WaitEventTypes = []string{"approve"}
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, db.StatusPaused, res.Status)
+		require.Equal(t, workflow.StatusPaused, res.Status)
 		require.False(t, res.Due, "a paused instance is never due")
 		require.False(t, res.PauseRequested)
 
 		inst := b.get(t, "a")
-		require.Equal(t, db.StatusPaused, inst.Status)
+		require.Equal(t, workflow.StatusPaused, inst.Status)
 		require.False(t, inst.PauseRequested)
 		require.Empty(t, b.claimAt(t, b.at(time.Hour), 10))
 		require.Nil(t, b.nextRunAt(t))
@@ -307,10 +308,10 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Output = json.RawMessage(output)
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: db.StatusComplete}, res)
+		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusComplete}, res)
 
 		inst := b.get(t, "a")
-		require.Equal(t, db.StatusComplete, inst.Status)
+		require.Equal(t, workflow.StatusComplete, inst.Status)
 		requireJSON(t, output, inst.Output)
 		requireTimePtr(t, b.at(time.Minute), inst.CompletedAt)
 		require.False(t, inst.PauseRequested)
@@ -335,7 +336,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Outcome = db.OutcomeComplete
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, db.StatusComplete, res.Status)
+		require.Equal(t, workflow.StatusComplete, res.Status)
 		inst := b.get(t, "a")
 		require.False(t, inst.PauseRequested)
 		require.Nil(t, inst.Output)
@@ -353,10 +354,10 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.ErrorMessage = "card stolen"
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: db.StatusErrored}, res)
+		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusErrored}, res)
 
 		inst := b.get(t, "a")
-		require.Equal(t, db.StatusErrored, inst.Status)
+		require.Equal(t, workflow.StatusErrored, inst.Status)
 		require.Equal(t, "NonRetryableError", inst.ErrorName)
 		require.Equal(t, "card stolen", inst.ErrorMessage)
 		requireTimePtr(t, b.now, inst.CompletedAt)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 func testConcurrency(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -36,9 +37,10 @@ func testConcurrency(t *testing.T, newStore func(t *testing.T) db.Store) {
 			wg.Go(func() {
 				name := fmt.Sprintf("runner-%d", r)
 				for {
-					tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+					claims, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 						Owner: name, WorkflowNames: []string{workflowName}, Max: 3, Now: b.now, LockedUntil: b.at(lease),
 					})
+					tasks := taskList(claims)
 					if err != nil {
 						errs <- err
 						return
@@ -120,9 +122,10 @@ func testConcurrency(t *testing.T, newStore func(t *testing.T) db.Store) {
 					if completeAll(b) {
 						return
 					}
-					tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+					claims, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 						Owner: fmt.Sprintf("r%d", r), WorkflowNames: []string{workflowName}, Max: 2, Now: b.now, LockedUntil: b.at(lease),
 					})
+					tasks := taskList(claims)
 					if err != nil {
 						report(fmt.Errorf("claim: %w", err))
 						return
@@ -197,8 +200,8 @@ func step(b *testBundle, task *db.Task) error {
 
 // completeAll reports whether every instance of the bundle is complete.
 func completeAll(b *testBundle) bool {
-	list, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{WorkflowName: workflowName, Statuses: []db.InstanceStatus{
-		db.StatusQueued, db.StatusRunning, db.StatusWaiting, db.StatusWaitingForPause, db.StatusPaused,
+	list, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{WorkflowName: workflowName, Statuses: []workflow.InstanceStatus{
+		workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused,
 	}, Limit: 1})
 	return err == nil && len(list) == 0
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // eagerOwner is the runner an eager start leases to in these tests.
@@ -16,7 +17,7 @@ func (b *testBundle) eagerLease(max int) *db.CreateLease {
 	return &db.CreateLease{Owner: eagerOwner, LockedUntil: b.at(lease), Max: max}
 }
 
-func (b *testBundle) createLeased(t *testing.T, id string) *db.Instance {
+func (b *testBundle) createLeased(t *testing.T, id string) db.CreateResult {
 	t.Helper()
 	inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 		WorkflowName: workflowName, ID: id, Params: json.RawMessage(`{"id":"` + id + `"}`),
@@ -49,19 +50,18 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 	t.Run("CreateLeasedStartsTheInstanceWithItsTaskLeased", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
-		inst := b.createLeased(t, "e-1")
-		require.Equal(t, db.StatusRunning, inst.Status)
+		c := b.createLeased(t, "e-1")
+		inst := c.Instance
+		require.Equal(t, workflow.StatusRunning, inst.Status)
 		requireTimePtr(t, b.now, inst.StartedAt)
 		requireTime(t, b.now, inst.CreatedAt)
 		require.Equal(t, 1, inst.RunNumber)
 		requireJSON(t, `{"id":"e-1"}`, inst.Params)
-		b.requireLeased(t, "e-1", inst.LeasedTask)
+		b.requireLeased(t, "e-1", c.LeasedTask)
 
 		stored := b.task(t, "e-1")
-		require.Equal(t, inst.LeasedTask, stored, "the returned task is the stored one")
+		require.Equal(t, c.LeasedTask, stored, "the returned task is the stored one")
 		got := b.get(t, "e-1")
-		require.Nil(t, got.LeasedTask)
-		got.LeasedTask = inst.LeasedTask
 		require.Equal(t, inst, got)
 
 		// Nobody claims it while the lease holds; nothing is due.
@@ -69,14 +69,14 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Empty(t, b.claimAt(t, b.at(lease/2), 10))
 
 		// The holder checkpoints with the returned task, as after a claim.
-		res, err := b.store.Checkpoint(b.ctx, b.checkpoint(inst.LeasedTask))
+		res, err := b.store.Checkpoint(b.ctx, b.checkpoint(c.LeasedTask))
 		require.NoError(t, err)
-		require.Equal(t, db.StatusRunning, res.Status)
-		cp := b.checkpoint(inst.LeasedTask)
+		require.Equal(t, workflow.StatusRunning, res.Status)
+		cp := b.checkpoint(c.LeasedTask)
 		cp.Outcome, cp.Output = db.OutcomeComplete, json.RawMessage(`1`)
 		_, err = b.store.Checkpoint(b.ctx, cp)
 		require.NoError(t, err)
-		require.Equal(t, db.StatusComplete, b.get(t, "e-1").Status)
+		require.Equal(t, workflow.StatusComplete, b.get(t, "e-1").Status)
 	})
 
 	t.Run("ExpiredEagerLeaseIsReclaimed", func(t *testing.T) {
@@ -91,7 +91,7 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		_, err := b.store.Checkpoint(b.ctx, b.checkpoint(inst.LeasedTask))
 		require.ErrorIs(t, err, db.ErrLeaseLost, "the dead holder is fenced out")
 		require.NoError(t, b.store.TaskHeartbeat(b.ctx, &db.TaskHeartbeatParams{Task: ref(task), LockedUntil: b.at(2 * lease)}))
-		require.Equal(t, db.StatusRunning, b.get(t, "crash").Status)
+		require.Equal(t, workflow.StatusRunning, b.get(t, "crash").Status)
 	})
 
 	t.Run("CreateLeasedOfTakenIDChangesNothing", func(t *testing.T) {
@@ -115,7 +115,7 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p := b.createLeased(t, "p")
 		inst, err := b.store.InstancePause(b.ctx, b.change("p"))
 		require.NoError(t, err)
-		require.Equal(t, db.StatusWaitingForPause, inst.Status, "a started instance parks at its next step")
+		require.Equal(t, workflow.StatusWaitingForPause, inst.Status, "a started instance parks at its next step")
 		res, err := b.store.Checkpoint(b.ctx, b.checkpoint(p.LeasedTask))
 		require.NoError(t, err)
 		require.True(t, res.PauseRequested)
@@ -152,20 +152,22 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 			},
 		})
 		require.NoError(t, err)
-		require.Equal(t, []string{"a", "b", "c", "d"}, ids(created))
-		for _, inst := range created[:2] {
-			require.Equal(t, db.StatusRunning, inst.Status, inst.ID)
+		require.Equal(t, []string{"a", "b", "c", "d"}, ids(instances(created)))
+		for _, c := range created[:2] {
+			inst := c.Instance
+			require.Equal(t, workflow.StatusRunning, inst.Status, inst.ID)
 			requireTimePtr(t, b.now, inst.StartedAt)
-			b.requireLeased(t, inst.ID, inst.LeasedTask)
-			require.Equal(t, inst.LeasedTask, b.task(t, inst.ID))
+			b.requireLeased(t, inst.ID, c.LeasedTask)
+			require.Equal(t, c.LeasedTask, b.task(t, inst.ID))
 		}
-		requireJSON(t, `1`, created[0].Params)
-		for _, inst := range created[2:] {
-			require.Equal(t, db.StatusQueued, inst.Status, inst.ID)
+		requireJSON(t, `1`, created[0].Instance.Params)
+		for _, c := range created[2:] {
+			inst := c.Instance
+			require.Equal(t, workflow.StatusQueued, inst.Status, inst.ID)
 			require.Nil(t, inst.StartedAt)
-			require.Nil(t, inst.LeasedTask)
+			require.Nil(t, c.LeasedTask)
 		}
-		require.Equal(t, db.StatusQueued, b.get(t, "taken").Status)
+		require.Equal(t, workflow.StatusQueued, b.get(t, "taken").Status)
 		// Only the queued ones are claimable.
 		require.ElementsMatch(t, []string{"taken", "c", "d"}, taskIDs(b.claimAt(t, b.now, 10)))
 	})
@@ -178,9 +180,9 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 			Instances: []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}},
 		})
 		require.NoError(t, err)
-		for _, inst := range created {
-			require.Equal(t, db.StatusQueued, inst.Status)
-			require.Nil(t, inst.LeasedTask)
+		for _, c := range created {
+			require.Equal(t, workflow.StatusQueued, c.Instance.Status)
+			require.Nil(t, c.LeasedTask)
 		}
 		require.Len(t, b.claimAt(t, b.now, 10), 2)
 	})
@@ -193,8 +195,8 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 			Instances: []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}},
 		})
 		require.NoError(t, err)
-		for _, inst := range created {
-			b.requireLeased(t, inst.ID, inst.LeasedTask)
+		for _, c := range created {
+			b.requireLeased(t, c.Instance.ID, c.LeasedTask)
 		}
 		require.Empty(t, b.claimAt(t, b.now, 10))
 		require.ElementsMatch(t, []string{"create a 0s", "create b 0s"}, b.recorded(t))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -88,7 +89,7 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res := b.send(t, "a", "reject", `{}`)
 		require.False(t, res.Woken)
 		require.Equal(t, before, b.task(t, "a"), "another type does not wake")
-		require.Equal(t, db.StatusWaiting, b.get(t, "a").Status)
+		require.Equal(t, workflow.StatusWaiting, b.get(t, "a").Status)
 
 		b.now = b.at(time.Minute)
 		res = b.send(t, "a", "approve", `{"ok":true}`)
@@ -167,7 +168,7 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, before.Attempts+1, task.Attempts)
 		require.Equal(t, db.TaskKindResume, task.Kind)
 		require.Equal(t, task, b.task(t, "a"))
-		require.Equal(t, db.StatusRunning, b.get(t, "a").Status)
+		require.Equal(t, workflow.StatusRunning, b.get(t, "a").Status)
 		require.Empty(t, b.claimAt(t, b.at(time.Second), 10), "no other runner can claim it")
 
 		// The lease holder finds the event delivered to its wait.
@@ -248,6 +249,50 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		}
 	})
 
+	// The event-delivery rule (transition.DeliverAtSend): a send delivers
+	// only the event it sent, only on the caller's clock and only when it is
+	// the run's one undelivered event of its type; otherwise the resumed run
+	// consumes the oldest itself.
+	t.Run("SendDeliversOnlyTheOnlyUndeliveredEvent", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		waitFor(t, b, "a", "approve")
+		_, err := b.store.InstancePause(b.ctx, b.change("a"))
+		require.NoError(t, err)
+		b.now = b.at(time.Second)
+		first := b.send(t, "a", "approve", `1`)
+		_, err = b.store.InstanceResume(b.ctx, b.change("a"))
+		require.NoError(t, err)
+
+		b.now = b.at(time.Second)
+		second := b.send(t, "a", "approve", `2`)
+		require.True(t, second.Woken)
+		require.Empty(t, second.DeliveredTo, "an older event is undelivered: the run consumes it")
+		require.Nil(t, second.Event.DeliveredAt)
+		require.Equal(t, db.StepStatusWaiting, b.steps(t, "a", 1)[0].Status)
+		for _, ev := range b.events(t, "a", 1) {
+			require.Nil(t, ev.DeliveredAt, "event %d", ev.ID)
+		}
+		task := b.claimIDAt(t, "a", b.now)
+		p := b.checkpoint(task)
+		p.ConsumeEvent = &db.ConsumeEvent{Type: "approve", StepKey: "wait"}
+		cp, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, first.Event.ID, cp.Event.ID, "the oldest goes first")
+
+		b.create(t, "clock")
+		waitFor(t, b, "clock", "approve")
+		res, err := b.store.EventSend(b.ctx, &db.EventSendParams{
+			WorkflowName: workflowName, InstanceID: "clock", Type: "approve", Payload: json.RawMessage(`1`),
+		})
+		require.NoError(t, err)
+		require.True(t, res.Woken)
+		require.Empty(t, res.DeliveredTo, "a send on the database clock delivers nothing")
+		require.Equal(t, db.StepStatusWaiting, b.steps(t, "clock", 1)[0].Status)
+		require.Nil(t, b.events(t, "clock", 1)[0].DeliveredAt)
+	})
+
 	t.Run("SendDoesNotWakePausedInstance", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
@@ -261,7 +306,7 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.False(t, res.Woken)
 		require.Equal(t, 1, res.Event.RunNumber)
 		require.Equal(t, before, b.task(t, "a"))
-		require.Equal(t, db.StatusPaused, b.get(t, "a").Status)
+		require.Equal(t, workflow.StatusPaused, b.get(t, "a").Status)
 		require.Len(t, b.events(t, "a", 1), 1, "buffered for later")
 	})
 

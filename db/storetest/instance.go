@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -18,16 +19,17 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		// Whitespace and key order must survive: replay sees what the first run saw.
 		params := "{\"z\": 1,  \"a\" : [1, 2.50, \"\\u00e9\"]}\n"
-		inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+		instRes, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 			WorkflowName: workflowName,
 			ID:           "inv-1",
 			Params:       json.RawMessage(params),
 			Now:          new(b.now),
 		})
 		require.NoError(t, err)
+		inst := instRes.Instance
 		require.Equal(t, workflowName, inst.WorkflowName)
 		require.Equal(t, "inv-1", inst.ID)
-		require.Equal(t, db.StatusQueued, inst.Status)
+		require.Equal(t, workflow.StatusQueued, inst.Status)
 		requireJSON(t, params, inst.Params)
 		require.Nil(t, inst.Output)
 		require.Equal(t, 1, inst.RunNumber)
@@ -56,8 +58,9 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 
-		inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{WorkflowName: workflowName, ID: "a"})
+		instRes, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{WorkflowName: workflowName, ID: "a"})
 		require.NoError(t, err)
+		inst := instRes.Instance
 		require.Nil(t, inst.Params)
 		require.False(t, inst.CreatedAt.IsZero(), "database clock used")
 		require.Equal(t, time.UTC, inst.CreatedAt.Location())
@@ -68,19 +71,21 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 		meta := json.RawMessage(`{"trigger": {"type":"http", "requestId":"r-1"},  "flowVersion":"1.10.0"}`)
-		inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+		instRes, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 			WorkflowName: workflowName, ID: "m", Params: json.RawMessage(`{}`), Metadata: meta, Now: new(b.now),
 		})
 		require.NoError(t, err)
+		inst := instRes.Instance
 		require.Equal(t, string(meta), string(inst.Metadata))
 		require.Equal(t, string(meta), string(b.get(t, "m").Metadata))
 		require.Nil(t, b.create(t, "plain").Metadata, "no metadata stays NULL")
 
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName, Now: new(b.now),
 			Instances: []db.InstanceCreateItem{{ID: "m1", Metadata: meta}, {ID: "m2"}},
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Len(t, created, 2)
 		require.Equal(t, string(meta), string(created[0].Metadata))
 		require.Nil(t, created[1].Metadata)
@@ -123,7 +128,7 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b := setup(t, newStore)
 		existing := b.create(t, "b")
 
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName,
 			Instances: []db.InstanceCreateItem{
 				{ID: "c", Params: json.RawMessage(`{"n": 3}`)},
@@ -134,11 +139,12 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 			Now: new(b.at(time.Second)),
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Equal(t, []string{"c", "a"}, ids(created))
 		requireJSON(t, `{"n": 3}`, created[0].Params)
 		require.Nil(t, created[1].Params)
 		for _, inst := range created {
-			require.Equal(t, db.StatusQueued, inst.Status)
+			require.Equal(t, workflow.StatusQueued, inst.Status)
 			require.Equal(t, 1, inst.RunNumber)
 			requireTime(t, b.at(time.Second), inst.CreatedAt)
 
@@ -150,16 +156,18 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, existing, b.get(t, "b"), "existing instance untouched")
 		requireJSON(t, `{"n": 3}`, b.get(t, "c").Params)
 
-		created, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName,
 			Instances:    []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}},
 			Now:          new(b.now),
 		})
 		require.NoError(t, err)
+		created = instances(createdRes)
 		require.Empty(t, created)
 
-		created, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{WorkflowName: workflowName})
+		createdRes, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{WorkflowName: workflowName})
 		require.NoError(t, err)
+		created = instances(createdRes)
 		require.Empty(t, created)
 	})
 
@@ -178,7 +186,7 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		state, err := b.store.RunLoad(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: "r"})
 		require.NoError(t, err)
-		require.Equal(t, db.StatusRunning, state.Instance.Status)
+		require.Equal(t, workflow.StatusRunning, state.Instance.Status)
 		require.Len(t, state.Steps, 2)
 		requireJSON(t, `2`, state.Steps["two"].Result)
 		require.Equal(t, "two", state.Steps["two"].Key)
@@ -241,13 +249,13 @@ func testInstanceList(t *testing.T, newStore func(t *testing.T) db.Store) {
 			require.NoError(t, err)
 		}
 		require.Equal(t, [][]string{{"i4"}, {"i2"}},
-			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []db.InstanceStatus{db.StatusPaused}, Limit: 1}),
+			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []workflow.InstanceStatus{workflow.StatusPaused}, Limit: 1}),
 			"same updated_at: ordered by id, newest first")
 		require.Equal(t, [][]string{{"i5", "i3", "i1"}, {"i0"}},
-			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []db.InstanceStatus{db.StatusQueued}, Limit: 3}))
+			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []workflow.InstanceStatus{workflow.StatusQueued}, Limit: 3}))
 		require.Equal(t, [][]string{{"i5", "o1", "i3", "i1", "i0"}},
-			pages(t, b, db.InstanceListParams{Statuses: []db.InstanceStatus{db.StatusQueued, db.StatusComplete}}))
-		require.Empty(t, pages(t, b, db.InstanceListParams{Statuses: []db.InstanceStatus{db.StatusErrored}}))
+			pages(t, b, db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusComplete}}))
+		require.Empty(t, pages(t, b, db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusErrored}}))
 	})
 
 	t.Run("TiesOnUpdatedAtPageByKey", func(t *testing.T) {
@@ -268,10 +276,11 @@ func testInstanceList(t *testing.T, newStore func(t *testing.T) db.Store) {
 		for i := range items {
 			items[i].ID = fmt.Sprintf("id-%02d", i)
 		}
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName, Instances: items, Now: new(b.now),
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Len(t, created, 60)
 
 		page, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{})

@@ -65,7 +65,7 @@ func testLeaseLosses(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Steps = []db.StepWrite{{Key: "s2", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 1, Result: json.RawMessage(`2`)}}
 		p.ResetLeaseLosses = true
 		require.False(t, p.Batchable(), "a reset is not for the group commit")
-		_, err = b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
+		_, err = b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
 		require.ErrorIs(t, err, db.ErrNotBatchable)
 		_, err = b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
@@ -193,10 +193,11 @@ func testLeaseLosses(t *testing.T, newStore func(t *testing.T) db.Store) {
 		}
 		claim := func(exclude bool) map[string]*db.Task {
 			t.Helper()
-			tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+			claims, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 				Owner: owner, WorkflowNames: []string{workflowName}, Max: 10, Now: at, LockedUntil: at.Add(lease),
 				ExcludeSuspects: exclude,
 			})
+			tasks := taskList(claims)
 			require.NoError(t, err)
 			return byID(tasks)
 		}

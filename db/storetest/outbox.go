@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // hookHorizon is a claim time after every time the suite records at, so that
@@ -126,20 +127,22 @@ func testHooks(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 		b.create(t, "b")
-		created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName,
 			Instances:    []db.InstanceCreateItem{{ID: "c"}, {ID: "b"}, {ID: "a"}, {ID: "c"}, {ID: "d"}},
 			Now:          new(b.at(time.Second)),
 			RecordHooks:  true,
 		})
 		require.NoError(t, err)
+		created := instances(createdRes)
 		require.Equal(t, []string{"c", "a", "d"}, ids(created))
 		require.Equal(t, []string{"create c 1s", "create a 1s", "create d 1s"}, b.recorded(t), "in input order")
 
-		created, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		createdRes, err = b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
 			WorkflowName: workflowName, Instances: []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}}, Now: new(b.now), RecordHooks: true,
 		})
 		require.NoError(t, err)
+		created = instances(createdRes)
 		require.Empty(t, created)
 		require.Empty(t, b.recorded(t))
 	})
@@ -241,7 +244,7 @@ func testHooks(t *testing.T, newStore func(t *testing.T) db.Store) {
 		_, err := b.store.InstancePause(b.ctx, b.change("a"))
 		require.NoError(t, err)
 		res = b.suspend(t, task, true, b.at(2*time.Hour), db.TaskKindWake)
-		require.Equal(t, db.StatusPaused, res.Status)
+		require.Equal(t, workflow.StatusPaused, res.Status)
 		require.Equal(t, []string{"wake a 2h0m0s"}, b.recorded(t))
 	})
 

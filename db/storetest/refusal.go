@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // testRefusal checks how a backend reports a write whose values the
@@ -52,13 +53,13 @@ func testRefusal(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Outcome, p.Output = db.OutcomeComplete, json.RawMessage(`[1,`)
 		_, err := b.store.Checkpoint(b.ctx, p)
 		require.ErrorIs(t, err, db.ErrInvalidData)
-		require.Equal(t, db.StatusRunning, b.get(t, "a").Status, "the instance did not end")
+		require.Equal(t, workflow.StatusRunning, b.get(t, "a").Status, "the instance did not end")
 
 		p.Outcome, p.Output = db.OutcomeError, nil
 		p.ErrorName, p.ErrorMessage = "E", "storing the output: refused"
 		_, err = b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, db.StatusErrored, b.get(t, "a").Status)
+		require.Equal(t, workflow.StatusErrored, b.get(t, "a").Status)
 	})
 
 	t.Run("BatchWithOneRefusedItem", func(t *testing.T) {
@@ -72,11 +73,11 @@ func testRefusal(t *testing.T, newStore func(t *testing.T) db.Store) {
 		good.Steps = []db.StepWrite{stepWith("s", json.RawMessage(`1`))}
 		bad := b.checkpoint(tasks[1])
 		bad.Steps = []db.StepWrite{stepWith("s", json.RawMessage(`nope`))}
-		_, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{good, bad})
+		_, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{good, bad})
 		require.ErrorIs(t, err, db.ErrInvalidData)
 		require.Empty(t, b.steps(t, tasks[0].InstanceID, 1), "the batch commits whole or not at all")
 
-		results, err := b.store.CheckpointBatch(b.ctx, []*db.CheckpointParams{good})
+		results, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{good})
 		require.NoError(t, err)
 		require.NoError(t, results[0].Err)
 	})

@@ -63,6 +63,17 @@ func setup(t *testing.T, newStore func(t *testing.T) db.Store) *testBundle {
 	return &testBundle{ctx: t.Context(), store: newStore(t), now: base}
 }
 
+// batcher is the store's group commit; a store that does not offer the
+// capability skips the test.
+func (b *testBundle) batcher(t *testing.T) db.BatchCheckpointer {
+	t.Helper()
+	batcher, ok := b.store.(db.BatchCheckpointer)
+	if !ok {
+		t.Skip("the store offers no db.BatchCheckpointer")
+	}
+	return batcher
+}
+
 // at returns the suite's now moved by d.
 func (b *testBundle) at(d time.Duration) time.Time { return b.now.Add(d) }
 
@@ -80,7 +91,8 @@ func (b *testBundle) createAt(t *testing.T, name, id string, now time.Time) *db.
 		Now:          new(now),
 	})
 	require.NoError(t, err)
-	return inst
+	require.Nil(t, inst.LeasedTask, "a create without a lease leases nothing")
+	return inst.Instance
 }
 
 func (b *testBundle) get(t *testing.T, id string) *db.Instance {
@@ -107,22 +119,39 @@ func (b *testBundle) claimAt(t *testing.T, now time.Time, max int) []*db.Task {
 		LockedUntil:   now.Add(lease),
 	})
 	require.NoError(t, err)
-	for _, task := range tasks {
-		requireFreshRun(t, b, task)
-		task.FreshRun = nil // compared with TaskGet's tasks, which have none
+	return claimedTasks(t, b, tasks)
+}
+
+// claimedTasks checks the runs claims returned with their tasks
+// (requireFreshRun) and returns the tasks, to compare with TaskGet's.
+func claimedTasks(t *testing.T, b *testBundle, claims []db.Claim) []*db.Task {
+	t.Helper()
+	tasks := make([]*db.Task, len(claims))
+	for i := range claims {
+		requireFreshRun(t, b, &claims[i])
+		tasks[i] = claims[i].Task
 	}
 	return tasks
 }
 
-// requireFreshRun checks the run a claim returned with task: if any, it is
-// the instance exactly as stored after the claim, and has no steps.
-func requireFreshRun(t *testing.T, b *testBundle, task *db.Task) {
+// taskList is the tasks of claims.
+func taskList(claims []db.Claim) []*db.Task {
+	tasks := make([]*db.Task, len(claims))
+	for i := range claims {
+		tasks[i] = claims[i].Task
+	}
+	return tasks
+}
+
+// requireFreshRun checks the run a claim returned with its task: if any, it
+// is the instance exactly as stored after the claim, and has no steps.
+func requireFreshRun(t *testing.T, b *testBundle, c *db.Claim) {
 	t.Helper()
-	if task.FreshRun == nil {
+	if c.FreshRun == nil {
 		return
 	}
-	require.Equal(t, b.get(t, task.InstanceID), task.FreshRun, "the fresh run is the instance as the claim left it")
-	require.Empty(t, b.steps(t, task.InstanceID, task.FreshRun.RunNumber), "a fresh run has no steps")
+	require.Equal(t, b.get(t, c.Task.InstanceID), c.FreshRun, "the fresh run is the instance as the claim left it")
+	require.Empty(t, b.steps(t, c.Task.InstanceID, c.FreshRun.RunNumber), "a fresh run has no steps")
 }
 
 // claim claims at the suite's now and requires that exactly the task of the
@@ -211,6 +240,15 @@ func requireTimePtr(t *testing.T, want time.Time, got *time.Time, msgAndArgs ...
 func requireJSON(t *testing.T, want string, got json.RawMessage, msgAndArgs ...any) {
 	t.Helper()
 	require.Equal(t, want, string(got), msgAndArgs...)
+}
+
+// instances are the instances of create results.
+func instances(created []db.CreateResult) []*db.Instance {
+	out := make([]*db.Instance, len(created))
+	for i := range created {
+		out[i] = created[i].Instance
+	}
+	return out
 }
 
 func ids(list []*db.Instance) []string {

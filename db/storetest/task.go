@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -28,7 +29,8 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		})
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
-		task := tasks[0]
+		claim := tasks[0]
+		task := claim.Task
 		require.Equal(t, "a", task.InstanceID)
 		require.Equal(t, workflowName, task.WorkflowName)
 		require.Equal(t, db.TaskStatusProcessing, task.Status)
@@ -39,10 +41,9 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, 1, task.Attempts)
 		require.Equal(t, 1, task.RunNumber)
 		// Queued and never started: the claim hands back its instance.
-		require.NotNil(t, task.FreshRun, "a run that never started comes with its instance")
-		requireFreshRun(t, b, task)
-		require.Equal(t, db.StatusRunning, task.FreshRun.Status)
-		task.FreshRun = nil
+		require.NotNil(t, claim.FreshRun, "a run that never started comes with its instance")
+		requireFreshRun(t, b, &claim)
+		require.Equal(t, workflow.StatusRunning, claim.FreshRun.Status)
 		require.Equal(t, task, b.task(t, "a"))
 
 		// Given back and claimed again, it has started: it must be loaded.
@@ -55,7 +56,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Nil(t, again[0].FreshRun, "a run that started is not fresh")
 
 		inst := b.get(t, "a")
-		require.Equal(t, db.StatusRunning, inst.Status)
+		require.Equal(t, workflow.StatusRunning, inst.Status)
 		requireTimePtr(t, claimAt, inst.StartedAt)
 		requireTime(t, claimAt, inst.UpdatedAt)
 
@@ -119,7 +120,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		require.Empty(t, b.claimAt(t, b.at(time.Hour), 10))
 		require.Nil(t, b.nextRunAt(t))
-		require.Equal(t, db.StatusPaused, b.get(t, "paused").Status)
+		require.Equal(t, workflow.StatusPaused, b.get(t, "paused").Status)
 
 		tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 			Owner: owner, Max: 10, Now: b.now, LockedUntil: b.at(lease),
@@ -131,7 +132,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 			Owner: owner, WorkflowNames: []string{"nothing", otherName}, Max: 10, Now: b.now, LockedUntil: b.at(lease),
 		})
 		require.NoError(t, err)
-		require.Equal(t, []string{"other"}, taskIDs(tasks))
+		require.Equal(t, []string{"other"}, taskIDs(taskList(tasks)))
 	})
 
 	t.Run("ClaimReclaimsExpiredLease", func(t *testing.T) {
@@ -147,7 +148,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		})
 		require.NoError(t, err)
 		require.Len(t, tasks, 1)
-		second := tasks[0]
+		second := tasks[0].Task
 		require.Equal(t, first.ID, second.ID)
 		require.Equal(t, first.Version+1, second.Version)
 		require.Equal(t, 2, second.Attempts)
@@ -155,7 +156,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		requireTimePtr(t, expiry.Add(lease), second.LockedUntil)
 
 		inst := b.get(t, "a")
-		require.Equal(t, db.StatusRunning, inst.Status)
+		require.Equal(t, workflow.StatusRunning, inst.Status)
 		requireTimePtr(t, b.now, inst.StartedAt, "started_at is the first start")
 
 		err = b.store.TaskHeartbeat(b.ctx, &db.TaskHeartbeatParams{Task: ref(first), LockedUntil: b.at(time.Hour)})
@@ -174,19 +175,19 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.NextKind = db.TaskKindWake
 		_, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, db.StatusWaiting, b.get(t, "w").Status)
+		require.Equal(t, workflow.StatusWaiting, b.get(t, "w").Status)
 
 		task = b.claimIDAt(t, "w", b.at(time.Minute))
 		require.Equal(t, db.TaskKindWake, task.Kind)
 		inst := b.get(t, "w")
-		require.Equal(t, db.StatusRunning, inst.Status)
+		require.Equal(t, workflow.StatusRunning, inst.Status)
 		requireTimePtr(t, b.now, inst.StartedAt)
 
 		_, err = b.store.InstancePause(b.ctx, b.change("w"))
 		require.NoError(t, err)
 		task = b.claimIDAt(t, "w", b.at(time.Hour))
 		inst = b.get(t, "w")
-		require.Equal(t, db.StatusWaitingForPause, inst.Status, "a reclaimed instance still parks")
+		require.Equal(t, workflow.StatusWaitingForPause, inst.Status, "a reclaimed instance still parks")
 		require.True(t, inst.PauseRequested)
 	})
 

@@ -21,19 +21,21 @@ func testTime(t *testing.T, newStore func(t *testing.T) db.Store) {
 		at := func(d time.Duration) time.Time { return b.at(d + 999*time.Nanosecond).In(zone) }
 		us := func(d time.Duration) time.Time { return b.at(d) }
 
-		inst, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+		instRes, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 			WorkflowName: workflowName, ID: "a", Now: new(at(time.Microsecond)),
 		})
 		require.NoError(t, err)
+		inst := instRes.Instance
 		requireTime(t, us(time.Microsecond), inst.CreatedAt)
 		requireTime(t, us(time.Microsecond), b.get(t, "a").CreatedAt)
 		requireTime(t, us(time.Microsecond), b.task(t, "a").RunAt)
 
-		tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
+		claims, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 			Owner: owner, WorkflowNames: []string{workflowName}, Max: 1,
 			Now: at(time.Microsecond), LockedUntil: at(lease + 3*time.Microsecond),
 		})
 		require.NoError(t, err)
+		tasks := claimedTasks(t, b, claims)
 		require.Len(t, tasks, 1, "a task due at the truncated time is due at the untruncated one")
 		requireTimePtr(t, us(lease+3*time.Microsecond), tasks[0].LockedUntil)
 		requireTimePtr(t, us(time.Microsecond), b.get(t, "a").StartedAt)

@@ -100,7 +100,7 @@ func benchmarkWorkflows(b *testing.B, store db.Store, steps int) {
 	require.NoError(b, r.Stop(stopCtx))
 
 	notComplete, err := store.InstanceList(ctx, &db.InstanceListParams{
-		WorkflowName: name, Statuses: []db.InstanceStatus{db.StatusErrored, db.StatusTerminated}, Limit: 1,
+		WorkflowName: name, Statuses: []workflow.InstanceStatus{workflow.StatusErrored, workflow.StatusTerminated}, Limit: 1,
 	})
 	require.NoError(b, err)
 	require.Empty(b, notComplete, "every instance must complete")
@@ -122,7 +122,7 @@ func waitAllTerminal(b *testing.B, store db.Store, name string) {
 	for {
 		left, err := store.InstanceList(ctx, &db.InstanceListParams{
 			WorkflowName: name,
-			Statuses:     []db.InstanceStatus{db.StatusQueued, db.StatusRunning, db.StatusWaiting, db.StatusWaitingForPause, db.StatusPaused},
+			Statuses:     []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused},
 			Limit:        1,
 		})
 		require.NoError(b, err)

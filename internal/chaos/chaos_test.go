@@ -493,7 +493,7 @@ func (r *run) killListener(ctx context.Context, rng *rand.Rand) {
 // heldTasks returns the tasks the worker's runner holds: instance id to the
 // task version its lease is at.
 func (r *run) heldTasks(ctx context.Context, owner string) (map[string]int64, error) {
-	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []db.InstanceStatus{db.StatusRunning}, Limit: 1000})
+	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusRunning}, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
@@ -625,7 +625,7 @@ func (r *run) restartDatabase(ctx context.Context) {
 	}
 	before := map[db.InstanceRef]int{}
 	holder := map[db.InstanceRef]string{}
-	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []db.InstanceStatus{db.StatusRunning}, Limit: 1000})
+	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusRunning}, Limit: 1000})
 	if err != nil {
 		r.failf("listing running instances before the restart: %v", err)
 		return
@@ -698,7 +698,7 @@ func (r *run) settle(ctx context.Context, timeout time.Duration) {
 	for time.Now().Before(deadline) {
 		pending, err := r.store.InstanceList(ctx, &db.InstanceListParams{
 			WorkflowName: chaosWorkflow,
-			Statuses:     []db.InstanceStatus{db.StatusQueued, db.StatusRunning, db.StatusWaiting},
+			Statuses:     []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting},
 			Limit:        1,
 		})
 		if err == nil && len(pending) == 0 {

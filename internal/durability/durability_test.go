@@ -473,7 +473,7 @@ func (b *testBundle) requireComplete(t *testing.T, id string, want any) {
 	t.Helper()
 	inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
 	require.NoError(t, err)
-	require.Equal(t, db.StatusComplete, inst.Status, "%s: error %s: %s", id, inst.ErrorName, inst.ErrorMessage)
+	require.Equal(t, workflow.StatusComplete, inst.Status, "%s: error %s: %s", id, inst.ErrorName, inst.ErrorMessage)
 	wantJSON, err := json.Marshal(want)
 	require.NoError(t, err)
 	require.JSONEq(t, string(wantJSON), string(inst.Output), "%s: output", id)
@@ -534,7 +534,7 @@ func testKillWhileSleeping(t *testing.T) {
 			if err != nil {
 				return fmt.Errorf("%s: %w", id, err)
 			}
-			if inst.Status != db.StatusWaiting {
+			if inst.Status != workflow.StatusWaiting {
 				return fmt.Errorf("%s: status %s", id, inst.Status)
 			}
 		}
@@ -548,7 +548,7 @@ func testKillWhileSleeping(t *testing.T) {
 			"%s: step b started before the kill; the %s sleep is too short for this machine", id, napFor)
 		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
 		require.NoError(t, err)
-		require.Equal(t, db.StatusWaiting, inst.Status,
+		require.Equal(t, workflow.StatusWaiting, inst.Status,
 			"%s: status at the kill; the %s sleep is too short for this machine", id, napFor)
 	}
 
@@ -600,7 +600,7 @@ func testKillWhileStepRuns(t *testing.T) {
 		require.Zero(t, count(before, id, "c", "start"), "%s: step c started before the kill", id)
 		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
 		require.NoError(t, err)
-		require.Equal(t, db.StatusRunning, inst.Status, "%s: status at the kill", id)
+		require.Equal(t, workflow.StatusRunning, inst.Status, "%s: status at the kill", id)
 		task, err := b.store.TaskGet(t.Context(), b.ref(id))
 		require.NoError(t, err)
 		require.Equal(t, db.TaskStatusProcessing, task.Status, "%s: the dead host holds the task's lease", id)

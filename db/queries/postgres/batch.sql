@@ -2,9 +2,10 @@
 -- CheckpointBatch commits a batch of checkpoints of different instances in
 -- one statement (in the implicit transaction of the statement): the group
 -- commit. Each item continues its run (outcome 'continue': only its step
--- rows are written) or ends it (outcome 'complete' or 'errored': its steps
--- are written, its task deleted and the instance ended with its output or
--- error). It fences and writes together:
+-- rows are written) or ends it (outcome the status the run ends in, as
+-- transition.Checkpoint decided: its steps are written, its task deleted
+-- and the instance ended with its output or error). A NULL now is the
+-- database clock. It fences and writes together:
 --
 --   * locked locks the instances in key order (the lock order of every writer
 --     is instance before task, and sorted keys keep concurrent batches from
@@ -83,8 +84,8 @@ written AS (
         NULLIF(s.result, '')::json,
         NULLIF(s.error_name, ''),
         NULLIF(s.error_message, ''),
-        @now::timestamptz, @now::timestamptz,
-        CASE WHEN s.status IN ('complete', 'errored') THEN @now::timestamptz END
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
+        CASE WHEN s.status IN ('complete', 'errored') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
     FROM (
         SELECT unnest(@s_workflow_names::text[]) AS workflow_name,
             unnest(@s_instance_ids::text[]) AS instance_id,
@@ -132,8 +133,8 @@ finished AS (
         error_name = NULLIF(h.error_name, ''),
         error_message = NULLIF(h.error_message, ''),
         pause_requested = false,
-        completed_at = @now::timestamptz,
-        updated_at = @now::timestamptz
+        completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM held h
     WHERE h.outcome <> 'continue'
         AND i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
@@ -222,8 +223,9 @@ SET type = excluded.type,
     completed_at = excluded.completed_at;
 
 -- name: CheckpointPark :execrows
--- CheckpointPark pauses a fenced instance and gives its task back to the
--- queue as kind, due at run_at, when the task is still held at the version.
+-- CheckpointPark sets a fenced instance to status (paused, as
+-- transition.Checkpoint decided) and gives its task back to the queue as
+-- kind, due at run_at, when the task is still held at the version.
 WITH parked AS (
     UPDATE workflow_task t
     SET status = 'pending',
@@ -237,20 +239,22 @@ WITH parked AS (
     RETURNING t.workflow_name, t.instance_id
 )
 UPDATE workflow_instance i
-SET status = 'paused',
+SET status = @status::text,
     pause_requested = false,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM parked p
 WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id;
 
 -- name: CheckpointSuspend :one
--- CheckpointSuspend suspends a fenced instance, when its task is still held
--- at the version: the instance becomes waiting (paused when a pause was
--- requested), the task pending as kind, due at next_run_at, or now when that
--- has come or an undelivered event of one of the types is buffered for the
--- run. It records a hook entry (reason, due when the task is) when
--- record_hook is set, and notifies the channel when the task is due now and
--- the instance not paused. It runs after CheckpointFence in the same
+-- CheckpointSuspend applies the plan of a suspend (transition.Checkpoint)
+-- to a fenced instance, when its task is still held at the version: the
+-- instance's status becomes status, or status_if_pause_requested when a
+-- pause was requested, the task pending as kind, due at next_run_at, or now
+-- when it is due at once (transition.TaskWrite.Due: next_run_at has come or
+-- an undelivered event of one of the types is buffered for the run). It
+-- records a hook entry (reason, due when the task is) when record_hook is
+-- set, and notifies the channel when the task is due now and no pause was
+-- requested (the instance took status). It runs after CheckpointFence in the same
 -- transaction, so it sees every event sent before the fence took the
 -- instance lock, and a later sender finds the task pending and wakes it.
 -- No row means the task was not held.
@@ -278,7 +282,7 @@ task AS (
 ),
 suspended AS (
     UPDATE workflow_instance i
-    SET status = CASE WHEN i.pause_requested THEN 'paused' ELSE 'waiting' END,
+    SET status = CASE WHEN i.pause_requested THEN @status_if_pause_requested::text ELSE @status::text END,
         pause_requested = false,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM task t
@@ -302,6 +306,6 @@ SELECT r.due, r.status,
     (SELECT count(*) FROM (
         SELECT pg_notify(@channel::text, @workflow_name::text)
         FROM result n
-        WHERE n.due AND n.status <> 'paused'
+        WHERE n.due AND n.status = @status::text
     ) AS notified)::int AS notified
 FROM result r;

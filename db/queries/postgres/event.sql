@@ -15,17 +15,6 @@ WHERE id = (
 )
 RETURNING *;
 
--- name: EventSuspendDue :one
--- EventSuspendDue reports whether a run that suspends until next_run_at, or
--- until an event of one of the types arrives, is due at once.
-SELECT ((@next_run_at::timestamptz <= coalesce(sqlc.narg('now')::timestamptz, now()))
-    OR EXISTS (
-        SELECT 1 FROM workflow_event
-        WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-            AND run_number = @run_number AND type = ANY(@types::text[])
-            AND delivered_at IS NULL
-    ))::boolean AS due;
-
 -- name: EventList :many
 -- EventList pages through the events of every run of an instance in id
 -- order, after_id excluded; a NULL max lists every event.
@@ -74,21 +63,23 @@ RETURNING *;
 -- running), and notifies no one.
 --
 -- With a delivered_result (the step result of the event EventSendInsert
--- buffered, encoded by the caller) it also delivers the event to the run it
--- wakes, as the run would consume it: the first step of the run waiting for
--- the type (oldest first) completes with that result and the event is
--- marked consumed by it, so that the resumed run finds the step complete
--- and goes on without a checkpoint of its own. It does so only when that
--- event is the run's one undelivered event of the type, the one the run
--- would consume first; otherwise the run consumes the oldest itself.
+-- buffered, encoded by the caller, which sends one only when the send has
+-- its clock) it also delivers the event to the run it wakes, as the run
+-- would consume it, following transition.DeliverAtSend: the first step of
+-- the run waiting for the type (oldest first) completes with that result
+-- and the event is marked consumed by it, so that the resumed run finds the
+-- step complete and goes on without a checkpoint of its own. It does so
+-- only when that event is the run's one undelivered event of the type, the
+-- one the run would consume first; otherwise the run consumes the oldest
+-- itself.
 --
 -- It returns the woken task, if any, and the key of the step the event was
 -- delivered to ('' when none).
 WITH woken AS (
     UPDATE workflow_task t
     SET run_at = least(t.run_at, coalesce(sqlc.narg('now')::timestamptz, now())),
-        kind = 'resume',
-        priority = 0,
+        kind = @kind::text,
+        priority = @priority::smallint,
         status = CASE WHEN sqlc.narg('lock_owner')::text IS NULL THEN t.status ELSE 'processing' END,
         lock_owner = coalesce(sqlc.narg('lock_owner')::text, t.lock_owner),
         locked_until = coalesce(sqlc.narg('locked_until')::timestamptz, t.locked_until),
@@ -103,7 +94,7 @@ WITH woken AS (
                 ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
                 AND s.run_number = i.run_number
             WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
-                AND i.status NOT IN ('paused', 'waitingForPause', 'complete', 'errored', 'terminated')
+                AND i.status = ANY(@wake_statuses::text[])
                 AND s.type = 'waitForEvent' AND s.status = 'waiting'
                 AND s.wait_event_type = @type::text
         )

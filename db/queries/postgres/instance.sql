@@ -89,31 +89,82 @@ WHERE updated_at > '-infinity'::timestamptz
 ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
 LIMIT @max;
 
--- name: InstanceSetStatus :one
--- InstanceSetStatus is the pause/resume/terminate transition of a locked
--- instance; completed_at is set only when the new status is terminal.
-UPDATE workflow_instance
-SET status = @status,
-    pause_requested = @pause_requested,
-    completed_at = CASE WHEN @status::text IN ('complete', 'errored', 'terminated')
-        THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE completed_at END,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-RETURNING *;
-
--- name: InstanceRestart :one
-UPDATE workflow_instance
-SET run_number = run_number + 1,
-    status = 'queued',
-    output = NULL,
-    error_name = NULL,
-    error_message = NULL,
-    started_at = NULL,
-    completed_at = NULL,
-    pause_requested = false,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-RETURNING *;
+-- name: InstanceChangeApply :one
+-- InstanceChangeApply applies the plan of a management transition
+-- (transition.ChangePlan: pause, resume, terminate, restart) to an instance
+-- the caller's transaction holds locked, in one statement: the instance
+-- takes status and pause_requested (a new run with new_run: run number + 1,
+-- output, error and times cleared; completed_at is set when status is
+-- terminal), the task is deleted (task_op 'delete') or made pending and due
+-- now as kind with a new version (task_op 'requeue'; its attempts, last
+-- error and lease losses cleared with reset_attempts), a hook entry of
+-- hook_reason ('' for none) is recorded, due when the task is, and the
+-- channel notified when notify is set. It returns the instance after it.
+WITH inst AS (
+    UPDATE workflow_instance i
+    SET status = @status::text,
+        pause_requested = @pause_requested::boolean,
+        run_number = i.run_number + CASE WHEN @new_run::boolean THEN 1 ELSE 0 END,
+        output = CASE WHEN @new_run::boolean THEN NULL ELSE i.output END,
+        error_name = CASE WHEN @new_run::boolean THEN NULL ELSE i.error_name END,
+        error_message = CASE WHEN @new_run::boolean THEN NULL ELSE i.error_message END,
+        started_at = CASE WHEN @new_run::boolean THEN NULL ELSE i.started_at END,
+        completed_at = CASE
+            WHEN @new_run::boolean THEN NULL
+            WHEN @status::text IN ('complete', 'errored', 'terminated') THEN coalesce(sqlc.narg('now')::timestamptz, now())
+            ELSE i.completed_at END,
+        updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
+    WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+    RETURNING i.*
+),
+deleted AS (
+    DELETE FROM workflow_task t
+    WHERE @task_op::text = 'delete'
+        AND t.workflow_name = @workflow_name AND t.instance_id = @instance_id
+    RETURNING 1
+),
+requeued AS (
+    INSERT INTO workflow_task (
+        workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
+    )
+    SELECT i.workflow_name, i.instance_id, i.run_number, @kind::text, @priority::smallint,
+        coalesce(sqlc.narg('now')::timestamptz, now()), 'pending', 1, 0
+    FROM inst i
+    WHERE @task_op::text = 'requeue'
+    ON CONFLICT (workflow_name, instance_id) DO UPDATE
+    SET run_number = excluded.run_number,
+        kind = excluded.kind,
+        priority = excluded.priority,
+        run_at = excluded.run_at,
+        status = 'pending',
+        lock_owner = NULL,
+        locked_until = NULL,
+        version = workflow_task.version + 1,
+        attempts = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.attempts END,
+        lease_losses = CASE WHEN @reset_attempts::boolean THEN 0 ELSE workflow_task.lease_losses END,
+        last_error = CASE WHEN @reset_attempts::boolean THEN NULL ELSE workflow_task.last_error END
+    RETURNING run_at
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT i.workflow_name, i.instance_id, @hook_reason::text, coalesce(r.run_at, t.run_at),
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM inst i
+    LEFT JOIN requeued r ON true
+    LEFT JOIN workflow_task t
+        ON t.workflow_name = i.workflow_name AND t.instance_id = i.instance_id
+    WHERE @hook_reason::text <> '' AND coalesce(r.run_at, t.run_at) IS NOT NULL
+    RETURNING 1
+)
+SELECT i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message,
+    i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at,
+    i.retention_until, i.metadata,
+    (SELECT count(*) FROM (
+        SELECT pg_notify(@channel::text, @workflow_name::text) WHERE @notify::boolean
+    ) AS notified)::int AS notified
+FROM inst i;
 
 -- name: InstanceLockRun :one
 -- InstanceLockRun locks an instance for a checkpoint of one run; no row
@@ -125,40 +176,6 @@ FROM workflow_instance
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number
 FOR NO KEY UPDATE;
-
--- name: InstanceSuspend :one
-UPDATE workflow_instance
-SET status = CASE WHEN pause_requested THEN 'paused' ELSE 'waiting' END,
-    pause_requested = false,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-RETURNING status;
-
--- name: InstancePark :exec
-UPDATE workflow_instance
-SET status = 'paused',
-    pause_requested = false,
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
-
--- name: InstanceComplete :exec
-UPDATE workflow_instance
-SET status = 'complete',
-    output = @output,
-    pause_requested = false,
-    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
-
--- name: InstanceFail :exec
-UPDATE workflow_instance
-SET status = 'errored',
-    error_name = @error_name,
-    error_message = @error_message,
-    pause_requested = false,
-    completed_at = coalesce(sqlc.narg('now')::timestamptz, now()),
-    updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
 
 -- name: TaskInsertManyLeased :many
 -- TaskInsertManyLeased inserts the first tasks of a batch create in which

@@ -20,17 +20,25 @@ WHERE id = (
 )
 RETURNING *;
 
--- name: EventSuspendDue :one
--- EventSuspendDue reports whether a run that suspends until next_run_at, or
--- until an event of one of the types (a JSON array) arrives, is due at once.
-SELECT CAST((CAST(@next_run_at AS INTEGER) <= CAST(@now AS INTEGER))
-    OR EXISTS (
+-- name: EventBuffered :one
+-- EventBuffered reports whether an undelivered event of one of the types (a
+-- JSON array) is buffered for the run: the fact that makes a suspended task
+-- due at once (see transition.TaskWrite.Due).
+SELECT CAST(EXISTS (
         SELECT 1 FROM workflow_event
         WHERE workflow_name = @workflow_name AND instance_id = @instance_id
             AND run_number = @run_number
             AND type IN (SELECT value FROM json_each(CAST(@types AS TEXT)))
             AND delivered_at IS NULL
-    ) AS INTEGER) AS due;
+    ) AS INTEGER) AS buffered;
+
+-- name: EventUndeliveredCount :one
+-- EventUndeliveredCount counts the undelivered events of a type buffered
+-- for the run: the fact transition.DeliverAtSend decides on.
+SELECT count(*) FROM workflow_event
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number AND type = @type
+    AND delivered_at IS NULL;
 
 -- name: EventList :many
 -- EventList pages through the events of every run of an instance in id

@@ -92,6 +92,20 @@ SET status = @status,
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 RETURNING *;
 
+-- name: InstanceTransition :exec
+-- InstanceTransition is InstanceSetStatus of a checkpoint, which needs no
+-- row back.
+UPDATE workflow_instance
+SET status = @status,
+    pause_requested = @pause_requested,
+    completed_at = CASE @status
+        WHEN 'complete' THEN @now
+        WHEN 'errored' THEN @now
+        WHEN 'terminated' THEN @now
+        ELSE completed_at END,
+    updated_at = @now
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
 -- name: InstanceRestart :one
 UPDATE workflow_instance
 SET run_number = run_number + 1,
@@ -125,21 +139,6 @@ WHERE status IN ('queued', 'waiting')
     AND (workflow_name, instance_id) IN (
         SELECT t.workflow_name, t.instance_id FROM workflow_task t
         WHERE t.id IN (SELECT value FROM json_each(CAST(@task_ids AS TEXT))));
-
--- name: InstanceSuspend :one
-UPDATE workflow_instance
-SET status = CASE WHEN pause_requested = 1 THEN 'paused' ELSE 'waiting' END,
-    pause_requested = 0,
-    updated_at = @now
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id
-RETURNING status;
-
--- name: InstancePark :exec
-UPDATE workflow_instance
-SET status = 'paused',
-    pause_requested = 0,
-    updated_at = @now
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
 
 -- name: InstanceComplete :exec
 UPDATE workflow_instance

@@ -88,11 +88,11 @@ LIMIT 1;
 
 -- name: TaskSchedule :exec
 -- TaskSchedule gives a held task back to the queue after a suspend or park,
--- due at run_at, or now when run_at is NULL. A suspend or park is progress:
--- the task's lease losses are reset.
+-- due at run_at. A suspend or park is progress: the task's lease losses are
+-- reset.
 UPDATE workflow_task
 SET status = 'pending',
-    run_at = coalesce(sqlc.narg('run_at'), @now),
+    run_at = @run_at,
     kind = @kind,
     priority = @priority,
     lock_owner = NULL,
@@ -134,11 +134,11 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
 
 -- name: TaskWakeForEvent :execrows
 -- TaskWakeForEvent makes a pending task due now (never later than it was)
--- when its run waits for an event of the type.
+-- as kind when its run waits for an event of the type.
 UPDATE workflow_task
 SET run_at = min(run_at, CAST(@now AS INTEGER)),
-    kind = 'resume',
-    priority = 0
+    kind = CAST(@kind AS TEXT),
+    priority = CAST(@priority AS INTEGER)
 WHERE workflow_task.workflow_name = @workflow_name AND workflow_task.instance_id = @instance_id
     AND workflow_task.status = 'pending'
     AND EXISTS (

@@ -60,8 +60,8 @@ written AS (
         NULLIF(s.result, '')::json,
         NULLIF(s.error_name, ''),
         NULLIF(s.error_message, ''),
-        $10::timestamptz, $10::timestamptz,
-        CASE WHEN s.status IN ('complete', 'errored') THEN $10::timestamptz END
+        coalesce($10::timestamptz, now()), coalesce($10::timestamptz, now()),
+        CASE WHEN s.status IN ('complete', 'errored') THEN coalesce($10::timestamptz, now()) END
     FROM (
         SELECT unnest($11::text[]) AS workflow_name,
             unnest($12::text[]) AS instance_id,
@@ -109,8 +109,8 @@ finished AS (
         error_name = NULLIF(h.error_name, ''),
         error_message = NULLIF(h.error_message, ''),
         pause_requested = false,
-        completed_at = $10::timestamptz,
-        updated_at = $10::timestamptz
+        completed_at = coalesce($10::timestamptz, now()),
+        updated_at = coalesce($10::timestamptz, now())
     FROM held h
     WHERE h.outcome <> 'continue'
         AND i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
@@ -134,7 +134,7 @@ type CheckpointBatchParams struct {
 	Outputs         []string
 	ErrorNames      []string
 	ErrorMessages   []string
-	Now             time.Time
+	Now             *time.Time
 	SWorkflowNames  []string
 	SInstanceIds    []string
 	SRunNumbers     []int32
@@ -163,9 +163,10 @@ type CheckpointBatchRow struct {
 // CheckpointBatch commits a batch of checkpoints of different instances in
 // one statement (in the implicit transaction of the statement): the group
 // commit. Each item continues its run (outcome 'continue': only its step
-// rows are written) or ends it (outcome 'complete' or 'errored': its steps
-// are written, its task deleted and the instance ended with its output or
-// error). It fences and writes together:
+// rows are written) or ends it (outcome the status the run ends in, as
+// transition.Checkpoint decided: its steps are written, its task deleted
+// and the instance ended with its output or error). A NULL now is the
+// database clock. It fences and writes together:
 //
 //   - locked locks the instances in key order (the lock order of every writer
 //     is instance before task, and sorted keys keep concurrent batches from
@@ -302,24 +303,25 @@ const checkpointPark = `-- name: CheckpointPark :execrows
 WITH parked AS (
     UPDATE workflow_task t
     SET status = 'pending',
-        run_at = $2::timestamptz,
-        kind = $3::text,
-        priority = $4::smallint,
+        run_at = $3::timestamptz,
+        kind = $4::text,
+        priority = $5::smallint,
         lock_owner = NULL,
         locked_until = NULL,
         lease_losses = 0
-    WHERE t.id = $5 AND t.version = $6 AND t.status = 'processing'
+    WHERE t.id = $6 AND t.version = $7 AND t.status = 'processing'
     RETURNING t.workflow_name, t.instance_id
 )
 UPDATE workflow_instance i
-SET status = 'paused',
+SET status = $1::text,
     pause_requested = false,
-    updated_at = coalesce($1::timestamptz, now())
+    updated_at = coalesce($2::timestamptz, now())
 FROM parked p
 WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id
 `
 
 type CheckpointParkParams struct {
+	Status   string
 	Now      *time.Time
 	RunAt    time.Time
 	Kind     string
@@ -328,10 +330,12 @@ type CheckpointParkParams struct {
 	Version  int64
 }
 
-// CheckpointPark pauses a fenced instance and gives its task back to the
-// queue as kind, due at run_at, when the task is still held at the version.
+// CheckpointPark sets a fenced instance to status (paused, as
+// transition.Checkpoint decided) and gives its task back to the queue as
+// kind, due at run_at, when the task is still held at the version.
 func (q *Queries) CheckpointPark(ctx context.Context, arg CheckpointParkParams) (int64, error) {
 	result, err := q.db.Exec(ctx, checkpointPark,
+		arg.Status,
 		arg.Now,
 		arg.RunAt,
 		arg.Kind,
@@ -444,32 +448,32 @@ func (q *Queries) CheckpointSteps(ctx context.Context, arg CheckpointStepsParams
 
 const checkpointSuspend = `-- name: CheckpointSuspend :one
 WITH due AS (
-    SELECT (($3::timestamptz <= coalesce($4::timestamptz, now()))
+    SELECT (($4::timestamptz <= coalesce($5::timestamptz, now()))
         OR EXISTS (
             SELECT 1 FROM workflow_event e
-            WHERE e.workflow_name = $2 AND e.instance_id = $5
-                AND e.run_number = $6 AND e.type = ANY($7::text[])
+            WHERE e.workflow_name = $2 AND e.instance_id = $6
+                AND e.run_number = $7 AND e.type = ANY($8::text[])
                 AND e.delivered_at IS NULL
         ))::boolean AS due
 ),
 task AS (
     UPDATE workflow_task t
     SET status = 'pending',
-        run_at = CASE WHEN due.due THEN coalesce($4::timestamptz, now()) ELSE $3::timestamptz END,
-        kind = $8::text,
-        priority = $9::smallint,
+        run_at = CASE WHEN due.due THEN coalesce($5::timestamptz, now()) ELSE $4::timestamptz END,
+        kind = $9::text,
+        priority = $10::smallint,
         lock_owner = NULL,
         locked_until = NULL,
         lease_losses = 0
     FROM due
-    WHERE t.id = $10 AND t.version = $11 AND t.status = 'processing'
+    WHERE t.id = $11 AND t.version = $12 AND t.status = 'processing'
     RETURNING t.workflow_name, t.instance_id, t.run_at, due.due
 ),
 suspended AS (
     UPDATE workflow_instance i
-    SET status = CASE WHEN i.pause_requested THEN 'paused' ELSE 'waiting' END,
+    SET status = CASE WHEN i.pause_requested THEN $13::text ELSE $3::text END,
         pause_requested = false,
-        updated_at = coalesce($4::timestamptz, now())
+        updated_at = coalesce($5::timestamptz, now())
     FROM task t
     WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
     RETURNING i.status
@@ -478,10 +482,10 @@ hook AS (
     INSERT INTO workflow_hook_outbox (
         workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
     )
-    SELECT t.workflow_name, t.instance_id, $12::text, t.run_at,
-        coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now())
+    SELECT t.workflow_name, t.instance_id, $14::text, t.run_at,
+        coalesce($5::timestamptz, now()), coalesce($5::timestamptz, now())
     FROM task t
-    WHERE $13::boolean
+    WHERE $15::boolean
     RETURNING 1
 ),
 result AS (
@@ -491,25 +495,27 @@ SELECT r.due, r.status,
     (SELECT count(*) FROM (
         SELECT pg_notify($1::text, $2::text)
         FROM result n
-        WHERE n.due AND n.status <> 'paused'
+        WHERE n.due AND n.status = $3::text
     ) AS notified)::int AS notified
 FROM result r
 `
 
 type CheckpointSuspendParams struct {
-	Channel      string
-	WorkflowName string
-	NextRunAt    time.Time
-	Now          *time.Time
-	InstanceID   string
-	RunNumber    int32
-	Types        []string
-	Kind         string
-	Priority     int16
-	TaskID       int64
-	Version      int64
-	Reason       string
-	RecordHook   bool
+	Channel                string
+	WorkflowName           string
+	Status                 string
+	NextRunAt              time.Time
+	Now                    *time.Time
+	InstanceID             string
+	RunNumber              int32
+	Types                  []string
+	Kind                   string
+	Priority               int16
+	TaskID                 int64
+	Version                int64
+	StatusIfPauseRequested string
+	Reason                 string
+	RecordHook             bool
 }
 
 type CheckpointSuspendRow struct {
@@ -518,13 +524,15 @@ type CheckpointSuspendRow struct {
 	Notified int32
 }
 
-// CheckpointSuspend suspends a fenced instance, when its task is still held
-// at the version: the instance becomes waiting (paused when a pause was
-// requested), the task pending as kind, due at next_run_at, or now when that
-// has come or an undelivered event of one of the types is buffered for the
-// run. It records a hook entry (reason, due when the task is) when
-// record_hook is set, and notifies the channel when the task is due now and
-// the instance not paused. It runs after CheckpointFence in the same
+// CheckpointSuspend applies the plan of a suspend (transition.Checkpoint)
+// to a fenced instance, when its task is still held at the version: the
+// instance's status becomes status, or status_if_pause_requested when a
+// pause was requested, the task pending as kind, due at next_run_at, or now
+// when it is due at once (transition.TaskWrite.Due: next_run_at has come or
+// an undelivered event of one of the types is buffered for the run). It
+// records a hook entry (reason, due when the task is) when record_hook is
+// set, and notifies the channel when the task is due now and no pause was
+// requested (the instance took status). It runs after CheckpointFence in the same
 // transaction, so it sees every event sent before the fence took the
 // instance lock, and a later sender finds the task pending and wakes it.
 // No row means the task was not held.
@@ -532,6 +540,7 @@ func (q *Queries) CheckpointSuspend(ctx context.Context, arg CheckpointSuspendPa
 	row := q.db.QueryRow(ctx, checkpointSuspend,
 		arg.Channel,
 		arg.WorkflowName,
+		arg.Status,
 		arg.NextRunAt,
 		arg.Now,
 		arg.InstanceID,
@@ -541,6 +550,7 @@ func (q *Queries) CheckpointSuspend(ctx context.Context, arg CheckpointSuspendPa
 		arg.Priority,
 		arg.TaskID,
 		arg.Version,
+		arg.StatusIfPauseRequested,
 		arg.Reason,
 		arg.RecordHook,
 	)

@@ -242,14 +242,14 @@ const eventSendWake = `-- name: EventSendWake :many
 WITH woken AS (
     UPDATE workflow_task t
     SET run_at = least(t.run_at, coalesce($3::timestamptz, now())),
-        kind = 'resume',
-        priority = 0,
+        kind = $4::text,
+        priority = $5::smallint,
         status = CASE WHEN $2::text IS NULL THEN t.status ELSE 'processing' END,
         lock_owner = coalesce($2::text, t.lock_owner),
-        locked_until = coalesce($4::timestamptz, t.locked_until),
+        locked_until = coalesce($6::timestamptz, t.locked_until),
         version = t.version + CASE WHEN $2::text IS NULL THEN 0 ELSE 1 END,
         attempts = t.attempts + CASE WHEN $2::text IS NULL THEN 0 ELSE 1 END
-    WHERE t.workflow_name = $5 AND t.instance_id = $6
+    WHERE t.workflow_name = $7 AND t.instance_id = $8
         AND t.status = 'pending'
         AND EXISTS (
             SELECT 1
@@ -258,9 +258,9 @@ WITH woken AS (
                 ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
                 AND s.run_number = i.run_number
             WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
-                AND i.status NOT IN ('paused', 'waitingForPause', 'complete', 'errored', 'terminated')
+                AND i.status = ANY($9::text[])
                 AND s.type = 'waitForEvent' AND s.status = 'waiting'
-                AND s.wait_event_type = $7::text
+                AND s.wait_event_type = $10::text
         )
     RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, t.lease_losses
 ),
@@ -282,7 +282,7 @@ hook AS (
     SELECT w.workflow_name, w.instance_id, 'event', w.run_at,
         coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now())
     FROM woken w
-    WHERE $8::boolean
+    WHERE $11::boolean
     RETURNING 1
 ),
 target AS (
@@ -291,9 +291,9 @@ target AS (
     JOIN workflow_step s
         ON s.workflow_name = w.workflow_name AND s.instance_id = w.instance_id
         AND s.run_number = w.run_number
-    WHERE $9::json IS NOT NULL
+    WHERE $12::json IS NOT NULL
         AND s.type = 'waitForEvent' AND s.status = 'waiting'
-        AND s.wait_event_type = $7::text
+        AND s.wait_event_type = $10::text
     ORDER BY s.created_at, s.step_key
     LIMIT 1
 ),
@@ -301,8 +301,8 @@ only_event AS (
     SELECT max(e.id) AS id
     FROM target g
     JOIN workflow_event e
-        ON e.workflow_name = $5 AND e.instance_id = $6
-        AND e.run_number = g.run_number AND e.type = $7::text
+        ON e.workflow_name = $7 AND e.instance_id = $8
+        AND e.run_number = g.run_number AND e.type = $10::text
         AND e.delivered_at IS NULL
     HAVING count(*) = 1
 ),
@@ -317,14 +317,14 @@ consumed AS (
 delivered AS (
     UPDATE workflow_step s
     SET status = 'complete',
-        result = $9::json,
+        result = $12::json,
         next_retry_at = NULL,
         error_name = NULL,
         error_message = NULL,
         updated_at = coalesce($3::timestamptz, now()),
         completed_at = coalesce($3::timestamptz, now())
     FROM target g, only_event o
-    WHERE s.workflow_name = $5 AND s.instance_id = $6
+    WHERE s.workflow_name = $7 AND s.instance_id = $8
         AND s.run_number = g.run_number AND s.step_key = g.step_key
     RETURNING s.step_key
 )
@@ -342,9 +342,12 @@ type EventSendWakeParams struct {
 	Channel         string
 	LockOwner       *string
 	Now             *time.Time
+	Kind            string
+	Priority        int16
 	LockedUntil     *time.Time
 	WorkflowName    string
 	InstanceID      string
+	WakeStatuses    []string
 	Type            string
 	RecordHook      bool
 	DeliveredResult []byte
@@ -378,13 +381,15 @@ type EventSendWakeRow struct {
 // running), and notifies no one.
 //
 // With a delivered_result (the step result of the event EventSendInsert
-// buffered, encoded by the caller) it also delivers the event to the run it
-// wakes, as the run would consume it: the first step of the run waiting for
-// the type (oldest first) completes with that result and the event is
-// marked consumed by it, so that the resumed run finds the step complete
-// and goes on without a checkpoint of its own. It does so only when that
-// event is the run's one undelivered event of the type, the one the run
-// would consume first; otherwise the run consumes the oldest itself.
+// buffered, encoded by the caller, which sends one only when the send has
+// its clock) it also delivers the event to the run it wakes, as the run
+// would consume it, following transition.DeliverAtSend: the first step of
+// the run waiting for the type (oldest first) completes with that result
+// and the event is marked consumed by it, so that the resumed run finds the
+// step complete and goes on without a checkpoint of its own. It does so
+// only when that event is the run's one undelivered event of the type, the
+// one the run would consume first; otherwise the run consumes the oldest
+// itself.
 //
 // It returns the woken task, if any, and the key of the step the event was
 // delivered to (” when none).
@@ -393,9 +398,12 @@ func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([
 		arg.Channel,
 		arg.LockOwner,
 		arg.Now,
+		arg.Kind,
+		arg.Priority,
 		arg.LockedUntil,
 		arg.WorkflowName,
 		arg.InstanceID,
+		arg.WakeStatuses,
 		arg.Type,
 		arg.RecordHook,
 		arg.DeliveredResult,
@@ -433,39 +441,4 @@ func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([
 		return nil, err
 	}
 	return items, nil
-}
-
-const eventSuspendDue = `-- name: EventSuspendDue :one
-SELECT (($1::timestamptz <= coalesce($2::timestamptz, now()))
-    OR EXISTS (
-        SELECT 1 FROM workflow_event
-        WHERE workflow_name = $3 AND instance_id = $4
-            AND run_number = $5 AND type = ANY($6::text[])
-            AND delivered_at IS NULL
-    ))::boolean AS due
-`
-
-type EventSuspendDueParams struct {
-	NextRunAt    time.Time
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int32
-	Types        []string
-}
-
-// EventSuspendDue reports whether a run that suspends until next_run_at, or
-// until an event of one of the types arrives, is due at once.
-func (q *Queries) EventSuspendDue(ctx context.Context, arg EventSuspendDueParams) (bool, error) {
-	row := q.db.QueryRow(ctx, eventSuspendDue,
-		arg.NextRunAt,
-		arg.Now,
-		arg.WorkflowName,
-		arg.InstanceID,
-		arg.RunNumber,
-		arg.Types,
-	)
-	var due bool
-	err := row.Scan(&due)
-	return due, err
 }

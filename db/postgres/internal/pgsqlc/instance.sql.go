@@ -10,61 +10,155 @@ import (
 	"time"
 )
 
-const instanceComplete = `-- name: InstanceComplete :exec
-UPDATE workflow_instance
-SET status = 'complete',
-    output = $1,
-    pause_requested = false,
-    completed_at = coalesce($2::timestamptz, now()),
-    updated_at = coalesce($2::timestamptz, now())
-WHERE workflow_name = $3 AND instance_id = $4
+const instanceChangeApply = `-- name: InstanceChangeApply :one
+WITH inst AS (
+    UPDATE workflow_instance i
+    SET status = $4::text,
+        pause_requested = $5::boolean,
+        run_number = i.run_number + CASE WHEN $6::boolean THEN 1 ELSE 0 END,
+        output = CASE WHEN $6::boolean THEN NULL ELSE i.output END,
+        error_name = CASE WHEN $6::boolean THEN NULL ELSE i.error_name END,
+        error_message = CASE WHEN $6::boolean THEN NULL ELSE i.error_message END,
+        started_at = CASE WHEN $6::boolean THEN NULL ELSE i.started_at END,
+        completed_at = CASE
+            WHEN $6::boolean THEN NULL
+            WHEN $4::text IN ('complete', 'errored', 'terminated') THEN coalesce($7::timestamptz, now())
+            ELSE i.completed_at END,
+        updated_at = coalesce($7::timestamptz, now())
+    WHERE i.workflow_name = $2 AND i.instance_id = $8
+    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata
+),
+deleted AS (
+    DELETE FROM workflow_task t
+    WHERE $9::text = 'delete'
+        AND t.workflow_name = $2 AND t.instance_id = $8
+    RETURNING 1
+),
+requeued AS (
+    INSERT INTO workflow_task (
+        workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
+    )
+    SELECT i.workflow_name, i.instance_id, i.run_number, $10::text, $11::smallint,
+        coalesce($7::timestamptz, now()), 'pending', 1, 0
+    FROM inst i
+    WHERE $9::text = 'requeue'
+    ON CONFLICT (workflow_name, instance_id) DO UPDATE
+    SET run_number = excluded.run_number,
+        kind = excluded.kind,
+        priority = excluded.priority,
+        run_at = excluded.run_at,
+        status = 'pending',
+        lock_owner = NULL,
+        locked_until = NULL,
+        version = workflow_task.version + 1,
+        attempts = CASE WHEN $12::boolean THEN 0 ELSE workflow_task.attempts END,
+        lease_losses = CASE WHEN $12::boolean THEN 0 ELSE workflow_task.lease_losses END,
+        last_error = CASE WHEN $12::boolean THEN NULL ELSE workflow_task.last_error END
+    RETURNING run_at
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT i.workflow_name, i.instance_id, $13::text, coalesce(r.run_at, t.run_at),
+        coalesce($7::timestamptz, now()), coalesce($7::timestamptz, now())
+    FROM inst i
+    LEFT JOIN requeued r ON true
+    LEFT JOIN workflow_task t
+        ON t.workflow_name = i.workflow_name AND t.instance_id = i.instance_id
+    WHERE $13::text <> '' AND coalesce(r.run_at, t.run_at) IS NOT NULL
+    RETURNING 1
+)
+SELECT i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message,
+    i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at,
+    i.retention_until, i.metadata,
+    (SELECT count(*) FROM (
+        SELECT pg_notify($1::text, $2::text) WHERE $3::boolean
+    ) AS notified)::int AS notified
+FROM inst i
 `
 
-type InstanceCompleteParams struct {
-	Output       []byte
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
+type InstanceChangeApplyParams struct {
+	Channel        string
+	WorkflowName   string
+	Notify         bool
+	Status         string
+	PauseRequested bool
+	NewRun         bool
+	Now            *time.Time
+	InstanceID     string
+	TaskOp         string
+	Kind           string
+	Priority       int16
+	ResetAttempts  bool
+	HookReason     string
 }
 
-func (q *Queries) InstanceComplete(ctx context.Context, arg InstanceCompleteParams) error {
-	_, err := q.db.Exec(ctx, instanceComplete,
-		arg.Output,
-		arg.Now,
+type InstanceChangeApplyRow struct {
+	WorkflowName   string
+	InstanceID     string
+	Status         string
+	Params         []byte
+	Output         []byte
+	ErrorName      *string
+	ErrorMessage   *string
+	PauseRequested bool
+	RunNumber      int32
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	StartedAt      *time.Time
+	CompletedAt    *time.Time
+	RetentionUntil *time.Time
+	Metadata       []byte
+	Notified       int32
+}
+
+// InstanceChangeApply applies the plan of a management transition
+// (transition.ChangePlan: pause, resume, terminate, restart) to an instance
+// the caller's transaction holds locked, in one statement: the instance
+// takes status and pause_requested (a new run with new_run: run number + 1,
+// output, error and times cleared; completed_at is set when status is
+// terminal), the task is deleted (task_op 'delete') or made pending and due
+// now as kind with a new version (task_op 'requeue'; its attempts, last
+// error and lease losses cleared with reset_attempts), a hook entry of
+// hook_reason (” for none) is recorded, due when the task is, and the
+// channel notified when notify is set. It returns the instance after it.
+func (q *Queries) InstanceChangeApply(ctx context.Context, arg InstanceChangeApplyParams) (InstanceChangeApplyRow, error) {
+	row := q.db.QueryRow(ctx, instanceChangeApply,
+		arg.Channel,
 		arg.WorkflowName,
-		arg.InstanceID,
-	)
-	return err
-}
-
-const instanceFail = `-- name: InstanceFail :exec
-UPDATE workflow_instance
-SET status = 'errored',
-    error_name = $1,
-    error_message = $2,
-    pause_requested = false,
-    completed_at = coalesce($3::timestamptz, now()),
-    updated_at = coalesce($3::timestamptz, now())
-WHERE workflow_name = $4 AND instance_id = $5
-`
-
-type InstanceFailParams struct {
-	ErrorName    *string
-	ErrorMessage *string
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstanceFail(ctx context.Context, arg InstanceFailParams) error {
-	_, err := q.db.Exec(ctx, instanceFail,
-		arg.ErrorName,
-		arg.ErrorMessage,
+		arg.Notify,
+		arg.Status,
+		arg.PauseRequested,
+		arg.NewRun,
 		arg.Now,
-		arg.WorkflowName,
 		arg.InstanceID,
+		arg.TaskOp,
+		arg.Kind,
+		arg.Priority,
+		arg.ResetAttempts,
+		arg.HookReason,
 	)
-	return err
+	var i InstanceChangeApplyRow
+	err := row.Scan(
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.Status,
+		&i.Params,
+		&i.Output,
+		&i.ErrorName,
+		&i.ErrorMessage,
+		&i.PauseRequested,
+		&i.RunNumber,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.RetentionUntil,
+		&i.Metadata,
+		&i.Notified,
+	)
+	return i, err
 }
 
 const instanceGet = `-- name: InstanceGet :one
@@ -450,141 +544,6 @@ func (q *Queries) InstanceLockRun(ctx context.Context, arg InstanceLockRunParams
 	var i InstanceLockRunRow
 	err := row.Scan(&i.Status, &i.PauseRequested)
 	return i, err
-}
-
-const instancePark = `-- name: InstancePark :exec
-UPDATE workflow_instance
-SET status = 'paused',
-    pause_requested = false,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE workflow_name = $2 AND instance_id = $3
-`
-
-type InstanceParkParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstancePark(ctx context.Context, arg InstanceParkParams) error {
-	_, err := q.db.Exec(ctx, instancePark, arg.Now, arg.WorkflowName, arg.InstanceID)
-	return err
-}
-
-const instanceRestart = `-- name: InstanceRestart :one
-UPDATE workflow_instance
-SET run_number = run_number + 1,
-    status = 'queued',
-    output = NULL,
-    error_name = NULL,
-    error_message = NULL,
-    started_at = NULL,
-    completed_at = NULL,
-    pause_requested = false,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE workflow_name = $2 AND instance_id = $3
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
-`
-
-type InstanceRestartParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstanceRestart(ctx context.Context, arg InstanceRestartParams) (WorkflowInstance, error) {
-	row := q.db.QueryRow(ctx, instanceRestart, arg.Now, arg.WorkflowName, arg.InstanceID)
-	var i WorkflowInstance
-	err := row.Scan(
-		&i.WorkflowName,
-		&i.InstanceID,
-		&i.Status,
-		&i.Params,
-		&i.Output,
-		&i.ErrorName,
-		&i.ErrorMessage,
-		&i.PauseRequested,
-		&i.RunNumber,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.RetentionUntil,
-		&i.Metadata,
-	)
-	return i, err
-}
-
-const instanceSetStatus = `-- name: InstanceSetStatus :one
-UPDATE workflow_instance
-SET status = $1,
-    pause_requested = $2,
-    completed_at = CASE WHEN $1::text IN ('complete', 'errored', 'terminated')
-        THEN coalesce($3::timestamptz, now()) ELSE completed_at END,
-    updated_at = coalesce($3::timestamptz, now())
-WHERE workflow_name = $4 AND instance_id = $5
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
-`
-
-type InstanceSetStatusParams struct {
-	Status         string
-	PauseRequested bool
-	Now            *time.Time
-	WorkflowName   string
-	InstanceID     string
-}
-
-// InstanceSetStatus is the pause/resume/terminate transition of a locked
-// instance; completed_at is set only when the new status is terminal.
-func (q *Queries) InstanceSetStatus(ctx context.Context, arg InstanceSetStatusParams) (WorkflowInstance, error) {
-	row := q.db.QueryRow(ctx, instanceSetStatus,
-		arg.Status,
-		arg.PauseRequested,
-		arg.Now,
-		arg.WorkflowName,
-		arg.InstanceID,
-	)
-	var i WorkflowInstance
-	err := row.Scan(
-		&i.WorkflowName,
-		&i.InstanceID,
-		&i.Status,
-		&i.Params,
-		&i.Output,
-		&i.ErrorName,
-		&i.ErrorMessage,
-		&i.PauseRequested,
-		&i.RunNumber,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.StartedAt,
-		&i.CompletedAt,
-		&i.RetentionUntil,
-		&i.Metadata,
-	)
-	return i, err
-}
-
-const instanceSuspend = `-- name: InstanceSuspend :one
-UPDATE workflow_instance
-SET status = CASE WHEN pause_requested THEN 'paused' ELSE 'waiting' END,
-    pause_requested = false,
-    updated_at = coalesce($1::timestamptz, now())
-WHERE workflow_name = $2 AND instance_id = $3
-RETURNING status
-`
-
-type InstanceSuspendParams struct {
-	Now          *time.Time
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstanceSuspend(ctx context.Context, arg InstanceSuspendParams) (string, error) {
-	row := q.db.QueryRow(ctx, instanceSuspend, arg.Now, arg.WorkflowName, arg.InstanceID)
-	var status string
-	err := row.Scan(&status)
-	return status, err
 }
 
 const taskInsertManyLeased = `-- name: TaskInsertManyLeased :many

@@ -199,21 +199,6 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 	return items, nil
 }
 
-const taskDelete = `-- name: TaskDelete :exec
-DELETE FROM workflow_task
-WHERE workflow_name = $1 AND instance_id = $2
-`
-
-type TaskDeleteParams struct {
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) TaskDelete(ctx context.Context, arg TaskDeleteParams) error {
-	_, err := q.db.Exec(ctx, taskDelete, arg.WorkflowName, arg.InstanceID)
-	return err
-}
-
 const taskGet = `-- name: TaskGet :one
 SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses FROM workflow_task
 WHERE workflow_name = $1 AND instance_id = $2
@@ -402,84 +387,5 @@ type TaskResetLeaseLossesParams struct {
 // the first checkpoint after a claim that took over an expired lease.
 func (q *Queries) TaskResetLeaseLosses(ctx context.Context, arg TaskResetLeaseLossesParams) error {
 	_, err := q.db.Exec(ctx, taskResetLeaseLosses, arg.ID, arg.Version)
-	return err
-}
-
-const taskSchedule = `-- name: TaskSchedule :exec
-UPDATE workflow_task
-SET status = 'pending',
-    run_at = coalesce($1::timestamptz, $2::timestamptz, now()),
-    kind = $3,
-    priority = $4,
-    lock_owner = NULL,
-    locked_until = NULL,
-    lease_losses = 0
-WHERE id = $5
-`
-
-type TaskScheduleParams struct {
-	RunAt    *time.Time
-	Now      *time.Time
-	Kind     string
-	Priority int16
-	ID       int64
-}
-
-// TaskSchedule gives a held task back to the queue after a suspend or park,
-// which is progress: its lease losses are reset.
-func (q *Queries) TaskSchedule(ctx context.Context, arg TaskScheduleParams) error {
-	_, err := q.db.Exec(ctx, taskSchedule,
-		arg.RunAt,
-		arg.Now,
-		arg.Kind,
-		arg.Priority,
-		arg.ID,
-	)
-	return err
-}
-
-const taskUpsertDue = `-- name: TaskUpsertDue :exec
-INSERT INTO workflow_task (
-    workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
-) VALUES (
-    $1, $2, $3, $4, $5,
-    coalesce($6::timestamptz, now()), 'pending', 1, 0
-)
-ON CONFLICT (workflow_name, instance_id) DO UPDATE
-SET run_number = excluded.run_number,
-    kind = excluded.kind,
-    priority = excluded.priority,
-    run_at = excluded.run_at,
-    status = 'pending',
-    lock_owner = NULL,
-    locked_until = NULL,
-    version = workflow_task.version + 1,
-    attempts = CASE WHEN $7::boolean THEN 0 ELSE workflow_task.attempts END,
-    lease_losses = CASE WHEN $7::boolean THEN 0 ELSE workflow_task.lease_losses END,
-    last_error = CASE WHEN $7::boolean THEN NULL ELSE workflow_task.last_error END
-`
-
-type TaskUpsertDueParams struct {
-	WorkflowName  string
-	InstanceID    string
-	RunNumber     int32
-	Kind          string
-	Priority      int16
-	Now           *time.Time
-	ResetAttempts bool
-}
-
-// TaskUpsertDue makes an instance's task pending and due now with a new
-// version, so that whoever still holds an older version is fenced out.
-func (q *Queries) TaskUpsertDue(ctx context.Context, arg TaskUpsertDueParams) error {
-	_, err := q.db.Exec(ctx, taskUpsertDue,
-		arg.WorkflowName,
-		arg.InstanceID,
-		arg.RunNumber,
-		arg.Kind,
-		arg.Priority,
-		arg.Now,
-		arg.ResetAttempts,
-	)
 	return err
 }

@@ -30,6 +30,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.clockNowStmt, err = db.PrepareContext(ctx, clockNow); err != nil {
 		return nil, fmt.Errorf("error preparing query ClockNow: %w", err)
 	}
+	if q.eventBufferedStmt, err = db.PrepareContext(ctx, eventBuffered); err != nil {
+		return nil, fmt.Errorf("error preparing query EventBuffered: %w", err)
+	}
 	if q.eventConsumeOldestStmt, err = db.PrepareContext(ctx, eventConsumeOldest); err != nil {
 		return nil, fmt.Errorf("error preparing query EventConsumeOldest: %w", err)
 	}
@@ -42,8 +45,8 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventListRunStmt, err = db.PrepareContext(ctx, eventListRun); err != nil {
 		return nil, fmt.Errorf("error preparing query EventListRun: %w", err)
 	}
-	if q.eventSuspendDueStmt, err = db.PrepareContext(ctx, eventSuspendDue); err != nil {
-		return nil, fmt.Errorf("error preparing query EventSuspendDue: %w", err)
+	if q.eventUndeliveredCountStmt, err = db.PrepareContext(ctx, eventUndeliveredCount); err != nil {
+		return nil, fmt.Errorf("error preparing query EventUndeliveredCount: %w", err)
 	}
 	if q.flowGetStmt, err = db.PrepareContext(ctx, flowGet); err != nil {
 		return nil, fmt.Errorf("error preparing query FlowGet: %w", err)
@@ -93,9 +96,6 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.instanceListWorkflowStmt, err = db.PrepareContext(ctx, instanceListWorkflow); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceListWorkflow: %w", err)
 	}
-	if q.instanceParkStmt, err = db.PrepareContext(ctx, instancePark); err != nil {
-		return nil, fmt.Errorf("error preparing query InstancePark: %w", err)
-	}
 	if q.instanceRestartStmt, err = db.PrepareContext(ctx, instanceRestart); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceRestart: %w", err)
 	}
@@ -105,11 +105,11 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.instanceStartClaimedStmt, err = db.PrepareContext(ctx, instanceStartClaimed); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceStartClaimed: %w", err)
 	}
-	if q.instanceSuspendStmt, err = db.PrepareContext(ctx, instanceSuspend); err != nil {
-		return nil, fmt.Errorf("error preparing query InstanceSuspend: %w", err)
-	}
 	if q.instanceTouchStmt, err = db.PrepareContext(ctx, instanceTouch); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceTouch: %w", err)
+	}
+	if q.instanceTransitionStmt, err = db.PrepareContext(ctx, instanceTransition); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceTransition: %w", err)
 	}
 	if q.outboxClaimStmt, err = db.PrepareContext(ctx, outboxClaim); err != nil {
 		return nil, fmt.Errorf("error preparing query OutboxClaim: %w", err)
@@ -219,6 +219,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing clockNowStmt: %w", cerr)
 		}
 	}
+	if q.eventBufferedStmt != nil {
+		if cerr := q.eventBufferedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventBufferedStmt: %w", cerr)
+		}
+	}
 	if q.eventConsumeOldestStmt != nil {
 		if cerr := q.eventConsumeOldestStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventConsumeOldestStmt: %w", cerr)
@@ -239,9 +244,9 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventListRunStmt: %w", cerr)
 		}
 	}
-	if q.eventSuspendDueStmt != nil {
-		if cerr := q.eventSuspendDueStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing eventSuspendDueStmt: %w", cerr)
+	if q.eventUndeliveredCountStmt != nil {
+		if cerr := q.eventUndeliveredCountStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventUndeliveredCountStmt: %w", cerr)
 		}
 	}
 	if q.flowGetStmt != nil {
@@ -324,11 +329,6 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing instanceListWorkflowStmt: %w", cerr)
 		}
 	}
-	if q.instanceParkStmt != nil {
-		if cerr := q.instanceParkStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing instanceParkStmt: %w", cerr)
-		}
-	}
 	if q.instanceRestartStmt != nil {
 		if cerr := q.instanceRestartStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceRestartStmt: %w", cerr)
@@ -344,14 +344,14 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing instanceStartClaimedStmt: %w", cerr)
 		}
 	}
-	if q.instanceSuspendStmt != nil {
-		if cerr := q.instanceSuspendStmt.Close(); cerr != nil {
-			err = fmt.Errorf("error closing instanceSuspendStmt: %w", cerr)
-		}
-	}
 	if q.instanceTouchStmt != nil {
 		if cerr := q.instanceTouchStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceTouchStmt: %w", cerr)
+		}
+	}
+	if q.instanceTransitionStmt != nil {
+		if cerr := q.instanceTransitionStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceTransitionStmt: %w", cerr)
 		}
 	}
 	if q.outboxClaimStmt != nil {
@@ -550,11 +550,12 @@ type Queries struct {
 	tx                                *sql.Tx
 	checkpointFenceStmt               *sql.Stmt
 	clockNowStmt                      *sql.Stmt
+	eventBufferedStmt                 *sql.Stmt
 	eventConsumeOldestStmt            *sql.Stmt
 	eventInsertStmt                   *sql.Stmt
 	eventListStmt                     *sql.Stmt
 	eventListRunStmt                  *sql.Stmt
-	eventSuspendDueStmt               *sql.Stmt
+	eventUndeliveredCountStmt         *sql.Stmt
 	flowGetStmt                       *sql.Stmt
 	flowGetLatestStmt                 *sql.Stmt
 	flowInsertStmt                    *sql.Stmt
@@ -571,12 +572,11 @@ type Queries struct {
 	instanceListStmt                  *sql.Stmt
 	instanceListFreshStmt             *sql.Stmt
 	instanceListWorkflowStmt          *sql.Stmt
-	instanceParkStmt                  *sql.Stmt
 	instanceRestartStmt               *sql.Stmt
 	instanceSetStatusStmt             *sql.Stmt
 	instanceStartClaimedStmt          *sql.Stmt
-	instanceSuspendStmt               *sql.Stmt
 	instanceTouchStmt                 *sql.Stmt
+	instanceTransitionStmt            *sql.Stmt
 	outboxClaimStmt                   *sql.Stmt
 	outboxDeliveredStmt               *sql.Stmt
 	outboxPruneStmt                   *sql.Stmt
@@ -616,11 +616,12 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                                tx,
 		checkpointFenceStmt:               q.checkpointFenceStmt,
 		clockNowStmt:                      q.clockNowStmt,
+		eventBufferedStmt:                 q.eventBufferedStmt,
 		eventConsumeOldestStmt:            q.eventConsumeOldestStmt,
 		eventInsertStmt:                   q.eventInsertStmt,
 		eventListStmt:                     q.eventListStmt,
 		eventListRunStmt:                  q.eventListRunStmt,
-		eventSuspendDueStmt:               q.eventSuspendDueStmt,
+		eventUndeliveredCountStmt:         q.eventUndeliveredCountStmt,
 		flowGetStmt:                       q.flowGetStmt,
 		flowGetLatestStmt:                 q.flowGetLatestStmt,
 		flowInsertStmt:                    q.flowInsertStmt,
@@ -637,12 +638,11 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceListStmt:                  q.instanceListStmt,
 		instanceListFreshStmt:             q.instanceListFreshStmt,
 		instanceListWorkflowStmt:          q.instanceListWorkflowStmt,
-		instanceParkStmt:                  q.instanceParkStmt,
 		instanceRestartStmt:               q.instanceRestartStmt,
 		instanceSetStatusStmt:             q.instanceSetStatusStmt,
 		instanceStartClaimedStmt:          q.instanceStartClaimedStmt,
-		instanceSuspendStmt:               q.instanceSuspendStmt,
 		instanceTouchStmt:                 q.instanceTouchStmt,
+		instanceTransitionStmt:            q.instanceTransitionStmt,
 		outboxClaimStmt:                   q.outboxClaimStmt,
 		outboxDeliveredStmt:               q.outboxDeliveredStmt,
 		outboxPruneStmt:                   q.outboxPruneStmt,

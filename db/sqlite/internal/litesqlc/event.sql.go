@@ -9,6 +9,38 @@ import (
 	"context"
 )
 
+const eventBuffered = `-- name: EventBuffered :one
+SELECT CAST(EXISTS (
+        SELECT 1 FROM workflow_event
+        WHERE workflow_name = ?1 AND instance_id = ?2
+            AND run_number = ?3
+            AND type IN (SELECT value FROM json_each(CAST(?4 AS TEXT)))
+            AND delivered_at IS NULL
+    ) AS INTEGER) AS buffered
+`
+
+type EventBufferedParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+	Types        string
+}
+
+// EventBuffered reports whether an undelivered event of one of the types (a
+// JSON array) is buffered for the run: the fact that makes a suspended task
+// due at once (see transition.TaskWrite.Due).
+func (q *Queries) EventBuffered(ctx context.Context, arg EventBufferedParams) (int64, error) {
+	row := q.queryRow(ctx, q.eventBufferedStmt, eventBuffered,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.Types,
+	)
+	var buffered int64
+	err := row.Scan(&buffered)
+	return buffered, err
+}
+
 const eventConsumeOldest = `-- name: EventConsumeOldest :one
 UPDATE workflow_event
 SET delivered_at = CAST(?1 AS INTEGER),
@@ -210,38 +242,30 @@ func (q *Queries) EventListRun(ctx context.Context, arg EventListRunParams) ([]W
 	return items, nil
 }
 
-const eventSuspendDue = `-- name: EventSuspendDue :one
-SELECT CAST((CAST(?1 AS INTEGER) <= CAST(?2 AS INTEGER))
-    OR EXISTS (
-        SELECT 1 FROM workflow_event
-        WHERE workflow_name = ?3 AND instance_id = ?4
-            AND run_number = ?5
-            AND type IN (SELECT value FROM json_each(CAST(?6 AS TEXT)))
-            AND delivered_at IS NULL
-    ) AS INTEGER) AS due
+const eventUndeliveredCount = `-- name: EventUndeliveredCount :one
+SELECT count(*) FROM workflow_event
+WHERE workflow_name = ?1 AND instance_id = ?2
+    AND run_number = ?3 AND type = ?4
+    AND delivered_at IS NULL
 `
 
-type EventSuspendDueParams struct {
-	NextRunAt    int64
-	Now          int64
+type EventUndeliveredCountParams struct {
 	WorkflowName string
 	InstanceID   string
 	RunNumber    int64
-	Types        string
+	Type         string
 }
 
-// EventSuspendDue reports whether a run that suspends until next_run_at, or
-// until an event of one of the types (a JSON array) arrives, is due at once.
-func (q *Queries) EventSuspendDue(ctx context.Context, arg EventSuspendDueParams) (int64, error) {
-	row := q.queryRow(ctx, q.eventSuspendDueStmt, eventSuspendDue,
-		arg.NextRunAt,
-		arg.Now,
+// EventUndeliveredCount counts the undelivered events of a type buffered
+// for the run: the fact transition.DeliverAtSend decides on.
+func (q *Queries) EventUndeliveredCount(ctx context.Context, arg EventUndeliveredCountParams) (int64, error) {
+	row := q.queryRow(ctx, q.eventUndeliveredCountStmt, eventUndeliveredCount,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
-		arg.Types,
+		arg.Type,
 	)
-	var due int64
-	err := row.Scan(&due)
-	return due, err
+	var count int64
+	err := row.Scan(&count)
+	return count, err
 }

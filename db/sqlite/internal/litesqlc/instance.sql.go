@@ -476,25 +476,6 @@ func (q *Queries) InstanceListWorkflow(ctx context.Context, arg InstanceListWork
 	return items, nil
 }
 
-const instancePark = `-- name: InstancePark :exec
-UPDATE workflow_instance
-SET status = 'paused',
-    pause_requested = 0,
-    updated_at = ?1
-WHERE workflow_name = ?2 AND instance_id = ?3
-`
-
-type InstanceParkParams struct {
-	Now          int64
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstancePark(ctx context.Context, arg InstanceParkParams) error {
-	_, err := q.exec(ctx, q.instanceParkStmt, instancePark, arg.Now, arg.WorkflowName, arg.InstanceID)
-	return err
-}
-
 const instanceRestart = `-- name: InstanceRestart :one
 UPDATE workflow_instance
 SET run_number = run_number + 1,
@@ -616,28 +597,6 @@ func (q *Queries) InstanceStartClaimed(ctx context.Context, arg InstanceStartCla
 	return err
 }
 
-const instanceSuspend = `-- name: InstanceSuspend :one
-UPDATE workflow_instance
-SET status = CASE WHEN pause_requested = 1 THEN 'paused' ELSE 'waiting' END,
-    pause_requested = 0,
-    updated_at = ?1
-WHERE workflow_name = ?2 AND instance_id = ?3
-RETURNING status
-`
-
-type InstanceSuspendParams struct {
-	Now          int64
-	WorkflowName string
-	InstanceID   string
-}
-
-func (q *Queries) InstanceSuspend(ctx context.Context, arg InstanceSuspendParams) (string, error) {
-	row := q.queryRow(ctx, q.instanceSuspendStmt, instanceSuspend, arg.Now, arg.WorkflowName, arg.InstanceID)
-	var status string
-	err := row.Scan(&status)
-	return status, err
-}
-
 const instanceTouch = `-- name: InstanceTouch :one
 UPDATE workflow_instance
 SET updated_at = ?1
@@ -663,6 +622,40 @@ func (q *Queries) InstanceTouch(ctx context.Context, arg InstanceTouchParams) (I
 	var i InstanceTouchRow
 	err := row.Scan(&i.Status, &i.RunNumber)
 	return i, err
+}
+
+const instanceTransition = `-- name: InstanceTransition :exec
+UPDATE workflow_instance
+SET status = ?1,
+    pause_requested = ?2,
+    completed_at = CASE ?1
+        WHEN 'complete' THEN ?3
+        WHEN 'errored' THEN ?3
+        WHEN 'terminated' THEN ?3
+        ELSE completed_at END,
+    updated_at = ?3
+WHERE workflow_name = ?4 AND instance_id = ?5
+`
+
+type InstanceTransitionParams struct {
+	Status         string
+	PauseRequested int64
+	Now            int64
+	WorkflowName   string
+	InstanceID     string
+}
+
+// InstanceTransition is InstanceSetStatus of a checkpoint, which needs no
+// row back.
+func (q *Queries) InstanceTransition(ctx context.Context, arg InstanceTransitionParams) error {
+	_, err := q.exec(ctx, q.instanceTransitionStmt, instanceTransition,
+		arg.Status,
+		arg.PauseRequested,
+		arg.Now,
+		arg.WorkflowName,
+		arg.InstanceID,
+	)
+	return err
 }
 
 const taskInsertLeased = `-- name: TaskInsertLeased :one

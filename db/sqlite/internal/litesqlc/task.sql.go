@@ -352,30 +352,28 @@ func (q *Queries) TaskResetLeaseLosses(ctx context.Context, arg TaskResetLeaseLo
 const taskSchedule = `-- name: TaskSchedule :exec
 UPDATE workflow_task
 SET status = 'pending',
-    run_at = coalesce(?1, ?2),
-    kind = ?3,
-    priority = ?4,
+    run_at = ?1,
+    kind = ?2,
+    priority = ?3,
     lock_owner = NULL,
     locked_until = NULL,
     lease_losses = 0
-WHERE id = ?5
+WHERE id = ?4
 `
 
 type TaskScheduleParams struct {
-	RunAt    *int64
-	Now      int64
+	RunAt    int64
 	Kind     string
 	Priority int64
 	ID       int64
 }
 
 // TaskSchedule gives a held task back to the queue after a suspend or park,
-// due at run_at, or now when run_at is NULL. A suspend or park is progress:
-// the task's lease losses are reset.
+// due at run_at. A suspend or park is progress: the task's lease losses are
+// reset.
 func (q *Queries) TaskSchedule(ctx context.Context, arg TaskScheduleParams) error {
 	_, err := q.exec(ctx, q.taskScheduleStmt, taskSchedule,
 		arg.RunAt,
-		arg.Now,
 		arg.Kind,
 		arg.Priority,
 		arg.ID,
@@ -426,21 +424,23 @@ func (q *Queries) TaskUpsertDue(ctx context.Context, arg TaskUpsertDueParams) er
 const taskWakeForEvent = `-- name: TaskWakeForEvent :execrows
 UPDATE workflow_task
 SET run_at = min(run_at, CAST(?1 AS INTEGER)),
-    kind = 'resume',
-    priority = 0
-WHERE workflow_task.workflow_name = ?2 AND workflow_task.instance_id = ?3
+    kind = CAST(?2 AS TEXT),
+    priority = CAST(?3 AS INTEGER)
+WHERE workflow_task.workflow_name = ?4 AND workflow_task.instance_id = ?5
     AND workflow_task.status = 'pending'
     AND EXISTS (
         SELECT 1 FROM workflow_step s
         WHERE s.workflow_name = workflow_task.workflow_name AND s.instance_id = workflow_task.instance_id
-            AND s.run_number = ?4
+            AND s.run_number = ?6
             AND s.type = 'waitForEvent' AND s.status = 'waiting'
-            AND s.wait_event_type = CAST(?5 AS TEXT)
+            AND s.wait_event_type = CAST(?7 AS TEXT)
     )
 `
 
 type TaskWakeForEventParams struct {
 	Now          int64
+	Kind         string
+	Priority     int64
 	WorkflowName string
 	InstanceID   string
 	RunNumber    int64
@@ -448,10 +448,12 @@ type TaskWakeForEventParams struct {
 }
 
 // TaskWakeForEvent makes a pending task due now (never later than it was)
-// when its run waits for an event of the type.
+// as kind when its run waits for an event of the type.
 func (q *Queries) TaskWakeForEvent(ctx context.Context, arg TaskWakeForEventParams) (int64, error) {
 	result, err := q.exec(ctx, q.taskWakeForEventStmt, taskWakeForEvent,
 		arg.Now,
+		arg.Kind,
+		arg.Priority,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,

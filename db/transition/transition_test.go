@@ -1,0 +1,252 @@
+package transition
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+var (
+	t0    = time.Date(2041, 3, 4, 10, 0, 0, 0, time.UTC)
+	later = t0.Add(time.Hour)
+)
+
+func TestCheckpoint(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name   string
+		params db.CheckpointParams
+		facts  CheckpointFacts
+		plan   CheckpointPlan
+		status workflow.InstanceStatus
+		result db.CheckpointResult
+		runAt  time.Time
+	}{
+		{
+			name:   "ContinueWritesStepsOnly",
+			params: db.CheckpointParams{Outcome: db.OutcomeContinue},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning},
+			plan:   CheckpointPlan{Task: TaskWrite{Op: TaskKeep}},
+			result: db.CheckpointResult{Status: workflow.StatusRunning},
+		},
+		{
+			name:   "ContinueReportsAPauseRequest",
+			params: db.CheckpointParams{Outcome: db.OutcomeContinue, ResetLeaseLosses: true},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true},
+			plan:   CheckpointPlan{Task: TaskWrite{Op: TaskKeep, ResetLeaseLosses: true}},
+			result: db.CheckpointResult{Status: workflow.StatusWaitingForPause, PauseRequested: true},
+		},
+		{
+			name:   "SuspendWaitsUntilRunAt",
+			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, RecordHooks: true, WaitEventTypes: []string{"a"}},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning},
+			plan: CheckpointPlan{
+				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
+				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindWake, RunAt: later, DueOnEvents: []string{"a"}},
+				MayBeDue: true, Hook: HookWrite{Reason: db.HookReasonWake},
+			},
+			status: workflow.StatusWaiting,
+			result: db.CheckpointResult{Status: workflow.StatusWaiting},
+			runAt:  later,
+		},
+		{
+			name:   "SuspendWithBufferedEventIsDue",
+			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, NextKind: db.TaskKindRetry},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning, Due: true},
+			plan: CheckpointPlan{
+				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
+				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindRetry, RunAt: later},
+				MayBeDue: true,
+			},
+			status: workflow.StatusWaiting,
+			result: db.CheckpointResult{Status: workflow.StatusWaiting, Due: true},
+			runAt:  t0,
+		},
+		{
+			name:   "SuspendWithPauseRequestedPausesAndIsNotDue",
+			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, NextKind: db.TaskKindRetry, RecordHooks: true},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true, Due: true},
+			plan: CheckpointPlan{
+				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
+				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindRetry, RunAt: later},
+				MayBeDue: true, Hook: HookWrite{Reason: db.HookReasonRetry},
+			},
+			status: workflow.StatusPaused,
+			result: db.CheckpointResult{Status: workflow.StatusPaused},
+			runAt:  t0,
+		},
+		{
+			name:   "ParkPausesUntilRunAt",
+			params: db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: t0.Add(-time.Hour), RecordHooks: true},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true, Due: true},
+			plan: CheckpointPlan{
+				Status: workflow.StatusPaused, StatusIfPauseRequested: workflow.StatusPaused,
+				Task: TaskWrite{Op: TaskSchedule, Kind: db.TaskKindResume, RunAt: t0.Add(-time.Hour)},
+			},
+			status: workflow.StatusPaused,
+			result: db.CheckpointResult{Status: workflow.StatusPaused},
+			runAt:  t0.Add(-time.Hour),
+		},
+		{
+			name:   "CompleteDeletesTheTask",
+			params: db.CheckpointParams{Outcome: db.OutcomeComplete},
+			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true},
+			plan:   CheckpointPlan{Status: workflow.StatusComplete, StatusIfPauseRequested: workflow.StatusComplete, Task: TaskWrite{Op: TaskDelete}},
+			status: workflow.StatusComplete,
+			result: db.CheckpointResult{Status: workflow.StatusComplete},
+		},
+		{
+			name:   "ErrorDeletesTheTask",
+			params: db.CheckpointParams{Outcome: db.OutcomeError},
+			facts:  CheckpointFacts{Status: workflow.StatusRunning},
+			plan:   CheckpointPlan{Status: workflow.StatusErrored, StatusIfPauseRequested: workflow.StatusErrored, Task: TaskWrite{Op: TaskDelete}},
+			status: workflow.StatusErrored,
+			result: db.CheckpointResult{Status: workflow.StatusErrored},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			plan, err := Checkpoint(&tt.params)
+			require.NoError(t, err)
+			tt.plan.Task.Priority = tt.plan.Task.Kind.Priority()
+			if tt.plan.Task.Kind == "" {
+				tt.plan.Task.Priority = 0
+			}
+			require.Equal(t, tt.plan, plan)
+			status, res := plan.Resolve(tt.facts)
+			require.Equal(t, tt.status, status)
+			require.Equal(t, &tt.result, res)
+			require.Equal(t, tt.runAt, plan.RunAt(t0, tt.facts.Due))
+		})
+	}
+
+	_, err := Checkpoint(&db.CheckpointParams{Outcome: 42})
+	require.Error(t, err)
+}
+
+func TestTaskWriteDue(t *testing.T) {
+	t.Parallel()
+	w := TaskWrite{RunAt: later}
+	require.False(t, w.Due(t0, false))
+	require.True(t, w.Due(t0, true), "a buffered event makes it due")
+	require.True(t, w.Due(later, false), "its time has come")
+}
+
+func TestSteps(t *testing.T) {
+	t.Parallel()
+	p := &db.CheckpointParams{
+		Steps:        []db.StepWrite{{Key: "a"}, {Key: "wait"}},
+		ConsumeEvent: &db.ConsumeEvent{Type: "x", StepKey: "wait"},
+	}
+	require.Equal(t, p.Steps, Steps(p, false), "nothing consumed: every write")
+	require.Equal(t, []db.StepWrite{{Key: "a"}}, Steps(p, true))
+	require.Len(t, p.Steps, 2, "the params are left alone")
+}
+
+func TestChanges(t *testing.T) {
+	t.Parallel()
+	requeue := func(kind db.TaskKind, reset bool) TaskWrite {
+		return TaskWrite{Op: TaskRequeue, Kind: kind, Priority: kind.Priority(), ResetAttempts: reset}
+	}
+	tests := []struct {
+		name   string
+		rule   ChangeFunc
+		status workflow.InstanceStatus
+		plan   ChangePlan
+		err    error
+	}{
+		{"PauseRunningRequestsAPause", Pause, workflow.StatusRunning, ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true}, nil},
+		{"PauseQueued", Pause, workflow.StatusQueued, ChangePlan{Status: workflow.StatusPaused}, nil},
+		{"PauseWaiting", Pause, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusPaused}, nil},
+		{"PausePausedIsANoop", Pause, workflow.StatusPaused, ChangePlan{}, nil},
+		{"PausePausingIsANoop", Pause, workflow.StatusWaitingForPause, ChangePlan{}, nil},
+		{"PauseTerminal", Pause, workflow.StatusComplete, ChangePlan{}, db.ErrTerminal},
+		{"ResumePaused", Resume, workflow.StatusPaused, ChangePlan{
+			Status: workflow.StatusQueued, Task: requeue(db.TaskKindResume, false),
+			Hook: HookWrite{Reason: db.HookReasonResume}, Notify: true,
+		}, nil},
+		{"ResumeRunningIsANoop", Resume, workflow.StatusRunning, ChangePlan{}, nil},
+		{"ResumeTerminalIsANoop", Resume, workflow.StatusTerminated, ChangePlan{}, nil},
+		{"TerminateWaiting", Terminate, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}}, nil},
+		{"TerminateTerminal", Terminate, workflow.StatusErrored, ChangePlan{}, db.ErrTerminal},
+		{"RestartAnything", Restart, workflow.StatusComplete, ChangePlan{
+			Status: workflow.StatusQueued, NewRun: true, Task: requeue(db.TaskKindRun, true),
+			Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true,
+		}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			plan, err := tt.rule(tt.status, true)
+			require.ErrorIs(t, err, tt.err)
+			require.Equal(t, tt.plan, plan)
+			plan, _ = tt.rule(tt.status, false)
+			require.False(t, plan.Hook.Record(), "no hook entry unless hooks are recorded")
+		})
+	}
+}
+
+func TestCreate(t *testing.T) {
+	t.Parallel()
+	insert := TaskWrite{Op: TaskInsert, Kind: db.TaskKindRun, Priority: db.TaskKindRun.Priority()}
+	require.Equal(t, CreatePlan{Status: workflow.StatusQueued, Task: insert, Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true}, Create(false, true))
+	require.Equal(t, CreatePlan{Status: workflow.StatusRunning, Task: insert, Leased: true}, Create(true, false))
+}
+
+func TestSend(t *testing.T) {
+	t.Parallel()
+	wake := TaskWrite{Op: TaskWake, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()}
+	tests := []struct {
+		name   string
+		status workflow.InstanceStatus
+		leased bool
+		plan   SendPlan
+		err    error
+	}{
+		{"WaitingWakes", workflow.StatusWaiting, false, SendPlan{Wake: true, Task: wake, Hook: HookWrite{Reason: db.HookReasonEvent}, Notify: true}, nil},
+		{"LeasedWakeNotifiesNoOne", workflow.StatusWaiting, true, SendPlan{Wake: true, Task: wake, Leased: true, Hook: HookWrite{Reason: db.HookReasonEvent}}, nil},
+		{"PausedBuffersOnly", workflow.StatusPaused, false, SendPlan{}, nil},
+		{"PausingBuffersOnly", workflow.StatusWaitingForPause, false, SendPlan{}, nil},
+		{"TerminalRefuses", workflow.StatusTerminated, false, SendPlan{}, db.ErrTerminal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			plan, err := Send(tt.status, true, tt.leased)
+			require.ErrorIs(t, err, tt.err)
+			require.Equal(t, tt.plan, plan)
+		})
+	}
+	require.Equal(t, []string{"queued", "running", "waiting", "unknown"}, WakeStatuses())
+}
+
+func TestDeliverAtSend(t *testing.T) {
+	t.Parallel()
+	require.True(t, DeliverAtSend(true, 1), "the only undelivered event, on the caller's clock")
+	require.False(t, DeliverAtSend(true, 2), "an older event goes first: the run consumes it")
+	require.False(t, DeliverAtSend(false, 1), "on the database clock the send cannot encode the step result")
+}
+
+func TestEventStepResult(t *testing.T) {
+	t.Parallel()
+	res, err := EventStepResult(&db.Event{Type: "approve", CreatedAt: t0.In(time.FixedZone("x", 3600))})
+	require.NoError(t, err)
+	require.JSONEq(t, `{"type":"approve","payload":null,"timestamp":"2041-03-04T10:00:00Z"}`, string(res))
+	res, err = EventStepResult(&db.Event{Type: "a", Payload: json.RawMessage(`{"ok": true}`), CreatedAt: t0})
+	require.NoError(t, err)
+	require.Equal(t, `{"type":"a","payload":{"ok":true},"timestamp":"2041-03-04T10:00:00Z"}`, string(res))
+}
+
+func TestFire(t *testing.T) {
+	t.Parallel()
+	plan := Fire(&db.ScheduleFireParams{RecordHooks: true, Instances: []db.InstanceCreateItem{{ID: "a"}, {ID: "b"}}})
+	require.Equal(t, "b", *plan.LastInstanceID, "the last instance started")
+	require.Equal(t, Create(false, true), plan.Create, "a firing's instances are created queued")
+	require.Nil(t, Fire(&db.ScheduleFireParams{}).LastInstanceID, "no instance keeps the schedule's")
+}

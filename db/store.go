@@ -338,14 +338,14 @@ type EventSendResult struct {
 	// send had a Lease and woke the run; nil otherwise.
 	LeasedTask *Task
 	// DeliveredTo is the key of the step the send delivered the event to,
-	// or "" when it delivered it to none. A send that wakes a run delivers
-	// the event itself, where the store can, exactly as the run would
-	// consume it: the run's first step waiting for the type completes with
-	// the event (the oldest undelivered one of the type) and the event is
-	// marked consumed by it, in the send's transaction, so the resumed run
-	// finds the step complete. Where the store cannot (Postgres: another
-	// event of the type is still undelivered, or the send is on the
-	// database's clock), the resumed run consumes the event itself.
+	// or "" when it delivered it to none. Every backend follows one rule
+	// (transition.DeliverAtSend): a send that wakes a run, on the caller's
+	// clock, delivers the sent event when it is the run's only undelivered
+	// event of its type, exactly as the run would consume it: the run's
+	// first step waiting for the type completes with the event, which is
+	// marked consumed by it in the send's transaction, so the resumed run
+	// finds the step complete. Otherwise the resumed run consumes the
+	// oldest undelivered event of the type itself.
 	DeliveredTo string
 }
 

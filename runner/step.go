@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/transition"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -472,8 +473,9 @@ func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, err
 		e.endLocked(key, true)
 		return nil, nil
 	}
-	// Decode exactly what replay will decode, so both runs see one value.
-	raw, err := json.Marshal(eventResult(res.Event))
+	// Decode exactly what replay will decode (the bytes the store wrote
+	// for the step, by the same encoding), so both runs see one value.
+	raw, err := transition.EventStepResult(res.Event)
 	if err != nil {
 		e.endLocked(key, true)
 		return nil, fmt.Errorf("encoding event for step %q: %w", key, err)
@@ -481,14 +483,6 @@ func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, err
 	e.steps[key] = &db.Step{Key: key, Type: db.StepTypeWaitForEvent, Status: db.StepStatusComplete, WaitEventType: eventType, Result: raw}
 	e.endLocked(key, true)
 	return decodeEvent(key, raw)
-}
-
-func eventResult(ev *db.Event) *workflow.ReceivedEvent {
-	payload := ev.Payload
-	if len(payload) == 0 {
-		payload = json.RawMessage("null")
-	}
-	return &workflow.ReceivedEvent{Type: ev.Type, Payload: payload, Timestamp: ev.CreatedAt}
 }
 
 func decodeEvent(key string, raw json.RawMessage) (*workflow.ReceivedEvent, error) {

@@ -103,7 +103,7 @@ func New(t testing.TB, opts ...Option) *Harness {
 	clk := clock.NewMock()
 	clk.Set(o.start)
 	reg := workflow.NewRegistry()
-	rc := &runner.Config{ID: "harness", LeaseDuration: 30 * time.Second, MaxConcurrency: 64}
+	rc := &runner.Config{ID: "harness", LeaseDuration: runner.DefaultLeaseDuration, MaxConcurrency: runner.DefaultMaxConcurrency}
 	if o.runnerCfg != nil {
 		o.runnerCfg(rc)
 	}

@@ -8,11 +8,13 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
-// defaultListLimit is the page size of InstanceList when none is given.
-const defaultListLimit = 50
+// defaultListLimit is the page size of the lists when none is given: the
+// module's one default (internal/paging).
+const defaultListLimit = paging.DefaultPageSize
 
 // InstanceCreate inserts a queued instance and its first task (kind run, due
 // now) in one transaction, with a create hook entry when p.RecordHooks is set.

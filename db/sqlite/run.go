@@ -161,7 +161,9 @@ func suspendDue(ctx context.Context, q *litesqlc.Queries, run runRef, w *transit
 			return false, err
 		}
 	}
-	return buffered != 0 || micros(w.RunAt) <= now, nil
+	stored := *w
+	stored.RunAt = timeFromMicros(micros(w.RunAt))
+	return stored.Due(timeFromMicros(now), buffered != 0), nil
 }
 
 // endOrSetStatus writes the status a checkpoint resolved to: a run that

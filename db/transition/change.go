@@ -8,9 +8,11 @@ import (
 // ChangePlan is what a management transition (pause, resume, terminate,
 // restart) writes to an instance it holds locked.
 type ChangePlan struct {
-	// Status is the status the change sets, with PauseRequested; "" leaves
-	// the instance as it is and writes nothing at all.
-	Status         workflow.InstanceStatus
+	// Status is the status the change sets; "" leaves the instance as it
+	// is and writes nothing at all.
+	Status workflow.InstanceStatus
+	// PauseRequested is the pause request written with Status: set when a
+	// running instance is asked to pause at its next step boundary.
 	PauseRequested bool
 	// NewRun starts a new run: the run number moves on, and the output,
 	// error, start and completion times and pause request clear.
@@ -96,7 +98,9 @@ type CreatePlan struct {
 	// first task is leased.
 	Status workflow.InstanceStatus
 	// Task inserts the first task: kind run, due now, leased when Leased.
-	Task   TaskWrite
+	Task TaskWrite
+	// Leased says the first task is leased to the create's lease owner
+	// (an eager start).
 	Leased bool
 	// Hook is the create entry.
 	Hook HookWrite

@@ -94,16 +94,21 @@ func cmpKind(kind, fallback db.TaskKind) db.TaskKind {
 // CheckpointFacts are what a backend reads, under the checkpoint's fence,
 // to resolve a plan.
 type CheckpointFacts struct {
-	// Status and PauseRequested are the instance's as the fence found them.
-	Status         workflow.InstanceStatus
+	// Status is the instance's status as the fence found it.
+	Status workflow.InstanceStatus
+	// PauseRequested is the instance's pause request as the fence found
+	// it.
 	PauseRequested bool
 	// Due is Task.Due for a plan that MayBeDue: the task is due at once.
 	Due bool
 }
 
 // Resolve picks the branches of the plan the facts select: the status
-// written ("" when none) and what the checkpoint reports. The caller
-// notifies runners when the result is Due.
+// written ("" when none) and what the checkpoint reports. The result is
+// Due (and the caller notifies runners) when the task is due at once and
+// no pause was requested: an instance that takes StatusIfPauseRequested
+// is not claimable, so nothing is woken for it. Postgres' CheckpointSuspend
+// applies the same condition in SQL.
 func (c *CheckpointPlan) Resolve(f CheckpointFacts) (workflow.InstanceStatus, *db.CheckpointResult) {
 	if c.Status == "" {
 		return "", &db.CheckpointResult{Status: f.Status, PauseRequested: f.PauseRequested}
@@ -112,7 +117,7 @@ func (c *CheckpointPlan) Resolve(f CheckpointFacts) (workflow.InstanceStatus, *d
 	if f.PauseRequested {
 		status = c.StatusIfPauseRequested
 	}
-	return status, &db.CheckpointResult{Status: status, Due: c.MayBeDue && f.Due && status != workflow.StatusPaused}
+	return status, &db.CheckpointResult{Status: status, Due: c.MayBeDue && f.Due && !f.PauseRequested}
 }
 
 // RunAt is when the scheduled task is due after the resolved checkpoint:

@@ -19,5 +19,6 @@
 // selects. Every backend runs db/storetest, and this package's table tests
 // are the specification of the rules.
 //
-// This package imports only db: no backend, no driver, no runner.
+// This package imports only db and workflow: no backend, no driver, no
+// runner.
 package transition

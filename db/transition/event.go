@@ -14,9 +14,14 @@ type SendPlan struct {
 	Wake bool
 	// Task makes the pending task due now (never later than it was) as a
 	// resume, or leases it to the send's lease owner when Leased.
-	Task   TaskWrite
+	Task TaskWrite
+	// Leased says the woken task is leased to the send's lease owner (an
+	// eager resume) instead of being made due.
 	Leased bool
-	Hook   HookWrite
+	// Hook is the event entry recorded when the send wakes the run.
+	Hook HookWrite
+	// Notify says runners are notified when the send wakes the run: the
+	// task became due and is not leased.
 	Notify bool
 }
 

@@ -35,8 +35,12 @@ const (
 
 // TaskWrite is what a transition writes to the instance's task.
 type TaskWrite struct {
-	Op       TaskOp
-	Kind     db.TaskKind
+	// Op is what happens to the task row.
+	Op TaskOp
+	// Kind is the kind a scheduled, requeued, woken or inserted task
+	// takes.
+	Kind db.TaskKind
+	// Priority is Kind's claim priority (db.TaskKind.Priority).
 	Priority int
 	// RunAt is when a scheduled task is due, unless it is due at once.
 	RunAt time.Time

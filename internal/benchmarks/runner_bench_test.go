@@ -70,8 +70,9 @@ func benchmarkWorkflows(b *testing.B, store db.Store, steps int) {
 			return sum, nil
 		}))
 	local := dispatcher.NewLocal()
-	_, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
+	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
 	require.NoError(b, err)
+	reg.Bind(c) // a client built alone: the typed bindings go through it
 	r, err := runner.New(&runner.Config{
 		Store: store, Registry: reg, MaxConcurrency: concurrency, WakeFunc: local.Wake,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),

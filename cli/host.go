@@ -278,9 +278,8 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	}
 	h.client, h.runner, h.scheduler, h.flows = h.core.Client(), h.core.Runner(), h.core.Scheduler(), h.core.Flows()
 	if cfg.flowsDir != "" {
-		if _, err := h.flows.Load(ctx); err != nil {
-			return nil, err
-		}
+		// Apply reads and writes the store; Start loads every stored flow,
+		// these included, so nothing is loaded twice.
 		if err := h.applyFlowFiles(ctx); err != nil {
 			return nil, err
 		}

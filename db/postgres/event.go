@@ -48,8 +48,9 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			return nil, fmt.Errorf("sending event: encoding its step result: %w", err)
 		}
 	}
-	// The plan of a send that wakes; the statements decide whether it does.
-	plan, _ := transition.Send(workflow.StatusWaiting, p.RecordHooks, p.Lease != nil)
+	// The plan of a send that wakes; the statements decide whether it does
+	// (the instance's status is one of wakeStatuses).
+	plan := transition.WakePlan(p.RecordHooks, p.Lease != nil)
 	wake := pgsqlc.EventSendWakeParams{
 		Kind:            string(plan.Task.Kind),
 		Priority:        int16(plan.Task.Priority),

@@ -38,13 +38,22 @@ func Send(status workflow.InstanceStatus, recordHooks, leased bool) (SendPlan, e
 	if !Wakes(status) {
 		return SendPlan{}, nil
 	}
+	return WakePlan(recordHooks, leased), nil
+}
+
+// WakePlan is the plan of a send that wakes its run, whatever the
+// instance's status: the writes Send returns for a status that Wakes. A
+// backend that decides in one statement whether the send wakes (the status
+// it reads under lock is one of WakeStatuses) binds this plan without
+// reading the status first.
+func WakePlan(recordHooks, leased bool) SendPlan {
 	return SendPlan{
 		Wake:   true,
 		Task:   TaskWrite{Op: TaskWake, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()},
 		Leased: leased,
 		Hook:   hook(recordHooks, db.HookReasonEvent),
 		Notify: !leased,
-	}, nil
+	}
 }
 
 // Wakes reports whether an event sent to an instance in status may wake

@@ -224,6 +224,15 @@ func TestSend(t *testing.T) {
 		})
 	}
 	require.Equal(t, []string{"queued", "running", "waiting", "unknown"}, WakeStatuses())
+	// The plan a backend binds without reading the status is Send's for
+	// every status that wakes.
+	for _, status := range WakeStatuses() {
+		for _, leased := range []bool{false, true} {
+			plan, err := Send(workflow.InstanceStatus(status), true, leased)
+			require.NoError(t, err)
+			require.Equal(t, WakePlan(true, leased), plan, status)
+		}
+	}
 }
 
 func TestDeliverAtSend(t *testing.T) {

@@ -112,6 +112,9 @@ bench-run:
 examples:
 	$(GO) run ./examples/quickstart
 	$(GO) run ./examples/billing
+	$(GO) run ./examples/saga
+	$(GO) run ./examples/invoke
+	$(GO) run ./examples/createtx
 
 # attack runs the attack suite (build tag attack, package internal/attack): it
 # builds cmd/duraflow, starts it on loopback and checks every attack of the

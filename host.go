@@ -102,6 +102,8 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	}
 	if h.flows != nil {
 		cc.MetadataFunc = h.flows.Metadata
+		cc.QueueFunc = h.flows.Queue
+		cc.LimitsFunc = h.flows.Limits
 	}
 	if h.runner != nil && (cfg.Runner == nil || !cfg.Runner.DisableEagerStart) {
 		// Instances created through the client start on the runner at once
@@ -120,6 +122,7 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 		}
 		sc.Store, sc.Registry, sc.Clock, sc.Logger = store, cfg.Registry, cfg.Clock, cfg.Logger
 		sc.WakeFunc, sc.RecordHooks = h.wake, recordHooks
+		sc.LimitsFunc = c.LimitSpecs
 		if h.flows != nil {
 			sc.ResolveFunc = h.flows.Resolve
 		}

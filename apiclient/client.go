@@ -26,6 +26,25 @@ type Client struct {
 	prefix  string
 	token   string
 	hc      *http.Client
+	// namespace is sent in NamespaceHeader on every request; "" sends none.
+	namespace string
+}
+
+// NamespaceHeader is the request header that selects the namespace an
+// instance route acts in (the "namespace" query parameter does the same;
+// given both, they must agree). Without either a request acts in
+// workflow.DefaultNamespace, or for a token limited to namespaces in its
+// first one.
+const NamespaceHeader = "Duraflow-Namespace"
+
+// WithNamespace returns a copy of the client whose requests act in the
+// namespace ns (NamespaceHeader): its creates go there, and it sees and
+// touches only that namespace's instances. An instance of another
+// namespace is ErrInstanceNotFound to it.
+func (c *Client) WithNamespace(ns string) *Client {
+	out := *c
+	out.namespace = ns
+	return &out
 }
 
 var _ workflow.Engine = (*Client)(nil)
@@ -79,6 +98,12 @@ func (c *Client) List(ctx context.Context, p client.ListParams) (*InstanceList, 
 	if p.Cursor != "" {
 		q.Set("cursor", p.Cursor)
 	}
+	if p.Queue != "" {
+		q.Set("queue", p.Queue)
+	}
+	if p.Namespace != "" {
+		q.Set("namespace", p.Namespace)
+	}
 	var out InstanceList
 	return &out, c.do(ctx, http.MethodGet, c.api("/workflows/"+url.PathEscape(p.WorkflowName)+"/instances"), q, nil, &out)
 }
@@ -89,8 +114,8 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 		return nil, fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
 	}
 	var out workflow.InstanceInfo
-	body := CreateRequest{ID: req.ID, Params: req.Params}
-	return &out, c.do(ctx, http.MethodPost, c.api("/workflows/"+url.PathEscape(workflowName)+"/instances"), nil, body, &out)
+	body := CreateRequest{ID: req.ID, Params: req.Params, Queue: req.Queue, Priority: req.Priority, DedupeKey: req.DedupeKey, Deadline: deadlineOf(req.Deadline)}
+	return &out, c.do(ctx, http.MethodPost, c.api("/workflows/"+url.PathEscape(workflowName)+"/instances"), namespaceQuery(req.Namespace), body, &out)
 }
 
 // CreateBatch creates up to workflow.MaxBatchSize instances and returns those
@@ -100,11 +125,17 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 		return nil, fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
 	}
 	body := CreateBatchRequest{Instances: make([]CreateRequest, len(reqs))}
+	ns := ""
 	for i, r := range reqs {
-		body.Instances[i] = CreateRequest{ID: r.ID, Params: r.Params}
+		body.Instances[i] = CreateRequest{ID: r.ID, Params: r.Params, Queue: r.Queue, Priority: r.Priority, DedupeKey: r.DedupeKey, Deadline: deadlineOf(r.Deadline)}
+		if i == 0 {
+			ns = r.Namespace
+		} else if r.Namespace != ns {
+			return nil, fmt.Errorf("%w: instance %d: the instances of a batch share one namespace", workflow.ErrInvalidRequest, i)
+		}
 	}
 	var out InstanceBatch
-	if err := c.do(ctx, http.MethodPost, c.api("/workflows/"+url.PathEscape(workflowName)+"/instances/batch"), nil, body, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, c.api("/workflows/"+url.PathEscape(workflowName)+"/instances/batch"), namespaceQuery(ns), body, &out); err != nil {
 		return nil, err
 	}
 	return out.Instances, nil
@@ -138,6 +169,14 @@ func (c *Client) Terminate(ctx context.Context, workflowName, id string) (*workf
 // Restart starts a new run of an instance (POST …/:id/restart).
 func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, "restart")
+}
+
+// Compensate asks for the compensation of a live instance (POST
+// …/:id/compensate): it stops at its next step boundary and the
+// compensations of its completed steps run in reverse order (see
+// workflow.Compensate).
+func (c *Client) Compensate(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+	return c.change(ctx, workflowName, id, "compensate")
 }
 
 func (c *Client) change(ctx context.Context, workflowName, id, verb string) (*workflow.InstanceInfo, error) {
@@ -202,6 +241,14 @@ func (c *Client) Ready(ctx context.Context) error {
 
 func (c *Client) api(path string) string { return c.prefix + path }
 
+// namespaceQuery is the query of a create that names its namespace.
+func namespaceQuery(ns string) url.Values {
+	if ns == "" {
+		return nil
+	}
+	return url.Values{"namespace": {ns}}
+}
+
 func (c *Client) instancePath(workflowName, id, suffix string) (string, error) {
 	if workflowName == "" {
 		return "", fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
@@ -239,6 +286,9 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	if c.namespace != "" {
+		req.Header.Set(NamespaceHeader, c.namespace)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -23,11 +23,17 @@ const (
 	CodeScheduleNotFound        Code = "SCHEDULE_NOT_FOUND"         // 404
 	CodeScheduleAlreadyExists   Code = "SCHEDULE_ALREADY_EXISTS"    // 409
 	CodeFlowNotFound            Code = "FLOW_NOT_FOUND"             // 404
+	CodeWorkerNotFound          Code = "WORKER_NOT_FOUND"           // 404
+	CodeWorkerOffline           Code = "WORKER_OFFLINE"             // 409: a drain of an offline worker
 	CodeFlowVersionConflict     Code = "FLOW_VERSION_CONFLICT"      // 409
 	CodeInvalidFlow             Code = "INVALID_FLOW"               // 400, with the problems
+	CodeQueueNotFound           Code = "QUEUE_NOT_FOUND"            // 404
+	CodeInvalidLimit            Code = "INVALID_LIMIT"              // 400
+	CodeInvalidConcurrencyKey   Code = "INVALID_CONCURRENCY_KEY"    // 400
 	CodeInvalidInstanceID       Code = "INVALID_INSTANCE_ID"        // 400
 	CodeInvalidEventType        Code = "INVALID_EVENT_TYPE"         // 400
 	CodeInvalidRequest          Code = "INVALID_REQUEST"            // 400
+	CodeInvalidPriority         Code = "INVALID_PRIORITY"           // 400: outside workflow.MinPriority..MaxPriority
 	CodePayloadTooLarge         Code = "PAYLOAD_TOO_LARGE"          // 413
 	CodePayloadTooDeep          Code = "PAYLOAD_TOO_DEEP"           // 400
 	CodeUnauthorized            Code = "UNAUTHORIZED"               // 401
@@ -81,10 +87,16 @@ var errorKinds = []struct {
 	{schedule.ErrNotFound, http.StatusNotFound, CodeScheduleNotFound},
 	{schedule.ErrAlreadyExists, http.StatusConflict, CodeScheduleAlreadyExists},
 	{flowapi.ErrNotFound, http.StatusNotFound, CodeFlowNotFound},
+	{workflow.ErrWorkerNotFound, http.StatusNotFound, CodeWorkerNotFound},
+	{workflow.ErrWorkerOffline, http.StatusConflict, CodeWorkerOffline},
 	{flowapi.ErrVersionConflict, http.StatusConflict, CodeFlowVersionConflict},
 	{flowapi.ErrInvalidDefinition, http.StatusBadRequest, CodeInvalidFlow}, // before INVALID_REQUEST, which it matches too
+	{workflow.ErrQueueNotFound, http.StatusNotFound, CodeQueueNotFound},
+	{workflow.ErrInvalidLimit, http.StatusBadRequest, CodeInvalidLimit},
+	{workflow.ErrConcurrencyKey, http.StatusBadRequest, CodeInvalidConcurrencyKey},
 	{workflow.ErrInvalidInstanceID, http.StatusBadRequest, CodeInvalidInstanceID},
 	{workflow.ErrInvalidEventType, http.StatusBadRequest, CodeInvalidEventType},
+	{workflow.ErrInvalidPriority, http.StatusBadRequest, CodeInvalidPriority}, // before INVALID_REQUEST, which it matches too
 	{workflow.ErrInvalidRequest, http.StatusBadRequest, CodeInvalidRequest},
 	{workflow.ErrInvalidWorkflowName, http.StatusBadRequest, CodeInvalidRequest},
 	{workflow.ErrPayloadTooLarge, http.StatusRequestEntityTooLarge, CodePayloadTooLarge},

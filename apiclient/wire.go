@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/workflow"
@@ -46,6 +47,35 @@ type History = client.History
 type CreateRequest struct {
 	ID     string          `json:"id,omitempty"`
 	Params json.RawMessage `json:"params,omitempty"`
+	// Queue overrides the workflow's task queue; empty keeps it.
+	Queue string `json:"queue,omitempty"`
+	// Priority orders claims, higher first (workflow.MinPriority to
+	// workflow.MaxPriority; default 0).
+	Priority int `json:"priority,omitempty"`
+	// DedupeKey, when set, returns the active instance of the workflow and
+	// namespace that holds the key (200 with "deduplicated": true) instead
+	// of creating another.
+	DedupeKey string `json:"dedupeKey,omitempty"`
+	// Deadline, when set (RFC 3339), overrides the workflow's deadline for
+	// this instance; it must be in the future (else 400 invalid_request).
+	Deadline *time.Time `json:"deadline,omitempty"`
+}
+
+// deadlineOf is the wire form of a CreateRequest's deadline.
+func deadlineOf(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// DeadlineTime returns the request's deadline as workflow.CreateRequest
+// takes it: the zero time when it has none.
+func (r *CreateRequest) DeadlineTime() time.Time {
+	if r.Deadline == nil {
+		return time.Time{}
+	}
+	return *r.Deadline
 }
 
 // CreateBatchRequest is the body of POST /workflows/:name/instances/batch:

@@ -19,13 +19,20 @@ const (
 	WorkloadWake    = "wake"
 	WorkloadCreate  = "create"
 	WorkloadSoak    = "soak"
+	// WorkloadKeyed is steps10 under a concurrency key of max 1 over
+	// KeyedKeys keys (docs/limits.md).
+	WorkloadKeyed = "keyed"
 )
+
+// KeyedKeys is how many concurrency keys the keyed workload spreads its
+// instances over, each limited to one instance at a time.
+const KeyedKeys = 100
 
 // Workloads lists every workload in the order a run executes them when
 // several are asked for. Create comes last: its instances stay queued (no
 // runner takes them), and their tasks would sit at the head of the queue
 // that the other workloads claim from.
-var Workloads = []string{WorkloadEmpty, WorkloadSteps10, WorkloadWake, WorkloadSoak, WorkloadCreate}
+var Workloads = []string{WorkloadEmpty, WorkloadSteps10, WorkloadKeyed, WorkloadWake, WorkloadSoak, WorkloadCreate}
 
 // DefaultWorkloads are the workloads of a run that names none: every one but
 // soak, which runs for a set time.
@@ -36,6 +43,7 @@ var DefaultWorkloads = []string{WorkloadEmpty, WorkloadSteps10, WorkloadWake, Wo
 var defaultN = map[string]int{
 	WorkloadEmpty:   5000,
 	WorkloadSteps10: 2000,
+	WorkloadKeyed:   2000,
 	WorkloadWake:    200,
 	WorkloadCreate:  2000,
 }

@@ -20,7 +20,7 @@ func TestParseWorkloads(t *testing.T) {
 	}{
 		{in: "empty", want: []string{"empty"}},
 		{in: " Steps10 , wake,steps10", want: []string{"steps10", "wake"}},
-		{in: "all", want: []string{"create", "empty", "soak", "steps10", "wake"}},
+		{in: "all", want: []string{"create", "empty", "keyed", "soak", "steps10", "wake"}},
 		{in: "empty,,", want: []string{"empty"}},
 		{in: "", wantErr: "no workload"},
 		{in: "empty,fast", wantErr: `unknown workload "fast"`},

@@ -256,9 +256,22 @@ type pgProbe struct {
 
 func (p *pgProbe) inFlight(ctx context.Context, name string) (int, error) {
 	var n int
+	if name == nameKeyed {
+		// Instances waiting for a slot have no task: count them too.
+		err := p.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM workflow_task WHERE workflow_name = $1)
+			+ (SELECT count(*) FROM workflow_limit_member WHERE scope >= $2 AND scope < $3 AND state = 'waiting' AND blocked)`,
+			name, keyScopeStart, keyScopeEnd).Scan(&n)
+		return n, err
+	}
 	err := p.pool.QueryRow(ctx, `SELECT count(*) FROM workflow_task WHERE workflow_name = $1`, name).Scan(&n)
 	return n, err
 }
+
+// The range of the keyed workload's key scopes (db.KeyScope).
+const (
+	keyScopeStart = "key:" + nameKeyed + ":"
+	keyScopeEnd   = "key:" + nameKeyed + ";"
+)
 
 func (p *pgProbe) instances(ctx context.Context, name string) ([]instanceTimes, error) {
 	rows, err := p.pool.Query(ctx, `SELECT status, created_at, started_at, completed_at FROM workflow_instance WHERE workflow_name = $1`, name)
@@ -360,6 +373,13 @@ func newSQLiteProbe(path string) (*sqliteProbe, error) {
 
 func (p *sqliteProbe) inFlight(ctx context.Context, name string) (int, error) {
 	var n int
+	if name == nameKeyed {
+		// Instances waiting for a slot have no task: count them too.
+		err := p.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM workflow_task WHERE workflow_name = ?1)
+			+ (SELECT count(*) FROM workflow_limit_member WHERE scope >= ?2 AND scope < ?3 AND state = 'waiting' AND blocked = 1)`,
+			name, keyScopeStart, keyScopeEnd).Scan(&n)
+		return n, err
+	}
 	err := p.db.QueryRowContext(ctx, `SELECT count(*) FROM workflow_task WHERE workflow_name = ?`, name).Scan(&n)
 	return n, err
 }

@@ -156,6 +156,8 @@ func (r *run) workload(ctx context.Context, name string) (*Result, error) {
 		return r.empty(ctx)
 	case WorkloadSteps10:
 		return r.steps10(ctx)
+	case WorkloadKeyed:
+		return r.keyed(ctx)
 	case WorkloadWake:
 		return r.wake(ctx)
 	case WorkloadCreate:

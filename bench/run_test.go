@@ -109,7 +109,7 @@ func TestRunSQLite(t *testing.T) {
 	cfg.CeilingClients = 2
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
-	requireResults(t, rep, "empty", "steps10", "wake", "soak", "create")
+	requireResults(t, rep, "empty", "steps10", "keyed", "wake", "soak", "create")
 	require.Equal(t, "sqlite", rep.Database.Backend)
 
 	// The SQLite ceiling ran, and every throughput is a ratio of it.
@@ -136,7 +136,7 @@ func TestRunSQLite(t *testing.T) {
 	}, ratios, "wake has no notify ceiling on SQLite")
 	require.Positive(t, rep.Results[0].Metrics[0].Ratio, "empty workflows/s is a ratio of step-tx")
 	require.Positive(t, rep.Results[1].Metrics[0].Ratio, "steps10 steps/s is a ratio of step-tx")
-	require.Len(t, rep.Results[3].Intervals, 2)
+	require.Len(t, rep.Results[4].Intervals, 2)
 	require.Contains(t, progress.String(), "bench: steps10: done in")
 	require.Empty(t, rep.Kept)
 
@@ -222,7 +222,7 @@ func TestRunPostgres(t *testing.T) {
 	cfg.Maintenance = 200 * time.Millisecond
 	rep, err := bench.Run(t.Context(), cfg)
 	require.NoError(t, err)
-	requireResults(t, rep, "empty", "steps10", "wake", "soak", "create")
+	requireResults(t, rep, "empty", "steps10", "keyed", "wake", "soak", "create")
 	require.Equal(t, "postgres", rep.Database.Backend)
 	require.Equal(t, 5, rep.Settings.PoolMaxConns)
 	require.Equal(t, "on", rep.Database.Settings["synchronous_commit"])
@@ -240,7 +240,7 @@ func TestRunPostgres(t *testing.T) {
 	}
 	require.NotEmpty(t, rep.Results[1].SQL, "statements were counted")
 	require.Positive(t, rep.Settings.MaintenanceAnalyzes, "the tables were analyzed")
-	require.NotNil(t, rep.Results[3].Intervals[0].Queue, "the queue table was sampled")
+	require.NotNil(t, rep.Results[4].Intervals[0].Queue, "the queue table was sampled")
 
 	// The run's schema is gone.
 	schema := strings.TrimPrefix(rep.Database.Where, "schema ")

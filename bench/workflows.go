@@ -18,6 +18,7 @@ const (
 	nameWake    = "bench_wake"
 	nameLoad    = "bench_load"
 	nameSoak    = "bench_soak"
+	nameKeyed   = "bench_keyed"
 	// nameCreate is registered with the client only: runners never claim
 	// its instances, so the create workload measures creation alone.
 	nameCreate = "bench_create"
@@ -47,6 +48,18 @@ type StepResult struct {
 	Note     string    `json:"note"`
 	Tags     []string  `json:"tags"`
 	At       time.Time `json:"at"`
+}
+
+// keyedParams are the params of the keyed workload: the concurrency key.
+type keyedParams struct {
+	Key string `json:"key"`
+}
+
+// keyedParamsOf is the params of instance i of the keyed workload: keys
+// k0 … k99 in turn.
+func keyedParamsOf(i int) json.RawMessage {
+	b, _ := json.Marshal(keyedParams{Key: "k" + strconv.Itoa(i%KeyedKeys)})
+	return b
 }
 
 // stepResult builds the result of step i of an instance.
@@ -122,6 +135,10 @@ func newRegistry(withCreate bool) (*workflow.Registry, error) {
 		if _, err := workflow.Register(reg, name, steps); err != nil {
 			return nil, err
 		}
+	}
+	if _, err := workflow.Register(reg, nameKeyed, steps,
+		workflow.WithConcurrencyKey(workflow.KeyOf(func(p keyedParams) string { return p.Key }), 1)); err != nil {
+		return nil, err
 	}
 	if _, err := workflow.Register(reg, nameEmpty, empty); err != nil {
 		return nil, err

@@ -87,6 +87,39 @@ func (r *run) steps10(ctx context.Context) (*Result, error) {
 	return res, nil
 }
 
+// keyed runs N workflows of ten no-op steps, as steps10, under a
+// concurrency key of max 1 over KeyedKeys keys: at most KeyedKeys run at
+// once, the others wait for their key's slot in the database.
+func (r *run) keyed(ctx context.Context) (*Result, error) {
+	n := r.cfg.n(WorkloadKeyed)
+	p := newProgress(r.cfg.Progress, WorkloadKeyed, n, "workflows")
+	a, err := r.throughput(ctx, nameKeyed, "k", n, p)
+	if err != nil {
+		p.Finish("failed")
+		return nil, err
+	}
+	steps := n * stepsPerWorkflow
+	sps := rate(steps, a.elapsed)
+	lat := Summarize(a.startToComplete)
+	res := &Result{
+		Workload: WorkloadKeyed,
+		Description: fmt.Sprintf("%d workflows of %d sequential no-op steps (as steps10) with a concurrency key of max 1 over %d keys, created in batches of %d with at most %d unfinished",
+			n, stepsPerWorkflow, KeyedKeys, r.cfg.Batch, r.cfg.InFlight),
+		N: n, ElapsedSeconds: a.elapsed.Seconds(),
+		Metrics: []Metric{
+			{Name: "steps/s", Value: sps, Unit: "steps/s"},
+			{Name: "workflows/s", Value: rate(n, a.elapsed), Unit: "workflows/s"},
+			{Name: "created→completed p50", Value: lat.P50, Unit: "ms"},
+			{Name: "created→completed p99", Value: lat.P99, Unit: "ms"},
+		},
+		Latencies: map[string]Summary{"created_to_completed": lat},
+		SQL:       r.tracer.take(steps),
+		Notes:     []string{"compare with steps10 (no limits): admission, the waiting of instances whose key is taken, and the release that admits the next are the difference"},
+	}
+	p.Finish(formatValue(sps, "steps/s"))
+	return res, nil
+}
+
 // stepResultSize is the size of a step result of steps10 in JSON.
 func stepResultSize() int {
 	b, _ := json.Marshal(stepResult("s1234", 0))
@@ -196,7 +229,11 @@ func (r *run) feed(ctx context.Context, name, prefix string, n int, until time.T
 func (r *run) createInstances(ctx context.Context, name, prefix string, from, k int) error {
 	c := r.host.client
 	if k == 1 {
-		_, err := c.Create(ctx, name, workflow.CreateRequest{ID: prefix + strconv.Itoa(from)})
+		req := workflow.CreateRequest{ID: prefix + strconv.Itoa(from)}
+		if name == nameKeyed {
+			req.Params = keyedParamsOf(from)
+		}
+		_, err := c.Create(ctx, name, req)
 		if err != nil {
 			return fmt.Errorf("creating an instance: %w", err)
 		}
@@ -205,6 +242,9 @@ func (r *run) createInstances(ctx context.Context, name, prefix string, from, k 
 	reqs := make([]workflow.CreateRequest, k)
 	for i := range reqs {
 		reqs[i].ID = prefix + strconv.Itoa(from+i)
+		if name == nameKeyed {
+			reqs[i].Params = keyedParamsOf(from + i)
+		}
 	}
 	if _, err := c.CreateBatch(ctx, name, reqs); err != nil {
 		return fmt.Errorf("creating a batch of instances: %w", err)

@@ -34,6 +34,8 @@ what they reached: a progress bar on stderr, a table on stdout, and with
            workflows/s and created→completed p50/p99
   steps10  N workflows of 10 sequential no-op steps returning ~250 bytes:
            steps/s and the time per step
+  keyed    steps10 with a concurrency key of max 1 over 100 keys (not in the
+           default set): steps/s, to compare with steps10 without limits
   wake     sequential samples of sendEvent → the step after waitForEvent
            starts, idle and under a background steps10 load: p50/p99
   soak     steps10 for --duration, throughput per --interval, so a decay shows
@@ -105,7 +107,7 @@ as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.DatabaseURL, "db", "", "database URL: postgres://… (a schema of the run's own is created and dropped), sqlite:path (a new file), or sqlite (a temporary file)")
 	fs.StringVar(&workloads, "workload", strings.Join(bench.DefaultWorkloads, ","), "workloads to run, comma-separated: "+strings.Join(bench.Workloads, ", ")+", or all")
-	fs.IntVarP(&cfg.N, "n", "n", 0, "size of each workload: instances (empty, steps10), samples per phase (wake), single creates (create); 0 for each one's default (5000, 2000, 200, 2000)")
+	fs.IntVarP(&cfg.N, "n", "n", 0, "size of each workload: instances (empty, steps10, keyed), samples per phase (wake), single creates (create); 0 for each one's default (5000, 2000 and 2000, 200, 2000)")
 	fs.IntVar(&cfg.Concurrency, "concurrency", 64, "each runner's concurrency (instances executed at once)")
 	fs.IntVar(&cfg.Runners, "runners", 1, "runner processes: this one and K-1 workers")
 	fs.BoolVar(&cfg.ExternalRunners, "external-runners", false, "run no runner in this process: all --runners are workers, so every wake-up crosses processes")

@@ -206,6 +206,7 @@ Talk to a running server over HTTP (--server, --token):
   instances list|get|create|history|pause|resume|terminate|restart
   events send
   schedules create|list|get|update|enable|disable|delete
+  queues list|get|set
   flows apply|list|get|versions
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 conflict (exists or
@@ -229,6 +230,8 @@ terminal), 5 invalid input, 6 unauthorized or forbidden, 7 server unreachable.`,
 		newInstancesCommand(o),
 		newEventsCommand(o),
 		newSchedulesCommand(o),
+		newQueuesCommand(o),
+		newWorkersCommand(o),
 		newFlowsCommand(o),
 		newBenchCommand(o),
 	)

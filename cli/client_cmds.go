@@ -28,6 +28,9 @@ type clientFlags struct {
 	prefix  string
 	timeout time.Duration
 	json    bool
+	// namespace is the namespace the commands act in; "" is the server's
+	// default for the token.
+	namespace string
 }
 
 // addClientFlags adds the client flags to a command group, for all its
@@ -42,10 +45,16 @@ func addClientFlags(cmd *cobra.Command, cf *clientFlags) {
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
 	fs.Var(newDurationValue(&cf.timeout, 30*time.Second), "timeout", "bound of each HTTP request")
 	fs.BoolVar(&cf.json, "json", false, "print JSON instead of tables")
+	fs.StringVar(&cf.namespace, "namespace", "", `namespace the instance commands act in (default: "default", or the first namespace of a token limited to some)`)
+	bindEnv(fs, "namespace", "DURAFLOW_NAMESPACE")
 }
 
 func (cf *clientFlags) client() *apiclient.Client {
-	return apiclient.New(cf.server, cf.token, &http.Client{Timeout: cf.timeout}).WithPrefix(cf.prefix)
+	c := apiclient.New(cf.server, cf.token, &http.Client{Timeout: cf.timeout}).WithPrefix(cf.prefix)
+	if cf.namespace != "" {
+		c = c.WithNamespace(cf.namespace)
+	}
+	return c
 }
 
 func newWorkflowsCommand(o *Options) *cobra.Command {
@@ -96,6 +105,7 @@ func newInstancesCommand(o *Options) *cobra.Command {
 		newInstancesHistoryCommand(o, cf),
 		newInstancesChangeCommand(o, cf, "pause", "Pause an instance (at its next step boundary when it is running)", (*apiclient.Client).Pause),
 		newInstancesChangeCommand(o, cf, "resume", "Resume a paused instance", (*apiclient.Client).Resume),
+		newInstancesChangeCommand(o, cf, "compensate", "Undo an instance's completed steps: stop it at its next step boundary and run their compensations in reverse order", (*apiclient.Client).Compensate),
 		newInstancesChangeCommand(o, cf, "terminate", "Terminate an instance that is not terminal", (*apiclient.Client).Terminate),
 		newInstancesChangeCommand(o, cf, "restart", "Start a new run of an instance from the top", (*apiclient.Client).Restart),
 	)
@@ -117,6 +127,7 @@ func newInstancesListCommand(o *Options, cf *clientFlags) *cobra.Command {
 		pageSize int
 		cursor   string
 		all      bool
+		queue    string
 	)
 	cmd := &cobra.Command{
 		Use:   "list [workflow]",
@@ -128,7 +139,7 @@ error; --all follows every page.`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c := cf.client()
-			p := client.ListParams{PageSize: pageSize, Cursor: cursor}
+			p := client.ListParams{PageSize: pageSize, Cursor: cursor, Queue: queue}
 			for _, s := range statuses {
 				for st := range strings.SplitSeq(s, ",") {
 					if st = strings.TrimSpace(st); st != "" {
@@ -186,9 +197,14 @@ error; --all follows every page.`,
 			if cf.json {
 				return writeJSON(o.Stdout, out)
 			}
-			t := newTable(o.Stdout, "WORKFLOW", "ID", "STATUS", "RUN", "CREATED", "UPDATED", "OUTPUT/ERROR")
+			t := newTable(o.Stdout, "WORKFLOW", "ID", "STATUS", "RUN", "QUEUE", "PRIORITY", "CREATED", "UPDATED", "OUTPUT/ERROR")
 			for _, i := range out.Instances {
-				t.row(i.WorkflowName, i.ID, string(i.Status), fmt.Sprint(i.RunNumber), formatTime(i.CreatedAt), formatTime(i.UpdatedAt), outcome(i, 60))
+				queue := orDash(i.Queue)
+				if i.Unserved {
+					queue += " (unserved)"
+				}
+				t.row(i.WorkflowName, i.ID, string(i.Status), fmt.Sprint(i.RunNumber), queue, fmt.Sprint(i.Priority),
+					formatTime(i.CreatedAt), formatTime(i.UpdatedAt), outcome(i, 60))
 			}
 			if err := t.flush(); err != nil {
 				return err
@@ -209,11 +225,15 @@ error; --all follows every page.`,
 	fs.IntVar(&pageSize, "page-size", 0, fmt.Sprintf("instances per page, 1 to %d (default %d)", paging.MaxPageSize, paging.DefaultPageSize))
 	fs.StringVar(&cursor, "cursor", "", "continue after a previous page")
 	fs.BoolVar(&all, "all", false, "follow every page")
+	fs.StringVar(&queue, "queue", "", "only instances on this task queue (the namespace is --namespace)")
 	return cmd
 }
 
 // outcome is an instance's output, or its error, on one line.
 func outcome(i *workflow.InstanceInfo, max int) string {
+	if i.WaitingFor != nil {
+		return formatWaitingFor(i.WaitingFor)
+	}
 	if i.Error != nil {
 		s := i.Error.Name + ": " + i.Error.Message
 		if max > 0 && len([]rune(s)) > max {
@@ -252,10 +272,39 @@ func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
 	t.row("ID:", i.ID)
 	t.row("Status:", string(i.Status))
 	t.row("Run:", fmt.Sprint(i.RunNumber))
+	t.row("Namespace:", orDash(i.Namespace))
+	if i.Unserved {
+		t.row("Queue:", i.Queue+" (no online worker serves it)")
+	} else {
+		t.row("Queue:", orDash(i.Queue))
+	}
+	t.row("Priority:", fmt.Sprint(i.Priority))
+	if i.DedupeKey != "" {
+		t.row("Dedupe key:", i.DedupeKey)
+	}
+	if i.Deduplicated {
+		t.row("Deduplicated:", "yes: an active instance held the dedupe key; nothing was created")
+	}
 	t.row("Created:", formatTime(i.CreatedAt))
 	t.row("Updated:", formatTime(i.UpdatedAt))
 	t.row("Started:", formatTimePtr(i.StartedAt))
 	t.row("Completed:", formatTimePtr(i.CompletedAt))
+	if i.DeadlineAt != nil {
+		t.row("Deadline:", formatTime(*i.DeadlineAt))
+	}
+	if i.RunAttempt > 1 {
+		t.row("Run attempt:", fmt.Sprint(i.RunAttempt))
+	}
+	if p := i.Parent; p != nil {
+		t.row("Parent:", fmt.Sprintf("%s/%s run %d step %q (on terminate: %s)", p.WorkflowName, p.InstanceID, p.RunNumber, p.StepKey, p.Policy))
+	}
+	for n, c := range i.Children {
+		label := ""
+		if n == 0 {
+			label = "Children:"
+		}
+		t.row(label, fmt.Sprintf("%s/%s %s (run %d step %q)", c.WorkflowName, c.ID, c.Status, c.RunNumber, c.StepKey))
+	}
 	t.row("Params:", compactJSON(i.Params, 0))
 	if i.Status == workflow.StatusComplete || len(i.Output) > 0 && string(i.Output) != "null" {
 		t.row("Output:", compactJSON(i.Output, 0))
@@ -263,14 +312,21 @@ func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
 	if i.Error != nil {
 		t.row("Error:", i.Error.Name+": "+i.Error.Message)
 	}
+	if i.WaitingFor != nil {
+		t.row("Waiting for:", formatWaitingFor(i.WaitingFor))
+	}
 	return t.flush()
 }
 
 func newInstancesCreateCommand(o *Options, cf *clientFlags) *cobra.Command {
 	var (
-		id     string
-		params string
-		wait   time.Duration
+		id        string
+		params    string
+		wait      time.Duration
+		queue     string
+		priority  int
+		dedupeKey string
+		deadline  string
 	)
 	cmd := &cobra.Command{
 		Use:   "create <workflow> [id]",
@@ -282,7 +338,11 @@ func newInstancesCreateCommand(o *Options, cf *clientFlags) *cobra.Command {
 It then waits up to --wait (default 2 seconds) for the instance to settle,
 that is, to be neither queued nor running, and shows it: a short workflow is
 complete with its output, one that sleeps or waits for an event is waiting.
---wait 0 shows it as created.`,
+--wait 0 shows it as created.
+
+--deadline sets the instance's deadline, overriding the workflow's: a
+duration from now ("30 minutes", "2h") or an RFC 3339 time. When it passes
+the instance errors with DeadlineExceeded, even while it sleeps or waits.`,
 		Args: args(cobra.RangeArgs(1, 2)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			if len(a) == 2 {
@@ -295,8 +355,14 @@ complete with its output, one that sleeps or waits for an event is waiting.
 			if err != nil {
 				return err
 			}
+			at, err := parseDeadline(deadline, time.Now())
+			if err != nil {
+				return err
+			}
 			c := cf.client()
-			info, err := c.Create(cmd.Context(), a[0], workflow.CreateRequest{ID: id, Params: raw})
+			info, err := c.Create(cmd.Context(), a[0], workflow.CreateRequest{
+				ID: id, Params: raw, Queue: queue, Priority: priority, DedupeKey: dedupeKey, Deadline: at,
+			})
 			if err != nil {
 				return err
 			}
@@ -312,7 +378,30 @@ complete with its output, one that sleeps or waits for an event is waiting.
 	fs.StringVar(&id, "id", "", "instance id (default: a random one)")
 	fs.StringVar(&params, "params", "", "params as JSON, @file to read a file, or - to read standard input")
 	fs.Var(newDurationValue(&wait, 2*time.Second), "wait", "how long to wait for the instance to settle before showing it; 0 shows it as created")
+	fs.StringVar(&queue, "queue", "", "task queue to run on (default: the workflow's)")
+	fs.IntVar(&priority, "priority", 0, fmt.Sprintf("claim priority, %d to %d: higher is claimed first", workflow.MinPriority, workflow.MaxPriority))
+	fs.StringVar(&dedupeKey, "dedupe-key", "", "return the active instance holding this key instead of creating another")
+	fs.StringVar(&deadline, "deadline", "", "the instance's deadline: a duration from now (\"30 minutes\") or an RFC 3339 time (default: the workflow's)")
 	return cmd
+}
+
+// parseDeadline reads --deadline: empty is none, a positive duration is
+// that long from now, else an RFC 3339 time.
+func parseDeadline(v string, now time.Time) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return t, nil
+	}
+	d, err := workflow.ParseDuration(v)
+	if err != nil {
+		return time.Time{}, usageError(fmt.Errorf("--deadline %q is neither a duration nor an RFC 3339 time", v))
+	}
+	if d <= 0 {
+		return time.Time{}, usageError(fmt.Errorf("--deadline %q must be in the future", v))
+	}
+	return now.Add(d), nil
 }
 
 // waitSettled polls an instance until it is neither queued, running nor
@@ -424,11 +513,55 @@ the cursor of the next on standard error.`,
 	return cmd
 }
 
+// printAttempts prints the steps running now and every attempt of the steps
+// that took more than one.
+func printAttempts(w io.Writer, h *apiclient.History) error {
+	if len(h.Running) > 0 {
+		fmt.Fprintln(w)
+		t := newTable(w, "RUNNING", "ATTEMPT", "STARTED")
+		for _, r := range h.Running {
+			t.row(r.Name, fmt.Sprint(r.Attempt), formatTime(r.StartedAt))
+		}
+		if err := t.flush(); err != nil {
+			return err
+		}
+	}
+	var rows [][]string
+	for _, s := range h.Steps {
+		if len(s.AttemptLog) < 2 && (len(s.AttemptLog) == 0 || s.AttemptLog[0].Status == "complete") {
+			continue
+		}
+		for _, a := range s.AttemptLog {
+			errText := "-"
+			if a.Error != nil {
+				errText = a.Error.Name + ": " + a.Error.Message
+			}
+			rows = append(rows, []string{s.Name, fmt.Sprint(a.RunAttempt), fmt.Sprint(a.Attempt), a.Status,
+				formatTimePtr(a.StartedAt), formatTimePtr(a.EndedAt), errText})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w)
+	t := newTable(w, "ATTEMPTS OF", "RUN ATTEMPT", "ATTEMPT", "STATUS", "STARTED", "ENDED", "ERROR")
+	for _, r := range rows {
+		t.row(r...)
+	}
+	return t.flush()
+}
+
 func printHistory(w io.Writer, h *apiclient.History) error {
 	i := h.Instance
 	fmt.Fprintf(w, "%s/%s run %d: %s", i.WorkflowName, i.ID, h.RunNumber, i.Status)
 	if h.RunNumber == i.RunNumber && (i.Status == workflow.StatusComplete || i.Error != nil) {
 		fmt.Fprintf(w, " %s", outcome(i, 0))
+	}
+	if i.RunAttempt > 1 {
+		fmt.Fprintf(w, " (run attempt %d)", i.RunAttempt)
+	}
+	if i.DeadlineAt != nil {
+		fmt.Fprintf(w, " deadline %s", formatTime(*i.DeadlineAt))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w)
@@ -441,7 +574,7 @@ func printHistory(w io.Writer, h *apiclient.History) error {
 			if s.NextRetryAt != nil && s.Status != "complete" && s.Status != "errored" {
 				detail += " (retry at " + formatTime(*s.NextRetryAt) + ")"
 			}
-		case len(s.Result) > 0 && s.Type == "waitForEvent":
+		case len(s.Result) > 0 && (s.Type == "waitForEvent" || s.Type == "invoke"):
 			// The result is the received event; its payload is what matters.
 			var ev struct {
 				Payload json.RawMessage `json:"payload"`
@@ -461,7 +594,10 @@ func printHistory(w io.Writer, h *apiclient.History) error {
 		attempts := "-"
 		if s.Type == "do" {
 			attempts = fmt.Sprint(s.Attempts)
-			if s.MaxAttempts > 0 {
+			switch {
+			case s.MaxAttempts == workflow.UnlimitedAttempts:
+				attempts += "/unlimited"
+			case s.MaxAttempts > 0:
 				attempts += "/" + fmt.Sprint(s.MaxAttempts)
 			}
 		}
@@ -471,6 +607,9 @@ func printHistory(w io.Writer, h *apiclient.History) error {
 		t.row("(none)")
 	}
 	if err := t.flush(); err != nil {
+		return err
+	}
+	if err := printAttempts(w, h); err != nil {
 		return err
 	}
 	fmt.Fprintln(w)

@@ -103,6 +103,36 @@ func TestClientCommands(t *testing.T) {
 		require.Equal(t, 2, info.RunNumber)
 	})
 
+	t.Run("AttemptsAndDeadline", func(t *testing.T) {
+		// One failure, retried a second later (±20% jitter), under a
+		// deadline given on the command line.
+		r := c.run(cli.ExitOK, "instances", "create", "flaky", "f1", "--params", `{"failures":1}`, "--deadline", "1 hour", "--wait", "0")
+		require.Regexp(t, `(?m)^Deadline:`, r.stdout)
+		c.waitStatus("flaky", "f1", "complete")
+		r = c.run(cli.ExitOK, "instances", "history", "flaky", "f1")
+		require.Regexp(t, `(?m)^call\s+do\s+complete\s+2/6\s`, r.stdout)
+		require.Regexp(t, `(?m)^ATTEMPTS OF\s+RUN ATTEMPT\s+ATTEMPT\s+STATUS`, r.stdout)
+		require.Regexp(t, `(?m)^call\s+1\s+1\s+failed\s.*attempt 1 fails on purpose`, r.stdout)
+		require.Regexp(t, `(?m)^call\s+1\s+2\s+complete\s`, r.stdout)
+		var hist struct {
+			Instance struct {
+				DeadlineAt *time.Time `json:"deadlineAt"`
+			} `json:"instance"`
+			Steps []struct {
+				AttemptLog []struct{ Attempt int } `json:"attemptLog"`
+			} `json:"steps"`
+		}
+		c.json(&hist, "instances", "history", "flaky", "f1")
+		require.NotNil(t, hist.Instance.DeadlineAt)
+		require.Len(t, hist.Steps[0].AttemptLog, 2)
+
+		r = c.run(cli.ExitUsage, "instances", "create", "flaky", "f2", "--deadline", "0 seconds")
+		require.Contains(t, r.stderr, "--deadline")
+		r = c.run(cli.ExitInvalid, "instances", "create", "flaky", "f3", "--deadline", "2001-01-01T00:00:00Z")
+		require.Contains(t, r.stderr, "INVALID_REQUEST")
+		c.run(cli.ExitNotFound, "instances", "get", "flaky", "f3")
+	})
+
 	t.Run("ExitCodes", func(t *testing.T) {
 		c.run(cli.ExitOK, "instances", "create", "hello", "dup")
 		c.run(cli.ExitOK, "instances", "create", "flaky", "done", "--params", `{"failures":0}`)
@@ -196,7 +226,7 @@ func TestInstancesListPaginates(t *testing.T) {
 	r := c.run(cli.ExitOK, "instances", "list", "hello", "--page-size", "2")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	require.Len(t, lines, 3)
-	require.Regexp(t, `^WORKFLOW\s+ID\s+STATUS\s+RUN\s+CREATED\s+UPDATED\s+OUTPUT/ERROR$`, lines[0])
-	require.Regexp(t, `^hello\s+h\d\s+complete\s+1\s+\S+\s+\S+\s+\{"greeting":"Hello, World!"\}$`, lines[1])
+	require.Regexp(t, `^WORKFLOW\s+ID\s+STATUS\s+RUN\s+QUEUE\s+PRIORITY\s+CREATED\s+UPDATED\s+OUTPUT/ERROR$`, lines[0])
+	require.Regexp(t, `^hello\s+h\d\s+complete\s+1\s+default\s+0\s+\S+\s+\S+\s+\{"greeting":"Hello, World!"\}$`, lines[1])
 	require.Contains(t, r.stderr, "more: duraflow instances list hello --cursor "+page1.NextCursor)
 }

@@ -29,11 +29,12 @@ const (
 	// parse, or a configuration the server refuses to start with (such as a
 	// public --addr without tokens).
 	ExitUsage = 2
-	// ExitNotFound means the workflow, the instance or the schedule does not
-	// exist (HTTP 404).
+	// ExitNotFound means the workflow, the instance, the schedule, the flow
+	// or the worker does not exist (HTTP 404).
 	ExitNotFound = 3
-	// ExitConflict means the request conflicts with the instance's state:
-	// the id exists already, or the instance is terminal (HTTP 409).
+	// ExitConflict means the request conflicts with the state of what it
+	// names: the id exists already, the instance is terminal, or the worker
+	// to drain is offline (HTTP 409).
 	ExitConflict = 4
 	// ExitInvalid means the server or the command refused the input: a
 	// malformed JSON argument, an invalid id or event type, a payload over

@@ -257,18 +257,17 @@ there are more, it prints the --cursor of the next page on standard error;
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := cf.client()
-			out := &flow.ListResult{Flows: []*flow.Info{}}
-			for {
+			out := &flow.ListResult{}
+			var err error
+			out.Flows, out.NextCursor, err = listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*flow.Info, string, error) {
 				page, err := c.ListFlows(cmd.Context(), p)
 				if err != nil {
-					return err
+					return nil, "", err
 				}
-				out.Flows = append(out.Flows, page.Flows...)
-				out.NextCursor = page.NextCursor
-				if page.NextCursor == "" || !all {
-					break
-				}
-				p.Cursor = page.NextCursor
+				return page.Flows, page.NextCursor, nil
+			})
+			if err != nil {
+				return err
 			}
 			if cf.json {
 				return writeJSON(o.Stdout, out)
@@ -287,9 +286,7 @@ there are more, it prints the --cursor of the next page on standard error;
 		},
 	}
 	fs := cmd.Flags()
-	fs.IntVar(&p.PageSize, "page-size", 0, "flows per page, 1 to 1000 (default 50)")
-	fs.StringVar(&p.Cursor, "cursor", "", "continue after a previous page")
-	fs.BoolVar(&all, "all", false, "follow every page")
+	pageFlags(fs, "flows", &p.PageSize, &p.Cursor, &all)
 	return cmd
 }
 

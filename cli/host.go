@@ -50,10 +50,15 @@ type hostConfig struct {
 	pollInterval    time.Duration
 	concurrency     int
 	maxLeaseLosses  int
+	maxInvokeDepth  int
 	eagerStart      bool
+	queues          []string
+	workflows       []string
 	notify          bool
 	wakeChannel     string
 	shutdownTimeout time.Duration
+	workerHeartbeat time.Duration
+	offlineAfter    time.Duration
 	logFormat       string
 	logLevel        string
 }
@@ -118,13 +123,23 @@ func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "concurrency", "DURAFLOW_CONCURRENCY")
 	fs.IntVar(&c.maxLeaseLosses, "max-lease-losses", runner.DefaultMaxLeaseLosses, "how many times in a row a task may lose its runner (its lease expires without a checkpoint: the process died or stalled in a step) before its instance errors instead of running the step again")
 	bindEnv(fs, "max-lease-losses", "DURAFLOW_MAX_LEASE_LOSSES")
+	fs.IntVar(&c.maxInvokeDepth, "max-invoke-depth", workflow.DefaultMaxInvokeDepth, "how deep Invoke steps may nest: an invoke past it fails with InvokeDepthError instead of starting a child")
+	bindEnv(fs, "max-invoke-depth", "DURAFLOW_MAX_INVOKE_DEPTH")
 	fs.BoolVar(&c.eagerStart, "eager-start", true, "start an instance created in this process on its runner at once, its task leased in the create's transaction, when the runner has a free slot (--eager-start=false: always queue it for a claim)")
 	bindEnv(fs, "eager-start", "DURAFLOW_EAGER_START")
+	fs.StringSliceVar(&c.queues, "queues", []string{workflow.DefaultQueue}, "task queues the runner serves (comma-separated or repeated): it claims only instances on them; '*' alone serves every queue")
+	bindEnv(fs, "queues", "DURAFLOW_QUEUES")
+	fs.StringSliceVar(&c.workflows, "workflows", nil, "only run these workflows (comma-separated or repeated; default: every registered one)")
+	bindEnv(fs, "workflows", "DURAFLOW_WORKFLOWS")
 	fs.BoolVar(&c.notify, "notify", true, "on Postgres, LISTEN for wake-ups from other processes (--notify=false: poll only)")
 	bindEnv(fs, "notify", "DURAFLOW_NOTIFY")
 	fs.StringVar(&c.wakeChannel, "wake-channel", postgres.WakeChannel, "on Postgres, the NOTIFY channel; deployments sharing a database use different ones")
 	bindEnv(fs, "wake-channel", "DURAFLOW_WAKE_CHANNEL")
-	fs.Var(newDurationValue(&c.shutdownTimeout, 30*time.Second), "shutdown-timeout", "on SIGTERM or SIGINT, how long running work may take to finish before it is handed back")
+	fs.Var(newDurationValue(&c.workerHeartbeat, runner.DefaultWorkerHeartbeatInterval), "worker-heartbeat", "how often the runner heartbeats its worker row (see duraflow workers) and marks workers whose heartbeat stopped offline")
+	bindEnv(fs, "worker-heartbeat", "DURAFLOW_WORKER_HEARTBEAT")
+	fs.Var(newDurationValue(&c.offlineAfter, 0), "offline-after", "how old a worker's last heartbeat may be before it is marked offline and its tasks are released (0: three --worker-heartbeat intervals)")
+	bindEnv(fs, "offline-after", "DURAFLOW_OFFLINE_AFTER")
+	fs.Var(newDurationValue(&c.shutdownTimeout, 30*time.Second), "shutdown-timeout", "on SIGTERM or SIGINT, or a drain (duraflow workers drain), how long running work may take to finish before it is handed back")
 	bindEnv(fs, "shutdown-timeout", "DURAFLOW_SHUTDOWN_TIMEOUT")
 	addFlowFlags(fs, c)
 }
@@ -203,6 +218,9 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	if cfg.concurrency < 1 {
 		return nil, usageError(fmt.Errorf("--concurrency %d must be at least 1", cfg.concurrency))
 	}
+	if cfg.maxInvokeDepth < 1 {
+		return nil, usageError(fmt.Errorf("--max-invoke-depth %d must be at least 1", cfg.maxInvokeDepth))
+	}
 	if cfg.maxLeaseLosses < 1 {
 		return nil, usageError(fmt.Errorf("--max-lease-losses %d must be at least 1", cfg.maxLeaseLosses))
 	}
@@ -267,7 +285,9 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		}
 		coreCfg.Runner = &runner.Config{
 			LeaseDuration: cfg.lease, PollInterval: cfg.pollInterval, MaxConcurrency: cfg.concurrency,
-			MaxLeaseLosses: cfg.maxLeaseLosses, DisableEagerStart: !cfg.eagerStart,
+			MaxLeaseLosses: cfg.maxLeaseLosses, MaxInvokeDepth: cfg.maxInvokeDepth, DisableEagerStart: !cfg.eagerStart,
+			Queues: cfg.queues, Workflows: cfg.workflows,
+			DrainGrace: cfg.shutdownTimeout, WorkerHeartbeatInterval: cfg.workerHeartbeat, OfflineAfter: cfg.offlineAfter,
 		}
 	}
 	if o.OnWorkflowEnqueued != nil {
@@ -412,12 +432,31 @@ func (h *host) serve(ctx context.Context) error {
 		h.log.Info("serving the HTTP API", "url", h.url, "api", h.apiURL())
 	}
 
+	// A drain requested through the API or the CLI (workers drain) stops the
+	// runner; a worker then exits (status 0), while serve goes on serving
+	// the API without a runner until it is stopped.
+	var drained <-chan struct{}
+	if h.runner != nil && h.cfg.runner {
+		drained = h.runner.Drained()
+	}
 	var runErr error
-	select {
-	case <-ctx.Done():
-		h.log.Info("shutting down: draining")
-	case runErr = <-srvErr:
-		h.log.Error("the HTTP server failed", "error", runErr)
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			h.log.Info("shutting down: draining")
+			break wait
+		case runErr = <-srvErr:
+			h.log.Error("the HTTP server failed", "error", runErr)
+			break wait
+		case <-drained:
+			if srv == nil {
+				h.log.Info("the worker was drained on request: exiting")
+				break wait
+			}
+			h.log.Warn("the runner was drained on request: serving the API without it until stopped")
+			drained = nil
+		}
 	}
 
 	drainCtx, cancel := context.WithTimeout(context.Background(), h.cfg.shutdownTimeout)
@@ -429,6 +468,14 @@ func (h *host) serve(ctx context.Context) error {
 			_ = srv.Close()
 		}
 		srvDone.Wait()
+	}
+	if h.runner != nil && h.cfg.runner && !h.runner.Draining() {
+		// The worker shows draining, claims nothing new and its running
+		// work gets what is left of the shutdown timeout to finish; the
+		// rest is handed back and the worker deregisters.
+		if err := h.runner.Drain(drainCtx); err != nil {
+			h.log.Warn("work still running at the shutdown timeout was handed back to the queue", "error", err)
+		}
 	}
 	if err := h.core.Stop(drainCtx); err != nil {
 		h.log.Warn("the host did not drain before the shutdown timeout: work still running was handed back to the queue", "error", err)

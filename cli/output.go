@@ -9,6 +9,10 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
+
+	"github.com/spf13/pflag"
+
+	"github.com/duraflow/duraflow/internal/paging"
 )
 
 // table writes aligned columns with text/tabwriter.
@@ -72,4 +76,30 @@ func compactJSON(raw json.RawMessage, max int) string {
 		s = string(r[:max-1]) + "…"
 	}
 	return s
+}
+
+// listPages reads a list from its current cursor: one page, or with all
+// every page, calling list for each after setCursor moved the cursor on. It returns the items read and the cursor after the last
+// page read ("" when there is none).
+func listPages[T any](all bool, setCursor func(string), list func() ([]T, string, error)) ([]T, string, error) {
+	items := []T{}
+	for {
+		page, next, err := list()
+		if err != nil {
+			return nil, "", err
+		}
+		items = append(items, page...)
+		if next == "" || !all {
+			return items, next, nil
+		}
+		setCursor(next)
+	}
+}
+
+// pageFlags adds the flags of a paged list of noun: --page-size, --cursor
+// and --all.
+func pageFlags(fs *pflag.FlagSet, noun string, pageSize *int, cursor *string, all *bool) {
+	fs.IntVar(pageSize, "page-size", 0, fmt.Sprintf("%s per page, 1 to %d (default %d)", noun, paging.MaxPageSize, paging.DefaultPageSize))
+	fs.StringVar(cursor, "cursor", "", "continue after a previous page")
+	fs.BoolVar(all, "all", false, "follow every page")
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/schedule"
 )
 
@@ -96,18 +95,17 @@ page at a time (--page-size, default 50). When there are more, it prints the
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c := cf.client()
-			out := &schedule.ListResult{Schedules: []*schedule.Info{}}
-			for {
+			out := &schedule.ListResult{}
+			var err error
+			out.Schedules, out.NextCursor, err = listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*schedule.Info, string, error) {
 				page, err := c.ListSchedules(cmd.Context(), p)
 				if err != nil {
-					return err
+					return nil, "", err
 				}
-				out.Schedules = append(out.Schedules, page.Schedules...)
-				out.NextCursor = page.NextCursor
-				if page.NextCursor == "" || !all {
-					break
-				}
-				p.Cursor = page.NextCursor
+				return page.Schedules, page.NextCursor, nil
+			})
+			if err != nil {
+				return err
 			}
 			if cf.json {
 				return writeJSON(o.Stdout, out)
@@ -127,9 +125,7 @@ page at a time (--page-size, default 50). When there are more, it prints the
 	}
 	fs := cmd.Flags()
 	fs.StringVar(&p.WorkflowName, "workflow", "", "only the schedules of this workflow")
-	fs.IntVar(&p.PageSize, "page-size", 0, fmt.Sprintf("schedules per page, 1 to %d (default %d)", paging.MaxPageSize, paging.DefaultPageSize))
-	fs.StringVar(&p.Cursor, "cursor", "", "continue after a previous page")
-	fs.BoolVar(&all, "all", false, "follow every page")
+	pageFlags(fs, "schedules", &p.PageSize, &p.Cursor, &all)
 	return cmd
 }
 

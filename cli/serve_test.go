@@ -84,12 +84,17 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"BadScope", []string{"serve", "--addr", "127.0.0.1:0", "--token", "a:b:fly"}, nil, `unknown scope "fly"`},
 		{"BadConcurrency", []string{"worker", "--concurrency", "0"}, nil, "--concurrency 0"},
 		{"BadMaxLeaseLosses", []string{"worker", "--max-lease-losses", "0"}, nil, "--max-lease-losses 0 must be at least 1"},
+		{"BadMaxInvokeDepth", []string{"worker", "--max-invoke-depth", "0"}, nil, "--max-invoke-depth 0 must be at least 1"},
 		{"BadMaxLeaseLossesFromEnvironment", []string{"worker"}, map[string]string{"DURAFLOW_MAX_LEASE_LOSSES": "0"}, "--max-lease-losses 0 must be at least 1"},
 		{"BadBodyTimeout", []string{"serve", "--addr", "127.0.0.1:0", "--body-timeout", "0s"}, nil, "--body-timeout 0s must be positive"},
 		{"BadEnvironmentValue", []string{"worker"}, map[string]string{"DURAFLOW_CONCURRENCY": "many"}, "$DURAFLOW_CONCURRENCY"},
 		{"BadLogFormat", []string{"worker", "--log-format", "xml"}, nil, "--log-format"},
 		{"BadDatabaseURL", []string{"worker", "--db", "mysql://x"}, nil, "unsupported database URL scheme"},
 		{"Arguments", []string{"serve", "extra"}, nil, "unknown command"},
+		{"BadQueue", []string{"worker", "--queues", "default,bad queue"}, nil, `queue "bad queue"`},
+		{"BadQueueFromEnvironment", []string{"worker"}, map[string]string{"DURAFLOW_QUEUES": "-x"}, `queue "-x"`},
+		{"EveryQueueAndAnother", []string{"worker", "--queues", "*,default"}, nil, `queue "*"`},
+		{"BadWorkflowName", []string{"worker", "--workflows", "-bad"}, nil, `"-bad"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

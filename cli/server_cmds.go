@@ -96,8 +96,11 @@ running at once wherever there is a free runner.
 
 Without --token (or DURAFLOW_TOKENS) the API is unauthenticated and serve
 refuses any --addr but a loopback one. SIGTERM or SIGINT drain: the API stops
-accepting requests, running work gets --shutdown-timeout to finish and is
-then handed back to the queue for another runner.`,
+accepting requests, the runner's worker shows draining and claims nothing new,
+running work gets --shutdown-timeout to finish and is then handed back to the
+queue for another runner, and the worker deregisters. A drain requested with
+duraflow workers drain stops the runner the same way; serve then goes on
+serving the API alone until it is stopped.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, true)
@@ -120,7 +123,9 @@ func newWorkerCommand(o *Options) *cobra.Command {
 		Short: "Run workflows without serving the API (production)",
 		Long: `worker runs a runner for the workflows built into this binary, and no HTTP
 API. Start as many as the load needs, next to one or more serve processes on
-the same database. SIGTERM or SIGINT drain as for serve.`,
+the same database. SIGTERM or SIGINT drain as for serve. A drain requested with
+duraflow workers drain (or POST /workers/:id/drain), seen at the worker's next
+heartbeat, drains it the same way, and the process then exits with status 0.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, false)

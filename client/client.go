@@ -53,6 +53,14 @@ type Config struct {
 	//
 	// Defaults to nil: metadata is stored as given.
 	MetadataFunc func(ctx context.Context, workflowName string, metadata json.RawMessage) (json.RawMessage, error)
+	// QueueFunc, when set, is called by Create and CreateBatch for a request
+	// that names no queue, after MetadataFunc, with the metadata it
+	// returned, and returns the instance's task queue; "" leaves the
+	// workflow's (workflow.Definition.Queue). A flow registry (package
+	// flow) returns the queue of the flow version the metadata pins.
+	//
+	// Defaults to nil: the workflow's queue.
+	QueueFunc func(ctx context.Context, workflowName string, metadata json.RawMessage) (string, error)
 	// EagerStarter, when set, is a runner in this process that instances
 	// may start on at once (eager start): Create and CreateBatch ask it for
 	// free slots and create that many instances already running, with their
@@ -62,6 +70,14 @@ type Config struct {
 	//
 	// Defaults to nil: every instance is queued.
 	EagerStarter EagerStarter
+	// LimitsFunc, when set, is called by Create and CreateBatch for an
+	// instance of a workflow whose registered definition has no limits,
+	// with its metadata (after MetadataFunc), and returns the limits the
+	// instance is created under (nil for none): a flow registry's Limits
+	// reads them from the pinned flow version's definition.
+	//
+	// Defaults to nil: the registered definition's limits only.
+	LimitsFunc func(ctx context.Context, workflowName string, metadata json.RawMessage) (*workflow.Limits, error)
 }
 
 // EagerStarter is a runner that newly created instances can be handed to
@@ -87,7 +103,16 @@ type Client struct {
 	wake     func(string)
 	hooks    bool
 	metadata func(context.Context, string, json.RawMessage) (json.RawMessage, error)
+	queue    func(context.Context, string, json.RawMessage) (string, error)
 	eager    EagerStarter
+	// namespace scopes the view (see Namespace); "" is every namespace.
+	namespace string
+	// nsErr is the error of an invalid namespace given to Namespace, which
+	// every call of the view returns.
+	nsErr  error
+	queues *queueCache
+	served *servedCache
+	limits func(context.Context, string, json.RawMessage) (*workflow.Limits, error)
 }
 
 var _ workflow.Engine = (*Client)(nil)
@@ -98,7 +123,7 @@ func New(cfg *Config) (*Client, error) {
 	if cfg == nil || cfg.Store == nil || cfg.Registry == nil {
 		return nil, errors.New("client: Store and Registry are required")
 	}
-	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, eager: cfg.EagerStarter}
+	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, queue: cfg.QueueFunc, eager: cfg.EagerStarter, limits: cfg.LimitsFunc, queues: &queueCache{}, served: &servedCache{}}
 	if c.clock == nil {
 		c.clock = clock.New()
 	}
@@ -121,12 +146,19 @@ type EagerResumer interface {
 	ResumeEager(lease *db.CreateLease, task *db.Task)
 }
 
-// reserveEager asks the eager starter, if any, for up to n slots.
-func (c *Client) reserveEager(workflowName string, n int) *db.CreateLease {
+// reserveEager asks the eager starter, if any, for up to n slots for
+// instances on queue; a starter that does not serve the queue gets its
+// reservation back at once.
+func (c *Client) reserveEager(workflowName, queue string, n int) *db.CreateLease {
 	if c.eager == nil {
 		return nil
 	}
-	return c.eager.ReserveEager(workflowName, n)
+	lease := c.eager.ReserveEager(workflowName, n)
+	if lease != nil && len(lease.Queues) > 0 && !slices.Contains(lease.Queues, queue) {
+		c.eager.StartEager(lease, nil)
+		return nil
+	}
+	return lease
 }
 
 // wakeAfterCreate wakes runners after a create unless every created
@@ -163,6 +195,9 @@ func (c *Client) now() *time.Time {
 }
 
 func (c *Client) checkWorkflow(name string) error {
+	if c.nsErr != nil {
+		return c.nsErr
+	}
 	if err := workflow.ValidateWorkflowName(name); err != nil {
 		return err
 	}
@@ -189,6 +224,21 @@ func (c *Client) createMetadata(ctx context.Context, workflowName string, md jso
 		return nil, err
 	}
 	return md, nil
+}
+
+// deadlineAt is the deadline of an instance of workflowName created at
+// now: the request's, else the workflow's (workflow.WithDeadline), else
+// none. A request deadline that is not in the future is ErrInvalidRequest.
+func (c *Client) deadlineAt(ctx context.Context, workflowName string, req time.Time, metadata json.RawMessage, now time.Time) (*time.Time, error) {
+	def, _ := c.registry.Definition(workflowName)
+	if def.SettingsFunc != nil && req.IsZero() {
+		s, err := def.SettingsFunc(ctx, metadata)
+		if err != nil {
+			return nil, fmt.Errorf("reading the settings of workflow %q: %w", workflowName, err)
+		}
+		def.Deadline = s.Deadline
+	}
+	return workflow.DeadlineAt(def, req, now)
 }
 
 func (c *Client) checkInstance(name, id string) error {
@@ -231,21 +281,54 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	if err := c.lookupWorkflow(workflowName); err != nil {
 		return nil, err
 	}
+	var parent *db.ParentLink
+	if req.Parent != nil {
+		if parent, err = parentLink(req.Parent); err != nil {
+			return nil, err
+		}
+	}
 	if req.ID == "" {
 		req.ID = NewInstanceID()
 	}
 	if err := workflow.ValidateInstanceID(req.ID); err != nil {
 		return nil, err
 	}
+	at, err := c.placement(ctx, workflowName, &req, metadata)
+	if err != nil {
+		return nil, err
+	}
 	params, err := normalizeParams(req.Params)
 	if err != nil {
 		return nil, err
 	}
-	lease := c.reserveEager(workflowName, 1)
+	now := c.now()
+	deadline, err := c.deadlineAt(ctx, workflowName, req.Deadline, metadata, *now)
+	if err != nil {
+		return nil, err
+	}
+	def, _ := c.registry.Definition(workflowName)
+	limits, err := c.limitSpecs(ctx, &def, at.Queue, params, metadata)
+	if err != nil {
+		return nil, err
+	}
+	var lease *db.CreateLease
+	if req.DedupeKey == "" && len(limits) == 0 {
+		// A create that may return an existing instance, or that waits for
+		// admission under a limit, starts nothing eagerly.
+		lease = c.reserveEager(workflowName, at.Queue, 1)
+	}
 	res, err := c.store.InstanceCreate(ctx, &db.InstanceCreateParams{
-		WorkflowName: workflowName, ID: req.ID, Params: params, Metadata: metadata, Now: c.now(), RecordHooks: c.hooks,
-		Lease: lease,
+		WorkflowName: workflowName, ID: req.ID, Params: params, Metadata: metadata, Now: now, RecordHooks: c.hooks,
+		Lease:     lease,
+		Namespace: at.Namespace, Queue: at.Queue, Priority: at.Priority, DedupeKey: req.DedupeKey,
+		DeadlineAt: deadline, Limits: limits, Parent: parent,
 	})
+	if parent != nil && errors.Is(err, db.ErrAlreadyExists) {
+		if lease != nil {
+			c.eager.StartEager(lease, nil)
+		}
+		return c.existingChild(ctx, workflowName, req.ID, parent)
+	}
 	var created []db.CreateResult
 	if err == nil {
 		created = []db.CreateResult{res}
@@ -256,13 +339,22 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	if err != nil {
 		return nil, mapError(err, workflowName, req.ID)
 	}
+	if res.Deduplicated {
+		info := InstanceInfo(res.Instance)
+		info.Deduplicated = true
+		return info, nil
+	}
 	c.wakeAfterCreate(workflowName, created)
 	return InstanceInfo(res.Instance), nil
 }
 
 // CreateBatch creates up to workflow.MaxBatchSize instances; existing ids are
-// skipped and left out of the answer. Every request is validated before
-// anything is written. As many of the first instances as the eager starter
+// skipped and left out of the answer. An instance whose dedupe key an
+// active instance holds (or an earlier request of the batch) is not
+// created: the holder is in the answer in its place, with Deduplicated set.
+// The requests of a batch share one namespace (a request that names
+// another than the first's is refused); each has its own queue, priority
+// and dedupe key. Every request is validated before anything is written. As many of the first instances as the eager starter
 // (Config.EagerStarter) has free slots for start running at once on it; the
 // rest are queued.
 func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, error) {
@@ -290,7 +382,18 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 	}
 	items := make([]db.InstanceCreateItem, 0, len(reqs))
 	seen := make(map[string]bool, len(reqs))
+	var (
+		namespace string
+		dedupe    bool
+		limited   bool
+		// eagerQueue is the one queue of the batch, "" when they differ:
+		// a batch of several queues starts nothing eagerly.
+		eagerQueue string
+	)
+	def, _ := c.registry.Definition(workflowName)
+	now := c.now()
 	for i, r := range reqs {
+		dedupe = dedupe || r.DedupeKey != ""
 		id := r.ID
 		if id == "" {
 			id = NewInstanceID()
@@ -315,11 +418,39 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 		if err := workflow.ValidatePayload("metadata", metadata); err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i, err)
 		}
-		items = append(items, db.InstanceCreateItem{ID: id, Params: params, Metadata: metadata})
+		at, err := c.placement(ctx, workflowName, &r, metadata)
+		if err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		switch {
+		case i == 0:
+			namespace, eagerQueue = at.Namespace, at.Queue
+		case at.Namespace != namespace:
+			return nil, fmt.Errorf("%w: instance %d: the instances of a batch share one namespace", workflow.ErrInvalidRequest, i)
+		case at.Queue != eagerQueue:
+			eagerQueue = ""
+		}
+		deadline, err := c.deadlineAt(ctx, workflowName, r.Deadline, metadata, *now)
+		if err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		limits, err := c.limitSpecs(ctx, &def, at.Queue, params, metadata)
+		if err != nil {
+			return nil, fmt.Errorf("instance %d: %w", i, err)
+		}
+		limited = limited || len(limits) > 0
+		items = append(items, db.InstanceCreateItem{
+			ID: id, Params: params, Metadata: metadata, DedupeKey: r.DedupeKey, Queue: at.Queue, Priority: at.Priority,
+			DeadlineAt: deadline, Limits: limits,
+		})
 	}
-	lease := c.reserveEager(workflowName, len(items))
+	var lease *db.CreateLease
+	if !dedupe && !limited && eagerQueue != "" {
+		lease = c.reserveEager(workflowName, eagerQueue, len(items))
+	}
 	created, err := c.store.InstanceCreateMany(ctx, &db.InstanceCreateManyParams{
-		WorkflowName: workflowName, Instances: items, Now: c.now(), RecordHooks: c.hooks, Lease: lease,
+		WorkflowName: workflowName, Instances: items, Now: now, RecordHooks: c.hooks, Lease: lease,
+		Namespace: namespace,
 	})
 	if lease != nil {
 		c.eager.StartEager(lease, created)
@@ -330,6 +461,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 	out := make([]*workflow.InstanceInfo, len(created))
 	for i := range created {
 		out[i] = InstanceInfo(created[i].Instance)
+		out[i].Deduplicated = created[i].Deduplicated
 	}
 	c.wakeAfterCreate(workflowName, created)
 	return out, nil
@@ -340,11 +472,19 @@ func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.In
 	if err := c.checkInstance(workflowName, id); err != nil {
 		return nil, err
 	}
-	inst, err := c.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
+	inst, err := c.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id, Namespace: c.namespace})
 	if err != nil {
 		return nil, mapError(err, workflowName, id)
 	}
-	return InstanceInfo(inst), nil
+	info := InstanceInfo(inst)
+	c.markUnserved(ctx, info)
+	if err := c.fillChildren(ctx, info); err != nil {
+		return nil, err
+	}
+	if err := c.fillDepth(ctx, info); err != nil {
+		return nil, err
+	}
+	return info, nil
 }
 
 type changeFunc func(context.Context, *db.InstanceChangeParams) (*db.Instance, error)
@@ -353,12 +493,25 @@ func (c *Client) change(ctx context.Context, workflowName, id string, f changeFu
 	if err := c.checkInstance(workflowName, id); err != nil {
 		return nil, err
 	}
-	inst, err := f(ctx, &db.InstanceChangeParams{WorkflowName: workflowName, ID: id, Now: c.now(), RecordHooks: c.hooks})
+	inst, err := f(ctx, &db.InstanceChangeParams{WorkflowName: workflowName, ID: id, Now: c.now(), RecordHooks: c.hooks, Namespace: c.namespace})
+	if errors.Is(err, db.ErrAlreadyExists) {
+		// Only a restart can collide: another active instance holds the
+		// dedupe key of the terminal one it would revive.
+		return nil, fmt.Errorf("%w: %s/%s: its dedupe key is held by another active instance", workflow.ErrInstanceAlreadyExists, workflowName, id)
+	}
 	if err != nil {
 		return nil, mapError(err, workflowName, id)
 	}
 	if wakes && inst.Status == workflow.StatusQueued {
 		c.wake(workflowName)
+	}
+	if inst.Limited && inst.Status.Terminal() {
+		// Its end may have admitted waiting instances of the workflow.
+		c.wake(workflowName)
+	}
+	if inst.Parent != nil && inst.Status == workflow.StatusTerminated {
+		// A terminated child's end woke the Invoke step of its parent.
+		c.wake(inst.Parent.WorkflowName)
 	}
 	return InstanceInfo(inst), nil
 }
@@ -378,7 +531,9 @@ func (c *Client) Terminate(ctx context.Context, workflowName, id string) (*workf
 	return c.change(ctx, workflowName, id, c.store.InstanceTerminate, false)
 }
 
-// Restart starts a new run of an instance.
+// Restart starts a new run of an instance. The children that the earlier
+// runs' Invoke steps started with workflow.ParentTerminate and that have
+// not ended are terminated (workflow.ParentAbandon ones keep running).
 func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, c.store.InstanceRestart, true)
 }
@@ -408,7 +563,7 @@ func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType stri
 	}
 	res, err := c.store.EventSend(ctx, &db.EventSendParams{
 		WorkflowName: workflowName, InstanceID: id, Type: eventType, Payload: payload, Now: c.now(), RecordHooks: c.hooks,
-		Lease: lease,
+		Lease: lease, Namespace: c.namespace,
 	})
 	if lease != nil {
 		var task *db.Task
@@ -432,6 +587,11 @@ type ListParams struct {
 	WorkflowName string
 	// Statuses filters by status; empty lists all.
 	Statuses []workflow.InstanceStatus
+	// Namespace filters by namespace; empty lists every namespace (on a
+	// view scoped by Client.Namespace: the view's, and another is refused).
+	Namespace string
+	// Queue filters by task queue; empty lists every queue.
+	Queue string
 	// PageSize is the page length, 1 to 1000.
 	//
 	// Defaults to 50.
@@ -460,7 +620,16 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 	if p.PageSize < 1 || p.PageSize > paging.MaxPageSize {
 		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
 	}
-	lp := &db.InstanceListParams{WorkflowName: p.WorkflowName, Limit: p.PageSize + 1}
+	ns, err := c.scope(p.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	if p.Queue != "" {
+		if err := workflow.ValidateQueueName(p.Queue); err != nil {
+			return nil, err
+		}
+	}
+	lp := &db.InstanceListParams{WorkflowName: p.WorkflowName, Namespace: ns, Queue: p.Queue, Limit: p.PageSize + 1}
 	for _, s := range p.Statuses {
 		if !knownStatus(s) {
 			return nil, fmt.Errorf("%w: unknown status %q", workflow.ErrInvalidRequest, s)
@@ -487,15 +656,18 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 	for _, r := range rows {
 		res.Instances = append(res.Instances, InstanceInfo(r))
 	}
+	c.markUnserved(ctx, res.Instances...)
 	return res, nil
 }
 
 // StepInfo is one step of an instance's history.
 type StepInfo struct {
-	Name          string              `json:"name"`
-	Type          string              `json:"type"`
-	Status        string              `json:"status"`
-	Attempts      int                 `json:"attempts"`
+	Name     string `json:"name"`
+	Type     string `json:"type"`
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts"`
+	// MaxAttempts is how many attempts the step's policy allows, or
+	// workflow.UnlimitedAttempts (-1) for a policy without a limit.
 	MaxAttempts   int                 `json:"maxAttempts,omitempty"`
 	Result        json.RawMessage     `json:"result,omitempty"`
 	Error         *workflow.ErrorInfo `json:"error,omitempty"`
@@ -505,6 +677,36 @@ type StepInfo struct {
 	CreatedAt     time.Time           `json:"createdAt"`
 	UpdatedAt     time.Time           `json:"updatedAt"`
 	CompletedAt   *time.Time          `json:"completedAt,omitempty"`
+	// StartedAt is when the step's latest attempt started (Do steps).
+	StartedAt *time.Time `json:"startedAt,omitempty"`
+	// AttemptLog is every attempt of a Do step, oldest first: the failed
+	// ones with their errors, then the one that completed.
+	AttemptLog []*AttemptInfo `json:"attemptLog,omitempty"`
+	// Child is the child an invoke step started, once it exists.
+	Child *workflow.ChildRef `json:"child,omitempty"`
+}
+
+// AttemptInfo is one attempt of a step in history.
+type AttemptInfo struct {
+	// RunAttempt is the instance's run attempt it belongs to (a workflow
+	// retry runs a failed step again from attempt 1).
+	RunAttempt int `json:"runAttempt"`
+	// Attempt is 1 for the first attempt.
+	Attempt int `json:"attempt"`
+	// Status is "failed" or "complete".
+	Status    string              `json:"status"`
+	StartedAt *time.Time          `json:"startedAt,omitempty"`
+	EndedAt   *time.Time          `json:"endedAt,omitempty"`
+	Error     *workflow.ErrorInfo `json:"error,omitempty"`
+}
+
+// RunningStepInfo is a step attempt that runs now, as the runner holding
+// the instance last reported it (with its lease heartbeat: it shows up
+// within one heartbeat interval of its start).
+type RunningStepInfo struct {
+	Name      string    `json:"name"`
+	Attempt   int       `json:"attempt"`
+	StartedAt time.Time `json:"startedAt"`
 }
 
 // EventInfo is one event of an instance's history.
@@ -524,6 +726,8 @@ type History struct {
 	RunNumber int                    `json:"runNumber"`
 	Steps     []*StepInfo            `json:"steps"`
 	Events    []*EventInfo           `json:"events"`
+	// Running are the step attempts running now (current run only).
+	Running []*RunningStepInfo `json:"running,omitempty"`
 	// NextCursor continues with the next page of steps and events; empty on
 	// the last page.
 	NextCursor string `json:"nextCursor,omitempty"`
@@ -592,8 +796,18 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 		if s.ErrorName != "" || s.ErrorMessage != "" {
 			si.Error = &workflow.ErrorInfo{Name: s.ErrorName, Message: s.ErrorMessage}
 		}
+		si.StartedAt = s.StartedAt
 		h.Steps = append(h.Steps, si)
 		next.Step = s.ID
+	}
+	if err := c.addAttempts(ctx, workflowName, id, run, steps, h.Steps); err != nil {
+		return nil, err
+	}
+	linkChildren(info, run, h.Steps)
+	if run == info.RunNumber && !info.Status.Terminal() {
+		if err := c.addRunning(ctx, workflowName, id, h); err != nil {
+			return nil, err
+		}
 	}
 	for _, e := range events {
 		h.Events = append(h.Events, &EventInfo{
@@ -608,18 +822,100 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 	return h, nil
 }
 
+// addAttempts fills the attempt logs of the Do steps of a history page:
+// their failed attempts (StepAttemptList) and, for a completed step, the
+// attempt that completed it.
+func (c *Client) addAttempts(ctx context.Context, workflowName, id string, run int, steps []*db.Step, infos []*StepInfo) error {
+	var keys []string
+	for _, s := range steps {
+		if s.Type == db.StepTypeDo {
+			keys = append(keys, s.Key)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	attempts, err := c.store.StepAttemptList(ctx, &db.StepAttemptListParams{
+		WorkflowName: workflowName, InstanceID: id, RunNumber: run, StepKeys: keys,
+	})
+	if err != nil {
+		return fmt.Errorf("listing step attempts: %w", err)
+	}
+	byKey := map[string][]*AttemptInfo{}
+	for _, a := range attempts {
+		ai := &AttemptInfo{RunAttempt: a.RunAttempt, Attempt: a.Attempt, Status: "failed", StartedAt: a.StartedAt, EndedAt: &a.EndedAt}
+		if a.ErrorName != "" || a.ErrorMessage != "" {
+			ai.Error = &workflow.ErrorInfo{Name: a.ErrorName, Message: a.ErrorMessage}
+		}
+		byKey[a.StepKey] = append(byKey[a.StepKey], ai)
+	}
+	for i, s := range steps {
+		if s.Type != db.StepTypeDo {
+			continue
+		}
+		log := byKey[s.Key]
+		if s.Status == db.StepStatusComplete {
+			// The completing attempt follows the last failure in the same
+			// run attempt, or, as attempt 1, in the run attempt a workflow
+			// retry started after it.
+			runAttempt := 1
+			if n := len(log); n > 0 {
+				runAttempt = log[n-1].RunAttempt
+				if s.Attempts == 1 {
+					runAttempt++
+				}
+			}
+			log = append(log, &AttemptInfo{
+				RunAttempt: runAttempt, Attempt: s.Attempts, Status: "complete", StartedAt: s.StartedAt, EndedAt: s.CompletedAt,
+			})
+		}
+		infos[i].AttemptLog = log
+	}
+	return nil
+}
+
+// addRunning adds the step attempts the holder of the instance's task runs
+// now, when its lease holds.
+func (c *Client) addRunning(ctx context.Context, workflowName, id string, h *History) error {
+	task, err := c.store.TaskGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
+	if errors.Is(err, db.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting task: %w", err)
+	}
+	if task.LockedUntil == nil || !task.LockedUntil.After(c.clock.Now()) {
+		return nil
+	}
+	for _, st := range task.RunningSteps {
+		h.Running = append(h.Running, &RunningStepInfo{Name: st.Key, Attempt: st.Attempt, StartedAt: st.StartedAt})
+	}
+	return nil
+}
+
 // InstanceInfo converts a stored instance into the engine's report.
 func InstanceInfo(i *db.Instance) *workflow.InstanceInfo {
 	info := &workflow.InstanceInfo{
 		WorkflowName: i.WorkflowName, ID: i.ID, Status: i.Status,
 		Params: i.Params, Metadata: i.Metadata, Output: i.Output, RunNumber: i.RunNumber,
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt,
+		Namespace: i.Namespace, Queue: i.Queue, Priority: i.Priority, DedupeKey: i.DedupeKey,
+		DeadlineAt: i.DeadlineAt, RunAttempt: i.RunAttempt,
+	}
+	if p := i.Parent; p != nil {
+		info.Parent = &workflow.ParentRef{
+			WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: p.RunNumber,
+			StepKey: p.StepKey, Policy: workflow.ParentPolicy(p.Policy),
+		}
 	}
 	if !knownStatus(info.Status) {
 		info.Status = workflow.StatusUnknown
 	}
 	if i.ErrorName != "" || i.ErrorMessage != "" {
 		info.Error = &workflow.ErrorInfo{Name: i.ErrorName, Message: i.ErrorMessage}
+	}
+	if i.Status == workflow.StatusQueued {
+		info.WaitingFor = waitingFor(i.WaitingFor)
 	}
 	return info
 }

@@ -121,6 +121,10 @@ type ScheduleFireParams struct {
 	// RecordHooks records an OnWorkflowEnqueued outbox entry (reason create)
 	// per created instance.
 	RecordHooks bool
+	// Queue is the task queue of the instances (the workflow's); empty
+	// means workflow.DefaultQueue. They are created in
+	// workflow.DefaultNamespace at priority 0.
+	Queue string
 }
 
 // ScheduleFireResult is what a committed firing did.

@@ -51,6 +51,10 @@ const (
 	StepTypeDo           StepType = "do"
 	StepTypeSleep        StepType = "sleep"
 	StepTypeWaitForEvent StepType = "waitForEvent"
+	// StepTypeInvoke is an Invoke step: it waits for its child's end as a
+	// waitForEvent step waits for an event, on the reserved type
+	// workflow.InvokeEventType(run, key).
+	StepTypeInvoke StepType = "invoke"
 )
 
 // StepStatus is the status of one step row.
@@ -114,7 +118,19 @@ type Instance struct {
 	ErrorMessage   string
 	PauseRequested bool
 	RunNumber      int
-	CreatedAt      time.Time
+	// Namespace scopes who may see and touch the instance (see
+	// InstanceRef.Namespace); ids stay unique per workflow across
+	// namespaces.
+	Namespace string
+	// Queue is the task queue the instance runs on: only runners that serve
+	// it claim its tasks.
+	Queue string
+	// Priority orders claims: a higher priority is claimed first.
+	Priority int
+	// DedupeKey, when not empty, is held by the instance while it is not
+	// terminal: a create with the same key returns it instead.
+	DedupeKey string
+	CreatedAt time.Time
 	// UpdatedAt moves when the instance changes: its status transitions
 	// (create, start, suspend, wake, pause, resume, terminate, restart,
 	// complete, fail) and a buffered event. A step checkpoint that leaves the
@@ -123,6 +139,25 @@ type Instance struct {
 	StartedAt      *time.Time
 	CompletedAt    *time.Time
 	RetentionUntil *time.Time
+	// DeadlineAt is when the instance errors with
+	// workflow.ErrorNameDeadlineExceeded if it has not ended; nil means none.
+	DeadlineAt *time.Time
+	// RunAttempt counts the runs of the current run number that workflow
+	// retries started: 1 until the first retry.
+	RunAttempt int
+	// Limited is true when the instance has a limited scope (a concurrency
+	// or rate limit, see LimitSpec): it holds, or waits for, a slot until it
+	// is terminal.
+	Limited bool
+	// WaitingFor, set by InstanceGet and InstanceList on a queued limited
+	// instance, says which limit holds it back; nil otherwise.
+	WaitingFor *WaitingFor
+	// Parent is the parent step that invoked the instance (a child of an
+	// Invoke step), from the columns its create recorded; nil for an
+	// instance that no step invoked. Every read that returns an instance
+	// carries it (the claims' fresh runs too): the runner delivers a
+	// child's end to it, and to nothing else.
+	Parent *ParentLink
 }
 
 // CreateResult is what a create reports for one instance it created.
@@ -131,6 +166,9 @@ type CreateResult struct {
 	// LeasedTask is the instance's first task as a create with a
 	// CreateLease leased it (eager start); nil when it was queued.
 	LeasedTask *Task
+	// Deduplicated says that Instance is an active instance that already
+	// held the create's dedupe key: nothing was created.
+	Deduplicated bool
 }
 
 // Step is one checkpointed step of an instance run.
@@ -155,6 +193,8 @@ type Step struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	CompletedAt   *time.Time
+	// StartedAt is when the step's latest attempt started (Do steps).
+	StartedAt *time.Time
 }
 
 // Event is an event sent to an instance run and buffered until a matching
@@ -185,6 +225,11 @@ type Task struct {
 	Version      int64
 	Attempts     int
 	LastError    string
+	// RunningSteps are the step attempts the task's holder runs now, as its
+	// last heartbeat at the task's current version reported them (empty
+	// while pending, before the holder's first heartbeat, or after its
+	// lease expired). TaskGet fills it; claims do not.
+	RunningSteps []RunningStep
 	// LeaseLosses counts the claims that took the task over from a holder
 	// whose lease had expired, since the task's last checkpoint that made
 	// progress (one that set ResetLeaseLosses, a suspend or a park) or the
@@ -193,6 +238,10 @@ type Task struct {
 	// runner's quarantine, and the runner stops the loop at its
 	// MaxLeaseLosses.
 	LeaseLosses int
+	// Queue is the task queue of the task's instance.
+	Queue string
+	// InstancePriority is the priority of the task's instance.
+	InstancePriority int
 }
 
 // Claim is one task TaskClaim leased.
@@ -229,8 +278,36 @@ type InstanceCreateParams struct {
 	// Lease, when set, creates the instance already started and its first
 	// task already leased to Lease.Owner (eager start), in the same
 	// transaction: see CreateLease. The leased task is returned in
-	// CreateResult.LeasedTask.
+	// CreateResult.LeasedTask. A create with a DedupeKey ignores it.
 	Lease *CreateLease
+	// Namespace is the instance's namespace; empty means
+	// workflow.DefaultNamespace.
+	Namespace string
+	// Queue is the instance's task queue; empty means workflow.DefaultQueue.
+	Queue string
+	// Priority is the instance's claim priority (workflow.MinPriority to
+	// workflow.MaxPriority; the database refuses others with
+	// ErrInvalidData).
+	Priority int
+	// DedupeKey, when not empty, makes the create return the active
+	// instance of the namespace and workflow that holds the key, with
+	// CreateResult.Deduplicated set, instead of creating one.
+	DedupeKey string
+	// DeadlineAt, when set, is the instance's deadline (Instance.DeadlineAt),
+	// written in the same transaction by a statement of its own: a create
+	// without one runs no statement more.
+	DeadlineAt *time.Time
+	// Limits are the limited scopes of the instance, in any order. When
+	// there are any, the instance is admitted under them in the same
+	// transaction (a Lease is then ignored): with a free slot in every
+	// scope its task is due when the rate limits allow; otherwise it stays
+	// queued without a task until a slot frees (see docs/limits.md).
+	// Empty costs nothing.
+	Limits []LimitSpec
+	// Parent, when set, records the instance as a child of the parent's
+	// invoking step, in the same transaction (a statement of its own: a
+	// create without one runs no statement more).
+	Parent *ParentLink
 }
 
 // CreateLease asks a create to start instances at once with their first task
@@ -252,6 +329,12 @@ type CreateLease struct {
 	// its share). The rest are queued as without a lease. InstanceCreate
 	// ignores it.
 	Max int
+	// Queues are the task queues Owner serves (empty: every queue). An event
+	// send (EventSendParams.Lease) and a release (CheckpointParams.
+	// ReleaseLease) lease no task of another queue: they make it due for a
+	// claim instead. A create does not look at them: the caller (the
+	// client) creates an instance of another queue without the lease.
+	Queues []string
 }
 
 // InstanceCreateManyParams are the arguments of Store.InstanceCreateMany.
@@ -262,8 +345,13 @@ type InstanceCreateManyParams struct {
 	// RecordHooks records an outbox entry (reason create) per created instance.
 	RecordHooks bool
 	// Lease, when set, starts up to Lease.Max of the created instances at
-	// once with their tasks leased (see CreateLease).
+	// once with their tasks leased (see CreateLease). The caller sets none
+	// for a batch with a limited item or a dedupe key (the client does not):
+	// a backend may ignore it for such a batch.
 	Lease *CreateLease
+	// Namespace is the namespace of every instance of the batch, as in
+	// InstanceCreateParams.
+	Namespace string
 }
 
 // InstanceCreateItem is one instance of a batch create.
@@ -271,12 +359,28 @@ type InstanceCreateItem struct {
 	ID       string
 	Params   json.RawMessage
 	Metadata json.RawMessage
+	// DedupeKey, when not empty, skips the item when an active instance of
+	// the namespace and workflow (or an earlier item of the batch) holds
+	// the key; that instance is returned in its place, with Deduplicated
+	// set.
+	DedupeKey string
+	// Queue and Priority place the instance as in InstanceCreateParams.
+	Queue    string
+	Priority int
+	// DeadlineAt is the instance's deadline, as InstanceCreateParams.DeadlineAt.
+	DeadlineAt *time.Time
+	// Limits are the item's limited scopes (see InstanceCreateParams.Limits).
+	Limits []LimitSpec
 }
 
 // InstanceRef names one instance.
 type InstanceRef struct {
 	WorkflowName string
 	ID           string
+	// Namespace, when not empty, finds the instance only in that namespace:
+	// an instance of another is ErrNotFound. Empty finds it in any.
+	// (Used by InstanceGet; TaskGet and RunLoad ignore it.)
+	Namespace string
 }
 
 // InstanceChangeParams are the arguments of the management transitions
@@ -288,6 +392,9 @@ type InstanceChangeParams struct {
 	// RecordHooks records an outbox entry when the change enqueues work:
 	// resume (reason resume) and restart (reason create).
 	RecordHooks bool
+	// Namespace, when not empty, changes the instance only in that
+	// namespace: an instance of another is ErrNotFound.
+	Namespace string
 }
 
 // InstanceListParams are the arguments of Store.InstanceList. Results are
@@ -298,8 +405,12 @@ type InstanceListParams struct {
 	WorkflowName string
 	// Statuses filters by status; empty means every status.
 	Statuses []workflow.InstanceStatus
-	Limit    int
-	Cursor   *InstanceCursor
+	// Namespace filters by namespace; empty lists every namespace.
+	Namespace string
+	// Queue filters by task queue; empty lists every queue.
+	Queue  string
+	Limit  int
+	Cursor *InstanceCursor
 }
 
 // InstanceCursor is the keyset position after which a page starts.
@@ -324,8 +435,12 @@ type EventSendParams struct {
 	// attempts go up by one, the instance becomes running), instead of
 	// making it due for a claim: the eager resume of an event sent in the
 	// process of a runner with a free slot. Lease.Max is ignored. No
-	// notification is sent for a leased task.
+	// notification is sent for a leased task. Only a task on one of
+	// Lease.Queues is leased; another is made due for a claim.
 	Lease *CreateLease
+	// Namespace, when not empty, sends only to an instance of that
+	// namespace: an instance of another is ErrNotFound.
+	Namespace string
 }
 
 // EventSendResult says what sending an event did.
@@ -368,6 +483,9 @@ type TaskClaimParams struct {
 	Owner string
 	// WorkflowNames limits claims to workflows the runner can execute.
 	WorkflowNames []string
+	// Queues limits claims to tasks on these task queues; empty claims
+	// on every queue.
+	Queues []string
 	// Max is the most tasks to claim.
 	Max int
 	// Now is compared with run_at and locked_until.
@@ -382,10 +500,22 @@ type TaskClaimParams struct {
 	ExcludeSuspects bool
 }
 
+// TaskNextRunAtParams are the arguments of Store.TaskNextRunAt.
+type TaskNextRunAtParams struct {
+	// WorkflowNames are the workflows the runner can execute.
+	WorkflowNames []string
+	// Queues are the task queues the runner serves; empty means every
+	// queue.
+	Queues []string
+}
+
 // TaskHeartbeatParams are the arguments of Store.TaskHeartbeat.
 type TaskHeartbeatParams struct {
 	Task        TaskRef
 	LockedUntil time.Time
+	// RunningSteps are the step attempts the holder runs now, written on the
+	// task with the lease (same statement) for history to show.
+	RunningSteps []RunningStep
 }
 
 // TaskReleaseParams are the arguments of Store.TaskRelease.
@@ -422,6 +552,8 @@ type StepWrite struct {
 	Result        json.RawMessage
 	ErrorName     string
 	ErrorMessage  string
+	// StartedAt is when the attempt the write records started (Do steps).
+	StartedAt *time.Time
 }
 
 // CheckpointOutcome says what a checkpoint does with the instance and its task.
@@ -435,9 +567,16 @@ const (
 	OutcomeContinue CheckpointOutcome = iota
 	// OutcomeSuspend sets the instance waiting (or paused, when a pause was
 	// requested) and releases the task until NextRunAt; a buffered event of one
-	// of WaitEventTypes makes it due at once instead.
+	// of WaitEventTypes makes it due at once instead. When the pause request
+	// carries a compensation request the runner has not taken up (the run's
+	// CompensationMarkerKey step with 0 attempts), the instance is queued
+	// instead, its pause request kept and its task due now as a resume with
+	// a resume hook entry (RecordHooks) and a notification: the result is
+	// queued and Due.
 	OutcomeSuspend
-	// OutcomePark sets the instance paused and releases the task.
+	// OutcomePark sets the instance paused and releases the task; a pause
+	// request that carries an untaken compensation request queues it as
+	// OutcomeSuspend says.
 	OutcomePark
 	// OutcomeComplete completes the instance with Output and deletes the task.
 	OutcomeComplete
@@ -476,6 +615,26 @@ type CheckpointParams struct {
 	// claimed with lease losses. (A suspend or park resets them anyway, and
 	// a run that ends deletes its task.)
 	ResetLeaseLosses bool
+	// RetryRun, only with OutcomeSuspend, starts the next attempt of a failed
+	// run (a workflow retry): see RunRetry.
+	RetryRun *RunRetry
+	// ReleaseLimits gives back, in the same transaction, the slots the
+	// instance holds in its limited scopes and admits the oldest waiting
+	// instances of those scopes: set it on a checkpoint that completes or
+	// errors a limited instance (Instance.Limited).
+	ReleaseLimits bool
+	// ReleaseLease, with ReleaseLimits, starts the first waiting instance
+	// of the same workflow, on one of ReleaseLease.Queues, that the release
+	// admits at once, with its task leased to ReleaseLease.Owner (the
+	// runner whose slot the ending instance frees; Max is ignored), as an
+	// eager start does: it comes back in CheckpointResult.Leased, with every
+	// column a claim's fresh run carries (its deadline and placement
+	// included), and is not made due for a claim.
+	ReleaseLease *CreateLease
+	// NotifyParent, only with OutcomeComplete or OutcomeError, delivers
+	// the end of a child's run to its parent in the same transaction (see
+	// ParentNotify). Only children set it.
+	NotifyParent *ParentNotify
 }
 
 // Batchable reports whether CheckpointBatch can take the checkpoint: one that
@@ -488,7 +647,18 @@ type CheckpointParams struct {
 func (p *CheckpointParams) Batchable() bool {
 	switch p.Outcome {
 	case OutcomeContinue, OutcomeComplete, OutcomeError:
-		return p.ConsumeEvent == nil && !p.ResetLeaseLosses
+		if p.ConsumeEvent != nil || p.ResetLeaseLosses || p.ReleaseLimits || p.NotifyParent != nil {
+			return false
+		}
+		// A failed attempt is kept as a row of its own (StepAttempt), which
+		// the group commit does not write: a failure is rare, and commits
+		// alone.
+		for i := range p.Steps {
+			if p.Steps[i].RecordsFailedAttempt() {
+				return false
+			}
+		}
+		return true
 	}
 	return false
 }
@@ -497,6 +667,18 @@ func (p *CheckpointParams) Batchable() bool {
 type ConsumeEvent struct {
 	Type    string
 	StepKey string
+	// StepType is the type the step is written with when it has no row
+	// yet: StepTypeWaitForEvent (when empty) or StepTypeInvoke. A step
+	// that has a row keeps its type.
+	StepType StepType
+}
+
+// StepTypeOrWait is t, or StepTypeWaitForEvent when t is empty.
+func StepTypeOrWait(t StepType) StepType {
+	if t == "" {
+		return StepTypeWaitForEvent
+	}
+	return t
 }
 
 // CheckpointResult is what a committed checkpoint reports back.
@@ -512,6 +694,16 @@ type CheckpointResult struct {
 	Due bool
 	// Status is the instance status after the checkpoint.
 	Status workflow.InstanceStatus
+	// Admitted names the workflows of the waiting instances a checkpoint
+	// with ReleaseLimits admitted and made due now (each once), so the
+	// caller wakes runners for them.
+	Admitted []string
+	// Leased is the instance a ReleaseLease started, with its leased task;
+	// nil when none was.
+	Leased *CreateResult
+	// ParentWoken is true when a NotifyParent made the parent's task due,
+	// so the caller wakes runners of the parent's workflow.
+	ParentWoken bool
 }
 
 // CheckpointBatchResult is the outcome of one item of BatchCheckpointer.CheckpointBatch.
@@ -616,6 +808,10 @@ type OutboxPruneParams struct {
 type Store interface {
 	ScheduleStore
 	FlowStore
+	AttemptStore
+	LimitStore
+	WorkerStore
+	ChildStore
 
 	// InstanceCreate inserts a queued instance and its first task (kind run, due
 	// now), or with p.Lease a running instance whose task is leased to
@@ -627,7 +823,8 @@ type Store interface {
 	// skipped. With p.Lease, those of the first p.Lease.Max items that are
 	// created are started with their tasks leased (see CreateLease).
 	InstanceCreateMany(ctx context.Context, p *InstanceCreateManyParams) ([]CreateResult, error)
-	// InstanceGet returns one instance or ErrNotFound.
+	// InstanceGet returns one instance or ErrNotFound (also when
+	// ref.Namespace is set and the instance is in another namespace).
 	InstanceGet(ctx context.Context, ref InstanceRef) (*Instance, error)
 	// InstanceList returns a page of instances, newest update first.
 	InstanceList(ctx context.Context, p *InstanceListParams) ([]*Instance, error)
@@ -639,11 +836,31 @@ type Store interface {
 	// now; any other status, terminal ones included, is left alone.
 	InstanceResume(ctx context.Context, p *InstanceChangeParams) (*Instance, error)
 	// InstanceTerminate terminates a non-terminal instance and deletes its
-	// task. It returns ErrTerminal for terminal instances.
+	// task, and in the same transaction its children with
+	// ParentPolicyTerminate that have not ended, recursively. It returns
+	// ErrTerminal for terminal instances.
 	InstanceTerminate(ctx context.Context, p *InstanceChangeParams) (*Instance, error)
+	// InstanceCompensate asks for the compensation of a live instance's
+	// current run, as transition.Compensate says: it records the request
+	// (the step CompensationMarkerKey) and asks a running instance to stop
+	// at its next step boundary (a pause request the runner takes up with
+	// CompensationTake); any other live instance is queued with its task
+	// due now. A second request changes nothing; a terminal instance is
+	// ErrTerminal. A suspend or park that commits before the runner took
+	// the request up queues the instance instead of pausing it (see
+	// OutcomeSuspend), so a user's pause asked for while the request waits
+	// is dropped.
+	InstanceCompensate(ctx context.Context, p *InstanceCompensateParams) (*Instance, error)
+	// CompensationTake, fenced by the held task, takes up the compensation
+	// request of the run: when one was made and not taken yet, it clears
+	// the pause request that carried it (a waitingForPause instance is
+	// running again), marks the request taken and returns true.
+	CompensationTake(ctx context.Context, p *CompensationTakeParams) (bool, error)
 	// InstanceRestart starts a new run (run_number + 1) of any instance: status
 	// queued, output, error and pause cleared, a new task version due now so
-	// that a runner still holding the old run is fenced out.
+	// that a runner still holding the old run is fenced out. In the same
+	// transaction it terminates the children of the earlier runs with
+	// ParentPolicyTerminate that have not ended, recursively.
 	InstanceRestart(ctx context.Context, p *InstanceChangeParams) (*Instance, error)
 
 	// EventSend buffers an event for the instance's current run and, when the
@@ -655,9 +872,10 @@ type Store interface {
 	// StepList returns the steps of one run of an instance in creation order.
 	StepList(ctx context.Context, p *StepListParams) ([]*Step, error)
 
-	// TaskClaim leases up to Max due tasks of the named workflows: pending tasks
-	// with run_at <= Now and processing tasks whose lease expired, resuming work
-	// first, then oldest run_at. Tasks of paused and terminal instances are never
+	// TaskClaim leases up to Max due tasks of the named workflows on the
+	// named queues: pending tasks with run_at <= Now and processing tasks
+	// whose lease expired, higher instance priority first, then resuming
+	// work, then oldest run_at. Tasks of paused and terminal instances are never
 	// claimed. Claiming increments each task's version and marks the instance
 	// running.
 	TaskClaim(ctx context.Context, p *TaskClaimParams) ([]Claim, error)
@@ -668,9 +886,10 @@ type Store interface {
 	TaskRelease(ctx context.Context, p *TaskReleaseParams) error
 	// TaskGet returns the task of an instance, or ErrNotFound when it has none.
 	TaskGet(ctx context.Context, ref InstanceRef) (*Task, error)
-	// TaskNextRunAt returns the earliest run_at of claimable pending tasks of the
-	// named workflows, or nil when there is none.
-	TaskNextRunAt(ctx context.Context, workflowNames []string) (*time.Time, error)
+	// TaskNextRunAt returns the earliest run_at of claimable pending tasks
+	// (or lease expiry of processing ones) of the named workflows on the
+	// named queues, or nil when there is none.
+	TaskNextRunAt(ctx context.Context, p *TaskNextRunAtParams) (*time.Time, error)
 
 	// RunLoad returns the instance and the steps of its current run.
 	RunLoad(ctx context.Context, ref InstanceRef) (*RunState, error)
@@ -716,4 +935,16 @@ type BatchCheckpointer interface {
 	// value of any item, which the caller finds by committing the items one
 	// by one.
 	CheckpointBatch(ctx context.Context, ps []*CheckpointParams) ([]CheckpointBatchResult, error)
+}
+
+// CreatePlacement returns the namespace and queue a create writes: the given
+// ones, or workflow.DefaultNamespace and workflow.DefaultQueue when empty.
+func CreatePlacement(namespace, queue string) (string, string) {
+	if namespace == "" {
+		namespace = workflow.DefaultNamespace
+	}
+	if queue == "" {
+		queue = workflow.DefaultQueue
+	}
+	return namespace, queue
 }

@@ -83,7 +83,33 @@ func Register(reg *workflow.Registry, f *Flow) (*workflow.Binding[json.RawMessag
 	if f == nil {
 		return nil, fmt.Errorf("%w: flow is nil", workflow.ErrInvalidRequest)
 	}
-	return workflow.Register[json.RawMessage, json.RawMessage](reg, f.def.ID, f)
+	return workflow.Register[json.RawMessage, json.RawMessage](reg, f.def.ID, f, f.options()...)
+}
+
+// options are the registration options of the flow's workflow-level
+// settings: its deadline and its workflow retry.
+func (f *Flow) options() []workflow.Option {
+	var opts []workflow.Option
+	if d := f.def.Deadline; d != nil {
+		opts = append(opts, workflow.WithDeadline(d.Std()))
+	}
+	if r := f.def.Retry; r != nil {
+		opts = append(opts, workflow.WithWorkflowRetry(r.Policy()))
+	}
+	return opts
+}
+
+// settings are the flow's workflow-level settings (Validate checked them).
+func (f *Flow) settings() workflow.Settings {
+	var s workflow.Settings
+	if d := f.def.Deadline; d != nil {
+		s.Deadline = d.Std()
+	}
+	if r := f.def.Retry; r != nil {
+		p := r.Policy()
+		s.Retry = &p
+	}
+	return s
 }
 
 // ID returns the flow's id.
@@ -145,6 +171,27 @@ func (f *Flow) runStep(ctx context.Context, step workflow.Step, s *Step, visit i
 			return "", err
 		}
 		return s.Transitions.OnSuccess, nil
+	case invoker:
+		input, _, err := s.Input.Select(state)
+		if err != nil {
+			return "", fmt.Errorf("step %q: %w", name, err)
+		}
+		opts, err := h.invokeOptions(s.Config, input)
+		if err != nil {
+			return "", fmt.Errorf("step %q: %w", name, err)
+		}
+		raw, err := step.Invoke(name, opts)
+		if err != nil {
+			return f.failed(s, childFailure(name, err), state)
+		}
+		out, err := decodeValue(raw)
+		if err != nil {
+			return "", fmt.Errorf("step %q: decoding the child's output: %w", name, err)
+		}
+		if err := f.store(s, out, state); err != nil {
+			return "", err
+		}
+		return s.Transitions.OnSuccess, nil
 	case waiter:
 		opts, err := h.waitOptions(s.Config)
 		if err != nil {
@@ -186,7 +233,7 @@ func (f *Flow) runStep(ctx context.Context, step workflow.Step, s *Step, visit i
 			StepID: s.ID, Visit: visit,
 			Config: s.Config, Input: input, Context: snapshot,
 		})
-	}, f.stepOptions(s)...)
+	}, f.doOptions(s, visit, state)...)
 	mu.Lock()
 	returned = true
 	mu.Unlock()
@@ -215,6 +262,16 @@ func (f *Flow) runStep(ctx context.Context, step workflow.Step, s *Step, visit i
 		return next, nil
 	}
 	return s.Transitions.OnSuccess, nil
+}
+
+// doOptions are the options of the Do step of a visit of s: its own, and
+// its compensation when it has one.
+func (f *Flow) doOptions(s *Step, visit int, state map[string]any) []workflow.StepOption {
+	opts := f.stepOptions(s)
+	if s.Compensate != "" {
+		opts = append(opts, f.compensation(s, visit, state))
+	}
+	return opts
 }
 
 func (f *Flow) stepOptions(s *Step) []workflow.StepOption {

@@ -165,7 +165,7 @@ func TestFlowOnFailure(t *testing.T) {
 	const js = `{
 	  "id": "fail", "version": "1.0.0", "initialStepId": "risky",
 	  "steps": {
-	    "risky": {"id": "risky", "type": "count", "outputKey": "risky", "retries": {"limit": 2, "delay": "1 second", "backoff": "constant"},
+	    "risky": {"id": "risky", "type": "count", "outputKey": "risky", "retries": {"limit": 2, "delay": "1 second", "backoff": "constant", "jitter": false},
 	              "transitions": {"onSuccess": "ok", "onFailure": "recover"}},
 	    "ok": {"id": "ok", "type": "set", "config": {"values": {"path": {"value": "ok"}}}},
 	    "recover": {"id": "recover", "type": "set", "config": {"values": {"path": {"value": "recovered"}, "why": {"path": "risky.name"}}}}
@@ -415,7 +415,7 @@ func TestRegister(t *testing.T) {
 func TestNewHandlers(t *testing.T) {
 	t.Parallel()
 	hs := builtins(t)
-	require.Equal(t, []string{"branch", "delay", "exec", "http", "set", "transform", "wait-for-event"}, hs.Types())
+	require.Equal(t, []string{"branch", "delay", "exec", "http", "set", "subflow", "transform", "wait-for-event"}, hs.Types())
 	_, err := flow.NewHandlers(flow.WithHandler(nil))
 	require.Error(t, err)
 	_, err = flow.NewHandlers(flow.WithHandler(&namedHandler{typ: "bad type"}))
@@ -434,3 +434,7 @@ type namedHandler struct{ typ string }
 func (h *namedHandler) Type() string                                       { return h.typ }
 func (h *namedHandler) Validate(json.RawMessage) error                     { return nil }
 func (h *namedHandler) Run(context.Context, *flow.Invocation) (any, error) { return nil, nil }
+
+func (s *memStep) Invoke(name string, _ workflow.InvokeOptions) (json.RawMessage, error) {
+	return nil, fmt.Errorf("memStep: invoke %q is not supported", name)
+}

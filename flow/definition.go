@@ -63,6 +63,28 @@ type Definition struct {
 	// empty outputs the whole context. A path that is missing at the end
 	// outputs null.
 	Output string `json:"output,omitempty"`
+	// Queue is the task queue the flow's instances run on unless their
+	// Create call names another: only runners that serve it run them. It
+	// follows workflow.ValidateQueueName. An instance runs on the queue of
+	// the version it is pinned to.
+	//
+	// Defaults to workflow.DefaultQueue.
+	Queue string `json:"queue,omitempty"`
+	// Deadline, when set, is how long after its creation an instance may
+	// run before it errors with DeadlineExceeded (workflow.WithDeadline).
+	// A stored flow's instances follow the version they pin.
+	Deadline *workflow.Duration `json:"deadline,omitempty"`
+	// Retry, when set, runs a failed run again after a backoff, replaying
+	// the steps that completed (workflow.WithWorkflowRetry). A stored
+	// flow's instances follow the version they pin.
+	Retry *RetryPolicy `json:"retry,omitempty"`
+	// MaxRunning is the most admitted, not yet terminal instances of the
+	// flow (docs/limits.md); absent for no limit.
+	MaxRunning *int `json:"maxRunning,omitempty"`
+	// RateLimit limits the starts of the flow's instances.
+	RateLimit *Rate `json:"rateLimit,omitempty"`
+	// Concurrency is the flow's concurrency key and its limits.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
 }
 
 // Step is one node of a flow.
@@ -91,6 +113,16 @@ type Step struct {
 	//
 	// Defaults to 10 minutes (workflow.DefaultStepTimeout).
 	Timeout *workflow.Duration `json:"timeout,omitempty"`
+	// Compensate names the step that undoes this one (a saga's
+	// compensation, see workflow.Compensate): once this step completed, if
+	// the flow then fails for good or a caller asks for its compensation,
+	// the named step's handler runs with its own config, input (selected
+	// from the context as it is then), retries and timeout, as the durable
+	// step "compensate:<this step's name>" (for example
+	// "compensate:reserve#1"), in the reverse order of completion. Its output is discarded and its transitions are not
+	// followed. Only a step that runs a handler (not a sleep, a wait or a
+	// branch) can have or be a compensation.
+	Compensate string `json:"compensate,omitempty"`
 }
 
 // Transitions say which step follows a step.
@@ -124,6 +156,23 @@ type RetryPolicy struct {
 	//
 	// Defaults to exponential.
 	Backoff workflow.Backoff `json:"backoff,omitempty"`
+	// Unlimited retries without end (Limit is then ignored).
+	//
+	// Defaults to false.
+	Unlimited bool `json:"unlimited,omitempty"`
+	// MaxDelay caps each wait, jitter included ("5 minutes").
+	//
+	// Defaults to no cap below workflow.MaxSleep.
+	MaxDelay *workflow.Duration `json:"maxDelay,omitempty"`
+	// Jitter spreads each wait by ±20% (workflow.JitterFraction); false
+	// turns it off.
+	//
+	// Defaults to true.
+	Jitter *bool `json:"jitter,omitempty"`
+	// NonRetryable lists error names that fail the step at once, without
+	// the retries left: for example "HttpError" or the name a code step's
+	// error reports.
+	NonRetryable []string `json:"nonRetryable,omitempty"`
 }
 
 // Policy returns the workflow retry policy with defaults filled in.
@@ -141,6 +190,16 @@ func (p *RetryPolicy) Policy() workflow.RetryPolicy {
 	if p.Backoff != "" {
 		out.Backoff = p.Backoff
 	}
+	if p.Unlimited {
+		out.Limit = workflow.UnlimitedRetries
+	}
+	if p.MaxDelay != nil {
+		out.MaxDelay = p.MaxDelay.Std()
+	}
+	if p.Jitter != nil {
+		out.NoJitter = !*p.Jitter
+	}
+	out.NonRetryable = p.NonRetryable
 	return out
 }
 

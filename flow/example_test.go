@@ -98,5 +98,5 @@ func ExampleNewHandlers() {
 		return
 	}
 	fmt.Println(hs.Types())
-	// Output: [branch delay exec http set transform wait-for-event]
+	// Output: [branch delay exec http set subflow transform wait-for-event]
 }

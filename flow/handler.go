@@ -91,6 +91,11 @@ type waiter interface {
 	waitOptions(config json.RawMessage) (workflow.WaitOptions, error)
 }
 
+// invoker handlers become step.Invoke (subflow).
+type invoker interface {
+	invokeOptions(config json.RawMessage, input any) (workflow.InvokeOptions, error)
+}
+
 // router handlers choose the next step: they record it in their result.
 type router interface {
 	// targets lists the step ids the config may route to, with their paths
@@ -132,7 +137,7 @@ func WithHandler(h Handler) HandlersOption {
 
 // NewHandlers returns the built-in handlers with their default configuration
 // — http (no internal addresses), delay, branch, transform, set,
-// wait-for-event and exec (no commands) — plus or replaced by those given
+// wait-for-event, exec (no commands) and subflow — plus or replaced by those given
 // with WithHandler.
 func NewHandlers(opts ...HandlersOption) (*Handlers, error) {
 	var o handlersOptions
@@ -154,7 +159,7 @@ func NewHandlers(opts ...HandlersOption) (*Handlers, error) {
 		return nil, err
 	}
 	hs := &Handlers{byType: map[string]Handler{}}
-	for _, h := range []Handler{httpH, delayHandler{}, branchHandler{}, transformH, setHandler{}, waitHandler{}, execH} {
+	for _, h := range []Handler{httpH, delayHandler{}, branchHandler{}, transformH, setHandler{}, waitHandler{}, execH, subflowHandler{}} {
 		hs.byType[h.Type()] = h
 	}
 	for _, h := range o.handlers {

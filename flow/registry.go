@@ -183,6 +183,9 @@ func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, 
 	if err != nil {
 		return nil, err
 	}
+	if err := r.checkSubflowCycles(ctx, def); err != nil {
+		return nil, err
+	}
 	// A valid flow may still hold a value some backend cannot store; what
 	// validation refuses is answered with the problem's path first.
 	if err := workflow.ValidatePayloadPortable("the flow definition", definition); err != nil {
@@ -261,7 +264,8 @@ func (r *Registry) register(id string) error {
 	if r.flows[id] {
 		return nil
 	}
-	if _, err := workflow.Register(r.cfg.Registry, id, &flowWorkflow{id: id, runs: r.runs}); err != nil {
+	if _, err := workflow.Register(r.cfg.Registry, id, &flowWorkflow{id: id, runs: r.runs},
+		workflow.WithSettingsFunc(r.settingsFunc(id))); err != nil {
 		return fmt.Errorf("registering flow %q: %w", id, err)
 	}
 	r.flows[id] = true

@@ -68,7 +68,7 @@ func newProcessWith(t *testing.T, h *testharness.Harness, opts ...processOption)
 	}
 	flows, err := flow.New(cfg)
 	require.NoError(t, err)
-	c, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: flows.Metadata})
+	c, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: flows.Metadata, LimitsFunc: flows.Limits})
 	require.NoError(t, err)
 	return &process{t: t, h: h, flows: flows, client: c}
 }

@@ -266,3 +266,27 @@ func (c *runCache) retry(ctx context.Context, what string, f func() error) error
 		delay = min(2*delay, retryMax)
 	}
 }
+
+// settingsFunc returns the workflow.SettingsFunc of the stored flow id: an
+// instance follows the "deadline" and "retry" of the version its metadata
+// pins (the latest at create, as the client pins it before it calls this).
+func (r *Registry) settingsFunc(id string) workflow.SettingsFunc {
+	return func(ctx context.Context, metadata json.RawMessage) (workflow.Settings, error) {
+		pin, err := PinOf(metadata)
+		if err != nil || pin == nil || pin.Version == "" || pin.ID != id {
+			// No usable pin: the run reports it (ErrorNameInvalidPin), not
+			// the create.
+			return workflow.Settings{}, nil
+		}
+		f, err := r.runs.compiled(ctx, id, pin.Version, false)
+		if isRunError(err) {
+			// A version that cannot run fails its run (for example
+			// ErrorNameVersionNotFound), not the create.
+			return workflow.Settings{}, nil
+		}
+		if err != nil {
+			return workflow.Settings{}, err
+		}
+		return f.settings(), nil
+	}
+}

@@ -42,6 +42,19 @@ func (v *validator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
 }
 
+// retryExtras checks the retry fields of fleet control: maxDelay and
+// nonRetryable.
+func (v *validator) retryExtras(path string, r *RetryPolicy) {
+	if r.MaxDelay != nil && r.MaxDelay.Std() < 0 {
+		v.add(path+".maxDelay", "must not be negative")
+	}
+	for i, n := range r.NonRetryable {
+		if strings.TrimSpace(n) == "" {
+			v.add(fmt.Sprintf("%s.nonRetryable[%d]", path, i), "must be an error name, not empty")
+		}
+	}
+}
+
 func (v *validator) run() {
 	def := v.def
 	switch {
@@ -60,8 +73,28 @@ func (v *validator) run() {
 			v.add("output", "%v", err)
 		}
 	}
+	if def.Queue != "" && workflow.ValidateQueueName(def.Queue) != nil {
+		v.add("queue", "%q must be 1 to %d characters of letters, digits, '_' and '-', not starting with '-'", def.Queue, workflow.MaxQueueNameLength)
+	}
 	if len(def.Steps) == 0 {
 		v.add("steps", "a flow needs at least one step")
+	}
+	if def.Deadline != nil {
+		if err := workflow.ValidateDeadline(def.Deadline.Std()); err != nil {
+			v.add("deadline", "must be positive and at most %s", workflow.FormatDuration(workflow.MaxSleep))
+		}
+	}
+	if r := def.Retry; r != nil {
+		if r.Limit != nil && *r.Limit < 0 {
+			v.add("retry.limit", "must not be negative")
+		}
+		if r.Delay != nil && r.Delay.Std() < 0 {
+			v.add("retry.delay", "must not be negative")
+		}
+		if err := (workflow.RetryPolicy{Backoff: r.Backoff}).Validate(); err != nil {
+			v.add("retry.backoff", "unknown backoff %q (use constant, linear or exponential)", r.Backoff)
+		}
+		v.retryExtras("retry", r)
 	}
 	switch {
 	case def.InitialStepID == "":
@@ -73,6 +106,7 @@ func (v *validator) run() {
 		v.step(key, def.Steps[key])
 	}
 	v.reachability()
+	v.limits()
 }
 
 func (v *validator) step(key string, s *Step) {
@@ -111,12 +145,14 @@ func (v *validator) step(key string, s *Step) {
 		if err := (workflow.RetryPolicy{Backoff: r.Backoff}).Validate(); err != nil {
 			v.add(path+".retries.backoff", "unknown backoff %q (use constant, linear or exponential)", r.Backoff)
 		}
+		v.retryExtras(path+".retries", r)
 	}
 	if s.Timeout != nil && s.Timeout.Std() <= 0 {
 		v.add(path+".timeout", "must be positive")
 	}
 	v.transition(path+".transitions.onSuccess", s.Transitions.OnSuccess)
 	v.transition(path+".transitions.onFailure", s.Transitions.OnFailure)
+	v.compensate(path+".compensate", key, s)
 
 	if s.Type == "" {
 		v.add(path+".type", "is required (one of %s)", strings.Join(v.hs.Types(), ", "))
@@ -199,6 +235,13 @@ func (v *validator) reachability() {
 			if n != "" && n != End && !seen[n] {
 				queue = append(queue, n)
 			}
+		}
+	}
+	// A step that only compensates is reached as a compensation; its own
+	// transitions are never followed.
+	for id := range seen {
+		if c := v.def.Steps[id].Compensate; c != "" && v.def.Steps[c] != nil {
+			seen[c] = true
 		}
 	}
 	for _, key := range sortedKeys(v.def.Steps) {

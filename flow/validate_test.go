@@ -144,8 +144,8 @@ func TestValidationMessages(t *testing.T) {
 			step(d, "failed")["transitions"] = obj(`{"onSuccess": "bad#id"}`)
 		}), "steps.bad#id", `step id "bad#id" must be`},
 		{"NullStep", mutate(t, func(d map[string]any) { d["steps"].(map[string]any)["ghost"] = nil }), "steps.ghost", "must be an object"},
-		{"MissingType", mutate(t, func(d map[string]any) { delete(step(d, "pause"), "type") }), "steps.pause.type", "is required (one of branch, delay, exec, http, picky, set, transform, wait-for-event)"},
-		{"UnknownType", mutate(t, func(d map[string]any) { step(d, "pause")["type"] = "sleep" }), "steps.pause.type", `unknown step type "sleep" (known: branch, delay, exec, http, picky, set, transform, wait-for-event)`},
+		{"MissingType", mutate(t, func(d map[string]any) { delete(step(d, "pause"), "type") }), "steps.pause.type", "is required (one of branch, delay, exec, http, picky, set, subflow, transform, wait-for-event)"},
+		{"UnknownType", mutate(t, func(d map[string]any) { step(d, "pause")["type"] = "sleep" }), "steps.pause.type", `unknown step type "sleep" (known: branch, delay, exec, http, picky, set, subflow, transform, wait-for-event)`},
 		{"TransitionToMissingStep", mutate(t, func(d map[string]any) { step(d, "prepare")["transitions"] = obj(`{"onSuccess": "fetsh"}`) }), "steps.prepare.transitions.onSuccess", `no step "fetsh"`},
 		{"OnFailureToMissingStep", mutate(t, func(d map[string]any) {
 			step(d, "fetch")["transitions"] = obj(`{"onSuccess": "upper", "onFailure": "oops"}`)

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // Action is what a route does, for authorization: every route asks for
@@ -23,7 +25,8 @@ const (
 	ActionRead Action = "read"
 	// ActionCreate creates instances, one or a batch.
 	ActionCreate Action = "create"
-	// ActionManage pauses, resumes, terminates and restarts instances.
+	// ActionManage pauses, resumes, compensates, terminates and restarts
+	// instances.
 	ActionManage Action = "manage"
 	// ActionEvents sends events to instances.
 	ActionEvents Action = "events"
@@ -43,8 +46,11 @@ const (
 	ActionTick Action = "tick"
 )
 
-// allActions are the actions a token may name; wildcardActions are those "*" grants.
+// allActions are the actions a token may name; wildcardActions are those
+// "*" grants; unscopedActions act outside any namespace, so a token limited
+// to namespaces may not carry them.
 var (
+	unscopedActions = []Action{ActionFlows, ActionSchedules, ActionTick}
 	allActions      = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules, ActionTick}
 	wildcardActions = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules}
 )
@@ -66,6 +72,13 @@ type Token struct {
 	Hash [32]byte
 	// Scopes are the actions the token allows.
 	Scopes []Action
+	// Namespaces, when set, limits the token to instances of these
+	// namespaces: a request may select only them (403 otherwise), one that
+	// selects none acts in the first, and an instance of any other is not
+	// found (404), as one that does not exist. Empty allows every
+	// namespace. A token limited to namespaces may not carry the flows,
+	// schedules or tick scopes, which act outside any namespace.
+	Namespaces []string
 }
 
 // NewToken returns a token for secret with the given scopes. The secret
@@ -78,7 +91,9 @@ var tokenNameRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$`)
 
 // ParseToken parses a token spec "name:secret:scopes", such as
 // "ci:s3cret:read,create,events", or "name:sha256=<64 hex digits>:scopes",
-// which names the secret by its SHA-256 so the spec holds no secret. Scopes
+// which names the secret by its SHA-256 so the spec holds no secret. The
+// scopes may end in "@" and a comma-separated list of namespaces, which
+// limits the token to them (Token.Namespaces): "acme:s3cret:read,create@acme". Scopes
 // are a comma-separated list of actions (read, create, manage, events,
 // flows, schedules, tick); "*" stands for every action except tick, which is always named:
 // "cron:…:tick", "admin:…:*,tick". The secret may contain colons; the name
@@ -106,11 +121,32 @@ func ParseToken(spec string) (Token, error) {
 	} else {
 		tok.Hash = sha256.Sum256([]byte(secret))
 	}
+	scopeList, nsList, limited := strings.Cut(scopeList, "@")
 	scopes, err := parseScopes(scopeList)
 	if err != nil {
 		return Token{}, fmt.Errorf("httpapi: token %q: %w", name, err)
 	}
 	tok.Scopes = scopes
+	if limited {
+		if strings.Contains(scopeList, "*") {
+			// "*" of a namespaced token grants what acts in namespaces.
+			tok.Scopes = slices.DeleteFunc(tok.Scopes, func(a Action) bool { return slices.Contains(unscopedActions, a) })
+		}
+		for _, a := range tok.Scopes {
+			if slices.Contains(unscopedActions, a) {
+				return Token{}, fmt.Errorf("httpapi: token %q is limited to namespaces and cannot have the %q scope, which acts outside them", name, a)
+			}
+		}
+		for ns := range strings.SplitSeq(nsList, ",") {
+			ns = strings.TrimSpace(ns)
+			if err := workflow.ValidateNamespace(ns); err != nil {
+				return Token{}, fmt.Errorf("httpapi: token %q: %w", name, err)
+			}
+			if !slices.Contains(tok.Namespaces, ns) {
+				tok.Namespaces = append(tok.Namespaces, ns)
+			}
+		}
+	}
 	return tok, nil
 }
 
@@ -158,6 +194,14 @@ func newTokenSet(tokens []Token) (tokenSet, error) {
 			if !slices.Contains(allActions, s) {
 				return nil, fmt.Errorf("httpapi: token %q has unknown scope %q", t.Name, s)
 			}
+			if len(t.Namespaces) > 0 && slices.Contains(unscopedActions, s) {
+				return nil, fmt.Errorf("httpapi: token %q is limited to namespaces and cannot have the %q scope, which acts outside them", t.Name, s)
+			}
+		}
+		for _, ns := range t.Namespaces {
+			if err := workflow.ValidateNamespace(ns); err != nil {
+				return nil, fmt.Errorf("httpapi: token %q: %w", t.Name, err)
+			}
 		}
 		for _, o := range set {
 			if o.Name == t.Name {
@@ -168,6 +212,7 @@ func newTokenSet(tokens []Token) (tokenSet, error) {
 			}
 		}
 		t.Scopes = slices.Clone(t.Scopes)
+		t.Namespaces = slices.Clone(t.Namespaces)
 		set = append(set, t)
 	}
 	return set, nil
@@ -177,9 +222,15 @@ func newTokenSet(tokens []Token) (tokenSet, error) {
 // presented secret and compares it with every configured hash, so the time
 // it takes does not depend on which token, if any, matched.
 func (set tokenSet) authorize(r *http.Request, action Action) error {
+	_, err := set.match(r, action)
+	return err
+}
+
+// match is authorize that returns the token that allowed the request.
+func (set tokenSet) match(r *http.Request, action Action) (Token, error) {
 	secret, err := bearer(r)
 	if err != nil {
-		return err
+		return Token{}, err
 	}
 	sum := sha256.Sum256([]byte(secret))
 	match := -1
@@ -188,13 +239,13 @@ func (set tokenSet) authorize(r *http.Request, action Action) error {
 		match = subtle.ConstantTimeSelect(eq, i, match)
 	}
 	if match < 0 {
-		return fmt.Errorf("%w: unknown bearer token", ErrUnauthorized)
+		return Token{}, fmt.Errorf("%w: unknown bearer token", ErrUnauthorized)
 	}
 	t := set[match]
 	if !slices.Contains(t.Scopes, action) {
-		return fmt.Errorf("%w: token %q lacks the %q scope", ErrForbidden, t.Name, action)
+		return Token{}, fmt.Errorf("%w: token %q lacks the %q scope", ErrForbidden, t.Name, action)
 	}
-	return nil
+	return t, nil
 }
 
 // bearer returns the secret of an "Authorization: Bearer <secret>" header.

@@ -116,6 +116,7 @@ var routeActions = []struct {
 	{"GET", "/api/workflows/greet/instances/hook-1/history", "", httpapi.ActionRead},
 	{"POST", "/api/workflows/greet/instances/hook-1/terminate", "", httpapi.ActionManage},
 	{"POST", "/api/workflows/greet/instances/hook-1/restart", "", httpapi.ActionManage},
+	{"POST", "/api/workflows/greet/instances/hook-1/compensate", "", httpapi.ActionManage},
 	{"POST", "/api/_runner/tick", `{"maxInstances":1}`, httpapi.ActionTick},
 }
 

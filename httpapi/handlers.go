@@ -63,11 +63,11 @@ func (s *Server) listInstances(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q, err := query(c, []string{"status", "pageSize", "cursor"}, "status")
+	q, err := query(c, []string{"status", "pageSize", "cursor", "queue"}, "status")
 	if err != nil {
 		return err
 	}
-	p := client.ListParams{WorkflowName: name, Cursor: q.Get("cursor")}
+	p := client.ListParams{WorkflowName: name, Cursor: q.Get("cursor"), Queue: q.Get("queue")}
 	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, MaxPageSize); err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *Server) listInstances(c echo.Context) error {
 	if name == "" {
 		return fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
 	}
-	res, err := s.client.List(c.Request().Context(), p)
+	res, err := s.scoped(c).List(c.Request().Context(), p)
 	if err != nil {
 		return err
 	}
@@ -98,11 +98,18 @@ func (s *Server) createInstance(c echo.Context) error {
 		return err
 	}
 	prov := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path())
-	info, err := s.client.Create(c.Request().Context(), name, workflow.CreateRequest{ID: req.ID, Params: req.Params, Metadata: prov.Metadata()})
+	info, err := s.scoped(c).Create(c.Request().Context(), name, workflow.CreateRequest{
+		ID: req.ID, Params: req.Params, Metadata: prov.Metadata(),
+		Queue: req.Queue, Priority: req.Priority, DedupeKey: req.DedupeKey, Deadline: req.DeadlineTime(),
+	})
 	if err != nil {
 		return err
 	}
 	c.Response().Header().Set("Location", s.instancePath(info))
+	if info.Deduplicated {
+		// Nothing was created: the answer is the instance that holds the key.
+		return reply(c, http.StatusOK, info)
+	}
 	return reply(c, http.StatusCreated, info)
 }
 
@@ -118,9 +125,12 @@ func (s *Server) createBatch(c echo.Context) error {
 	meta := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path()).Metadata()
 	reqs := make([]workflow.CreateRequest, len(req.Instances))
 	for i, r := range req.Instances {
-		reqs[i] = workflow.CreateRequest{ID: r.ID, Params: r.Params, Metadata: meta}
+		reqs[i] = workflow.CreateRequest{
+			ID: r.ID, Params: r.Params, Metadata: meta,
+			Queue: r.Queue, Priority: r.Priority, DedupeKey: r.DedupeKey, Deadline: r.DeadlineTime(),
+		}
 	}
-	created, err := s.client.CreateBatch(c.Request().Context(), name, reqs)
+	created, err := s.scoped(c).CreateBatch(c.Request().Context(), name, reqs)
 	if err != nil {
 		return err
 	}
@@ -152,7 +162,7 @@ func (s *Server) get(c echo.Context, name, id string) error {
 	if _, err := query(c, nil); err != nil {
 		return err
 	}
-	info, err := s.client.Get(c.Request().Context(), name, id)
+	info, err := s.scoped(c).Get(c.Request().Context(), name, id)
 	if err != nil {
 		return err
 	}
@@ -161,7 +171,7 @@ func (s *Server) get(c echo.Context, name, id string) error {
 
 // change returns the handler of a life-cycle route: pause, resume, terminate
 // or restart. The body, if any, must be an empty JSON object.
-func (s *Server) change(f func(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)) echo.HandlerFunc {
+func (s *Server) change(f func(cl *client.Client, ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		name, id, err := instanceRef(c)
 		if err != nil {
@@ -171,7 +181,7 @@ func (s *Server) change(f func(ctx context.Context, workflowName, id string) (*w
 		if err := s.decodeBody(c, &empty, true); err != nil {
 			return err
 		}
-		info, err := f(c.Request().Context(), name, id)
+		info, err := f(s.scoped(c), c.Request().Context(), name, id)
 		if err != nil {
 			return err
 		}
@@ -188,7 +198,7 @@ func (s *Server) sendEvent(c echo.Context) error {
 	if err := s.decodeBody(c, &req, false); err != nil {
 		return err
 	}
-	if err := s.client.SendEvent(c.Request().Context(), name, id, req.Type, req.Payload); err != nil {
+	if err := s.scoped(c).SendEvent(c.Request().Context(), name, id, req.Type, req.Payload); err != nil {
 		return err
 	}
 	return reply(c, http.StatusAccepted, apiclient.Accepted{OK: true})
@@ -210,7 +220,7 @@ func (s *Server) history(c echo.Context) error {
 	if p.PageSize, err = queryInt(q, "pageSize", DefaultHistoryPageSize, 1, MaxPageSize); err != nil {
 		return err
 	}
-	h, err := s.client.History(c.Request().Context(), name, id, p)
+	h, err := s.scoped(c).History(c.Request().Context(), name, id, p)
 	if err != nil {
 		return err
 	}

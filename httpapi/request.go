@@ -150,6 +150,9 @@ func query(c echo.Context, allowed []string, repeatable ...string) (url.Values, 
 		return nil, fmt.Errorf("%w: malformed query string: %v", workflow.ErrInvalidRequest, err)
 	}
 	for k, vs := range q {
+		if k == "namespace" {
+			continue // the namespace selector, read by the auth middleware
+		}
 		if !slices.Contains(allowed, k) {
 			return nil, fmt.Errorf("%w: unknown query parameter %q (allowed: %s)", workflow.ErrInvalidRequest, k, strings.Join(allowed, ", "))
 		}

@@ -23,6 +23,7 @@ type Server struct {
 	client    *client.Client
 	log       *slog.Logger
 	authorize AuthorizeFunc // nil when authentication is off
+	tokens    tokenSet      // the built-in tokens, when they authorize
 	tickSlots chan struct{}
 	handler   http.Handler
 }
@@ -50,7 +51,7 @@ func New(cfg *Config) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.authorize = set.authorize
+		s.authorize, s.tokens = set.authorize, set
 	}
 
 	e := echo.New()
@@ -75,17 +76,20 @@ func New(cfg *Config) (*Server, error) {
 	// echo prefers the static "batch" segment over :id whatever the method,
 	// so an instance named "batch" needs its GET spelled out.
 	route(http.MethodGet, "/workflows/:name/instances/batch", s.getBatchInstance, ActionRead)
-	route(http.MethodPost, "/workflows/:name/instances/:id/pause", s.change(s.client.Pause), ActionManage)
-	route(http.MethodPost, "/workflows/:name/instances/:id/resume", s.change(s.client.Resume), ActionManage)
-	route(http.MethodPost, "/workflows/:name/instances/:id/terminate", s.change(s.client.Terminate), ActionManage)
-	route(http.MethodPost, "/workflows/:name/instances/:id/restart", s.change(s.client.Restart), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/pause", s.change((*client.Client).Pause), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/resume", s.change((*client.Client).Resume), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/terminate", s.change((*client.Client).Terminate), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/restart", s.change((*client.Client).Restart), ActionManage)
+	route(http.MethodPost, "/workflows/:name/instances/:id/compensate", s.change((*client.Client).Compensate), ActionManage)
 	route(http.MethodPost, "/workflows/:name/instances/:id/events", s.sendEvent, ActionEvents)
 	route(http.MethodGet, "/workflows/:name/instances/:id/history", s.history, ActionRead)
 	if cfg.Tick != nil {
 		route(http.MethodPost, "/_runner/tick", s.tick, ActionTick)
 	}
 	s.addScheduleRoutes(route)
+	s.addQueueRoutes(route)
 	s.addFlowRoutes(route)
+	s.addWorkerRoutes(route)
 	// Triggers go last: they are checked against every route above.
 	if err := s.addTriggers(e); err != nil {
 		return nil, err
@@ -130,15 +134,31 @@ func (s *Server) authMiddleware(action Action) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
+			var (
+				namespaces []string // the token's, when it is limited to some
+				tokenName  string
+			)
 			if s.authorize == nil {
 				if !isLoopbackHost(r.Host) {
 					return fmt.Errorf("%w: authentication is off, so only loopback hosts are served (Host %q)", ErrForbidden, r.Host)
 				}
+			} else if s.tokens != nil {
+				tok, err := s.tokens.match(r, action)
+				if err != nil {
+					return err
+				}
+				namespaces, tokenName = tok.Namespaces, tok.Name
 			} else if err := s.authorize(r, action); err != nil {
 				if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden) {
 					return err
 				}
 				return fmt.Errorf("authorizing %s: %w", action, err)
+			}
+			if err := resolveNamespace(c, namespaces, tokenName); err != nil {
+				return err
+			}
+			if len(namespaces) > 0 {
+				c.Set(limitedTokenKey, tokenName)
 			}
 			// Authorized: from now on the body must arrive within BodyTimeout.
 			if r.ContentLength != 0 {

@@ -2,12 +2,12 @@ package runner
 
 import (
 	"cmp"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -23,6 +23,17 @@ type Config struct {
 	// Registry holds the workflows this runner executes; it claims only tasks
 	// of registered workflows. Required.
 	Registry *workflow.Registry
+	// Queues are the task queues this runner serves: it claims only tasks
+	// of instances on one of them. AllQueues alone serves every queue (the
+	// test harness's runner does).
+	//
+	// Defaults to workflow.DefaultQueue alone.
+	Queues []string
+	// Workflows, when set, limits the runner to these of the registered
+	// workflows: it claims no task of any other.
+	//
+	// Defaults to every registered workflow.
+	Workflows []string
 	// Clock is the source of "now" for claims, leases, timers and timeouts.
 	//
 	// Defaults to the real clock.
@@ -31,9 +42,16 @@ type Config struct {
 	//
 	// Defaults to slog.Default().
 	Logger *slog.Logger
-	// ID identifies this runner as the lock owner of the tasks it claims.
+	// ID identifies this runner as the lock owner of the tasks it claims
+	// and as its worker (see WorkerRegister): it must be unique among the
+	// live runners of a database. A runner that starts registers its id and
+	// releases what the id still holds, which it takes for an earlier,
+	// dead life of itself.
 	//
-	// Defaults to "<hostname>-<pid>-<random>".
+	// Defaults to "<hostname>-<pid>" for the process's first runner and
+	// "<hostname>-<pid>-<n>" for its n-th, so that a restart of the same
+	// host and pid registers the same worker again. Hosts must have
+	// distinct hostnames (containers and pods do).
 	ID string
 	// LeaseDuration is how long a claimed task stays locked without a
 	// heartbeat or a checkpoint; after it a crashed runner's work is reclaimed.
@@ -73,6 +91,13 @@ type Config struct {
 	//
 	// Defaults to 5.
 	MaxLeaseLosses int
+	// MaxInvokeDepth bounds the nesting of Invoke steps: an instance with
+	// this many parents fails its Invoke with workflow.ErrInvokeDepth
+	// instead of starting a child (a cycle of workflows invoking each
+	// other stops there).
+	//
+	// Defaults to workflow.DefaultMaxInvokeDepth (16).
+	MaxInvokeDepth int
 	// ShutdownGrace is how long a suspended or cancelled run's code may take
 	// to return after its context is cancelled before the runner stops
 	// waiting for it. When the runner stops, it is also the longest it
@@ -102,6 +127,43 @@ type Config struct {
 	//
 	// Defaults to false.
 	RecordHooks bool
+	// Labels are free-form key/value pairs recorded with the runner's
+	// worker row (see "Worker registry" in the package documentation), for
+	// operators: a zone, a deployment, a pool.
+	//
+	// Defaults to none.
+	Labels map[string]string
+	// Version is the version of the program, recorded with the worker row.
+	//
+	// Defaults to the main module's version from the binary's build
+	// information ("(devel)" for a development build), or "" without it.
+	Version string
+	// WorkerHeartbeatInterval is how often the runner writes its worker
+	// row's heartbeat (its active count and totals) and reaps the workers
+	// whose heartbeat stopped. It is one write (and one reap) per interval
+	// per runner, apart from the per-task heartbeats of HeartbeatInterval.
+	//
+	// Defaults to 5 seconds, or HeartbeatInterval when that is shorter.
+	WorkerHeartbeatInterval time.Duration
+	// OfflineAfter is the reaper's threshold: a worker whose last heartbeat
+	// is older is marked offline and the tasks it holds are released at
+	// once, without waiting for their leases to expire. Every runner reaps
+	// (the shortest OfflineAfter among them wins) on its own clock, so the
+	// clocks of the hosts must agree to well within it, as for leases. A
+	// runner reaps only once its own heartbeats have succeeded for
+	// OfflineAfter, so that after a database outage it does not take the
+	// work of runners that have not got through yet. It must be at least
+	// twice WorkerHeartbeatInterval.
+	//
+	// Defaults to three times WorkerHeartbeatInterval.
+	OfflineAfter time.Duration
+	// DrainGrace is how long a drain (Drain, or a drain requested through
+	// the store and seen at a worker heartbeat) lets the executions the
+	// runner holds finish before it cancels them, which hands their tasks
+	// back to the queue.
+	//
+	// Defaults to 30 seconds.
+	DrainGrace time.Duration
 	// DisableEagerStart turns eager start off: ReserveEager reserves nothing,
 	// so a client attached to this runner (client.Config.EagerStarter)
 	// queues every instance it creates for a claim. With eager start on, an
@@ -112,6 +174,23 @@ type Config struct {
 	//
 	// Defaults to false: eager start is on.
 	DisableEagerStart bool
+	// JitterFunc returns the draw in [0, 1) that spreads a retry's wait
+	// (workflow.RetryPolicy.NextDelay): tests set it to make the jitter
+	// exact. The wait it gives is recorded, so replay never draws again.
+	//
+	// Defaults to a uniform random draw.
+	JitterFunc func() float64
+	// StepOverrideFunc, when set, is asked before every attempt of a Do
+	// step that runs (never for one whose recorded result is replayed) for
+	// a function to run instead of the step's own, given the workflow and
+	// the step name; nil keeps the step's. The replacement runs exactly as
+	// the step's own would: with the attempt in its context
+	// (workflow.StepInfoFromContext), under the step's timeout and retry
+	// policy, and its result goes through the same encoding. The test
+	// harness's step mocks (testharness.Harness.OnStep) use it.
+	//
+	// Defaults to nil: every step runs its own function.
+	StepOverrideFunc func(workflowName, step string) workflow.StepFunc
 }
 
 // Defaults of Config. Hosts that expose these settings (the command line's
@@ -125,6 +204,11 @@ const (
 	DefaultMaxConcurrency = 64
 	// DefaultMaxLeaseLosses is the default of Config.MaxLeaseLosses.
 	DefaultMaxLeaseLosses = 5
+	// DefaultWorkerHeartbeatInterval is the default of
+	// Config.WorkerHeartbeatInterval (unless HeartbeatInterval is shorter).
+	DefaultWorkerHeartbeatInterval = 5 * time.Second
+	// DefaultDrainGrace is the default of Config.DrainGrace.
+	DefaultDrainGrace = 30 * time.Second
 )
 
 // WithDefaults returns a copy of the config with zero fields filled in.
@@ -136,13 +220,21 @@ func (c *Config) WithDefaults() *Config {
 	if out.Logger == nil {
 		out.Logger = slog.Default()
 	}
+	if len(out.Queues) == 0 {
+		out.Queues = []string{workflow.DefaultQueue}
+	}
 	out.ID = cmp.Or(out.ID, defaultID())
 	out.LeaseDuration = cmp.Or(out.LeaseDuration, DefaultLeaseDuration)
 	out.HeartbeatInterval = cmp.Or(out.HeartbeatInterval, out.LeaseDuration/3)
+	out.WorkerHeartbeatInterval = cmp.Or(out.WorkerHeartbeatInterval, min(DefaultWorkerHeartbeatInterval, out.HeartbeatInterval))
+	out.OfflineAfter = cmp.Or(out.OfflineAfter, 3*out.WorkerHeartbeatInterval)
+	out.DrainGrace = cmp.Or(out.DrainGrace, DefaultDrainGrace)
+	out.Version = cmp.Or(out.Version, buildVersion())
 	out.PollInterval = cmp.Or(out.PollInterval, DefaultPollInterval)
 	out.MaxConcurrency = cmp.Or(out.MaxConcurrency, DefaultMaxConcurrency)
 	out.ShutdownGrace = cmp.Or(out.ShutdownGrace, 5*time.Second)
 	out.MaxLeaseLosses = cmp.Or(out.MaxLeaseLosses, DefaultMaxLeaseLosses)
+	out.MaxInvokeDepth = cmp.Or(out.MaxInvokeDepth, workflow.DefaultMaxInvokeDepth)
 	out.GroupCommitMax = cmp.Or(out.GroupCommitMax, 64)
 	out.GroupCommitWorkers = cmp.Or(out.GroupCommitWorkers, 2)
 	if out.WakeFunc == nil {
@@ -164,6 +256,15 @@ func (c *Config) validate() error {
 	if c.HeartbeatInterval <= 0 || c.HeartbeatInterval >= c.LeaseDuration {
 		return fmt.Errorf("runner: HeartbeatInterval %s must be positive and shorter than LeaseDuration %s", c.HeartbeatInterval, c.LeaseDuration)
 	}
+	if c.WorkerHeartbeatInterval <= 0 {
+		return fmt.Errorf("runner: WorkerHeartbeatInterval %s must be positive", c.WorkerHeartbeatInterval)
+	}
+	if c.OfflineAfter < 2*c.WorkerHeartbeatInterval {
+		return fmt.Errorf("runner: OfflineAfter %s must be at least twice WorkerHeartbeatInterval %s", c.OfflineAfter, c.WorkerHeartbeatInterval)
+	}
+	if c.DrainGrace < 0 {
+		return fmt.Errorf("runner: DrainGrace %s must not be negative", c.DrainGrace)
+	}
 	if c.PollInterval <= 0 {
 		return fmt.Errorf("runner: PollInterval %s must be positive", c.PollInterval)
 	}
@@ -173,8 +274,24 @@ func (c *Config) validate() error {
 	if c.MaxLeaseLosses < 1 {
 		return fmt.Errorf("runner: MaxLeaseLosses %d must be at least 1", c.MaxLeaseLosses)
 	}
+	if c.MaxInvokeDepth < 1 {
+		return fmt.Errorf("runner: MaxInvokeDepth %d must be at least 1", c.MaxInvokeDepth)
+	}
 	if c.GroupCommitMax < 1 || c.GroupCommitWorkers < 1 {
 		return fmt.Errorf("runner: GroupCommitMax %d and GroupCommitWorkers %d must be at least 1", c.GroupCommitMax, c.GroupCommitWorkers)
+	}
+	for _, q := range c.Queues {
+		if q == AllQueues && len(c.Queues) == 1 {
+			continue
+		}
+		if err := workflow.ValidateQueueName(q); err != nil {
+			return fmt.Errorf("runner: Config.Queues: %w", err)
+		}
+	}
+	for _, name := range c.Workflows {
+		if err := workflow.ValidateWorkflowName(name); err != nil {
+			return fmt.Errorf("runner: Config.Workflows: %w", err)
+		}
 	}
 	if len(c.ID) > 200 {
 		return errors.New("runner: ID is longer than 200 characters")
@@ -182,9 +299,28 @@ func (c *Config) validate() error {
 	return nil
 }
 
+// runnersInProcess numbers the runners of this process that take the
+// default ID.
+var runnersInProcess atomic.Int64
+
+// defaultID is "<hostname>-<pid>" for the first runner of the process that
+// takes the default and "<hostname>-<pid>-<n>" for the n-th after it, so
+// that a restart of the same host and pid (a container's pid 1) gets the
+// same ids again and registers the same worker rows (see WorkerRegister),
+// while runners of one process never share one.
 func defaultID() string {
 	host, _ := os.Hostname()
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return fmt.Sprintf("%s-%d-%s", cmp.Or(host, "runner"), os.Getpid(), hex.EncodeToString(b[:]))
+	id := fmt.Sprintf("%s-%d", cmp.Or(host, "runner"), os.Getpid())
+	if n := runnersInProcess.Add(1); n > 1 {
+		id = fmt.Sprintf("%s-%d", id, n)
+	}
+	return id
+}
+
+// buildVersion is the main module's version from the build information.
+func buildVersion() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		return info.Main.Version
+	}
+	return ""
 }

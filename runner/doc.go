@@ -34,6 +34,20 @@
 // tasks that died beside it make progress one by one (which saves them
 // when MaxLeaseLosses is above 2). Claims without suspects are not affected.
 //
+// # Worker registry
+//
+// A runner that is started registers as a worker (db.WorkerStore) under its
+// ID, before its first claim, releasing whatever the ID still held from an
+// earlier life of the process; it then heartbeats the row every
+// Config.WorkerHeartbeatInterval with its active count and totals, and in
+// the same beat reaps: workers whose heartbeat is older than
+// Config.OfflineAfter are marked offline and their tasks released at once
+// (fenced, with a lease loss). Stop deregisters the worker. Drain, or a
+// drain requested through the store and seen at a heartbeat, makes the
+// runner claim nothing new, lets its running work finish within
+// Config.DrainGrace, hands back the rest and deregisters; Drained is closed
+// then. None of it adds a statement to the claim or checkpoint path.
+//
 // The runner knows nothing about HTTP or about how it is woken: its host
 // (duraflow.New) calls Notify, the HTTP tick and the test harness call
 // RunDue. It needs nothing of the management client; the client hands it

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/internal/wfcore"
 )
 
 // ReserveEager reserves up to n of the runner's free execution slots for
@@ -10,20 +9,25 @@ import (
 // see client.EagerStarter). It never blocks. It returns the lease to create
 // them with, whose Max is the number of slots reserved, or nil when it
 // reserved none: eager start is disabled, the workflow is not registered on
-// this runner, the runner is not started or is stopping, or every slot is
-// busy. Eager reservations and claims share the same MaxConcurrency slots.
+// this runner (or not one of Config.Workflows), the runner is not started,
+// is stopping or is draining, or every slot is busy. Eager reservations and
+// claims share the same MaxConcurrency slots.
+//
+// The lease's Queues are the runner's (Config.Queues): the caller creates an
+// instance of another queue without it, and a send leases a woken task of
+// another queue to no one.
 //
 // Every non-nil lease must be handed back to StartEager exactly once.
 func (r *Runner) ReserveEager(workflowName string, n int) *db.CreateLease {
 	if r.cfg.DisableEagerStart || n <= 0 {
 		return nil
 	}
-	if _, ok := wfcore.Lookup(r.cfg.Registry, workflowName); !ok {
+	if !r.serves(workflowName) {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.started || r.stopping {
+	if !r.started || r.stopping || r.worker.draining.Load() {
 		return nil
 	}
 	granted := r.takeSlots(n)
@@ -33,7 +37,7 @@ func (r *Runner) ReserveEager(workflowName string, n int) *db.CreateLease {
 	// Counted as active under mu, so a Stop that begins after this waits for
 	// the executions the reservation starts.
 	r.active.Add(granted)
-	return &db.CreateLease{Owner: r.cfg.ID, LockedUntil: r.now().Add(r.cfg.LeaseDuration), Max: granted}
+	return &db.CreateLease{Owner: r.cfg.ID, LockedUntil: r.now().Add(r.cfg.LeaseDuration), Max: granted, Queues: r.claimQueues()}
 }
 
 // StartEager executes, each in a slot lease reserved, the created instances

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -68,6 +69,15 @@ type execution struct {
 	steps   map[string]*db.Step
 	active  map[string]bool
 	counted map[string]bool
+	// running are the step attempts in progress, which the lease heartbeat
+	// reports for history (db.TaskHeartbeatParams.RunningSteps).
+	running map[string]db.RunningStep
+	// deadlineHit is set when the instance's deadline passed while it ran.
+	deadlineHit atomic.Bool
+	// stepCtx is the parent of every step attempt's context: ctx, or a
+	// child the deadline cancels first, with cause ErrDeadlineExceeded.
+	stepCtx     context.Context
+	cancelSteps context.CancelCauseFunc
 	// inflight counts step work that may still commit (running callbacks and
 	// checkpoints); the run is suspended only once it drops to zero.
 	inflight int
@@ -103,6 +113,10 @@ type execution struct {
 	// runner's quarantine, frees it; called once the task's lease losses
 	// are reset, as the run is then no longer suspect.
 	leaveQuarantine func()
+
+	// saga, under mu, holds the compensations of the completed steps and
+	// whether they run (see compensation.go).
+	saga saga
 }
 
 // leaseDeadline is when the lease the runner last wrote expires.
@@ -125,6 +139,8 @@ func freshRun(c *db.Claim) *db.RunState {
 // quarantine): it is freed at the run's first checkpoint that makes
 // progress, or when execute returns.
 func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState, suspect bool) {
+	r.worker.running.Add(1)
+	defer r.worker.running.Add(-1)
 	leave := r.leaveQuarantine(suspect)
 	if leave != nil {
 		defer leave()
@@ -164,6 +180,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 		steps:   state.Steps,
 		active:  map[string]bool{},
 		counted: map[string]bool{},
+		running: map[string]db.RunningStep{},
 		changed: make(chan struct{}, 1),
 		budget:  budget,
 
@@ -179,10 +196,24 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 	}
 	e.ctx, e.cancel = context.WithCancelCause(r.execCtx)
 	defer e.cancel(errCauseFinished)
+	e.stepCtx = e.ctx
+	var cancelSteps context.CancelCauseFunc
+	if e.inst.DeadlineAt != nil {
+		e.stepCtx, cancelSteps = context.WithCancelCause(e.ctx)
+		defer cancelSteps(nil)
+	}
+	e.cancelSteps = cancelSteps
 
+	e.takeRequestAtStart()
 	if e.inst.Status == workflow.StatusPaused || e.inst.PauseRequested {
 		// Paused (or asked to pause) before any step ran: park it now.
 		e.finish(&db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: r.now(), NextKind: db.TaskKindResume})
+		return
+	}
+	if d := e.inst.DeadlineAt; d != nil && !r.now().Before(*d) {
+		// Claimed at or past its deadline (its task was due at it at the
+		// latest: see suspend): it ends here, whatever it waited for.
+		e.finish(deadlineEnd(*d))
 		return
 	}
 	if e.leaseLosses > r.cfg.MaxLeaseLosses {
@@ -202,6 +233,14 @@ func (e *execution) run(wf wfcore.Runnable) {
 	hbDone := make(chan struct{})
 	go e.heartbeat(hbStop, hbDone)
 	defer func() { close(hbStop); <-hbDone }()
+	if d := e.inst.DeadlineAt; d != nil {
+		t := e.r.cfg.Clock.AfterFunc(d.Sub(e.r.now()), func() {
+			e.deadlineHit.Store(true)
+			e.cancelSteps(workflow.ErrDeadlineExceeded)
+			e.signal()
+		})
+		defer t.Stop()
+	}
 
 	done := make(chan runOutcome, 1)
 	go func() {
@@ -234,15 +273,34 @@ func (e *execution) run(wf wfcore.Runnable) {
 			e.abandon(cause)
 			return
 		}
+		if e.deadlineHit.Load() {
+			// The deadline passed while the run ran: it ends now, and what
+			// its steps still do is never committed.
+			e.finish(deadlineEnd(*e.inst.DeadlineAt))
+			if result == nil {
+				e.awaitReturn(done)
+			}
+			return
+		}
 		e.mu.Lock()
 		inflight, blocked, park := e.inflight, e.blocked, e.park
 		e.mu.Unlock()
 		switch {
 		case result != nil && (!errors.Is(result.err, workflow.ErrSuspended) || (blocked == 0 && !park)):
-			// Run returned on its own: the instance is complete or errored.
-			e.complete(result.out, result.err)
+			// Run returned on its own: the instance is complete or errored,
+			// unless the compensations of its steps run first.
+			if next := e.end(*result); next != nil {
+				done, result = next, nil
+				continue
+			}
 			return
 		case (result != nil || blocked > 0 || park) && inflight == 0:
+			if next := e.startRequestedSaga(); next != nil {
+				// A caller asked for the compensation and the workflow code
+				// stopped at its step boundaries.
+				done, result = next, nil
+				continue
+			}
 			// Every goroutine that can still make progress is parked in a
 			// step: record the waits and release the task until the earliest.
 			e.suspend()
@@ -270,7 +328,20 @@ func (e *execution) suspend() {
 			p.WaitEventTypes = append(p.WaitEventTypes, w.eventType)
 		}
 	}
+	if d := e.inst.DeadlineAt; d != nil && d.Before(p.NextRunAt) {
+		// Due at the deadline at the latest, whatever it waits for: the
+		// claim then ends it (see execute).
+		p.NextRunAt, p.NextKind = *d, db.TaskKindWake
+	}
 	e.finish(p)
+}
+
+// deadlineEnd is the checkpoint that ends a run whose deadline passed.
+func deadlineEnd(d time.Time) *db.CheckpointParams {
+	return &db.CheckpointParams{
+		Outcome: db.OutcomeError, ErrorName: workflow.ErrorNameDeadlineExceeded,
+		ErrorMessage: fmt.Sprintf("the instance's deadline %s passed", d.UTC().Format(time.RFC3339Nano)),
+	}
 }
 
 // complete records what Run returned.
@@ -279,7 +350,59 @@ func (e *execution) complete(out json.RawMessage, runErr error) {
 		e.finish(&db.CheckpointParams{Outcome: db.OutcomeComplete, Output: out})
 		return
 	}
+	if p := e.retryRun(runErr); p != nil {
+		e.finish(p)
+		return
+	}
 	e.finish(&db.CheckpointParams{Outcome: db.OutcomeError, ErrorName: workflow.ErrorName(runErr), ErrorMessage: runErr.Error()})
+}
+
+// retryRun is the checkpoint of a workflow retry of a run that failed with
+// runErr (WithWorkflowRetry), or nil when the run is not retried: the
+// workflow has no retry policy, its attempts are spent, the error is
+// non-retryable, or the next attempt would start at or past the deadline.
+// The run suspends as a retry due after the policy's backoff; the failed
+// steps' rows go, so the next attempt replays the completed steps and runs
+// those again.
+func (e *execution) retryRun(runErr error) *db.CheckpointParams {
+	if errors.Is(runErr, workflow.ErrSuspended) {
+		return nil
+	}
+	def, ok := e.r.cfg.Registry.Definition(e.inst.WorkflowName)
+	if !ok {
+		return nil
+	}
+	settings, err := def.SettingsOf(e.ctx, e.inst.Metadata)
+	if err != nil {
+		e.log.Warn("reading the workflow retry policy failed; the run is not retried", "error", err)
+		return nil
+	}
+	if settings.Retry == nil {
+		return nil
+	}
+	policy, name := *settings.Retry, workflow.ErrorName(runErr)
+	attempt := max(e.inst.RunAttempt, 1)
+	if workflow.IsNonRetryable(runErr) || policy.IsNonRetryable(name) || policy.Exhausted(attempt) {
+		return nil
+	}
+	next := e.r.now().Add(policy.NextDelay(attempt, e.r.jitter()))
+	if d := e.inst.DeadlineAt; d != nil && !next.Before(*d) {
+		return nil
+	}
+	e.mu.Lock()
+	var reset []string
+	for key, st := range e.steps {
+		if st.Status == db.StepStatusErrored {
+			reset = append(reset, key)
+		}
+	}
+	e.mu.Unlock()
+	slices.Sort(reset)
+	e.log.Info("retrying the failed run", "run_attempt", attempt+1, "at", next, "error", name)
+	return &db.CheckpointParams{
+		Outcome: db.OutcomeSuspend, NextRunAt: next, NextKind: db.TaskKindRetry,
+		RetryRun: &db.RunRetry{ResetSteps: reset, ErrorName: name, ErrorMessage: runErr.Error()},
+	}
 }
 
 // finish commits the execution's last checkpoint and closes it.
@@ -307,6 +430,15 @@ func (e *execution) finish(p *db.CheckpointParams) {
 			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, storeFailed)
 		}
 		return
+	}
+	e.r.countRun(p.Outcome)
+	// The waiting instances the end of a limited run admitted have tasks
+	// due now (those leased to this runner excepted): tell the runners.
+	for _, name := range res.Admitted {
+		e.r.wake(name)
+	}
+	if res.ParentWoken && p.NotifyParent != nil {
+		e.r.wake(p.NotifyParent.WorkflowName)
 	}
 	switch {
 	case res.Due:
@@ -385,6 +517,18 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	p.Now = now
 	p.RecordHooks = e.r.cfg.RecordHooks && p.Outcome == db.OutcomeSuspend
 	p.ResetLeaseLosses = e.resetLosses
+	// A limited instance gives its slots back in the checkpoint that ends
+	// it; an unlimited one's checkpoint is unchanged (and batchable).
+	p.ReleaseLimits = e.inst.Limited && (p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError)
+	if p.ReleaseLimits {
+		// The instance its end admits may start at once in a free slot of
+		// this runner, without a claim (the eager start of a release).
+		p.ReleaseLease = e.r.ReserveEager(e.inst.WorkflowName, 1)
+	}
+	if p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError {
+		// A child's end goes to its parent in the same transaction.
+		p.NotifyParent = e.parentNotify(p)
+	}
 	cleanErrorText(p)
 	// A checkpoint must not be cut short by the execution's own cancellation:
 	// it either commits whole or not at all, so it runs on the runner's
@@ -415,6 +559,13 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		// commits again: a write added to Continue checkpoints must be
 		// idempotent too.
 		err = e.r.retryStore(e.ctx, e.leaseDeadline, "checkpoint", e.log, commit)
+	}
+	if p.ReleaseLease != nil {
+		var leased []db.CreateResult
+		if err == nil && res != nil && res.Leased != nil {
+			leased = []db.CreateResult{*res.Leased}
+		}
+		e.r.StartEager(p.ReleaseLease, leased)
 	}
 	switch {
 	case errors.Is(err, db.ErrLeaseLost):
@@ -474,7 +625,7 @@ func (e *execution) heartbeat(stop <-chan struct{}, done chan<- struct{}) {
 		}
 		err := e.r.retryStore(e.ctx, e.leaseDeadline, "heartbeat", e.log, func() error {
 			until := e.r.now().Add(e.r.cfg.LeaseDuration)
-			err := e.r.cfg.Store.TaskHeartbeat(e.ctx, &db.TaskHeartbeatParams{Task: e.ref, LockedUntil: until})
+			err := e.r.cfg.Store.TaskHeartbeat(e.ctx, &db.TaskHeartbeatParams{Task: e.ref, LockedUntil: until, RunningSteps: e.runningSteps()})
 			if err == nil {
 				e.leaseUntil.Store(until.UnixNano())
 			}
@@ -494,6 +645,22 @@ func (e *execution) heartbeat(stop <-chan struct{}, done chan<- struct{}) {
 			e.log.Warn("heartbeat failed", "error", err)
 		}
 	}
+}
+
+// runningSteps is what the heartbeat reports as running: the attempts in
+// progress, by key.
+func (e *execution) runningSteps() []db.RunningStep {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.running) == 0 {
+		return nil
+	}
+	out := make([]db.RunningStep, 0, len(e.running))
+	for _, st := range e.running {
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b db.RunningStep) int { return strings.Compare(a.Key, b.Key) })
+	return out
 }
 
 func (e *execution) signal() {

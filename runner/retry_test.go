@@ -61,7 +61,7 @@ func TestRetryPolicyTiming(t *testing.T) {
 								return 0, errors.New("boom")
 							}
 							return n, nil
-						}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: s, Backoff: tc.backoff}))
+						}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: s, Backoff: tc.backoff, NoJitter: true}))
 					}))
 				_, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "f"})
 				require.NoError(t, err)
@@ -125,9 +125,15 @@ func TestRetryDefaultsAndLimits(t *testing.T) {
 			h.RunUntilIdle()
 			info := h.RequireStatus("ex", "x", workflow.StatusErrored)
 			times, nums := log.get()
-			// Default: 5 retries after the first attempt, 10 s exponential.
+			// Default: 5 retries after the first attempt, 10 s exponential,
+			// each wait jittered by ±20% (workflow.JitterFraction).
 			s := 10 * time.Second
-			require.Equal(t, []time.Duration{0, s, 3 * s, 7 * s, 15 * s, 31 * s}, times)
+			require.Len(t, times, 6)
+			for i, want := range []time.Duration{s, 2 * s, 4 * s, 8 * s, 16 * s} {
+				gap := times[i+1] - times[i]
+				require.GreaterOrEqual(t, gap, want*8/10, "wait before retry %d", i+1)
+				require.LessOrEqual(t, gap, want*12/10, "wait before retry %d", i+1)
+			}
 			require.Equal(t, []int{1, 2, 3, 4, 5, 6}, nums)
 			require.Equal(t, "Error", info.Error.Name)
 			require.Contains(t, info.Error.Message, "always")

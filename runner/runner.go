@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,7 @@ type Runner struct {
 
 	mu       sync.Mutex
 	started  bool
+	starting bool
 	stopping bool
 	stopLoop context.CancelFunc
 	loopDone chan struct{}
@@ -50,6 +52,9 @@ type Runner struct {
 	suspect atomic.Bool
 
 	commits *groupCommit
+
+	// worker is the runner's worker row and drain (see worker.go), under mu.
+	worker workerState
 }
 
 // New returns a runner for cfg. It does nothing until Start or RunDue.
@@ -68,6 +73,7 @@ func New(cfg *Config) (*Runner, error) {
 		slots:      make(chan struct{}, c.MaxConcurrency),
 		execCtx:    execCtx,
 		execCancel: execCancel,
+		worker:     workerState{drained: make(chan struct{})},
 	}
 	// The group commit is a capability of the store: without it every
 	// checkpoint commits on its own through Store.Checkpoint.
@@ -110,14 +116,30 @@ func (r *Runner) Notify() {
 	}
 }
 
-// Start starts the claim loop in the background. It returns an error if the
-// runner was started already.
+// Start registers the runner as a worker (see "Worker registry" in the
+// package documentation) and starts the claim loop and the worker's
+// heartbeat in the background. The registration, one round trip bounded by
+// ten seconds, happens before Start returns and before any claim or eager
+// start: it releases what the runner's ID held before this process started.
+// A registration that fails is logged and tried again at the next worker
+// heartbeat. Start returns an error if the runner was started already.
 func (r *Runner) Start(ctx context.Context) error {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.started {
+	if r.started || r.starting {
+		r.mu.Unlock()
 		return errors.New("runner: already started")
 	}
+	if r.stopping {
+		r.mu.Unlock()
+		return errors.New("runner: stopped")
+	}
+	r.starting = true
+	r.mu.Unlock()
+
+	r.register(ctx, true)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.stopping {
 		return errors.New("runner: stopped")
 	}
@@ -125,6 +147,7 @@ func (r *Runner) Start(ctx context.Context) error {
 	loopCtx, cancel := context.WithCancel(ctx)
 	r.stopLoop = cancel
 	r.loopDone = make(chan struct{})
+	r.startWorker(ctx)
 	go r.loop(loopCtx)
 	return nil
 }
@@ -132,8 +155,15 @@ func (r *Runner) Start(ctx context.Context) error {
 // Stop shuts the runner down gracefully: it stops claiming, waits for the
 // executions it holds to finish or suspend until ctx is done, and then
 // cancels the rest, which give their tasks back to the queue so another
-// runner takes them at once.
+// runner takes them at once. Last it deregisters its worker (see Drain,
+// which is Stop with the worker marked draining first and a grace period).
 func (r *Runner) Stop(ctx context.Context) error {
+	err := r.stopExecutions(ctx)
+	r.stopWorker()
+	return err
+}
+
+func (r *Runner) stopExecutions(ctx context.Context) error {
 	r.mu.Lock()
 	stop, loopDone := r.stopLoop, r.loopDone
 	// From here on no eager start is reserved: every reservation made before
@@ -333,14 +363,15 @@ func (r *Runner) executionDone() {
 }
 
 func (r *Runner) claim(ctx context.Context, max int) ([]db.Claim, error) {
-	names := r.cfg.Registry.Names()
-	if len(names) == 0 || max <= 0 {
+	names := r.servedNames()
+	if len(names) == 0 || max <= 0 || r.Draining() {
 		return nil, nil
 	}
 	now := r.now()
 	tasks, err := r.cfg.Store.TaskClaim(ctx, &db.TaskClaimParams{
 		Owner:         r.cfg.ID,
 		WorkflowNames: names,
+		Queues:        r.claimQueues(),
 		Max:           max,
 		Now:           now,
 		LockedUntil:   now.Add(r.cfg.LeaseDuration),
@@ -416,6 +447,15 @@ func (r *Runner) wakeAtTime(t time.Time) {
 		r.timerMu.Unlock()
 		r.Notify()
 	})
+}
+
+// jitter draws the random number a retry's jitter spreads its wait by
+// (workflow.RetryPolicy.NextDelay): Config.JitterFunc, or a uniform draw.
+func (r *Runner) jitter() float64 {
+	if r.cfg.JitterFunc != nil {
+		return r.cfg.JitterFunc()
+	}
+	return rand.Float64()
 }
 
 func (r *Runner) now() time.Time {

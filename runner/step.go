@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
@@ -35,7 +36,6 @@ func (t *timeoutError) ErrorName() string { return workflow.ErrorNameStepTimeout
 
 // Do implements workflow.Step.
 func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption) (json.RawMessage, error) {
-	e := s.e
 	key, err := wfcore.NormalizeStepName(name)
 	if err != nil {
 		return nil, err
@@ -44,9 +44,19 @@ func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if err := checkUserStep(key, &cfg); err != nil {
+		return nil, err
+	}
 	if fn == nil {
 		return nil, fmt.Errorf("%w: step %q has no function", workflow.ErrInvalidRequest, key)
 	}
+	return s.do(key, fn, cfg, false)
+}
+
+// do runs the Do step key; compensation is set for the compensation steps
+// the runner runs itself (see compensate).
+func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, compensation bool) (json.RawMessage, error) {
+	e := s.e
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -69,17 +79,29 @@ func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption
 		switch st.Status {
 		case db.StepStatusComplete:
 			res := st.Result
+			e.registerCompensationLocked(st, &cfg, true)
 			e.mu.Unlock()
 			return res, nil
 		case db.StepStatusErrored:
 			e.mu.Unlock()
 			return nil, stepError(st)
 		case db.StepStatusRetrying:
+			if !compensation && e.sagaStopsRunLocked() {
+				return nil, e.stopForSagaLocked()
+			}
 			attempt = st.Attempts + 1
 			if st.NextRetryAt != nil && st.NextRetryAt.After(e.r.now()) {
 				return nil, e.blockLocked(&wait{at: *st.NextRetryAt, kind: db.TaskKindRetry}, nil)
 			}
 		}
+	}
+	if !compensation && e.sagaStopsRunLocked() {
+		return nil, e.stopForSagaLocked()
+	}
+	if compensation {
+		// A pause request while compensating may be a compensation
+		// request, which the compensations already fulfil.
+		e.takeRequestAtBoundaryLocked()
 	}
 	if e.park || e.blocked > 0 {
 		// A step boundary while the run is about to suspend or park: start
@@ -100,7 +122,7 @@ func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption
 			Outcome: db.OutcomeError, ErrorName: ErrorNameRunnerLost, ErrorMessage: msg,
 			Steps: []db.StepWrite{{
 				Key: key, Type: db.StepTypeDo, Status: db.StepStatusErrored, Attempts: attempt,
-				MaxAttempts: cfg.Retries.Limit + 1, Timeout: cfg.Timeout,
+				MaxAttempts: cfg.Retries.MaxAttempts(), Timeout: cfg.Timeout,
 				ErrorName: ErrorNameRunnerLost, ErrorMessage: msg,
 			}},
 		})
@@ -108,34 +130,49 @@ func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption
 	}
 	e.active[key] = true
 	e.inflight++
+	started := e.r.now().UTC().Truncate(time.Microsecond)
+	e.running[key] = db.RunningStep{Key: key, Attempt: attempt, StartedAt: started}
 	e.mu.Unlock()
 
+	if override := e.r.cfg.StepOverrideFunc; override != nil {
+		if mock := override(e.inst.WorkflowName, key); mock != nil {
+			fn = mock
+		}
+	}
 	raw, runErr, aborted := e.attempt(key, fn, cfg, attempt)
-	if aborted {
-		e.mu.Lock()
+	e.mu.Lock()
+	delete(e.running, key)
+	if aborted || (!compensation && e.saga.running) {
+		// A step of workflow code still running when the compensations
+		// started records nothing: it was not among the steps they undo.
 		e.endLocked(key, true)
 		return nil, workflow.ErrSuspended
 	}
+	e.mu.Unlock()
 	policy := *cfg.Retries
 	write := db.StepWrite{
-		Key: key, Type: db.StepTypeDo, Attempts: attempt, MaxAttempts: policy.Limit + 1, Timeout: cfg.Timeout,
+		Key: key, Type: db.StepTypeDo, Attempts: attempt, MaxAttempts: policy.MaxAttempts(), Timeout: cfg.Timeout,
+		StartedAt: &started,
 	}
 	if runErr == nil {
 		write.Status, write.Result = db.StepStatusComplete, raw
 		if err := e.commitStep(key, write); err != nil {
 			return nil, err
 		}
+		e.registerCommitted(key, &cfg)
 		return raw, nil
 	}
 	write.ErrorName, write.ErrorMessage = workflow.ErrorName(runErr), runErr.Error()
-	if workflow.IsNonRetryable(runErr) || attempt > policy.Limit {
+	if workflow.IsNonRetryable(runErr) || policy.IsNonRetryable(write.ErrorName) || policy.Exhausted(attempt) {
 		write.Status = db.StepStatusErrored
 		if err := e.commitStep(key, write); err != nil {
 			return nil, err
 		}
 		return nil, stepError(stepFromWrite(write))
 	}
-	next := e.r.now().Add(policy.DelayFor(attempt))
+	// The jittered wait is drawn once and recorded (next_retry_at): replay
+	// reads it, never draws again.
+	next := e.r.now().Add(policy.NextDelay(attempt, e.r.jitter()))
 	write.Status, write.NextRetryAt = db.StepStatusRetrying, &next
 	e.mu.Lock()
 	e.endLocked(key, false)
@@ -146,14 +183,21 @@ func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption
 // execution was cancelled (suspended elsewhere, lease lost, shutdown), in
 // which case nothing may be recorded.
 func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepConfig, attempt int) (json.RawMessage, error, bool) {
-	actx, cancel := context.WithCancelCause(e.ctx)
+	actx, cancel := context.WithCancelCause(e.stepCtx)
 	defer cancel(nil)
 	timer := e.r.cfg.Clock.AfterFunc(cfg.Timeout, func() { cancel(errAttemptTimeout) })
 	defer timer.Stop()
-	actx = wfcore.ContextWithStepInfo(actx, workflow.StepInfo{
+	info := workflow.StepInfo{
 		WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, RunNumber: e.inst.RunNumber,
 		Step: key, Attempt: attempt,
-	})
+	}
+	if d := e.inst.DeadlineAt; d != nil {
+		// The instance's deadline cancels the attempt (e.stepCtx, on the
+		// runner's clock, so a fake clock moves it too) with cause
+		// ErrDeadlineExceeded; the run then errors (see execution.run).
+		info.Deadline = *d
+	}
+	actx = wfcore.ContextWithStepInfo(actx, info)
 	type result struct {
 		raw json.RawMessage
 		err error
@@ -241,6 +285,7 @@ func refusedStep(w db.StepWrite, err error) db.StepWrite {
 		Key: w.Key, Type: w.Type, Status: db.StepStatusErrored, Attempts: w.Attempts,
 		MaxAttempts: w.MaxAttempts, Timeout: w.Timeout, WakeAt: w.WakeAt, WaitEventType: w.WaitEventType,
 		ErrorName: ErrorNameStoreRefused, ErrorMessage: fmt.Sprintf("%s: %v", what, err),
+		StartedAt: w.StartedAt,
 	}
 }
 
@@ -305,10 +350,16 @@ func (s *step) sleep(name string, until func(now time.Time) time.Time) error {
 	if err != nil {
 		return err
 	}
+	if err := checkUserStep(key, nil); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		return workflow.ErrSuspended
+	}
+	if st := e.steps[key]; (st == nil || st.Status != db.StepStatusComplete) && e.sagaStopsRunLocked() {
+		return e.stopForSagaLocked()
 	}
 	now := e.r.now()
 	if st := e.steps[key]; st != nil {
@@ -356,6 +407,9 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 	if err != nil {
 		return nil, err
 	}
+	if err := checkUserStep(key, nil); err != nil {
+		return nil, err
+	}
 	opts, err = opts.Resolved()
 	if err != nil {
 		return nil, err
@@ -372,6 +426,9 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 	if err := e.countLocked(key); err != nil {
 		e.mu.Unlock()
 		return nil, err
+	}
+	if st := e.steps[key]; (st == nil || (st.Status != db.StepStatusComplete && st.Status != db.StepStatusErrored)) && e.sagaStopsRunLocked() {
+		return nil, e.stopForSagaLocked()
 	}
 	now := e.r.now()
 	timeoutAt := now.Add(opts.Timeout)
@@ -437,6 +494,12 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 // consume tries to consume the oldest buffered event of the type for key. The
 // caller has marked key in flight; consume ends that.
 func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, error) {
+	return e.consumeAs(key, eventType, db.StepTypeWaitForEvent)
+}
+
+// consumeAs is consume for a step of the given type (waitForEvent, or an
+// invoke step receiving its child's end).
+func (e *execution) consumeAs(key, eventType string, stepType db.StepType) (*workflow.ReceivedEvent, error) {
 	e.commitMu.Lock()
 	e.mu.Lock()
 	closed := e.closed
@@ -445,7 +508,7 @@ func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, err
 	var err error
 	if !closed {
 		res, err = e.checkpoint(&db.CheckpointParams{
-			Outcome: db.OutcomeContinue, ConsumeEvent: &db.ConsumeEvent{Type: eventType, StepKey: key},
+			Outcome: db.OutcomeContinue, ConsumeEvent: &db.ConsumeEvent{Type: eventType, StepKey: key, StepType: stepType},
 		})
 	}
 	e.commitMu.Unlock()
@@ -453,7 +516,7 @@ func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, err
 		// The event cannot be recorded as the step's result (it stays
 		// buffered): the wait fails for good.
 		w := db.StepWrite{
-			Key: key, Type: db.StepTypeWaitForEvent, Status: db.StepStatusErrored, WaitEventType: eventType,
+			Key: key, Type: stepType, Status: db.StepStatusErrored, WaitEventType: eventType,
 			ErrorName: ErrorNameStoreRefused, ErrorMessage: fmt.Sprintf("storing the event it received: %v", err),
 		}
 		if err := e.commitStep(key, w); err != nil {
@@ -480,7 +543,12 @@ func (e *execution) consume(key, eventType string) (*workflow.ReceivedEvent, err
 		e.endLocked(key, true)
 		return nil, fmt.Errorf("encoding event for step %q: %w", key, err)
 	}
-	e.steps[key] = &db.Step{Key: key, Type: db.StepTypeWaitForEvent, Status: db.StepStatusComplete, WaitEventType: eventType, Result: raw}
+	e.steps[key] = &db.Step{Key: key, Type: stepType, Status: db.StepStatusComplete, WaitEventType: eventType, Result: raw}
+	// A wait this run recorded for the step and went on (an Invoke with
+	// NoWait) is over: the suspend must neither write its waiting row over
+	// the completed one nor wait for an event already consumed.
+	e.writes = slices.DeleteFunc(e.writes, func(w db.StepWrite) bool { return w.Key == key })
+	e.waits = slices.DeleteFunc(e.waits, func(w wait) bool { return w.eventType == eventType })
 	e.endLocked(key, true)
 	return decodeEvent(key, raw)
 }

@@ -40,6 +40,14 @@ type Config struct {
 	//
 	// Defaults to 100.
 	BatchSize int
+	// LimitsFunc, when set, returns the limited scopes of an instance the
+	// scheduler is about to start (client.Client.LimitSpecs; the host sets
+	// it), so that scheduled instances of a limited workflow are admitted
+	// as created ones are. An error fails the firing, which is retried at
+	// the next poll.
+	//
+	// Defaults to nil: scheduled instances are created without limits.
+	LimitsFunc func(ctx context.Context, workflowName string, params, metadata json.RawMessage) ([]db.LimitSpec, error)
 	// WakeFunc is called after a firing started instances of a workflow, so
 	// a runner picks them up without waiting for its poll.
 	//
@@ -244,13 +252,32 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 		ID: sched.ID, Version: sched.Version, WorkflowName: sched.WorkflowName,
 		NextFireAt: next, Now: now, RecordHooks: s.cfg.RecordHooks,
 	}
+	// The instances run on the workflow's queue, in the default namespace,
+	// under its deadline.
+	def, registered := s.cfg.Registry.Definition(sched.WorkflowName)
+	if registered {
+		p.Queue = def.Queue
+	}
 	for _, t := range due {
 		prov := &workflow.Provenance{
 			Type: workflow.TriggerCron, Source: "schedule " + sched.ID, ScheduledFor: &t, ReceivedAt: now,
 		}
-		p.Instances = append(p.Instances, db.InstanceCreateItem{
-			ID: InstanceID(sched.ID, t), Params: params, Metadata: prov.Metadata(),
-		})
+		item := db.InstanceCreateItem{ID: InstanceID(sched.ID, t), Params: params, Metadata: prov.Metadata()}
+		if registered {
+			deadline, err := workflow.DeadlineAt(def, time.Time{}, now)
+			if err != nil {
+				return fmt.Errorf("schedule %q: %w", sched.ID, err)
+			}
+			item.DeadlineAt = deadline
+		}
+		if s.cfg.LimitsFunc != nil {
+			limits, err := s.cfg.LimitsFunc(ctx, sched.WorkflowName, item.Params, item.Metadata)
+			if err != nil {
+				return fmt.Errorf("schedule %q: %w", sched.ID, err)
+			}
+			item.Limits = limits
+		}
+		p.Instances = append(p.Instances, item)
 	}
 	if len(due) > 0 {
 		p.LastFiredAt = &due[len(due)-1]

@@ -3,6 +3,7 @@ package testharness
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -38,6 +39,7 @@ type options struct {
 	backend   *Backend
 	start     time.Time
 	runnerCfg func(*runner.Config)
+	jitter    *float64
 	logger    *slog.Logger
 	hooks     *hook.Config
 }
@@ -58,6 +60,13 @@ func WithStart(t time.Time) Option { return func(o *options) { o.start = t } }
 // (see duraflow.Config.Runner: the store, registry, clock, logger, wake-ups
 // and hooks are the harness's).
 func WithRunnerConfig(f func(*runner.Config)) Option { return func(o *options) { o.runnerCfg = f } }
+
+// WithJitter fixes the draw of every retry's jitter at r, in [0, 1)
+// (runner.Config.JitterFunc): 0.5 makes each wait exactly what its backoff
+// says, 0 and 1 the ends of the ±20% spread. Without it the draw is random.
+func WithJitter(r float64) Option {
+	return func(o *options) { o.jitter = &r }
+}
 
 // WithLogger sends the runner's logs to l (by default they are discarded).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
@@ -80,8 +89,9 @@ type Harness struct {
 	// DeliverDue; nil without WithHooks.
 	Hooks *hook.Deliverer
 	// Host is the host the harness built, with RunOnDemand.
-	Host *duraflow.Host
-	ctx  context.Context
+	Host  *duraflow.Host
+	ctx   context.Context
+	mocks *mocks
 }
 
 // New returns a harness on a fresh database of DefaultBackend (in-memory
@@ -103,9 +113,28 @@ func New(t testing.TB, opts ...Option) *Harness {
 	clk := clock.NewMock()
 	clk.Set(o.start)
 	reg := workflow.NewRegistry()
-	rc := &runner.Config{ID: "harness", LeaseDuration: runner.DefaultLeaseDuration, MaxConcurrency: runner.DefaultMaxConcurrency}
+	// The harness's runner serves every task queue, so a workflow
+	// registered on a queue of its own runs as any other.
+	rc := &runner.Config{
+		ID: "harness", LeaseDuration: runner.DefaultLeaseDuration, MaxConcurrency: runner.DefaultMaxConcurrency,
+		Queues: []string{runner.AllQueues},
+	}
 	if o.runnerCfg != nil {
 		o.runnerCfg(rc)
+	}
+	if r := o.jitter; r != nil {
+		rc.JitterFunc = func() float64 { return *r }
+	}
+	ms := &mocks{t: t, workflows: map[string][]*WorkflowMock{}}
+	own := rc.StepOverrideFunc
+	rc.StepOverrideFunc = func(workflowName, step string) workflow.StepFunc {
+		if fn := ms.stepOverride(workflowName, step); fn != nil {
+			return fn
+		}
+		if own != nil {
+			return own(workflowName, step)
+		}
+		return nil
 	}
 	// The harness drives the runner with RunDue and never starts the host.
 	// A runner that is not started reserves nothing for eager start, so
@@ -118,16 +147,18 @@ func New(t testing.TB, opts ...Option) *Harness {
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
+	h := &Harness{
+		t: t, Clock: clk, Store: o.store, Registry: reg, Client: host.Client(), Runner: host.Runner(),
+		Hooks: host.Hooks(), Host: host, ctx: ctx, mocks: ms,
+	}
 	t.Cleanup(func() {
 		cancel()
 		stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 		defer stop()
 		_ = host.Stop(stopCtx)
+		h.reportMocks()
 	})
-	return &Harness{
-		t: t, Clock: clk, Store: o.store, Registry: reg, Client: host.Client(), Runner: host.Runner(),
-		Hooks: host.Hooks(), Host: host, ctx: ctx,
-	}
+	return h
 }
 
 // Context returns a context that lives as long as the test.
@@ -189,6 +220,9 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 		}
 		ref := db.InstanceRef{WorkflowName: inst.WorkflowName, ID: inst.ID}
 		task, err := h.Store.TaskGet(h.ctx, ref)
+		if errors.Is(err, db.ErrNotFound) && inst.WaitingFor != nil {
+			continue // waits for a slot another instance holds: it moves when that one ends
+		}
 		if err != nil {
 			stuck = append(stuck, fmt.Sprintf("%s/%s: status %s, no task (%v)", inst.WorkflowName, inst.ID, inst.Status, err))
 			continue
@@ -220,6 +254,12 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 		}
 		if timers == 0 && !task.RunAt.After(h.Clock.Now()) {
 			consider(task.RunAt)
+		}
+		if task.Kind == db.TaskKindRetry && timers == 0 {
+			consider(task.RunAt) // a workflow retry: the run is due again then
+		}
+		if inst.DeadlineAt != nil {
+			consider(*inst.DeadlineAt) // the deadline ends it, whatever it waits for
 		}
 	}
 	return next, stuck
@@ -259,6 +299,8 @@ func (h *Harness) Waiting() []string {
 			switch {
 			case s.Type == db.StepTypeWaitForEvent:
 				what = fmt.Sprintf("event %s until %s", s.WaitEventType, s.WakeAt.Format(time.RFC3339))
+			case s.Type == db.StepTypeInvoke:
+				what = fmt.Sprintf("child of step %s until %s", s.Key, s.WakeAt.Format(time.RFC3339))
 			case s.Status == db.StepStatusRetrying:
 				what = fmt.Sprintf("retry of %s at %s", s.Key, s.NextRetryAt.Format(time.RFC3339))
 			default:

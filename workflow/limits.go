@@ -58,6 +58,30 @@ func ValidateWorkflowName(name string) error {
 	return nil
 }
 
+// MaxQueueNameLength and MaxNamespaceLength bound task queue and namespace
+// names.
+const (
+	MaxQueueNameLength = 100
+	MaxNamespaceLength = 100
+)
+
+// ValidateQueueName checks a task queue name: 1 to MaxQueueNameLength
+// characters of letters, digits, '_' and '-', not starting with '-'.
+func ValidateQueueName(name string) error {
+	if len(name) == 0 || len(name) > MaxQueueNameLength || !identRE.MatchString(name) {
+		return fmt.Errorf("%w: queue %q must be 1 to %d characters of letters, digits, '_' and '-', not starting with '-'", ErrInvalidRequest, wfhook.Truncate(name), MaxQueueNameLength)
+	}
+	return nil
+}
+
+// ValidateNamespace checks a namespace name with the rules of queue names.
+func ValidateNamespace(name string) error {
+	if len(name) == 0 || len(name) > MaxNamespaceLength || !identRE.MatchString(name) {
+		return fmt.Errorf("%w: namespace %q must be 1 to %d characters of letters, digits, '_' and '-', not starting with '-'", ErrInvalidRequest, wfhook.Truncate(name), MaxNamespaceLength)
+	}
+	return nil
+}
+
 // ValidateInstanceID checks an instance id: 1 to 100 characters matching
 // ^[a-zA-Z0-9_][a-zA-Z0-9-_]*$.
 func ValidateInstanceID(id string) error {

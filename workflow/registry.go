@@ -52,6 +52,38 @@ type InstanceInfo struct {
 	UpdatedAt    time.Time       `json:"updatedAt"`
 	StartedAt    *time.Time      `json:"startedAt,omitempty"`
 	CompletedAt  *time.Time      `json:"completedAt,omitempty"`
+	// Namespace is the namespace the instance belongs to.
+	Namespace string `json:"namespace"`
+	// Queue is the task queue the instance runs on.
+	Queue string `json:"queue"`
+	// Priority is the instance's claim priority (higher first).
+	Priority int `json:"priority"`
+	// DedupeKey is the key the instance holds while it is active, if any.
+	DedupeKey string `json:"dedupeKey,omitempty"`
+	// Unserved is set on an instance that is not terminal and whose queue
+	// no online worker serves (the workers registry, read at most every
+	// couple of seconds): nothing runs it until a runner that serves the
+	// queue starts. Hosts that run work only on tick (no registered
+	// worker) see it on every live instance.
+	Unserved bool `json:"unserved,omitempty"`
+	// Deduplicated is set on the answer of a create that created nothing
+	// because this active instance held the request's dedupe key.
+	Deduplicated bool `json:"deduplicated,omitempty"`
+	// Parent is the Invoke step that started the instance, if one did.
+	Parent *ParentRef `json:"parent,omitempty"`
+	// Children are the instances the instance's Invoke steps started
+	// (every run), oldest first: filled by a Get of one instance, not by
+	// lists.
+	Children []*ChildRef `json:"children,omitempty"`
+	// DeadlineAt is when the instance errors with ErrorNameDeadlineExceeded
+	// if it has not ended; nil means no deadline.
+	DeadlineAt *time.Time `json:"deadlineAt,omitempty"`
+	// RunAttempt counts the runs of the current run number that a workflow
+	// retry (WithWorkflowRetry) started: 1 until the first retry.
+	RunAttempt int `json:"runAttempt,omitempty"`
+	// WaitingFor, on a queued instance of a limited workflow, says which
+	// concurrency or rate limit holds it back (docs/limits.md).
+	WaitingFor *WaitingFor `json:"waitingFor,omitempty"`
 }
 
 // CreateRequest is one untyped instance to create.
@@ -63,6 +95,30 @@ type CreateRequest struct {
 	// came from (a trigger's provenance) or a flow's pinned version. JSON,
 	// at most MaxPayloadBytes; empty records none.
 	Metadata json.RawMessage
+	// Namespace is the namespace the instance is created in: only callers
+	// of that namespace see and touch it. Empty means the client's
+	// namespace (client.Client.Namespace), or DefaultNamespace.
+	Namespace string
+	// Queue is the task queue the instance runs on, overriding the
+	// workflow's (Definition.Queue, WithQueue). Empty means the workflow's.
+	Queue string
+	// Priority orders claims among due tasks: higher first, MinPriority to
+	// MaxPriority. Defaults to 0.
+	Priority int
+	// DedupeKey, when set, makes the create return the active (not
+	// terminal) instance of the workflow and namespace that holds the key,
+	// with InstanceInfo.Deduplicated set, instead of creating another. A
+	// terminal instance frees its key.
+	DedupeKey string
+	// Deadline, when set, overrides the workflow's deadline (WithDeadline)
+	// for this instance; it must be in the future and at most MaxSleep
+	// away.
+	Deadline time.Time
+	// Parent, set by the engine for the child of an Invoke step, links the
+	// child to the invoking step: a create whose id exists already returns
+	// that instance when it is the same step's child, and fails with
+	// ErrInstanceAlreadyExists otherwise.
+	Parent *ParentRef
 }
 
 // Engine carries out what bindings ask for. The management client implements
@@ -89,22 +145,31 @@ type Engine interface {
 type Registry struct {
 	mu     sync.RWMutex
 	byName map[string]wfhook.Runnable
+	defs   map[string]*Definition
 	engine Engine
+	// overrides replace registered workflows for lookups (wfcore.Override):
+	// the test harness's mocked child workflows. Nil until one is set.
+	overrides map[string]wfhook.Runnable
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{byName: map[string]wfhook.Runnable{}}
+	return &Registry{byName: map[string]wfhook.Runnable{}, defs: map[string]*Definition{}}
 }
 
-// Register adds a workflow under name and returns its typed binding. It fails
-// when the name is invalid or taken.
-func Register[P, O any](r *Registry, name string, wf Workflow[P, O]) (*Binding[P, O], error) {
+// Register adds a workflow under name, configured by opts, and returns its
+// typed binding. It fails when the name is invalid or taken, or an option is
+// invalid.
+func Register[P, O any](r *Registry, name string, wf Workflow[P, O], opts ...Option) (*Binding[P, O], error) {
 	if err := ValidateWorkflowName(name); err != nil {
 		return nil, err
 	}
 	if wf == nil {
 		return nil, fmt.Errorf("%w: workflow %q is nil", ErrInvalidRequest, name)
+	}
+	def, err := newDefinition(name, opts)
+	if err != nil {
+		return nil, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,12 +177,13 @@ func Register[P, O any](r *Registry, name string, wf Workflow[P, O]) (*Binding[P
 		return nil, fmt.Errorf("%w: workflow %q is registered already", ErrInvalidRequest, name)
 	}
 	r.byName[name] = &runnable[P, O]{name: name, wf: wf}
+	r.defs[name] = def
 	return &Binding[P, O]{name: name, registry: r}, nil
 }
 
 // MustRegister is Register for program initialisation; it panics on error.
-func MustRegister[P, O any](r *Registry, name string, wf Workflow[P, O]) *Binding[P, O] {
-	b, err := Register(r, name, wf)
+func MustRegister[P, O any](r *Registry, name string, wf Workflow[P, O], opts ...Option) *Binding[P, O] {
+	b, err := Register(r, name, wf, opts...)
 	if err != nil {
 		panic(err)
 	}
@@ -129,23 +195,51 @@ func MustRegister[P, O any](r *Registry, name string, wf Workflow[P, O]) *Bindin
 func (r *Registry) lookup(name string) (wfhook.Runnable, bool) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if r.overrides != nil {
+		if w, ok := r.overrides[name]; ok {
+			return w, true
+		}
+	}
 	w, ok := r.byName[name]
 	return w, ok
+}
+
+// override substitutes w for the workflow name in lookups; nil w ends it.
+func (r *Registry) override(name string, w wfhook.Runnable) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if w == nil {
+		delete(r.overrides, name)
+		return
+	}
+	if r.overrides == nil {
+		r.overrides = map[string]wfhook.Runnable{}
+	}
+	r.overrides[name] = w
 }
 
 func init() {
 	wfhook.LookupFunc = func(registry any, name string) (wfhook.Runnable, bool) {
 		return registry.(*Registry).lookup(name)
 	}
+	wfhook.OverrideFunc = func(registry any, name string, w wfhook.Runnable) {
+		registry.(*Registry).override(name, w)
+	}
 }
 
-// Names returns the registered names, sorted.
+// Names returns the registered names, sorted, with those of workflows a
+// test harness substitutes without registering them.
 func (r *Registry) Names() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	names := make([]string, 0, len(r.byName))
 	for n := range r.byName {
 		names = append(names, n)
+	}
+	for n := range r.overrides {
+		if _, ok := r.byName[n]; !ok {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	return names
@@ -161,6 +255,9 @@ func (r *Registry) Bind(e Engine) {
 	defer r.mu.Unlock()
 	r.engine = e
 }
+
+// Engine returns the engine Bind connected, or ErrEngineNotBound.
+func (r *Registry) Engine() (Engine, error) { return r.boundEngine() }
 
 func (r *Registry) boundEngine() (Engine, error) {
 	r.mu.RLock()
@@ -185,6 +282,13 @@ type CreateOptions[P any] struct {
 	ID string
 	// Params is the instance's input, encoded as JSON.
 	Params P
+	// Namespace, Queue, Priority and DedupeKey place the instance as in
+	// CreateRequest. A create that finds the active holder of DedupeKey
+	// returns the holder's handle.
+	Namespace string
+	Queue     string
+	Priority  int
+	DedupeKey string
 }
 
 // Name returns the registered workflow name.
@@ -201,7 +305,10 @@ func (b *Binding[P, O]) Create(ctx context.Context, opts CreateOptions[P]) (*Ins
 	if err != nil {
 		return nil, err
 	}
-	info, err := e.Create(ctx, b.name, CreateRequest{ID: opts.ID, Params: params})
+	info, err := e.Create(ctx, b.name, CreateRequest{
+		ID: opts.ID, Params: params,
+		Namespace: opts.Namespace, Queue: opts.Queue, Priority: opts.Priority, DedupeKey: opts.DedupeKey,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +328,10 @@ func (b *Binding[P, O]) CreateBatch(ctx context.Context, opts []CreateOptions[P]
 		if err != nil {
 			return nil, err
 		}
-		reqs[i] = CreateRequest{ID: o.ID, Params: params}
+		reqs[i] = CreateRequest{
+			ID: o.ID, Params: params,
+			Namespace: o.Namespace, Queue: o.Queue, Priority: o.Priority, DedupeKey: o.DedupeKey,
+		}
 	}
 	infos, err := e.CreateBatch(ctx, b.name, reqs)
 	if err != nil {

@@ -30,6 +30,10 @@ type Step interface {
 	// ErrEventTimeout. An event sent before the wait is buffered and consumed
 	// at once, oldest first.
 	WaitForEvent(name string, opts WaitOptions) (*ReceivedEvent, error)
+	// Invoke starts a child workflow (opts.Workflow, a Go workflow or a
+	// flow) and waits for its end, returning its JSON output; see the
+	// typed workflow.Invoke, which callers should prefer.
+	Invoke(name string, opts InvokeOptions) (json.RawMessage, error)
 }
 
 // StepFunc is the callback of a step: it does the work and returns a value
@@ -95,6 +99,10 @@ type StepInfo struct {
 	Step string
 	// Attempt is 1 for the first attempt, 2 for the first retry, and so on.
 	Attempt int
+	// Deadline is the instance's deadline (zero when it has none): the
+	// attempt's context is cancelled at it, with ErrDeadlineExceeded as its
+	// cause (context.Cause).
+	Deadline time.Time
 }
 
 // StepInfoFromContext returns the step attempt a callback runs, if any.

@@ -25,7 +25,7 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 	if len(ps) == 0 {
 		return []db.CheckpointBatchResult{}, nil
 	}
-	step, results, err := batchStatement(ctx, ps)
+	step, results, err := batchStatement(ctx, ps, false)
 	if err != nil {
 		return nil, err
 	}
@@ -37,8 +37,10 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 
 // batchStatement returns the CheckpointBatch statement of ps as a pipeline
 // step (to run behind planSettings), and what reads the results once the
-// pipeline ran.
-func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineStep, func() []db.CheckpointBatchResult, error) {
+// pipeline ran. alone says that ps is one checkpoint committed through
+// Checkpoint, which may record failed attempts (the statement that keeps
+// them goes before it in the same pipeline: failedAttemptsStep).
+func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone bool) (pipelineStep, func() []db.CheckpointBatchResult, error) {
 	results := make([]db.CheckpointBatchResult, len(ps))
 	w := pgsqlc.CheckpointBatchParams{
 		WorkflowNames: make([]string, len(ps)),
@@ -54,7 +56,7 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 	index := make(map[[2]string]int, len(ps))
 	var now time.Time // the latest of the items'; none is the database clock
 	for i, p := range ps {
-		if !p.Batchable() {
+		if !p.Batchable() && !(alone && batchableAlone(p)) {
 			return nil, nil, db.ErrNotBatchable
 		}
 		plan, err := transition.Checkpoint(p)
@@ -108,6 +110,16 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams) (pipelineSte
 	return step, read, nil
 }
 
+// batchableAlone reports whether the statement of the group commit can
+// write p when p commits alone: Batchable but for failed attempts.
+func batchableAlone(p *db.CheckpointParams) bool {
+	switch p.Outcome {
+	case db.OutcomeContinue, db.OutcomeComplete, db.OutcomeError:
+		return p.ConsumeEvent == nil && !p.ResetLeaseLosses
+	}
+	return false
+}
+
 func appendStep(w *pgsqlc.CheckpointBatchParams, p *db.CheckpointParams, st *db.StepWrite) {
 	w.SWorkflowNames = append(w.SWorkflowNames, p.WorkflowName)
 	w.SInstanceIds = append(w.SInstanceIds, p.InstanceID)
@@ -115,8 +127,8 @@ func appendStep(w *pgsqlc.CheckpointBatchParams, p *db.CheckpointParams, st *db.
 	w.SStepKeys = append(w.SStepKeys, st.Key)
 	w.STypes = append(w.STypes, string(st.Type))
 	w.SStatuses = append(w.SStatuses, string(st.Status))
-	w.SAttempts = append(w.SAttempts, int32(st.Attempts))
-	w.SMaxAttempts = append(w.SMaxAttempts, int32(st.MaxAttempts))
+	w.SAttempts = append(w.SAttempts, int32(db.StoredAttempts(st.Attempts)))
+	w.SMaxAttempts = append(w.SMaxAttempts, int32(db.StoredMaxAttempts(st.MaxAttempts)))
 	w.STimeoutsMs = append(w.STimeoutsMs, st.Timeout.Milliseconds())
 	w.SNextRetryAt = append(w.SNextRetryAt, timeOrZero(st.NextRetryAt))
 	w.SWakeAt = append(w.SWakeAt, timeOrZero(st.WakeAt))
@@ -124,6 +136,7 @@ func appendStep(w *pgsqlc.CheckpointBatchParams, p *db.CheckpointParams, st *db.
 	w.SResults = append(w.SResults, string(st.Result))
 	w.SErrorNames = append(w.SErrorNames, st.ErrorName)
 	w.SErrorMessages = append(w.SErrorMessages, st.ErrorMessage)
+	w.SStartedAt = append(w.SStartedAt, timeOrZero(st.StartedAt))
 }
 
 // timeOrZero is the batch arrays' encoding of a nullable time: the zero time

@@ -27,6 +27,14 @@ func instanceFromRow(r *pgsqlc.WorkflowInstance) *db.Instance {
 		StartedAt:      utcPtr(r.StartedAt),
 		CompletedAt:    utcPtr(r.CompletedAt),
 		RetentionUntil: utcPtr(r.RetentionUntil),
+		Namespace:      r.Namespace,
+		Queue:          r.Queue,
+		Priority:       int(r.Priority),
+		DedupeKey:      deref(r.DedupeKey),
+		DeadlineAt:     utcPtr(r.DeadlineAt),
+		RunAttempt:     int(r.RunAttempt),
+		Limited:        r.Limited,
+		Parent:         parentFromRow(r),
 	}
 }
 
@@ -51,6 +59,7 @@ func stepFromRow(r *pgsqlc.WorkflowStep) *db.Step {
 		CreatedAt:     r.CreatedAt.UTC(),
 		UpdatedAt:     r.UpdatedAt.UTC(),
 		CompletedAt:   utcPtr(r.CompletedAt),
+		StartedAt:     utcPtr(r.StartedAt),
 	}
 }
 
@@ -83,6 +92,30 @@ func taskFromRow(r *pgsqlc.WorkflowTask) *db.Task {
 		Attempts:     int(r.Attempts),
 		LastError:    deref(r.LastError),
 		LeaseLosses:  int(r.LeaseLosses),
+
+		Queue:            r.Queue,
+		InstancePriority: int(r.InstancePriority),
+	}
+}
+
+// taskWithRunningSteps is taskFromRow with the running steps the holder's
+// heartbeat wrote (TaskGet).
+func taskWithRunningSteps(r *pgsqlc.WorkflowTask) *db.Task {
+	t := taskFromRow(r)
+	db.DecodeRunningSteps(r.RunningSteps, t)
+	return t
+}
+
+func stepAttemptFromRow(r *pgsqlc.WorkflowStepAttempt) *db.StepAttempt {
+	return &db.StepAttempt{
+		ID:           r.ID,
+		StepKey:      r.StepKey,
+		RunAttempt:   int(r.RunAttempt),
+		Attempt:      int(r.Attempt),
+		StartedAt:    utcPtr(r.StartedAt),
+		EndedAt:      r.EndedAt.UTC(),
+		ErrorName:    deref(r.ErrorName),
+		ErrorMessage: deref(r.ErrorMessage),
 	}
 }
 

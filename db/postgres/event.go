@@ -28,6 +28,18 @@ import (
 // type (db.EventSendResult.DeliveredTo). db.ErrNotFound when there is no
 // such instance and db.ErrTerminal when it has ended; then nothing changes.
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
+	steps, finish, err := s.eventSendSteps(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return finish(s.pipeline(ctx, append([]string{"BEGIN"}, planSettings...), []string{"COMMIT"}, steps...))
+}
+
+// eventSendSteps returns the statements of EventSend as pipeline steps, and
+// what reads its result once they ran (given the pipeline's error): the
+// send on its own, or the delivery of a child's end to its parent in the
+// transaction of the child's last checkpoint (checkpointNotifyParent).
+func (s *Store) eventSendSteps(ctx context.Context, p *db.EventSendParams) ([]pipelineStep, func(error) (*db.EventSendResult, error), error) {
 	var (
 		inst    pgsqlc.EventSendLockRow
 		instErr error
@@ -45,7 +57,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		var err error
 		delivered, err = transition.EventStepResult(&db.Event{Type: p.Type, Payload: p.Payload, CreatedAt: at})
 		if err != nil {
-			return nil, fmt.Errorf("sending event: encoding its step result: %w", err)
+			return nil, nil, fmt.Errorf("sending event: encoding its step result: %w", err)
 		}
 	}
 	// The plan of a send that wakes; the statements decide whether it does
@@ -62,12 +74,15 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		InstanceID:      p.InstanceID,
 		Type:            p.Type,
 		RecordHook:      plan.Hook.Record(),
+		Namespace:       p.Namespace,
+		LeaseQueues:     []string{},
 	}
 	if plan.Leased {
 		wake.LockOwner, wake.LockedUntil = &p.Lease.Owner, &p.Lease.LockedUntil
+		wake.LeaseQueues = emptyIfNil(p.Lease.Queues)
 	}
-	key := pgsqlc.EventSendLockParams{Now: now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID}
-	err := s.pipeline(ctx, append([]string{"BEGIN"}, planSettings...), []string{"COMMIT"},
+	key := pgsqlc.EventSendLockParams{Now: now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, Namespace: p.Namespace}
+	steps := []pipelineStep{
 		func(q *pgsqlc.Queries) error {
 			inst, instErr = q.EventSendLock(ctx, key)
 			if instErr != nil && !isNoRows(instErr) {
@@ -82,6 +97,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 				Now:          now,
 				WorkflowName: p.WorkflowName,
 				InstanceID:   p.InstanceID,
+				Namespace:    p.Namespace,
 			})
 			if rowErr != nil && !isNoRows(rowErr) {
 				return rowErr
@@ -92,7 +108,15 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			var err error
 			woken, err = q.EventSendWake(ctx, wake)
 			return err
-		})
+		},
+	}
+	return steps, func(err error) (*db.EventSendResult, error) {
+		return eventSendResult(p, err, &inst, instErr, &row, rowErr, woken)
+	}, nil
+}
+
+// eventSendResult reads the answers of EventSend's statements.
+func eventSendResult(p *db.EventSendParams, err error, inst *pgsqlc.EventSendLockRow, instErr error, row *pgsqlc.WorkflowEvent, rowErr error, woken []pgsqlc.EventSendWakeRow) (*db.EventSendResult, error) {
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("sending event: %w", interpretError(err))
@@ -101,19 +125,20 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 	case workflow.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
 		return nil, fmt.Errorf("sending event: %w", db.ErrTerminal)
 	}
-	res := &db.EventSendResult{Event: eventFromRow(&row), Woken: len(woken) > 0}
+	res := &db.EventSendResult{Event: eventFromRow(row), Woken: len(woken) > 0}
 	if len(woken) > 0 && woken[0].DeliveredStepKey != "" {
 		// Delivered at the send's time, which is the event's time.
 		res.DeliveredTo = woken[0].DeliveredStepKey
 		res.Event.DeliveredAt, res.Event.ConsumedByStepKey = new(res.Event.CreatedAt), res.DeliveredTo
 	}
-	if p.Lease != nil && len(woken) > 0 {
+	if p.Lease != nil && len(woken) > 0 && woken[0].Status == string(db.TaskStatusProcessing) {
+		// Leased only when the task's queue is one of p.Lease.Queues.
 		w := woken[0]
 		res.LeasedTask = taskFromRow(&pgsqlc.WorkflowTask{
 			ID: w.ID, WorkflowName: w.WorkflowName, InstanceID: w.InstanceID, RunNumber: w.RunNumber,
 			Kind: w.Kind, Priority: w.Priority, RunAt: w.RunAt, Status: w.Status, LockOwner: w.LockOwner,
 			LockedUntil: w.LockedUntil, Version: w.Version, Attempts: w.Attempts, LastError: w.LastError,
-			LeaseLosses: w.LeaseLosses,
+			LeaseLosses: w.LeaseLosses, Queue: w.Queue, InstancePriority: w.InstancePriority,
 		})
 	}
 	return res, nil

@@ -157,13 +157,13 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 				require.NoError(t, err)
 			}
 			plan := explainLines(t, conn, "ANALYZE, BUFFERS, COSTS OFF, TIMING OFF",
-				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', false, 16, 'me', '%s')",
+				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', '{default,q2}', false, 16, 'me', '%s')",
 					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
 			// A disabled plan node that cannot be avoided would add its
 			// disabling cost to the plan, which would then cross
 			// jit_above_cost (100000 by default) and be JIT-compiled.
 			costed := explainLines(t, conn, "FORMAT JSON",
-				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', false, 16, 'me', '%s')",
+				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', '{default,q2}', false, 16, 'me', '%s')",
 					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
 			require.NoError(t, tx.Rollback(ctx))
 			var top []struct {
@@ -186,8 +186,12 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 	for _, sql := range []string{
 		`INSERT INTO workflow_instance (workflow_name, instance_id, status, params, run_number, created_at, updated_at)
 		SELECT 'w', 'i' || g, 'queued', '{}', 1, $1, $1 FROM generate_series(1, 6000) g`,
-		`INSERT INTO workflow_task (workflow_name, instance_id, run_number, kind, priority, run_at, status, version)
-		SELECT 'w', 'i' || g, 1, 'run', 1, $1::timestamptz - g * interval '1 second', 'pending', 0
+		// Priorities and queues of several values: the claim orders by
+		// priority and filters by queue on the same index walk.
+		`INSERT INTO workflow_task (workflow_name, instance_id, run_number, kind, priority, run_at, status, version,
+			queue, instance_priority)
+		SELECT 'w', 'i' || g, 1, 'run', 1, $1::timestamptz - g * interval '1 second', 'pending', 0,
+			(ARRAY['default', 'q2', 'q3'])[g % 3 + 1], (g % 7 - 3) * 100
 		FROM generate_series(1, 6000) g`,
 		`UPDATE workflow_task SET status = 'processing', locked_until = $1::timestamptz + (id % 3 - 1) * interval '1 minute'
 		WHERE id % 2 = 0`,
@@ -254,12 +258,12 @@ func TestInstanceLookupsUseThePrimaryKeyWithoutStatistics(t *testing.T) {
 		sql  string
 		args string
 	}{
-		{"instanceGet", generatedQuery(t, dir, "instanceGet"), "('w', 'i')"},
-		{"instanceGetForUpdate", generatedQuery(t, dir, "instanceGetForUpdate"), "('w', 'i')"},
+		{"instanceGet", generatedQuery(t, dir, "instanceGet"), "('w', 'i', '')"},
+		{"instanceGetForUpdate", generatedQuery(t, dir, "instanceGetForUpdate"), "('w', 'i', 'ns')"},
 		{"stepListCurrentRun", generatedQuery(t, dir, "stepListCurrentRun"), "('w', 'i')"},
 		{"checkpointFence", generatedQuery(t, dir, "checkpointFence"), "(1, 1, 'w', 'i', 1)"},
 		{"taskClaim", generatedQuery(t, dir, "taskClaim"),
-			fmt.Sprintf("('%s', '{w}', false, 16, 'me', '%s')", now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339))},
+			fmt.Sprintf("('%s', '{w}', '{default}', false, 16, 'me', '%s')", now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339))},
 		// The statement a foreign-key check of workflow_instance runs.
 		{"foreignKeyCheck", `SELECT 1 FROM ONLY workflow_instance x WHERE workflow_name = $1 AND instance_id = $2 FOR KEY SHARE OF x`, "('w', 'i')"},
 	}
@@ -281,9 +285,9 @@ func TestInstanceLookupsUseThePrimaryKeyWithoutStatistics(t *testing.T) {
 	list := generatedQuery(t, dir, "instanceList")
 	cursor := now.Format(time.RFC3339)
 	for _, args := range [][]any{
-		{"w", []string{"running"}, nil, nil, nil, int32(50)},
-		{"w", nil, cursor, "w", "i", int32(50)},
-		{nil, nil, nil, nil, nil, int32(50)},
+		{"w", []string{"running"}, nil, nil, nil, nil, nil, int32(50)},
+		{"w", nil, "ns", nil, cursor, "w", "i", int32(50)},
+		{nil, nil, nil, "q", nil, nil, nil, int32(50)},
 	} {
 		plan := explainLines(t, conn, "COSTS OFF", list, args...)
 		require.True(t, slices.ContainsFunc([]string{
@@ -335,7 +339,8 @@ func TestCheckpointBatchPlanIsPrimaryKeyLookups(t *testing.T) {
 		'{continue,complete}', '{"","{}"}', '{"",""}', '{"",""}', '%s',
 		'{w,w}', '{i3,i7}', '{1,1}', '{s1,s1}', '{do,do}', '{complete,complete}', '{1,1}', '{3,3}', '{0,0}',
 		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}', '{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}',
-		'{"",""}', '{1,2}', '{"",""}', '{"",""}')`, now.Format(time.RFC3339))
+		'{"",""}', '{1,2}', '{"",""}', '{"",""}',
+		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}')`, now.Format(time.RFC3339))
 	explain := func(what, mode string) {
 		t.Helper()
 		tx, err := conn.Begin(ctx)

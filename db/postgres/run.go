@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
 	"github.com/duraflow/duraflow/workflow"
@@ -93,6 +94,8 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 // writer uses. A nil p.Now is the database clock.
 func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	switch {
+	case (p.ReleaseLimits || p.NotifyParent != nil) && p.ConsumeEvent == nil && (p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError):
+		return s.checkpointRelease(ctx, p)
 	case p.ConsumeEvent != nil:
 		return s.checkpointConsume(ctx, p)
 	case p.Batchable():
@@ -136,11 +139,14 @@ func (s *Store) checkpointStatements(ctx context.Context, p *db.CheckpointParams
 			rest.ResetLeaseLosses = false
 			item = &rest
 		}
-		step, results, err := batchStatement(ctx, []*db.CheckpointParams{item})
+		step, results, err := batchStatement(ctx, []*db.CheckpointParams{item}, true)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		steps := []pipelineStep{step}
+		if rec := failedAttemptsStep(ctx, p); rec != nil {
+			steps = []pipelineStep{rec, step}
+		}
 		if plan.Task.ResetLeaseLosses {
 			ref := pgsqlc.TaskResetLeaseLossesParams{ID: p.Task.ID, Version: p.Task.Version}
 			steps = append(steps, func(q *pgsqlc.Queries) error { return q.TaskResetLeaseLosses(ctx, ref) })
@@ -178,11 +184,29 @@ func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams, p
 		facts.Status, facts.PauseRequested = workflow.InstanceStatus(row.Status), row.PauseRequested
 		return err
 	}}
+	if rec := failedAttemptsStep(ctx, p); rec != nil {
+		steps = append(steps, rec)
+	}
+	if r := p.RetryRun; r != nil && p.Outcome == db.OutcomeSuspend {
+		// A workflow retry (rare): the next run attempt, before the step
+		// rows (a reset step's row is deleted, then nothing rewrites it).
+		retry := pgsqlc.InstanceRetryRunParams{
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+			RunNumber:    int32(p.RunNumber),
+			ResetSteps:   emptyIfNil(r.ResetSteps),
+			ErrorName:    r.ErrorName,
+			ErrorMessage: r.ErrorMessage,
+			TaskID:       p.Task.ID,
+			Version:      p.Task.Version,
+		}
+		steps = append(steps, func(q *pgsqlc.Queries) error { return q.InstanceRetryRun(ctx, retry) })
+	}
 	if len(p.Steps) > 0 {
 		w := checkpointStepsParams(p, now)
 		steps = append(steps, func(q *pgsqlc.Queries) error { return q.CheckpointSteps(ctx, w) })
 	}
-	task := &plan.Task
+	task, req := &plan.Task, plan.Requested
 	if plan.MayBeDue {
 		steps = append(steps, func(q *pgsqlc.Queries) error {
 			row, err := q.CheckpointSuspend(ctx, pgsqlc.CheckpointSuspendParams{
@@ -201,26 +225,44 @@ func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams, p
 				Status:                 string(plan.Status),
 				Reason:                 string(plan.Hook.Reason),
 				RecordHook:             plan.Hook.Record(),
+				MarkerKey:              db.CompensationMarkerKey,
+				RequestedStatus:        string(req.Status),
+				RequestedKind:          string(req.Task.Kind),
+				RequestedPriority:      int16(req.Task.Priority),
+				RequestedReason:        string(req.Hook.Reason),
 			})
 			if isNoRows(err) {
 				held = false
 				return nil
 			}
-			facts.Due = row.Due
+			facts.Due, facts.CompensationRequested = row.Due, row.Compensate
 			return err
 		})
 	} else {
 		steps = append(steps, func(q *pgsqlc.Queries) error {
-			n, err := q.CheckpointPark(ctx, pgsqlc.CheckpointParkParams{
-				Now:      now,
-				RunAt:    task.RunAt,
-				Kind:     string(task.Kind),
-				Priority: int16(task.Priority),
-				TaskID:   p.Task.ID,
-				Version:  p.Task.Version,
-				Status:   string(plan.Status),
+			row, err := q.CheckpointPark(ctx, pgsqlc.CheckpointParkParams{
+				Channel:           s.wakeChannel,
+				WorkflowName:      p.WorkflowName,
+				InstanceID:        p.InstanceID,
+				RunNumber:         int32(p.RunNumber),
+				Now:               now,
+				RunAt:             task.RunAt,
+				Kind:              string(task.Kind),
+				Priority:          int16(task.Priority),
+				TaskID:            p.Task.ID,
+				Version:           p.Task.Version,
+				Status:            string(plan.Status),
+				MarkerKey:         db.CompensationMarkerKey,
+				RequestedStatus:   string(req.Status),
+				RequestedKind:     string(req.Task.Kind),
+				RequestedPriority: int16(req.Task.Priority),
+				RequestedReason:   string(req.Hook.Reason),
 			})
-			held = held && n == 1
+			if isNoRows(err) {
+				held = false
+				return nil
+			}
+			facts.CompensationRequested = row.Compensate
 			return err
 		})
 	}
@@ -249,8 +291,8 @@ func checkpointStepsParams(p *db.CheckpointParams, now *time.Time) pgsqlc.Checkp
 		w.StepKeys = append(w.StepKeys, st.Key)
 		w.Types = append(w.Types, string(st.Type))
 		w.Statuses = append(w.Statuses, string(st.Status))
-		w.Attempts = append(w.Attempts, int32(st.Attempts))
-		w.MaxAttempts = append(w.MaxAttempts, int32(st.MaxAttempts))
+		w.Attempts = append(w.Attempts, int32(db.StoredAttempts(st.Attempts)))
+		w.MaxAttempts = append(w.MaxAttempts, int32(db.StoredMaxAttempts(st.MaxAttempts)))
 		w.TimeoutsMs = append(w.TimeoutsMs, st.Timeout.Milliseconds())
 		w.NextRetryAt = append(w.NextRetryAt, timeOrZero(st.NextRetryAt))
 		w.WakeAt = append(w.WakeAt, timeOrZero(st.WakeAt))
@@ -258,8 +300,61 @@ func checkpointStepsParams(p *db.CheckpointParams, now *time.Time) pgsqlc.Checkp
 		w.Results = append(w.Results, string(st.Result))
 		w.ErrorNames = append(w.ErrorNames, st.ErrorName)
 		w.ErrorMessages = append(w.ErrorMessages, st.ErrorMessage)
+		w.StartedAt = append(w.StartedAt, timeOrZero(st.StartedAt))
 	}
 	return w
+}
+
+// failedAttemptsStep is the statement that keeps p's failed attempts
+// (StepAttemptsRecord), or nil when p has none: the common checkpoint runs
+// no statement more. It fences on its own, instance then task, so it may go
+// first in the pipeline, before a statement that deletes the task.
+func failedAttemptsStep(ctx context.Context, p *db.CheckpointParams) pipelineStep {
+	var w *pgsqlc.StepAttemptsRecordParams
+	for i := range p.Steps {
+		st := &p.Steps[i]
+		if !st.RecordsFailedAttempt() {
+			continue
+		}
+		if w == nil {
+			w = &pgsqlc.StepAttemptsRecordParams{
+				WorkflowName: p.WorkflowName,
+				InstanceID:   p.InstanceID,
+				RunNumber:    int32(p.RunNumber),
+				Now:          nowArg(p.Now),
+				TaskID:       p.Task.ID,
+				Version:      p.Task.Version,
+			}
+		}
+		w.StepKeys = append(w.StepKeys, st.Key)
+		w.Attempts = append(w.Attempts, int32(db.StoredAttempts(st.Attempts)))
+		w.StartedAt = append(w.StartedAt, timeOrZero(st.StartedAt))
+		w.ErrorNames = append(w.ErrorNames, st.ErrorName)
+		w.ErrorMessages = append(w.ErrorMessages, st.ErrorMessage)
+	}
+	if w == nil {
+		return nil
+	}
+	return func(q *pgsqlc.Queries) error { return q.StepAttemptsRecord(ctx, *w) }
+}
+
+// StepAttemptList returns the failed attempts of one run's steps, oldest
+// first.
+func (s *Store) StepAttemptList(ctx context.Context, p *db.StepAttemptListParams) ([]*db.StepAttempt, error) {
+	rows, err := s.queries.StepAttemptList(ctx, pgsqlc.StepAttemptListParams{
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		RunNumber:    int32(p.RunNumber),
+		StepKeys:     emptyIfNil(p.StepKeys),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing step attempts: %w", interpretError(err))
+	}
+	list := make([]*db.StepAttempt, len(rows))
+	for i := range rows {
+		list[i] = stepAttemptFromRow(&rows[i])
+	}
+	return list, nil
 }
 
 // emptyIfNil keeps a nil slice from being sent as a NULL array.
@@ -388,7 +483,91 @@ func stepCompleteWithEventParams(p *db.CheckpointParams, result json.RawMessage,
 		RunNumber:     int32(p.RunNumber),
 		StepKey:       p.ConsumeEvent.StepKey,
 		WaitEventType: &p.ConsumeEvent.Type,
+		StepType:      string(db.StepTypeOrWait(p.ConsumeEvent.StepType)),
 		Result:        result,
 		Now:           now,
 	}
+}
+
+// checkpointRelease commits a checkpoint that ends a limited instance's
+// run, and gives its slots back (admitting the oldest waiting instances of
+// its scopes, package admission), in one transaction on one connection:
+// the checkpoint's own pipeline first, then the release once its fence
+// held.
+func (s *Store) checkpointRelease(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+	rest := *p
+	rest.ReleaseLimits, rest.NotifyParent = false, nil
+	steps, result, prelude, err := s.checkpointStatements(ctx, &rest)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+	}
+	defer conn.Release()
+	open := true
+	defer func() {
+		if open {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	matches := false
+	if n := p.NotifyParent; n != nil {
+		// The parent is locked before the child (see InstanceLockParent);
+		// the child's end goes only to the parent step its columns name.
+		lock := pgsqlc.InstanceLockParentParams{WorkflowName: n.WorkflowName, InstanceID: n.InstanceID}
+		check := parentMatchesArg(n)
+		steps = append([]pipelineStep{
+			func(q *pgsqlc.Queries) error { return q.InstanceLockParent(ctx, lock) },
+			func(q *pgsqlc.Queries) error {
+				var err error
+				matches, err = q.InstanceParentMatches(ctx, check)
+				return err
+			},
+		}, steps...)
+	}
+	if err := sendPipeline(ctx, conn, append([]string{"BEGIN"}, prelude...), nil, steps...); err != nil {
+		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+	}
+	res, err := result()
+	if err != nil {
+		return nil, err
+	}
+	notify := p.NotifyParent != nil && matches
+	commit := []string{"COMMIT"}
+	if notify {
+		commit = nil
+	}
+	if p.ReleaseLimits {
+		// The release's writes go behind its reads, and the last ones with
+		// the COMMIT, in pipelines on the transaction's connection.
+		tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn}
+		ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID}
+		admitted, leased, err := admission.Release(ctx, tx, ref, limitNow(nowArg(p.Now)), p.ReleaseLease)
+		if err != nil {
+			return nil, fmt.Errorf("checkpointing: releasing limits: %w", interpretError(err))
+		}
+		if err := tx.flush(ctx, commit); err != nil {
+			return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+		}
+		res.Admitted, res.Leased = admitted, leased
+	} else if !notify {
+		// A notify whose target is not the child's parent step sends
+		// nothing: the checkpoint commits on its own.
+		if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+			return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
+		}
+	}
+	if n := p.NotifyParent; notify {
+		// The child's end goes to its parent as an event send in the same
+		// transaction, committed with it (checkpointNotifyParent).
+		woken, err := s.notifyParent(ctx, conn, n, nowArg(p.Now))
+		if err != nil {
+			return nil, fmt.Errorf("checkpointing: notifying the parent: %w", interpretError(err))
+		}
+		res.ParentWoken = woken
+	}
+	open = false
+	return res, nil
 }

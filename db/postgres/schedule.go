@@ -144,6 +144,19 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		if len(p.Instances) == 0 {
 			return nil
 		}
+		for i := range p.Instances {
+			if len(p.Instances[i].Limits) > 0 {
+				// A limited workflow's instances are admitted as a create's are.
+				now := p.Now
+				created, err := s.createLimited(ctx, q, &db.InstanceCreateManyParams{
+					WorkflowName: p.WorkflowName, Instances: p.Instances, Now: &now, RecordHooks: p.RecordHooks,
+				}, p.Queue)
+				for _, c := range created {
+					res.Created = append(res.Created, c.Instance)
+				}
+				return err
+			}
+		}
 		ids := make([]string, len(p.Instances))
 		params := make([][]byte, len(p.Instances))
 		metadata := make([][]byte, len(p.Instances))
@@ -153,12 +166,21 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			metadata[i] = jsonArg(item.Metadata)
 		}
 		now := p.Now
+		namespace, queue := db.CreatePlacement("", p.Queue)
+		queues := make([]string, len(ids))
+		for i := range queues {
+			queues[i] = queue
+		}
 		rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
 			WorkflowName: p.WorkflowName,
 			Now:          &now,
 			InstanceIds:  ids,
 			Params:       params,
 			Metadata:     metadata,
+			DedupeKeys:   make([]string, len(ids)),
+			Queues:       queues,
+			Priorities:   make([]int32, len(ids)),
+			Namespace:    namespace,
 		})
 		if err != nil {
 			return err
@@ -171,17 +193,25 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			byID[rows[i].InstanceID] = &rows[i]
 		}
 		newIDs := make([]string, 0, len(rows))
+		created := make([]db.CreateResult, 0, len(rows))
 		for _, id := range ids {
 			if row, ok := byID[id]; ok {
-				res.Created = append(res.Created, instanceFromRow(row))
+				inst := instanceFromRow(row)
+				res.Created = append(res.Created, inst)
+				created = append(created, db.CreateResult{Instance: inst})
 				newIDs = append(newIDs, id)
 				delete(byID, id)
 			}
 		}
+		if err := setDeadlines(ctx, q, &db.InstanceCreateManyParams{WorkflowName: p.WorkflowName, Instances: p.Instances}, created); err != nil {
+			return err
+		}
 		if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
-			WorkflowName: p.WorkflowName,
-			Now:          &now,
-			InstanceIds:  newIDs,
+			WorkflowName:       p.WorkflowName,
+			Now:                &now,
+			InstanceIds:        newIDs,
+			Queues:             queues[:len(newIDs)],
+			InstancePriorities: make([]int16, len(newIDs)),
 		}); err != nil {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -29,6 +30,9 @@ type Store struct {
 	ownsPool    bool
 	wakeChannel string
 	listen      listenConfig
+	// txBound is set once BindTx was called: until then no call looks for
+	// a caller's transaction in its context.
+	txBound atomic.Bool
 }
 
 var (
@@ -101,8 +105,13 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // inTx runs fn in one transaction and commits it when fn returns nil. Any
-// error rolls everything back, so a failed call changes nothing.
+// error rolls everything back, so a failed call changes nothing. Under a
+// context bound to the caller's transaction (BindTx) fn runs in a savepoint
+// of it instead, and nothing is committed.
 func (s *Store) inTx(ctx context.Context, fn func(q *pgsqlc.Queries) error) error {
+	if tx := s.callerTx(ctx); tx != nil {
+		return inCallerTx(ctx, tx, fn)
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return err

@@ -46,9 +46,10 @@ var planSettings = []string{
 		"set_config('jit', 'off', true), set_config('plan_cache_mode', 'force_generic_plan', true)",
 }
 
-// TaskClaim leases up to p.Max due tasks of the named workflows in one
-// statement: pending tasks with run_at <= p.Now and processing tasks whose
-// lease expired, resuming kinds first, then oldest run_at. Each claimed task's
+// TaskClaim leases up to p.Max due tasks of the named workflows on the
+// named queues in one statement: pending tasks with run_at <= p.Now and
+// processing tasks whose lease expired, higher instance priority first,
+// then resuming kinds, then oldest run_at. Each claimed task's
 // version and attempts go up by one (and its lease losses, when the claim
 // took over an expired lease) and its queued or waiting instance becomes
 // running. Tasks of paused and terminal instances are never claimed,
@@ -60,6 +61,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 	}
 	params := pgsqlc.TaskClaimParams{
 		WorkflowNames: p.WorkflowNames,
+		Queues:        emptyIfNil(p.Queues),
 		Now:           nowArg(p.Now),
 		Max:           int32(min(p.Max, math.MaxInt32)),
 		LockOwner:     p.Owner,
@@ -83,7 +85,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 			ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber,
 			Kind: r.Kind, Priority: r.Priority, RunAt: r.RunAt, Status: r.Status, LockOwner: r.LockOwner,
 			LockedUntil: r.LockedUntil, Version: r.Version, Attempts: r.Attempts, LastError: r.LastError,
-			LeaseLosses: r.LeaseLosses,
+			LeaseLosses: r.LeaseLosses, Queue: r.Queue, InstancePriority: r.InstancePriority,
 		})
 		if r.Fresh != nil && *r.Fresh && r.InstanceRunNumber != nil && r.InstanceCreatedAt != nil &&
 			r.InstanceUpdatedAt != nil && r.InstancePauseRequested != nil {
@@ -99,6 +101,19 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 				UpdatedAt:      *r.InstanceUpdatedAt,
 				StartedAt:      r.InstanceStartedAt,
 				RetentionUntil: r.InstanceRetentionUntil,
+				Namespace:      deref(r.InstanceNamespace),
+				Queue:          r.Queue,
+				Priority:       int32(r.InstancePriority),
+				DedupeKey:      r.InstanceDedupeKey,
+				DeadlineAt:     r.InstanceDeadlineAt,
+				RunAttempt:     1, // a run that never started was never retried
+				Limited:        r.InstanceLimited != nil && *r.InstanceLimited,
+
+				ParentWorkflowName: r.InstanceParentWorkflowName,
+				ParentInstanceID:   r.InstanceParentInstanceID,
+				ParentRunNumber:    r.InstanceParentRunNumber,
+				ParentStepKey:      r.InstanceParentStepKey,
+				ParentPolicy:       r.InstanceParentPolicy,
 			})
 		}
 	}
@@ -109,9 +124,10 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 // task's version moved on or it is no longer processing.
 func (s *Store) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) error {
 	n, err := s.queries.TaskHeartbeat(ctx, pgsqlc.TaskHeartbeatParams{
-		LockedUntil: p.LockedUntil,
-		ID:          p.Task.ID,
-		Version:     p.Task.Version,
+		LockedUntil:  p.LockedUntil,
+		RunningSteps: db.EncodeRunningSteps(p.Task.Version, p.RunningSteps),
+		ID:           p.Task.ID,
+		Version:      p.Task.Version,
 	})
 	if err != nil {
 		return fmt.Errorf("extending task lease: %w", interpretError(err))
@@ -162,18 +178,18 @@ func (s *Store) TaskGet(ctx context.Context, ref db.InstanceRef) (*db.Task, erro
 	if err != nil {
 		return nil, fmt.Errorf("getting task: %w", interpretError(err))
 	}
-	return taskFromRow(&row), nil
+	return taskWithRunningSteps(&row), nil
 }
 
 // TaskNextRunAt returns the earliest time at which TaskClaim would find work
-// for the named workflows: the earliest run_at of a pending task or lease
+// for the named workflows on the named queues: the earliest run_at of a pending task or lease
 // expiry of a processing one, ignoring paused and terminal instances. It
 // returns nil when there is none.
-func (s *Store) TaskNextRunAt(ctx context.Context, workflowNames []string) (*time.Time, error) {
-	if len(workflowNames) == 0 {
+func (s *Store) TaskNextRunAt(ctx context.Context, p *db.TaskNextRunAtParams) (*time.Time, error) {
+	if len(p.WorkflowNames) == 0 {
 		return nil, nil
 	}
-	next, err := s.queries.TaskNextRunAt(ctx, workflowNames)
+	next, err := s.queries.TaskNextRunAt(ctx, pgsqlc.TaskNextRunAtParams{WorkflowNames: p.WorkflowNames, Queues: emptyIfNil(p.Queues)})
 	if isNoRows(err) {
 		return nil, nil
 	}

@@ -26,6 +26,14 @@ func instanceFromRow(r *litesqlc.WorkflowInstance) *db.Instance {
 		StartedAt:      timePtrFromMicros(r.StartedAt),
 		CompletedAt:    timePtrFromMicros(r.CompletedAt),
 		RetentionUntil: timePtrFromMicros(r.RetentionUntil),
+		Namespace:      r.Namespace,
+		Queue:          r.Queue,
+		Priority:       int(r.Priority),
+		DedupeKey:      deref(r.DedupeKey),
+		DeadlineAt:     timePtrFromMicros(r.DeadlineAt),
+		RunAttempt:     int(r.RunAttempt),
+		Limited:        r.Limited == 1,
+		Parent:         parentFromRow(r),
 	}
 }
 
@@ -50,6 +58,20 @@ func stepFromRow(r *litesqlc.WorkflowStep) *db.Step {
 		CreatedAt:     timeFromMicros(r.CreatedAt),
 		UpdatedAt:     timeFromMicros(r.UpdatedAt),
 		CompletedAt:   timePtrFromMicros(r.CompletedAt),
+		StartedAt:     timePtrFromMicros(r.StartedAt),
+	}
+}
+
+func stepAttemptFromRow(r *litesqlc.WorkflowStepAttempt) *db.StepAttempt {
+	return &db.StepAttempt{
+		ID:           r.ID,
+		StepKey:      r.StepKey,
+		RunAttempt:   int(r.RunAttempt),
+		Attempt:      int(r.Attempt),
+		StartedAt:    timePtrFromMicros(r.StartedAt),
+		EndedAt:      timeFromMicros(r.EndedAt),
+		ErrorName:    deref(r.ErrorName),
+		ErrorMessage: deref(r.ErrorMessage),
 	}
 }
 
@@ -82,6 +104,9 @@ func taskFromRow(r *litesqlc.WorkflowTask) *db.Task {
 		Attempts:     int(r.Attempts),
 		LastError:    deref(r.LastError),
 		LeaseLosses:  int(r.LeaseLosses),
+
+		Queue:            r.Queue,
+		InstancePriority: int(r.InstancePriority),
 	}
 }
 

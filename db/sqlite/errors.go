@@ -24,6 +24,10 @@ func interpretError(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return db.ErrNotFound
 	}
+	if errors.Is(err, sql.ErrTxDone) {
+		// The caller's transaction (BindTx) ended before the call.
+		return fmt.Errorf("%w: %w", db.ErrTxDone, err)
+	}
 	var liteErr *sqlite.Error
 	if !errors.As(err, &liteErr) {
 		return err

@@ -21,6 +21,22 @@ import (
 func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.EventSendResult, error) {
 	var res *db.EventSendResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
+		var err error
+		res, err = eventSendTx(ctx, q, p)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sending event: %w", interpretError(err))
+	}
+	return res, nil
+}
+
+// eventSendTx is EventSend inside the caller's write transaction: the send
+// on its own, or the delivery of a child's end to its parent in the
+// transaction of the child's last checkpoint.
+func eventSendTx(ctx context.Context, q *litesqlc.Queries, p *db.EventSendParams) (*db.EventSendResult, error) {
+	var res *db.EventSendResult
+	err := func() error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
 			return err
@@ -29,6 +45,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			Now:          now,
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
+			Namespace:    p.Namespace,
 		})
 		if err != nil {
 			return err
@@ -71,7 +88,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.InstanceID, now); err != nil {
 			return err
 		}
-		run := runRef{p.WorkflowName, p.InstanceID, inst.RunNumber}
+		run := runRef{workflowName: p.WorkflowName, instanceID: p.InstanceID, runNumber: inst.RunNumber}
 		if err := deliverEvent(ctx, q, run, p, now, res); err != nil {
 			return err
 		}
@@ -83,17 +100,18 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 			LockedUntil:  micros(p.Lease.LockedUntil),
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
+			Queues:       listArg(p.Lease.Queues),
 		})
+		if isNoRows(err) {
+			return nil // not a queue of the lease's owner: due for a claim
+		}
 		if err != nil {
 			return err
 		}
 		res.LeasedTask = taskFromRow(&task)
 		return q.InstanceStartClaimed(ctx, litesqlc.InstanceStartClaimedParams{Now: now, TaskIds: listArg([]int64{task.ID})})
-	})
-	if err != nil {
-		return nil, fmt.Errorf("sending event: %w", interpretError(err))
-	}
-	return res, nil
+	}()
+	return res, err
 }
 
 // EventList returns a page of the events of an instance, oldest first, after

@@ -2,6 +2,8 @@ package sqlite_test
 
 import (
 	"io/fs"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -42,7 +44,10 @@ func TestMigrate(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, status, len(files), "one status per embedded migration")
 		for i, name := range files {
-			require.Equal(t, int64(i+1), status[i].Version)
+			// Versions are the files' numbers (lanes may leave gaps).
+			version, err := strconv.ParseInt(name[:strings.IndexByte(name, '_')], 10, 64)
+			require.NoError(t, err)
+			require.Equal(t, version, status[i].Version)
 			require.Equal(t, name, status[i].Name)
 		}
 		require.Equal(t, "00001_init.sql", status[0].Name)

@@ -61,3 +61,34 @@ func TestPagesAndClaimsUseTheirIndexes(t *testing.T) {
 		require.NotRegexp(t, `(?m)^SCAN `, plan, "%s:\n%s", tc.query, plan)
 	}
 }
+
+// TestClaimPlanIsOrderedIndexScans pins the plan of TaskClaim: each branch
+// walks its partial index in claim order (pending tasks by instance
+// priority, kind, run_at and id; expired leases by expiry) and stops at its
+// LIMIT, with no temporary b-tree over the task table's rows and no scan of
+// the table; only the few rows of the two branches are sorted, and the
+// instances are found by primary key.
+func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
+	t.Parallel()
+	s := openTest(t, ":memory:")
+	sql := generatedQuery(t, "taskClaim")
+	rows, err := s.write.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+sql,
+		"me", 0, `["w"]`, `["default"]`, 0, 0, 16)
+	require.NoError(t, err)
+	var lines []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+		lines = append(lines, detail)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	plan := strings.Join(lines, "\n")
+	require.Regexp(t, `(SCAN|SEARCH) t USING INDEX workflow_task_pending_idx`, plan)
+	require.Regexp(t, `(SCAN|SEARCH) t USING INDEX workflow_task_processing_idx`, plan)
+	require.Regexp(t, `SEARCH i (EXISTS )?USING INDEX sqlite_autoindex_workflow_instance_1 \(workflow_name=\? AND instance_id=\?\)`, plan)
+	require.NotRegexp(t, `(?m)^SCAN (t|workflow_task|i|workflow_instance)$`, plan)
+	// The one sort is of the union's few rows (at most two LIMITs of them).
+	require.Equal(t, 1, strings.Count(plan, "USE TEMP B-TREE FOR ORDER BY"), plan)
+}

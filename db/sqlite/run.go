@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
 	"github.com/duraflow/duraflow/workflow"
@@ -79,6 +81,30 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		var err error
 		res, err = checkpointTx(ctx, q, p)
+		if err != nil || (p.Outcome != db.OutcomeComplete && p.Outcome != db.OutcomeError) {
+			return err
+		}
+		if p.NotifyParent != nil {
+			// A child's run ended: its end goes to its parent in the same
+			// transaction.
+			if res.ParentWoken, err = notifyParent(ctx, q, p.NotifyParent, nowArg(p.Now)); err != nil {
+				return err
+			}
+		}
+		if !p.ReleaseLimits {
+			return nil
+		}
+		// A limited instance's run ended: its slots go back in the same
+		// transaction, and the oldest waiting instances are admitted.
+		ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID}
+		at := p.Now
+		if at.IsZero() {
+			at = time.Now()
+		}
+		admitted, leased, err := admission.Release(ctx, limitTx{q: q}, ref, at, p.ReleaseLease)
+		if err == nil {
+			res.Admitted, res.Leased = admitted, leased
+		}
 		return err
 	})
 	if err != nil {
@@ -114,7 +140,7 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 		return nil, err
 	}
 
-	run := runRef{p.WorkflowName, p.InstanceID, int64(p.RunNumber)}
+	run := runRef{workflowName: p.WorkflowName, instanceID: p.InstanceID, runNumber: int64(p.RunNumber)}
 	var ev *db.Event
 	if p.ConsumeEvent != nil {
 		if ev, err = consumeEvent(ctx, q, run, p.ConsumeEvent, now); err != nil {
@@ -122,6 +148,12 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 		}
 	}
 	steps := transition.Steps(p, ev != nil)
+	if err := recordFailedAttempts(ctx, q, p, steps, now); err != nil {
+		return nil, err
+	}
+	if err := retryRun(ctx, q, p); err != nil {
+		return nil, err
+	}
 	for i := range steps {
 		if err := q.StepUpsert(ctx, stepUpsertParams(p, &steps[i], now)); err != nil {
 			return nil, fmt.Errorf("writing step %q: %w", steps[i].Key, err)
@@ -133,16 +165,39 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 			return nil, err
 		}
 	}
+	if plan.Requested != nil && facts.PauseRequested {
+		// The pause request may carry a compensation request the run never
+		// saw: then the instance is queued instead of parked.
+		attempts, err := q.CompensationMarker(ctx, litesqlc.CompensationMarkerParams{
+			WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: int64(p.RunNumber), StepKey: db.CompensationMarkerKey,
+		})
+		if err != nil && !isNoRows(err) {
+			return nil, err
+		}
+		facts.CompensationRequested = err == nil && attempts == 0
+	}
 	status, res := plan.Resolve(facts)
 	res.Event = ev
-	if err := endOrSetStatus(ctx, q, p, status, now); err != nil {
-		return nil, err
-	}
+	task, hook := &plan.Task, plan.Hook
 	runAt := micros(plan.RunAt(timeFromMicros(now), facts.Due))
-	if err := applyTask(ctx, q, run, p.Task, &plan.Task, runAt, now); err != nil {
+	if plan.Compensates(facts) {
+		// Queued with its pause request kept, due now as a resume.
+		task, hook, runAt = &transition.TaskWrite{
+			Op: transition.TaskSchedule, Kind: plan.Requested.Task.Kind, Priority: plan.Requested.Task.Priority,
+		}, plan.Requested.Hook, now
+		err = q.InstanceTransition(ctx, litesqlc.InstanceTransitionParams{
+			Status: string(status), PauseRequested: 1, Now: now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID,
+		})
+	} else {
+		err = endOrSetStatus(ctx, q, p, status, now)
+	}
+	if err != nil {
 		return nil, err
 	}
-	return res, recordHook(ctx, q, plan.Hook, p.WorkflowName, p.InstanceID, now)
+	if err := applyTask(ctx, q, run, p.Task, task, runAt, now); err != nil {
+		return nil, err
+	}
+	return res, recordHook(ctx, q, hook, p.WorkflowName, p.InstanceID, now)
 }
 
 // suspendDue reads whether a suspended task is due at once (see
@@ -201,6 +256,10 @@ func endOrSetStatus(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPa
 type runRef struct {
 	workflowName, instanceID string
 	runNumber                int64
+	// queue and priority are the instance's, written on a task a requeue
+	// inserts.
+	queue    string
+	priority int64
 }
 
 // applyTask applies a transition's write to the run's task: held names
@@ -229,6 +288,9 @@ func applyTask(ctx context.Context, q *litesqlc.Queries, run runRef, held db.Tas
 			Kind:         string(w.Kind),
 			Priority:     int64(w.Priority),
 			Now:          now,
+
+			Queue:            run.queue,
+			InstancePriority: run.priority,
 		}); err != nil || !w.ResetAttempts {
 			return err
 		}
@@ -268,6 +330,7 @@ func consumeEvent(ctx context.Context, q *litesqlc.Queries, run runRef, ce *db.C
 		RunNumber:     run.runNumber,
 		StepKey:       ce.StepKey,
 		WaitEventType: &ce.Type,
+		StepType:      string(db.StepTypeOrWait(ce.StepType)),
 		Result:        jsonArg(result),
 		Now:           now,
 	}); err != nil {
@@ -284,8 +347,8 @@ func stepUpsertParams(p *db.CheckpointParams, w *db.StepWrite, now int64) litesq
 		StepKey:       w.Key,
 		Type:          string(w.Type),
 		Status:        string(w.Status),
-		Attempts:      int64(w.Attempts),
-		MaxAttempts:   int64(w.MaxAttempts),
+		Attempts:      int64(db.StoredAttempts(w.Attempts)),
+		MaxAttempts:   int64(db.StoredMaxAttempts(w.MaxAttempts)),
 		TimeoutMs:     w.Timeout.Milliseconds(),
 		NextRetryAt:   microsPtr(w.NextRetryAt),
 		WakeAt:        microsPtr(w.WakeAt),
@@ -294,7 +357,83 @@ func stepUpsertParams(p *db.CheckpointParams, w *db.StepWrite, now int64) litesq
 		ErrorName:     textArg(w.ErrorName),
 		ErrorMessage:  textArg(w.ErrorMessage),
 		Now:           now,
+		StartedAt:     microsPtr(w.StartedAt),
 	}
+}
+
+// recordFailedAttempts keeps the failed attempts among steps as rows of
+// their own (StepAttemptRecord); a checkpoint without one runs nothing.
+func recordFailedAttempts(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, steps []db.StepWrite, now int64) error {
+	for i := range steps {
+		w := &steps[i]
+		if !w.RecordsFailedAttempt() {
+			continue
+		}
+		if err := q.StepAttemptRecord(ctx, litesqlc.StepAttemptRecordParams{
+			RunNumber:    int64(p.RunNumber),
+			StepKey:      w.Key,
+			Attempt:      int64(db.StoredAttempts(w.Attempts)),
+			StartedAt:    microsPtr(w.StartedAt),
+			Now:          now,
+			ErrorName:    textArg(w.ErrorName),
+			ErrorMessage: textArg(w.ErrorMessage),
+			WorkflowName: p.WorkflowName,
+			InstanceID:   p.InstanceID,
+		}); err != nil {
+			return fmt.Errorf("recording attempt %d of step %q: %w", w.Attempts, w.Key, err)
+		}
+	}
+	return nil
+}
+
+// retryRun applies a workflow retry's RunRetry (only a suspend carries
+// one): the next run attempt, and the failed steps' rows deleted.
+func retryRun(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams) error {
+	r := p.RetryRun
+	if r == nil || p.Outcome != db.OutcomeSuspend {
+		return nil
+	}
+	if err := q.InstanceRetryRun(ctx, litesqlc.InstanceRetryRunParams{
+		ErrorName:    textArg(r.ErrorName),
+		ErrorMessage: textArg(r.ErrorMessage),
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		RunNumber:    int64(p.RunNumber),
+	}); err != nil {
+		return err
+	}
+	for _, key := range r.ResetSteps {
+		if err := q.StepDelete(ctx, litesqlc.StepDeleteParams{
+			WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: int64(p.RunNumber), StepKey: key,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StepAttemptList returns the failed attempts of one run's steps, oldest
+// first.
+func (s *Store) StepAttemptList(ctx context.Context, p *db.StepAttemptListParams) ([]*db.StepAttempt, error) {
+	rows, err := s.queriesFor(ctx, false).StepAttemptList(ctx, litesqlc.StepAttemptListParams{
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.InstanceID,
+		RunNumber:    int64(p.RunNumber),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing step attempts: %w", interpretError(err))
+	}
+	keep := map[string]bool{}
+	for _, k := range p.StepKeys {
+		keep[k] = true
+	}
+	list := make([]*db.StepAttempt, 0, len(rows))
+	for i := range rows {
+		if len(keep) == 0 || keep[rows[i].StepKey] {
+			list = append(list, stepAttemptFromRow(&rows[i]))
+		}
+	}
+	return list, nil
 }
 
 // CheckpointBatch commits a group of batchable checkpoints (Continue,

@@ -38,6 +38,9 @@ type Store struct {
 	// prepareAfter is the earliest time another attempt is made after one
 	// failed (before Migrate has created the tables).
 	prepareAfter time.Time
+	// txBound is set once BindTx was called: until then no call looks for
+	// a caller's transaction in its context.
+	txBound atomic.Bool
 }
 
 // preparedQueries are the store's queries prepared on each pool, so that
@@ -58,6 +61,9 @@ const prepareRetry = time.Second
 // the caller holds a connection of an in-memory store (its one connection
 // would be needed to prepare).
 func (s *Store) queriesFor(ctx context.Context, write bool) *litesqlc.Queries {
+	if tx := s.callerTx(ctx); tx != nil {
+		return s.queries.WithTx(tx)
+	}
 	p := s.prepared.Load()
 	if p == nil {
 		p = s.prepare(ctx)
@@ -115,11 +121,16 @@ var (
 // Open creates the file when it does not exist but does not migrate; call
 // Migrate before using the store.
 func Open(ctx context.Context, dsn string) (*Store, error) {
+	return open(ctx, dsn, driverName)
+}
+
+// open is Open on the database/sql driver named driver.
+func open(ctx context.Context, dsn, driver string) (*Store, error) {
 	cfg, err := parseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite database: %w", err)
 	}
-	write, err := openDB(ctx, cfg.write, 1)
+	write, err := openDB(ctx, driver, cfg.write, 1)
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite database: %w", err)
 	}
@@ -127,7 +138,7 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	if !cfg.memory {
 		// Opened after the write connection, which has put the file in WAL
 		// mode by now.
-		s.read, err = openDB(ctx, cfg.read, max(4, runtime.GOMAXPROCS(0)))
+		s.read, err = openDB(ctx, driver, cfg.read, max(4, runtime.GOMAXPROCS(0)))
 		if err != nil {
 			_ = write.Close()
 			return nil, fmt.Errorf("opening sqlite read pool: %w", err)
@@ -147,14 +158,14 @@ func OpenWriter(ctx context.Context, dsn string) (*sql.DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening sqlite database: %w", err)
 	}
-	return openDB(ctx, cfg.write, 1)
+	return openDB(ctx, driverName, cfg.write, 1)
 }
 
-// openDB opens a pool of at most conns connections that are never closed
-// for age or idleness (an in-memory database would vanish with its
-// connection) and opens one connection to surface a bad DSN now.
-func openDB(ctx context.Context, dsn string, conns int) (*sql.DB, error) {
-	sqlDB, err := sql.Open(driverName, dsn)
+// openDB opens a pool of at most conns connections of driver that are
+// never closed for age or idleness (an in-memory database would vanish with
+// its connection) and opens one connection to surface a bad DSN now.
+func openDB(ctx context.Context, driver, dsn string, conns int) (*sql.DB, error) {
+	sqlDB, err := sql.Open(driver, dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -201,8 +212,12 @@ func (s *Store) Ping(ctx context.Context) error {
 // The transaction is BEGIN IMMEDIATE on the single write connection, so it
 // holds SQLite's write lock from its first statement: nothing it reads can
 // change before it commits. Any error rolls everything back, so a failed
-// call changes nothing.
+// call changes nothing. Under a context bound to the caller's transaction
+// (BindTx) fn runs in a savepoint of it instead, and nothing is committed.
 func (s *Store) inTx(ctx context.Context, fn func(q *litesqlc.Queries) error) error {
+	if tx := s.callerTx(ctx); tx != nil {
+		return s.inCallerTx(ctx, tx, fn)
+	}
 	q := s.queriesFor(ctx, true)
 	tx, err := s.write.BeginTx(ctx, nil)
 	if err != nil {
@@ -216,8 +231,12 @@ func (s *Store) inTx(ctx context.Context, fn func(q *litesqlc.Queries) error) er
 }
 
 // inReadTx runs fn in one read transaction, so that every query of fn reads
-// the same snapshot.
+// the same snapshot (under a context bound to the caller's transaction,
+// the snapshot of that transaction).
 func (s *Store) inReadTx(ctx context.Context, fn func(q *litesqlc.Queries) error) error {
+	if tx := s.callerTx(ctx); tx != nil {
+		return fn(s.queries.WithTx(tx))
+	}
 	q := s.queriesFor(ctx, false)
 	tx, err := s.read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {

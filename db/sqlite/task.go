@@ -12,9 +12,10 @@ import (
 	"github.com/duraflow/duraflow/workflow"
 )
 
-// TaskClaim leases up to p.Max due tasks of the named workflows in one write
-// transaction: pending tasks with run_at <= p.Now and processing tasks whose
-// lease expired, resuming kinds first, then oldest run_at. Each claimed
+// TaskClaim leases up to p.Max due tasks of the named workflows on the
+// named queues in one write transaction: pending tasks with run_at <= p.Now
+// and processing tasks whose lease expired, higher instance priority first,
+// then resuming kinds, then oldest run_at. Each claimed
 // task's version and attempts go up by one (and its lease losses, when the
 // claim took over an expired lease) and its queued or waiting instance
 // becomes running. Tasks of paused and terminal instances are never
@@ -35,6 +36,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 			LockOwner:     p.Owner,
 			LockedUntil:   micros(p.LockedUntil),
 			WorkflowNames: listArg(p.WorkflowNames),
+			Queues:        listArg(p.Queues),
 			Now:           now,
 			Max:           int64(p.Max),
 
@@ -84,6 +86,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 	slices.SortFunc(tasks, func(ca, cb db.Claim) int {
 		a, b := ca.Task, cb.Task
 		return cmp.Or(
+			cmp.Compare(b.InstancePriority, a.InstancePriority), // higher first
 			cmp.Compare(a.Kind.Priority(), b.Kind.Priority()),
 			a.RunAt.Compare(b.RunAt),
 			cmp.Compare(a.ID, b.ID),
@@ -98,9 +101,10 @@ func (s *Store) TaskHeartbeat(ctx context.Context, p *db.TaskHeartbeatParams) er
 	var n int64
 	err := s.inTx(ctx, func(q *litesqlc.Queries) (err error) {
 		n, err = q.TaskHeartbeat(ctx, litesqlc.TaskHeartbeatParams{
-			LockedUntil: micros(p.LockedUntil),
-			ID:          p.Task.ID,
-			Version:     p.Task.Version,
+			LockedUntil:  micros(p.LockedUntil),
+			RunningSteps: textArg(string(db.EncodeRunningSteps(p.Task.Version, p.RunningSteps))),
+			ID:           p.Task.ID,
+			Version:      p.Task.Version,
 		})
 		return err
 	})
@@ -146,18 +150,22 @@ func (s *Store) TaskGet(ctx context.Context, ref db.InstanceRef) (*db.Task, erro
 	if err != nil {
 		return nil, fmt.Errorf("getting task: %w", interpretError(err))
 	}
-	return taskFromRow(&row), nil
+	t := taskFromRow(&row)
+	if row.RunningSteps != nil {
+		db.DecodeRunningSteps([]byte(*row.RunningSteps), t)
+	}
+	return t, nil
 }
 
 // TaskNextRunAt returns the earliest time at which TaskClaim would find work
-// for the named workflows: the earliest run_at of a pending task or lease
+// for the named workflows on the named queues: the earliest run_at of a pending task or lease
 // expiry of a processing one, ignoring paused and terminal instances. It
 // returns nil when there is none.
-func (s *Store) TaskNextRunAt(ctx context.Context, workflowNames []string) (*time.Time, error) {
-	if len(workflowNames) == 0 {
+func (s *Store) TaskNextRunAt(ctx context.Context, p *db.TaskNextRunAtParams) (*time.Time, error) {
+	if len(p.WorkflowNames) == 0 {
 		return nil, nil
 	}
-	next, err := s.queriesFor(ctx, false).TaskNextRunAt(ctx, listArg(workflowNames))
+	next, err := s.queriesFor(ctx, false).TaskNextRunAt(ctx, litesqlc.TaskNextRunAtParams{WorkflowNames: listArg(p.WorkflowNames), Queues: listArg(p.Queues)})
 	if isNoRows(err) {
 		return nil, nil
 	}

@@ -32,6 +32,12 @@ func Run(t *testing.T, newStore func(t *testing.T) db.Store) {
 	t.Run("Outbox", func(t *testing.T) { t.Parallel(); testOutbox(t, newStore) })
 	t.Run("Schedule", func(t *testing.T) { t.Parallel(); testSchedule(t, newStore) })
 	t.Run("Flow", func(t *testing.T) { t.Parallel(); testFlow(t, newStore) })
+	t.Run("Fleet", func(t *testing.T) { t.Parallel(); testFleet(t, newStore) })
+	t.Run("Attempts", func(t *testing.T) { t.Parallel(); testAttempts(t, newStore) })
+	t.Run("Worker", func(t *testing.T) { t.Parallel(); testWorker(t, newStore) })
+	t.Run("Compensation", func(t *testing.T) { t.Parallel(); testCompensation(t, newStore) })
+	t.Run("Invoke", func(t *testing.T) { t.Parallel(); testInvoke(t, newStore) })
+	t.Run("InvokeChange", func(t *testing.T) { t.Parallel(); testInvokeChange(t, newStore) })
 	t.Run("Ping", func(t *testing.T) {
 		t.Parallel()
 		require.NoError(t, newStore(t).Ping(t.Context()))
@@ -144,13 +150,15 @@ func taskList(claims []db.Claim) []*db.Task {
 }
 
 // requireFreshRun checks the run a claim returned with its task: if any, it
-// is the instance exactly as stored after the claim, and has no steps.
+// is the instance exactly as stored after the claim (its parent link
+// included), and has no steps.
 func requireFreshRun(t *testing.T, b *testBundle, c *db.Claim) {
 	t.Helper()
 	if c.FreshRun == nil {
 		return
 	}
-	require.Equal(t, b.get(t, c.Task.InstanceID), c.FreshRun, "the fresh run is the instance as the claim left it")
+	want := b.get(t, c.Task.InstanceID)
+	require.Equal(t, want, c.FreshRun, "the fresh run is the instance as the claim left it")
 	require.Empty(t, b.steps(t, c.Task.InstanceID, c.FreshRun.RunNumber), "a fresh run has no steps")
 }
 
@@ -216,7 +224,7 @@ func (b *testBundle) nextRunAt(t *testing.T, names ...string) *time.Time {
 	if len(names) == 0 {
 		names = []string{workflowName}
 	}
-	next, err := b.store.TaskNextRunAt(b.ctx, names)
+	next, err := b.store.TaskNextRunAt(b.ctx, &db.TaskNextRunAtParams{WorkflowNames: names})
 	require.NoError(t, err)
 	return next
 }

@@ -248,7 +248,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 		require.Nil(t, b.nextRunAt(t))
-		next, err := b.store.TaskNextRunAt(b.ctx, nil)
+		next, err := b.store.TaskNextRunAt(b.ctx, &db.TaskNextRunAtParams{})
 		require.NoError(t, err)
 		require.Nil(t, next)
 

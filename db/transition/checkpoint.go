@@ -26,6 +26,15 @@ type CheckpointPlan struct {
 	MayBeDue bool
 	// Hook is the outbox entry recorded with the checkpoint.
 	Hook HookWrite
+	// Requested, set on a suspend or a park, replaces the plan when the
+	// instance's pause request carries a compensation request the runner
+	// has not taken up (CheckpointFacts.CompensationRequested): Compensate's
+	// plan for a waiting instance, the instance queued with its pause
+	// request kept and its task due now as a resume, with a resume hook
+	// entry and a notification. The run that claims it takes the request up
+	// (Store.CompensationTake) and compensates: a request that came as the
+	// run stopped is never parked, and needs no call after the checkpoint.
+	Requested *ChangePlan
 }
 
 // Checkpoint is the rule of a runner's checkpoint:
@@ -40,6 +49,8 @@ type CheckpointPlan struct {
 //     of reason retry (a retry's backoff) or wake;
 //   - park sets the instance paused and gives the task back as p.NextKind
 //     (resume when unset), due at p.NextRunAt;
+//   - a suspend or park whose instance has a compensation request the
+//     runner has not taken up queues it instead (CheckpointPlan.Requested);
 //   - complete and error end the run (status complete or errored, with the
 //     output or the error) and delete the task.
 func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
@@ -59,8 +70,9 @@ func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
 				Op: TaskSchedule, Kind: kind, Priority: kind.Priority(),
 				RunAt: p.NextRunAt, DueOnEvents: p.WaitEventTypes,
 			},
-			MayBeDue: true,
-			Hook:     hook(p.RecordHooks, reason),
+			MayBeDue:  true,
+			Hook:      hook(p.RecordHooks, reason),
+			Requested: requested(p.RecordHooks),
 		}, nil
 	case db.OutcomePark:
 		kind := cmpKind(p.NextKind, db.TaskKindResume)
@@ -68,6 +80,7 @@ func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
 			Status:                 workflow.StatusPaused,
 			StatusIfPauseRequested: workflow.StatusPaused,
 			Task:                   TaskWrite{Op: TaskSchedule, Kind: kind, Priority: kind.Priority(), RunAt: p.NextRunAt},
+			Requested:              requested(p.RecordHooks),
 		}, nil
 	case db.OutcomeComplete:
 		return CheckpointPlan{
@@ -81,6 +94,26 @@ func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
 		}, nil
 	}
 	return CheckpointPlan{}, fmt.Errorf("unknown checkpoint outcome %d", p.Outcome)
+}
+
+// requested is CheckpointPlan.Requested: Compensate's plan for a waiting
+// instance (shared, read only).
+func requested(recordHooks bool) *ChangePlan {
+	if recordHooks {
+		return &requestedHooked
+	}
+	return &requestedPlain
+}
+
+var requestedPlain, requestedHooked = mustCompensateWaiting(false), mustCompensateWaiting(true)
+
+// mustCompensateWaiting is Compensate's plan for a waiting instance.
+func mustCompensateWaiting(recordHooks bool) ChangePlan {
+	plan, err := Compensate(workflow.StatusWaiting, recordHooks)
+	if err != nil {
+		panic(err)
+	}
+	return plan
 }
 
 // cmpKind is kind, or fallback when kind is unset.
@@ -101,17 +134,33 @@ type CheckpointFacts struct {
 	PauseRequested bool
 	// Due is Task.Due for a plan that MayBeDue: the task is due at once.
 	Due bool
+	// CompensationRequested is set when the run has a compensation request
+	// the runner has not taken up (its step db.CompensationMarkerKey has 0
+	// attempts). A backend reads it only for a plan with Requested, when
+	// PauseRequested is set (a request always comes with a pause request),
+	// so an ordinary checkpoint pays nothing for it.
+	CompensationRequested bool
+}
+
+// Compensates reports whether the facts select the plan's Requested branch.
+func (c *CheckpointPlan) Compensates(f CheckpointFacts) bool {
+	return c.Requested != nil && f.PauseRequested && f.CompensationRequested
 }
 
 // Resolve picks the branches of the plan the facts select: the status
 // written ("" when none) and what the checkpoint reports. The result is
 // Due (and the caller notifies runners) when the task is due at once and
 // no pause was requested: an instance that takes StatusIfPauseRequested
-// is not claimable, so nothing is woken for it. Postgres' CheckpointSuspend
-// applies the same condition in SQL.
+// is not claimable, so nothing is woken for it. When the facts select
+// Requested (Compensates), the status is Requested's and the result is Due.
+// Postgres' CheckpointSuspend and CheckpointPark apply the same conditions
+// in SQL.
 func (c *CheckpointPlan) Resolve(f CheckpointFacts) (workflow.InstanceStatus, *db.CheckpointResult) {
 	if c.Status == "" {
 		return "", &db.CheckpointResult{Status: f.Status, PauseRequested: f.PauseRequested}
+	}
+	if c.Compensates(f) {
+		return c.Requested.Status, &db.CheckpointResult{Status: c.Requested.Status, Due: true}
 	}
 	status := c.Status
 	if f.PauseRequested {

@@ -118,7 +118,17 @@ func TestCheckpoint(t *testing.T) {
 			if tt.plan.Task.Kind == "" {
 				tt.plan.Task.Priority = 0
 			}
-			require.Equal(t, tt.plan, plan)
+			if o := tt.params.Outcome; o == db.OutcomeSuspend || o == db.OutcomePark {
+				want, err := Compensate(workflow.StatusWaiting, tt.params.RecordHooks)
+				require.NoError(t, err)
+				require.Equal(t, &want, plan.Requested, "a compensation request the run never saw is queued")
+			} else {
+				require.Nil(t, plan.Requested)
+			}
+			require.False(t, plan.Compensates(tt.facts))
+			got := plan
+			got.Requested = nil
+			require.Equal(t, tt.plan, got)
 			status, res := plan.Resolve(tt.facts)
 			require.Equal(t, tt.status, status)
 			require.Equal(t, &tt.result, res)
@@ -128,6 +138,30 @@ func TestCheckpoint(t *testing.T) {
 
 	_, err := Checkpoint(&db.CheckpointParams{Outcome: 42})
 	require.Error(t, err)
+}
+
+func TestCheckpointWithAnUntakenCompensationRequest(t *testing.T) {
+	t.Parallel()
+	requested := CheckpointFacts{Status: workflow.StatusRunning, PauseRequested: true, CompensationRequested: true}
+	for _, o := range []db.CheckpointOutcome{db.OutcomeSuspend, db.OutcomePark} {
+		plan, err := Checkpoint(&db.CheckpointParams{Outcome: o, NextRunAt: later})
+		require.NoError(t, err)
+		require.True(t, plan.Compensates(requested), o)
+		status, res := plan.Resolve(requested)
+		require.Equal(t, workflow.StatusQueued, status, o)
+		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusQueued, Due: true}, res, o)
+		require.Equal(t, TaskWrite{Op: TaskRequeue, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()}, plan.Requested.Task)
+		require.True(t, plan.Requested.PauseRequested, "the next run takes the request up")
+
+		noPause := requested
+		noPause.PauseRequested = false
+		require.False(t, plan.Compensates(noPause), "a request always comes with a pause request")
+	}
+	for _, o := range []db.CheckpointOutcome{db.OutcomeContinue, db.OutcomeComplete, db.OutcomeError} {
+		plan, err := Checkpoint(&db.CheckpointParams{Outcome: o})
+		require.NoError(t, err)
+		require.False(t, plan.Compensates(requested), o)
+	}
 }
 
 func TestTaskWriteDue(t *testing.T) {
@@ -258,4 +292,26 @@ func TestFire(t *testing.T) {
 	require.Equal(t, "b", *plan.LastInstanceID, "the last instance started")
 	require.Equal(t, Create(false, true), plan.Create, "a firing's instances are created queued")
 	require.Nil(t, Fire(&db.ScheduleFireParams{}).LastInstanceID, "no instance keeps the schedule's")
+}
+
+func TestWorkerDrain(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		status db.WorkerStatus
+		err    error
+	}{
+		{db.WorkerStatusOnline, nil},
+		{db.WorkerStatusDraining, nil},
+		{db.WorkerStatusOffline, db.ErrWorkerOffline},
+	} {
+		t.Run(string(tc.status), func(t *testing.T) {
+			t.Parallel()
+			err := WorkerDrain("w1", tc.status)
+			if tc.err == nil {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, tc.err)
+		})
+	}
 }

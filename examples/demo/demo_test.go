@@ -20,7 +20,9 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	h := testharness.New(t)
+	// The retry tests check each backoff exactly: the jitter draw is fixed
+	// at its midpoint, where it moves no wait (its spread is tested in runner).
+	h := testharness.New(t, testharness.WithJitter(0.5))
 	wfs, err := demo.RegisterWorkflows(h.Registry)
 	require.NoError(t, err)
 	return &testBundle{h: h, wfs: wfs}

@@ -105,3 +105,20 @@ func TestApprovalFlow(t *testing.T) {
 		require.JSONEq(t, `{"status":"expired","expenseId":"E-4","amount":250}`, b.output(t, "expense-approval", "late"))
 	})
 }
+
+// TestOrderFlowWithMockedReservation replaces the flow's http step by its
+// step name (the step id and its visit, "reserve#1"): the inventory service
+// is not called, the mocked answer is routed as a real one would be.
+func TestOrderFlowWithMockedReservation(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setup(t, backend)
+		reserve := b.h.OnStep("reserve#1").InWorkflow("order").Return(map[string]any{
+			"status": 200, "body": map[string]any{"reserved": false, "missing": []string{"book"}},
+		})
+		b.create(t, "order", "small", `{"orderId":"A-1","items":[{"sku":"book","qty":2,"priceCents":1250}]}`)
+		b.h.RunUntilIdle()
+		require.JSONEq(t, `{"status":"rejected","orderId":"A-1","missing":["book"]}`, b.output(t, "order", "small"))
+		require.Equal(t, 1, reserve.Calls())
+	})
+}

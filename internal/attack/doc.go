@@ -30,6 +30,9 @@
 //   - Every route × every credential: no token, unknown and malformed
 //     tokens, one token per scope and "*" — 401, 403 or success as the scope
 //     table says. The route table must cover every route httpapi declares.
+//   - A token limited to one namespace: every instance route on an
+//     instance of another namespace is 404 INSTANCE_NOT_FOUND (403 when it
+//     selects that namespace), changes nothing, and its lists are empty.
 //   - Bad bodies: nesting depth, size, invalid encodings, truncated JSON,
 //     trailing data, and slow bodies with and without a token (401 at once
 //     without one, 408 REQUEST_TIMEOUT at --body-timeout with one).

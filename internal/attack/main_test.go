@@ -75,12 +75,16 @@ const (
 	secretFlows     = "attack-flows-secret"
 	secretTick      = "attack-tick-secret"
 	secretSchedules = "attack-schedules-secret"
+	// secretTenant is a token limited to the namespace "tenant", with every
+	// action it may have.
+	secretTenant = "attack-tenant-secret"
 )
 
 // server is a duraflow process serving on loopback.
 type server struct {
 	name    string // "sqlite" or "postgres"
 	url     string // http://127.0.0.1:port
+	dbURL   string // the server's --db
 	cmd     *exec.Cmd
 	http    *http.Client
 	logMu   sync.Mutex
@@ -112,9 +116,10 @@ func startServer(t testing.TB, name string, o serverOptions) *server {
 		"--token", "flows:" + secretFlows + ":flows",
 		"--token", "ticker:" + secretTick + ":tick",
 		"--token", "scheduler:" + secretSchedules + ":schedules",
+		"--token", "tenant:" + secretTenant + ":*@tenant",
 	}
 	args = append(args, o.extraArgs...)
-	s := &server{name: name, exited: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}
+	s := &server{name: name, dbURL: o.databaseURL, exited: make(chan struct{}), http: &http.Client{Timeout: 30 * time.Second}}
 	s.cmd = exec.Command(binary, args...)
 	// netdns=go on top of CGO_ENABLED=0: whatever the build, names are
 	// answered by the pure Go resolver, which never sends an all-numeric

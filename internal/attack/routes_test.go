@@ -3,6 +3,7 @@
 package attack_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -12,8 +13,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/dburl"
 )
 
 // credential is what a request presents.
@@ -102,6 +107,21 @@ func onSchedule(suffix, body string) func(*testing.T, *server) (string, string) 
 	}
 }
 
+// onWorker registers a worker of its own in the server's database (the
+// server's runner is not to be drained) and targets it.
+func onWorker(suffix string) func(t *testing.T, s *server) (string, string) {
+	return func(t *testing.T, s *server) (string, string) {
+		ctx := context.Background()
+		store, err := dburl.Open(ctx, s.dbURL)
+		require.NoError(t, err)
+		defer store.Close()
+		id := uniqueID("worker")
+		_, err = store.WorkerRegister(ctx, &db.WorkerRegisterParams{ID: id, Hostname: "attack", PID: 1, MaxConcurrency: 1, Now: time.Now()})
+		require.NoError(t, err)
+		return "/api/workers/" + id + suffix, ""
+	}
+}
+
 func routeCases() []routeCase {
 	return []routeCase{
 		{"GET", "/workflows", "read", 200, fixed("/api/workflows", "")},
@@ -124,6 +144,7 @@ func routeCases() []routeCase {
 		{"POST", "/workflows/:name/instances/:id/resume", "manage", 200, onApproval("/resume", "")},
 		{"POST", "/workflows/:name/instances/:id/terminate", "manage", 200, onApproval("/terminate", "")},
 		{"POST", "/workflows/:name/instances/:id/restart", "manage", 200, onApproval("/restart", "")},
+		{"POST", "/workflows/:name/instances/:id/compensate", "manage", 200, onApproval("/compensate", "")},
 		{"POST", "/workflows/:name/instances/:id/events", "events", 202, onApproval("/events", `{"type":"approval","payload":{"approved":true}}`)},
 		{"GET", "/workflows/:name/instances/:id/history", "read", 200, onApproval("/history", "")},
 		{"POST", "/_runner/tick", "tick", 200, fixed("/api/_runner/tick", `{"maxInstances":1}`)},
@@ -136,6 +157,13 @@ func routeCases() []routeCase {
 		{"DELETE", "/schedules/:id", "schedules", 204, onSchedule("", "")},
 		{"POST", "/schedules/:id/enable", "schedules", 200, onSchedule("/enable", "")},
 		{"POST", "/schedules/:id/disable", "schedules", 200, onSchedule("/disable", "")},
+		{"GET", "/queues", "read", 200, fixed("/api/queues", "")},
+		{"PUT", "/queues/:name", "manage", 200, fixed("/api/queues/attack", `{"maxRunning":5}`)},
+		{"GET", "/queues/:name", "read", 200, func(t *testing.T, s *server) (string, string) {
+			r := s.call(t, http.MethodPut, "/api/queues/attack-read", `{"maxRunning":5}`)
+			require.Equal(t, 200, r.status, "body: %s", r.body)
+			return "/api/queues/attack-read", ""
+		}},
 		{"POST", "/flows", "flows", 201, func(*testing.T, *server) (string, string) {
 			return "/api/flows", flowJSON(uniqueID("flow"), "1.0.0")
 		}},
@@ -143,6 +171,9 @@ func routeCases() []routeCase {
 		{"GET", "/flows/:id", "read", 200, fixed("/api/flows/"+routeFlowID, "")},
 		{"GET", "/flows/:id/versions", "read", 200, fixed("/api/flows/"+routeFlowID+"/versions", "")},
 		{"GET", "/flows/:id/versions/:version", "read", 200, fixed("/api/flows/"+routeFlowID+"/versions/1.0.0", "")},
+		{"GET", "/workers", "read", 200, fixed("/api/workers", "")},
+		{"GET", "/workers/:id", "read", 200, onWorker("")},
+		{"POST", "/workers/:id/drain", "manage", 200, onWorker("/drain")},
 		// The trigger the servers are started with (--trigger 'POST /hooks/hello=hello').
 		{"POST", "trigger /hooks/hello", "create", 202, fixed("/hooks/hello", `{"name":"Ada"}`)},
 	}
@@ -298,5 +329,64 @@ func TestScheduleWritesNeedSchedulesScope(t *testing.T) {
 	require.False(t, s.getSchedule(t, id).Enabled)
 	require.Equal(t, http.StatusNoContent, send(secretSchedules, w[4].method, w[4].path, "").status)
 	require.Nil(t, s.getSchedule(t, id))
+	s.requireHealthy(t)
+}
+
+// TestNamespacedTokenReachesNoOtherNamespace: a token limited to the
+// namespace "tenant" meets every instance of "default" (where the admin
+// made them) as not found, on every route that names an instance, and is
+// refused outright when it selects "default"; nothing it sends changes the
+// instance. Its lists hold nothing of "default", and what it creates lands
+// in "tenant".
+func TestNamespacedTokenReachesNoOtherNamespace(t *testing.T) {
+	t.Parallel()
+	s := sqliteServer(t)
+	for _, rc := range routeCases() {
+		if !strings.Contains(rc.pattern, "/instances/:id") {
+			continue
+		}
+		path, body := rc.build(t, s)
+		id := strings.Split(strings.TrimPrefix(path, "/api/workflows/approval/instances/"), "/")[0]
+		// Settled first (waiting for its event), so that only a request
+		// could move it.
+		before := s.waitSettled(t, "approval", id, 30*time.Second)
+		for _, selector := range []string{"", "?namespace=default"} {
+			req := request{method: rc.method, path: path + selector, token: secretTenant}
+			if body != "" {
+				req.body = strings.NewReader(body)
+			}
+			resp := s.do(t, req)
+			if selector == "" {
+				requireRefused(t, resp, http.StatusNotFound, "INSTANCE_NOT_FOUND")
+			} else {
+				requireRefused(t, resp, http.StatusForbidden, "FORBIDDEN")
+			}
+		}
+		after := s.getInstance(t, "approval", id)
+		require.Equal(t, before.Status, after.Status, "%s %s changed the instance", rc.method, rc.pattern)
+	}
+
+	list := s.do(t, request{method: http.MethodGet, path: "/api/workflows/approval/instances", token: secretTenant})
+	require.Equal(t, http.StatusOK, list.status, "body: %s", list.body)
+	require.JSONEq(t, `{"instances":[]}`, string(list.body))
+	for _, p := range []string{"/api/workflows/approval/instances?namespace=default", "/api/workflows/approval/instances?namespace=other"} {
+		requireRefused(t, s.do(t, request{method: http.MethodGet, path: p, token: secretTenant}), http.StatusForbidden, "FORBIDDEN")
+	}
+	created := s.do(t, request{method: http.MethodPost, path: "/api/workflows/hello/instances", token: secretTenant,
+		body: strings.NewReader(`{"id":"tenant-made","params":{"name":"T"}}`)})
+	require.Equal(t, http.StatusCreated, created.status, "body: %s", created.body)
+	require.Contains(t, string(created.body), `"namespace":"tenant"`)
+	require.Nil(t, s.getInstance(t, "hello", "tenant-made"), "the admin's default namespace does not see it")
+	// Unscoped actions are not the tenant's.
+	for _, r := range []request{
+		{method: http.MethodPost, path: "/api/flows", body: strings.NewReader(flowJSON(uniqueID("flow"), "1.0.0"))},
+		{method: http.MethodPost, path: "/api/_runner/tick", body: strings.NewReader(`{}`)},
+		{method: http.MethodPost, path: "/api/schedules", body: strings.NewReader(`{"id":"t","workflowName":"hello","cron":"* * * * *"}`)},
+		{method: http.MethodPut, path: "/api/queues/default", body: strings.NewReader(`{"maxRunning":1}`)},
+		{method: http.MethodPost, path: "/api/workers/anyone/drain"},
+	} {
+		r.token = secretTenant
+		requireRefused(t, s.do(t, r), http.StatusForbidden, "FORBIDDEN")
+	}
 	s.requireHealthy(t)
 }

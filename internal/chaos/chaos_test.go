@@ -167,6 +167,8 @@ type run struct {
 	stale []staleAttempt
 	// stopping is set while a worker is stopped.
 	stopping map[int]bool
+	// stopped are the workers that were ever stopped.
+	stopped []int
 	// failures are the invariant violations found while the chaos ran.
 	failures []string
 	// crashed and killed are the pids of the chaos workers that died of
@@ -410,6 +412,13 @@ func (r *run) chaos(ctx context.Context, rng *rand.Rand, stops *sync.WaitGroup, 
 	}
 }
 
+// everStopped returns the workers that were ever stopped.
+func (r *run) everStopped() []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.stopped)
+}
+
 func (r *run) stoppedPids() []int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -537,6 +546,7 @@ func (r *run) stopWorker(ctx context.Context, pid int) {
 	}
 	r.mu.Lock()
 	r.sum.stops++
+	r.stopped = append(r.stopped, pid)
 	r.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	var held map[string]int64

@@ -16,10 +16,13 @@
 // one on the chaos workers beside the ordinary instances. The runner's
 // quarantine (one suspect task at a time) must keep the shared one from
 // taking them down with it: the ledger shows which ordinary instances had
-// an attempt die in a worker the crash loop killed; none of them may end by
-// the crash-loop bound (random kills alone may end an instance so, when one
-// of its steps started 5 times), and none may die beside more than 2
-// crash-loop attempts in a row (with no step of it finishing between).
+// an attempt die in a worker the crash loop killed; none may die beside more
+// than 2 crash-loop attempts in a row (with no step of it finishing
+// between), nor end by the crash-loop bound after dying beside more than 2
+// since it last made progress. Random kills alone may end an instance by
+// the bound: every instance the bound ends must have had at least 5 claims
+// (the workers write a ledger line per claim) in workers that died since it
+// last made progress.
 // Every self-crash must be counted and its worker replaced, not taken for a
 // test kill. And after each 2.5 s Postgres restart, every instance that was
 // running on a live runner must make progress within

@@ -23,7 +23,7 @@ import (
 
 // ledgerLine is one line of the side-effect ledger.
 type ledgerLine struct {
-	kind                  byte // 'S' an attempt started, 'D' it finished its work
+	kind                  byte // 'S' an attempt started, 'D' it finished its work, 'C' a worker claimed the instance's task
 	pid                   int
 	instance, step, token string
 }
@@ -171,6 +171,7 @@ func (r *run) verify(ctx context.Context) {
 			worst, s.victimsInARow, maxSuspectLosses)
 	}
 	r.checkCrashes(s, sharedPids, loopPids)
+	held := r.heldSinceProgress(lines, sharedPids, loopPids)
 
 	ids := make([]string, 0, len(r.created))
 	for id := range r.created {
@@ -237,15 +238,21 @@ func (r *run) verify(ctx context.Context) {
 			// outcome of the fix for crash loops when one of its steps was
 			// cut short crashLimit times, which the ledger must show.
 			s.crashLooped++
-			if mostAttempts < crashLimit {
-				r.failf("%s: errored %q, though no step of it started %d times", id, inst.ErrorMessage, crashLimit)
+			lost, beside := held[id].lost, held[id].beside
+			if lost < crashLimit {
+				r.failf("%s: errored %q, though only %d of its claims since it last made progress were in workers that died (most attempts of one step: %d)",
+					id, inst.ErrorMessage, lost, mostAttempts)
 			}
 			if victims[id] {
-				// Random kills may end an instance by the bound, not the
-				// crash loop it met: the quarantine keeps a suspect task
-				// away from the instances that run beside it.
+				// Random kills may end an instance by the bound after it
+				// died beside the crash loop: the quarantine bounds only
+				// the deaths the crash loop gives it, to maxSuspectLosses
+				// (two suspects never run on one runner).
 				s.victimsBound++
-				r.failf("%s: errored %q, and one of its attempts died in a worker the shared crash loop killed (the quarantine let it take the instance down with it)", id, inst.ErrorMessage)
+				if beside > maxSuspectLosses {
+					r.failf("%s: errored %q after dying beside %d shared crash-loop attempts since it last made progress, want at most %d (the quarantine let the crash loop take it down)",
+						id, inst.ErrorMessage, beside, maxSuspectLosses)
+				}
 			}
 			continue
 		default:
@@ -444,4 +451,68 @@ func formatSummary(cfg config, sums []*summary) string {
 	})
 	_ = w.Flush()
 	return b.String()
+}
+
+// sinceProgress is what an instance's claims since it last made progress
+// say: lost is how many were in workers that died (killed, crashed, or
+// stopped past their lease), beside how many in workers the shared crash
+// loop killed.
+type sinceProgress struct{ lost, beside int }
+
+// heldSinceProgress counts, per ordinary instance, its claims (C lines)
+// since it last made progress in workers that died: the most lease losses
+// in a row it can have had. Progress is the first attempt of a later step
+// than any before (that run's claim is kept: it is the one that started
+// it), since a step only starts once the steps before it are recorded. The
+// count is generous: a claim in a worker that died later may have ended
+// cleanly before (suspending at the sleep or the event wait, which the
+// ledger does not show). A claim is written before the runner sees the
+// task, so a worker that died between its claim and the workflow code
+// counts too.
+func (r *run) heldSinceProgress(lines []ledgerLine, sharedPids, loopPids map[int]bool) map[string]sinceProgress {
+	dead := map[int]bool{}
+	for _, set := range []map[int]bool{sharedPids, loopPids} {
+		for pid := range set {
+			dead[pid] = true
+		}
+	}
+	for _, pids := range [][]int{r.crashed, r.killed, r.stoppedPids(), r.everStopped()} {
+		for _, pid := range pids {
+			dead[pid] = true
+		}
+	}
+	claims := map[string][]int{}
+	furthest := map[string]int{}
+	for _, l := range lines {
+		if r.created[l.instance] == 0 {
+			continue
+		}
+		switch l.kind {
+		case 'C':
+			claims[l.instance] = append(claims[l.instance], l.pid)
+		case 'S':
+			i := slices.Index(doSteps, l.step)
+			if f, ok := furthest[l.instance]; ok && i <= f {
+				continue
+			}
+			furthest[l.instance] = i
+			if c := claims[l.instance]; len(c) > 0 {
+				claims[l.instance] = c[len(c)-1:]
+			}
+		}
+	}
+	out := map[string]sinceProgress{}
+	for id, pids := range claims {
+		var sp sinceProgress
+		for _, pid := range pids {
+			if dead[pid] {
+				sp.lost++
+			}
+			if sharedPids[pid] {
+				sp.beside++
+			}
+		}
+		out[id] = sp
+	}
+	return out
 }

@@ -258,7 +258,7 @@ func TestChaosWorker(t *testing.T) {
 	case "sqlite":
 		s, err := sqlite.Open(ctx, dsn)
 		require.NoError(t, err)
-		store = s
+		store = &claimLedgerSQLite{Store: s, ledger: os.Getenv(envLedger)}
 	case "postgres":
 		// The host LISTENs on a connection configured as the store's pool,
 		// so the application_name (which the test finds the LISTEN
@@ -270,7 +270,7 @@ func TestChaosWorker(t *testing.T) {
 		u.RawQuery = q.Encode()
 		s, err := postgres.Open(ctx, u.String(), postgres.WithListenReconnectDelay(0, time.Second))
 		require.NoError(t, err)
-		store = s
+		store = &claimLedgerPostgres{Store: s, ledger: os.Getenv(envLedger)}
 		// Wake-ups come over LISTEN, so the poll is only the safety net
 		// and a terminated listener shows as slower work.
 		poll = time.Second
@@ -297,4 +297,50 @@ func TestChaosWorker(t *testing.T) {
 	stopCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
 	defer stop()
 	_ = host.Stop(stopCtx)
+}
+
+// claimLedgerSQLite and claimLedgerPostgres are the workers' stores: the
+// backend's own (every capability the host looks for is promoted), with a
+// TaskClaim that writes a C line per claimed task to the ledger before the
+// runner gets it. A worker that dies holds every task it claimed, reached
+// its workflow code or not; the C lines let verify tell the lease losses an
+// instance can have had from its claims in workers that died.
+type claimLedgerSQLite struct {
+	*sqlite.Store
+	ledger string
+}
+
+// TaskClaim claims and writes the claims to the ledger.
+func (s *claimLedgerSQLite) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
+	return ledgerClaims(s.ledger)(s.Store.TaskClaim(ctx, p))
+}
+
+type claimLedgerPostgres struct {
+	*postgres.Store
+	ledger string
+}
+
+// TaskClaim claims and writes the claims to the ledger.
+func (s *claimLedgerPostgres) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
+	return ledgerClaims(s.ledger)(s.Store.TaskClaim(ctx, p))
+}
+
+// ledgerClaims returns a func that writes a C line per claim of an ordinary
+// chaos instance and passes the claim on; a ledger that cannot be written
+// fails the claim (the worker then claims nothing and the test sees it).
+func ledgerClaims(ledger string) func([]db.Claim, error) ([]db.Claim, error) {
+	return func(claims []db.Claim, err error) ([]db.Claim, error) {
+		if err != nil {
+			return claims, err
+		}
+		for _, c := range claims {
+			if c.Task.WorkflowName != chaosWorkflow {
+				continue
+			}
+			if err := appendLedger(ledger, 'C', c.Task.InstanceID, "-", "-"); err != nil {
+				return nil, err
+			}
+		}
+		return claims, nil
+	}
 }

@@ -9,6 +9,7 @@ package wfcore
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode"
@@ -29,6 +30,14 @@ type Runnable = wfhook.Runnable
 // Lookup returns the workflow registered under name.
 func Lookup(r *workflow.Registry, name string) (Runnable, bool) {
 	return wfhook.LookupFunc(r, name)
+}
+
+// Override makes r run for every instance of the workflow name (registered
+// or not) instead of the registered workflow; a nil r ends the
+// substitution. The registered definition (queue, retries, limits) stays.
+// The test harness mocks child workflows with it.
+func Override(r *workflow.Registry, name string, w Runnable) {
+	wfhook.OverrideFunc(r, name, w)
 }
 
 // Registered reports whether a workflow is registered under name.
@@ -74,4 +83,30 @@ func NewStepConfig(opts ...workflow.StepOption) workflow.StepConfig {
 // it for every attempt.
 func ContextWithStepInfo(ctx context.Context, info workflow.StepInfo) context.Context {
 	return context.WithValue(ctx, wfhook.StepInfoKey{}, info)
+}
+
+// Compensation is a step's compensation: Func undoes the step given its
+// recorded result, and Options configure the compensation step.
+type Compensation struct {
+	Func    func(ctx context.Context, result json.RawMessage) error
+	Options []workflow.StepOption
+}
+
+// CompensationOf returns the compensation workflow.Compensate (or
+// workflow.DoWithCompensation) recorded in cfg, if any.
+func CompensationOf(cfg workflow.StepConfig) (Compensation, bool) {
+	if !cfg.HasCompensation() || wfhook.CompensationOfFunc == nil {
+		return Compensation{}, false
+	}
+	c, ok := wfhook.CompensationOfFunc(cfg)
+	if !ok {
+		return Compensation{}, false
+	}
+	opts := make([]workflow.StepOption, 0, len(c.Options))
+	for _, o := range c.Options {
+		if so, ok := o.(workflow.StepOption); ok {
+			opts = append(opts, so)
+		}
+	}
+	return Compensation{Func: c.Func, Options: opts}, true
 }

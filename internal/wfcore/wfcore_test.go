@@ -2,6 +2,7 @@ package wfcore_test
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -71,4 +72,40 @@ func TestContextWithStepInfo(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "s", info.Step)
 	require.Equal(t, 3, workflow.Attempt(ctx))
+}
+
+type stubRunnable struct{ name string }
+
+func (s stubRunnable) Name() string { return s.name }
+
+func (s stubRunnable) Execute(context.Context, wfcore.RawEvent, any) (json.RawMessage, error) {
+	return json.RawMessage(`"stub"`), nil
+}
+
+func TestOverride(t *testing.T) {
+	t.Parallel()
+	reg := workflow.NewRegistry()
+	noop := workflow.Func[any, any](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return "real", nil })
+	workflow.MustRegister(reg, "alpha", noop, workflow.WithQueue("emails"))
+
+	wfcore.Override(reg, "alpha", stubRunnable{name: "alpha"})
+	wfcore.Override(reg, "beta", stubRunnable{name: "beta"})
+	r, ok := wfcore.Lookup(reg, "alpha")
+	require.True(t, ok)
+	out, err := r.Execute(context.Background(), wfcore.RawEvent{}, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `"stub"`, string(out), "the substitute runs instead of the registered workflow")
+	require.True(t, wfcore.Registered(reg, "beta"), "a substitute needs no registration")
+	require.Equal(t, []string{"alpha", "beta"}, reg.Names())
+	def, ok := reg.Definition("alpha")
+	require.True(t, ok)
+	require.Equal(t, "emails", def.Queue, "the registered definition stays")
+	_, err = workflow.Register(reg, "beta", noop)
+	require.NoError(t, err, "a substituted name can still be registered")
+
+	wfcore.Override(reg, "alpha", nil)
+	r, _ = wfcore.Lookup(reg, "alpha")
+	out, err = r.Execute(context.Background(), wfcore.RawEvent{}, nil)
+	require.NoError(t, err)
+	require.JSONEq(t, `"real"`, string(out), "a nil substitute ends the substitution")
 }

@@ -38,6 +38,12 @@ type Runnable interface {
 // *workflow.Registry. Package workflow sets it at init.
 var LookupFunc func(registry any, name string) (Runnable, bool)
 
+// OverrideFunc makes lookups of name in registry, a *workflow.Registry,
+// return r instead of the workflow registered under the name (or instead of
+// none), or, with r nil, ends the substitution. Package workflow sets it at
+// init; the test harness substitutes mocked child workflows through it.
+var OverrideFunc func(registry any, name string, r Runnable)
+
 // StepInfoKey is the context key of the workflow.StepInfo of a step attempt.
 type StepInfoKey struct{}
 
@@ -48,3 +54,15 @@ func Truncate(s string) string {
 	}
 	return s
 }
+
+// Compensation is a step's compensation as workflow.Compensate records it:
+// Func undoes the step given its recorded result; Options are the
+// compensation step's workflow.StepOption values.
+type Compensation struct {
+	Func    func(ctx context.Context, result json.RawMessage) error
+	Options []any
+}
+
+// CompensationOfFunc returns the compensation recorded in cfg, a
+// workflow.StepConfig. Package workflow sets it at init.
+var CompensationOfFunc func(cfg any) (Compensation, bool)

@@ -74,7 +74,8 @@ written AS (
     INSERT INTO workflow_step (
         workflow_name, instance_id, run_number, step_key, type, status,
         attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
-        result, error_name, error_message, created_at, updated_at, completed_at
+        result, error_name, error_message, created_at, updated_at, completed_at,
+        started_at
     )
     SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status,
         s.attempts, s.max_attempts, s.timeout_ms,
@@ -85,7 +86,8 @@ written AS (
         NULLIF(s.error_name, ''),
         NULLIF(s.error_message, ''),
         coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
-        CASE WHEN s.status IN ('complete', 'errored') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
+        CASE WHEN s.status IN ('complete', 'errored') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END,
+        NULLIF(s.started_at, '0001-01-01 00:00:00+00'::timestamptz)
     FROM (
         SELECT unnest(@s_workflow_names::text[]) AS workflow_name,
             unnest(@s_instance_ids::text[]) AS instance_id,
@@ -101,7 +103,8 @@ written AS (
             unnest(@s_wait_event_types::text[]) AS wait_event_type,
             unnest(@s_results::text[]) AS result,
             unnest(@s_error_names::text[]) AS error_name,
-            unnest(@s_error_messages::text[]) AS error_message
+            unnest(@s_error_messages::text[]) AS error_message,
+            unnest(@s_started_at::timestamptz[]) AS started_at
     ) AS s
     JOIN held h ON h.workflow_name = s.workflow_name AND h.instance_id = s.instance_id
     ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
@@ -117,7 +120,8 @@ written AS (
         error_name = excluded.error_name,
         error_message = excluded.error_message,
         updated_at = excluded.updated_at,
-        completed_at = excluded.completed_at
+        completed_at = excluded.completed_at,
+        started_at = excluded.started_at
     RETURNING 1
 ),
 ended AS (
@@ -177,7 +181,7 @@ FOR UPDATE OF t;
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
-    result, error_name, error_message, created_at, updated_at, completed_at
+    result, error_name, error_message, created_at, updated_at, completed_at, started_at
 )
 SELECT @workflow_name::text, @instance_id::text, @run_number::int, s.step_key, s.type, s.status,
     s.attempts, s.max_attempts, s.timeout_ms,
@@ -188,7 +192,8 @@ SELECT @workflow_name::text, @instance_id::text, @run_number::int, s.step_key, s
     NULLIF(s.error_name, ''),
     NULLIF(s.error_message, ''),
     coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now()),
-    CASE WHEN s.status IN ('complete', 'errored') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
+    CASE WHEN s.status IN ('complete', 'errored') THEN coalesce(sqlc.narg('now')::timestamptz, now()) END,
+    NULLIF(s.started_at, '0001-01-01 00:00:00+00'::timestamptz)
 FROM (
     SELECT unnest(@step_keys::text[]) AS step_key,
         unnest(@types::text[]) AS type,
@@ -201,7 +206,8 @@ FROM (
         unnest(@wait_event_types::text[]) AS wait_event_type,
         unnest(@results::text[]) AS result,
         unnest(@error_names::text[]) AS error_name,
-        unnest(@error_messages::text[]) AS error_message
+        unnest(@error_messages::text[]) AS error_message,
+        unnest(@started_at::timestamptz[]) AS started_at
 ) AS s
 WHERE EXISTS (
     SELECT 1 FROM workflow_task t
@@ -220,30 +226,65 @@ SET type = excluded.type,
     error_name = excluded.error_name,
     error_message = excluded.error_message,
     updated_at = excluded.updated_at,
-    completed_at = excluded.completed_at;
+    completed_at = excluded.completed_at,
+    started_at = excluded.started_at;
 
--- name: CheckpointPark :execrows
+-- name: CheckpointPark :one
 -- CheckpointPark sets a fenced instance to status (paused, as
 -- transition.Checkpoint decided) and gives its task back to the queue as
--- kind, due at run_at, when the task is still held at the version.
-WITH parked AS (
+-- kind, due at run_at, when the task is still held at the version. When
+-- the instance's pause request carries a compensation request the runner
+-- has not taken up (the run's step marker_key with 0 attempts; read only
+-- when a pause was requested), it applies the plan's Requested branch
+-- instead: the instance requested_status with its pause request kept, the
+-- task due now as requested_kind, a hook entry of requested_reason (none
+-- when empty) and a notification. It returns whether it did; no row means
+-- the task was not held. requested is MATERIALIZED so that it is read once,
+-- not once per reference.
+WITH requested AS MATERIALIZED (
+    SELECT coalesce((
+        SELECT CASE WHEN i.pause_requested THEN EXISTS (
+            SELECT 1 FROM workflow_step s
+            WHERE s.workflow_name = @workflow_name AND s.instance_id = @instance_id
+                AND s.run_number = @run_number AND s.step_key = @marker_key AND s.attempts = 0
+        ) ELSE false END
+        FROM workflow_instance i
+        WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+    ), false)::boolean AS compensate
+),
+parked AS (
     UPDATE workflow_task t
     SET status = 'pending',
-        run_at = @run_at::timestamptz,
-        kind = @kind::text,
-        priority = @priority::smallint,
+        run_at = CASE WHEN r.compensate THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE @run_at::timestamptz END,
+        kind = CASE WHEN r.compensate THEN @requested_kind::text ELSE @kind::text END,
+        priority = CASE WHEN r.compensate THEN @requested_priority::smallint ELSE @priority::smallint END,
         lock_owner = NULL,
         locked_until = NULL,
         lease_losses = 0
+    FROM requested r
     WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
-    RETURNING t.workflow_name, t.instance_id
+    RETURNING t.workflow_name, t.instance_id, t.run_at, r.compensate
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT p.workflow_name, p.instance_id, @requested_reason::text, p.run_at,
+        coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
+    FROM parked p
+    WHERE p.compensate AND @requested_reason::text <> ''
+    RETURNING 1
+),
+notified AS (
+    SELECT pg_notify(@channel::text, @workflow_name::text) FROM parked p WHERE p.compensate
 )
 UPDATE workflow_instance i
-SET status = @status::text,
-    pause_requested = false,
+SET status = CASE WHEN p.compensate THEN @requested_status::text ELSE @status::text END,
+    pause_requested = p.compensate,
     updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
 FROM parked p
-WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id;
+WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id
+RETURNING p.compensate, (SELECT count(*) FROM notified)::int AS notified;
 
 -- name: CheckpointSuspend :one
 -- CheckpointSuspend applies the plan of a suspend (transition.Checkpoint)
@@ -254,36 +295,59 @@ WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id;
 -- an undelivered event of one of the types is buffered for the run). It
 -- records a hook entry (reason, due when the task is) when record_hook is
 -- set, and notifies the channel when the task is due now and no pause was
--- requested (the instance took status). It runs after CheckpointFence in the same
+-- requested (the instance took status). When the pause request carries a
+-- compensation request the runner has not taken up (the run's step
+-- marker_key with 0 attempts; read only when a pause was requested), it
+-- applies the plan's Requested branch instead: the instance
+-- requested_status with its pause request kept, the task due now as
+-- requested_kind, a hook entry of requested_reason (none when empty) and a
+-- notification (requested is MATERIALIZED: read once, not once per
+-- reference). It runs after CheckpointFence in the same
 -- transaction, so it sees every event sent before the fence took the
 -- instance lock, and a later sender finds the task pending and wakes it.
 -- No row means the task was not held.
-WITH due AS (
-    SELECT ((@next_run_at::timestamptz <= coalesce(sqlc.narg('now')::timestamptz, now()))
+WITH requested AS MATERIALIZED (
+    SELECT coalesce((
+        SELECT CASE WHEN i.pause_requested THEN EXISTS (
+            SELECT 1 FROM workflow_step s
+            WHERE s.workflow_name = @workflow_name AND s.instance_id = @instance_id
+                AND s.run_number = @run_number AND s.step_key = @marker_key AND s.attempts = 0
+        ) ELSE false END
+        FROM workflow_instance i
+        WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+    ), false)::boolean AS compensate
+),
+due AS (
+    SELECT (r.compensate OR (@next_run_at::timestamptz <= coalesce(sqlc.narg('now')::timestamptz, now()))
         OR EXISTS (
             SELECT 1 FROM workflow_event e
             WHERE e.workflow_name = @workflow_name AND e.instance_id = @instance_id
                 AND e.run_number = @run_number AND e.type = ANY(@types::text[])
                 AND e.delivered_at IS NULL
-        ))::boolean AS due
+        ))::boolean AS due,
+        r.compensate
+    FROM requested r
 ),
 task AS (
     UPDATE workflow_task t
     SET status = 'pending',
         run_at = CASE WHEN due.due THEN coalesce(sqlc.narg('now')::timestamptz, now()) ELSE @next_run_at::timestamptz END,
-        kind = @kind::text,
-        priority = @priority::smallint,
+        kind = CASE WHEN due.compensate THEN @requested_kind::text ELSE @kind::text END,
+        priority = CASE WHEN due.compensate THEN @requested_priority::smallint ELSE @priority::smallint END,
         lock_owner = NULL,
         locked_until = NULL,
         lease_losses = 0
     FROM due
     WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
-    RETURNING t.workflow_name, t.instance_id, t.run_at, due.due
+    RETURNING t.workflow_name, t.instance_id, t.run_at, due.due, due.compensate
 ),
 suspended AS (
     UPDATE workflow_instance i
-    SET status = CASE WHEN i.pause_requested THEN @status_if_pause_requested::text ELSE @status::text END,
-        pause_requested = false,
+    SET status = CASE
+            WHEN t.compensate THEN @requested_status::text
+            WHEN i.pause_requested THEN @status_if_pause_requested::text
+            ELSE @status::text END,
+        pause_requested = t.compensate,
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM task t
     WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
@@ -293,19 +357,20 @@ hook AS (
     INSERT INTO workflow_hook_outbox (
         workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
     )
-    SELECT t.workflow_name, t.instance_id, @reason::text, t.run_at,
+    SELECT t.workflow_name, t.instance_id,
+        CASE WHEN t.compensate THEN @requested_reason::text ELSE @reason::text END, t.run_at,
         coalesce(sqlc.narg('now')::timestamptz, now()), coalesce(sqlc.narg('now')::timestamptz, now())
     FROM task t
-    WHERE @record_hook::boolean
+    WHERE CASE WHEN t.compensate THEN @requested_reason::text <> '' ELSE @record_hook::boolean END
     RETURNING 1
 ),
 result AS (
-    SELECT t.due, s.status FROM task t CROSS JOIN suspended s
+    SELECT t.due, t.compensate, s.status FROM task t CROSS JOIN suspended s
 )
-SELECT r.due, r.status,
+SELECT r.due, r.compensate, r.status,
     (SELECT count(*) FROM (
         SELECT pg_notify(@channel::text, @workflow_name::text)
         FROM result n
-        WHERE n.due AND n.status = @status::text
+        WHERE n.due AND (n.status = @status::text OR n.compensate)
     ) AS notified)::int AS notified
 FROM result r;

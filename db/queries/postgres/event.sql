@@ -40,6 +40,7 @@ UPDATE workflow_instance
 SET updated_at = CASE WHEN status IN ('complete', 'errored', 'terminated')
     THEN updated_at ELSE coalesce(sqlc.narg('now')::timestamptz, now()) END
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND (@namespace::text = '' OR namespace = @namespace::text)
 RETURNING status, run_number;
 
 -- name: EventSendInsert :one
@@ -50,6 +51,7 @@ SELECT i.workflow_name, i.instance_id, i.run_number, @type::text, sqlc.narg('pay
     coalesce(sqlc.narg('now')::timestamptz, now())
 FROM workflow_instance i
 WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+    AND (@namespace::text = '' OR i.namespace = @namespace::text)
     AND i.status NOT IN ('complete', 'errored', 'terminated')
 RETURNING *;
 
@@ -58,9 +60,10 @@ RETURNING *;
 -- instance is neither paused, pausing nor ended and its current run waits
 -- for an event of the type, it makes the pending task due now as a resume,
 -- records a hook entry (reason event, due when the task is) when record_hook
--- is set, and notifies the channel. With a lock_owner it leases the task
--- instead, as a claim does (version and attempts up by one, the instance
--- running), and notifies no one.
+-- is set, and notifies the channel. With a lock_owner, when the task's
+-- queue is one of lease_queues (or lease_queues is empty), it leases the
+-- task instead, as a claim does (version and attempts up by one, the
+-- instance running), and notifies no one.
 --
 -- With a delivered_result (the step result of the event EventSendInsert
 -- buffered, encoded by the caller, which sends one only when the send has
@@ -76,15 +79,22 @@ RETURNING *;
 -- It returns the woken task, if any, and the key of the step the event was
 -- delivered to ('' when none).
 WITH woken AS (
+    -- The lease goes only to a runner that serves the task's queue
+    -- (lease_queues); otherwise the task is made due for a claim.
     UPDATE workflow_task t
     SET run_at = least(t.run_at, coalesce(sqlc.narg('now')::timestamptz, now())),
         kind = @kind::text,
         priority = @priority::smallint,
-        status = CASE WHEN sqlc.narg('lock_owner')::text IS NULL THEN t.status ELSE 'processing' END,
-        lock_owner = coalesce(sqlc.narg('lock_owner')::text, t.lock_owner),
-        locked_until = coalesce(sqlc.narg('locked_until')::timestamptz, t.locked_until),
-        version = t.version + CASE WHEN sqlc.narg('lock_owner')::text IS NULL THEN 0 ELSE 1 END,
-        attempts = t.attempts + CASE WHEN sqlc.narg('lock_owner')::text IS NULL THEN 0 ELSE 1 END
+        status = CASE WHEN (sqlc.narg('lock_owner')::text IS NOT NULL
+            AND (cardinality(@lease_queues::text[]) = 0 OR t.queue = ANY(@lease_queues::text[]))) THEN 'processing' ELSE t.status END,
+        lock_owner = CASE WHEN (sqlc.narg('lock_owner')::text IS NOT NULL
+            AND (cardinality(@lease_queues::text[]) = 0 OR t.queue = ANY(@lease_queues::text[]))) THEN sqlc.narg('lock_owner')::text ELSE t.lock_owner END,
+        locked_until = CASE WHEN (sqlc.narg('lock_owner')::text IS NOT NULL
+            AND (cardinality(@lease_queues::text[]) = 0 OR t.queue = ANY(@lease_queues::text[]))) THEN sqlc.narg('locked_until')::timestamptz ELSE t.locked_until END,
+        version = t.version + CASE WHEN (sqlc.narg('lock_owner')::text IS NOT NULL
+            AND (cardinality(@lease_queues::text[]) = 0 OR t.queue = ANY(@lease_queues::text[]))) THEN 1 ELSE 0 END,
+        attempts = t.attempts + CASE WHEN (sqlc.narg('lock_owner')::text IS NOT NULL
+            AND (cardinality(@lease_queues::text[]) = 0 OR t.queue = ANY(@lease_queues::text[]))) THEN 1 ELSE 0 END
     WHERE t.workflow_name = @workflow_name AND t.instance_id = @instance_id
         AND t.status = 'pending'
         AND EXISTS (
@@ -94,8 +104,9 @@ WITH woken AS (
                 ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
                 AND s.run_number = i.run_number
             WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+                AND (@namespace::text = '' OR i.namespace = @namespace::text)
                 AND i.status = ANY(@wake_statuses::text[])
-                AND s.type = 'waitForEvent' AND s.status = 'waiting'
+                AND s.type IN ('waitForEvent', 'invoke') AND s.status = 'waiting'
                 AND s.wait_event_type = @type::text
         )
     RETURNING t.*
@@ -106,7 +117,7 @@ started AS (
         started_at = coalesce(i.started_at, coalesce(sqlc.narg('now')::timestamptz, now())),
         updated_at = coalesce(sqlc.narg('now')::timestamptz, now())
     FROM woken w
-    WHERE sqlc.narg('lock_owner')::text IS NOT NULL
+    WHERE w.status = 'processing'
         AND i.workflow_name = w.workflow_name AND i.instance_id = w.instance_id
         AND i.status IN ('queued', 'waiting')
     RETURNING 1
@@ -128,7 +139,7 @@ target AS (
         ON s.workflow_name = w.workflow_name AND s.instance_id = w.instance_id
         AND s.run_number = w.run_number
     WHERE sqlc.narg('delivered_result')::json IS NOT NULL
-        AND s.type = 'waitForEvent' AND s.status = 'waiting'
+        AND s.type IN ('waitForEvent', 'invoke') AND s.status = 'waiting'
         AND s.wait_event_type = @type::text
     ORDER BY s.created_at, s.step_key
     LIMIT 1
@@ -166,9 +177,10 @@ delivered AS (
 )
 SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
     w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error, w.lease_losses,
+    w.queue, w.instance_priority,
     (SELECT count(*) FROM (
         SELECT pg_notify(@channel::text, w.workflow_name)
-        WHERE sqlc.narg('lock_owner')::text IS NULL
+        WHERE w.status = 'pending'
     ) AS notified)::int AS notified,
     coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key
 FROM woken w;

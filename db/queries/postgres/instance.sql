@@ -1,12 +1,48 @@
 -- name: InstanceInsert :one
 INSERT INTO workflow_instance (
-    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority
 ) VALUES (
     @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata')::json, 1,
     coalesce(sqlc.narg('now')::timestamptz, now()),
-    coalesce(sqlc.narg('now')::timestamptz, now())
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    @namespace::text, @queue::text, @priority::integer
 )
 RETURNING *;
+
+-- name: InstanceInsertDedupe :one
+-- InstanceInsertDedupe is InstanceInsert of a create with a dedupe key: it
+-- inserts nothing, and returns no row, when an active instance of the
+-- namespace and workflow holds the key (workflow_instance_dedupe_idx). A
+-- concurrent create of the same key waits for the other to commit, so two
+-- of them make one instance.
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority, dedupe_key
+) VALUES (
+    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata')::json, 1,
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    @namespace::text, @queue::text, @priority::integer, @dedupe_key::text
+)
+ON CONFLICT (namespace, workflow_name, dedupe_key)
+    WHERE dedupe_key IS NOT NULL AND status NOT IN ('complete', 'errored', 'terminated')
+    DO NOTHING
+RETURNING *;
+
+-- name: InstanceGetByDedupeKey :one
+-- InstanceGetByDedupeKey returns the active instance that holds a dedupe key.
+SELECT * FROM workflow_instance
+WHERE namespace = @namespace AND workflow_name = @workflow_name AND dedupe_key = @dedupe_key
+    AND status NOT IN ('complete', 'errored', 'terminated');
+
+-- name: InstanceGetByDedupeKeys :many
+-- InstanceGetByDedupeKeys returns the active instances that hold the dedupe
+-- keys (a batch create's).
+SELECT * FROM workflow_instance
+WHERE namespace = @namespace AND workflow_name = @workflow_name
+    AND dedupe_key = ANY(@dedupe_keys::text[])
+    AND status NOT IN ('complete', 'errored', 'terminated');
 
 -- name: InstanceInsertLeased :one
 -- InstanceInsertLeased is the create of an eager start: it inserts the
@@ -16,37 +52,41 @@ RETURNING *;
 WITH inst AS (
     INSERT INTO workflow_instance (
         workflow_name, instance_id, status, params, metadata, run_number,
-        created_at, updated_at, started_at
+        created_at, updated_at, started_at, namespace, queue, priority
     ) VALUES (
         @workflow_name, @instance_id, 'running', @params, sqlc.narg('metadata')::json, 1,
         coalesce(sqlc.narg('now')::timestamptz, now()),
         coalesce(sqlc.narg('now')::timestamptz, now()),
-        coalesce(sqlc.narg('now')::timestamptz, now())
+        coalesce(sqlc.narg('now')::timestamptz, now()),
+        @namespace::text, @queue::text, @priority::integer
     )
     RETURNING *
 ),
 task AS (
     INSERT INTO workflow_task (
         workflow_name, instance_id, run_number, kind, priority, run_at, status,
-        lock_owner, locked_until, version, attempts
+        lock_owner, locked_until, version, attempts, queue, instance_priority
     )
     SELECT inst.workflow_name, inst.instance_id, 1, 'run', 1, inst.created_at, 'processing',
-        @lock_owner::text, @locked_until::timestamptz, 1, 1
+        @lock_owner::text, @locked_until::timestamptz, 1, 1, inst.queue, inst.priority
     FROM inst
     RETURNING id
 )
 SELECT inst.workflow_name, inst.instance_id, inst.status, inst.params, inst.output,
     inst.error_name, inst.error_message, inst.pause_requested, inst.run_number,
     inst.created_at, inst.updated_at, inst.started_at, inst.completed_at,
-    inst.retention_until, inst.metadata, task.id AS task_id
+    inst.retention_until, inst.metadata, inst.namespace, inst.queue, inst.priority,
+    inst.dedupe_key, task.id AS task_id
 FROM inst, task;
 
 -- name: InstanceInsertMany :many
--- InstanceInsertMany inserts the instances whose ids are free; those named
--- in started_ids (an eager start) are inserted running and started.
+-- InstanceInsertMany inserts the instances whose ids are free and whose
+-- dedupe keys (an empty one is none) no active instance of the namespace and
+-- workflow holds; those named in started_ids (an eager start) are inserted
+-- running and started.
 INSERT INTO workflow_instance (
     workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
-    started_at
+    started_at, namespace, queue, priority, dedupe_key
 )
 SELECT
     @workflow_name, item.instance_id,
@@ -55,22 +95,31 @@ SELECT
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('now')::timestamptz, now()),
     CASE WHEN item.instance_id = ANY(@started_ids::text[])
-        THEN coalesce(sqlc.narg('now')::timestamptz, now()) END
+        THEN coalesce(sqlc.narg('now')::timestamptz, now()) END,
+    @namespace::text, item.queue, item.priority, nullif(item.dedupe_key, '')
 FROM (
     SELECT unnest(@instance_ids::text[]) AS instance_id,
         unnest(@params::json[]) AS params,
-        unnest(@metadata::json[]) AS metadata
+        unnest(@metadata::json[]) AS metadata,
+        unnest(@dedupe_keys::text[]) AS dedupe_key,
+        unnest(@queues::text[]) AS queue,
+        unnest(@priorities::integer[]) AS priority
 ) AS item
-ON CONFLICT (workflow_name, instance_id) DO NOTHING
+-- No conflict target: a taken id and a held dedupe key both skip the item.
+ON CONFLICT DO NOTHING
 RETURNING *;
 
 -- name: InstanceGet :one
+-- An empty namespace finds the instance in any namespace; another finds it
+-- only in that one.
 SELECT * FROM workflow_instance
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND (@namespace::text = '' OR namespace = @namespace::text);
 
 -- name: InstanceGetForUpdate :one
 SELECT * FROM workflow_instance
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND (@namespace::text = '' OR namespace = @namespace::text)
 FOR NO KEY UPDATE;
 
 -- name: InstanceList :many
@@ -81,6 +130,8 @@ WHERE updated_at > '-infinity'::timestamptz
     AND (sqlc.narg('workflow_name')::text IS NULL OR workflow_name = sqlc.narg('workflow_name')::text)
     AND (coalesce(cardinality(sqlc.narg('statuses')::text[]), 0) = 0
         OR status = ANY(sqlc.narg('statuses')::text[]))
+    AND (sqlc.narg('namespace')::text IS NULL OR namespace = sqlc.narg('namespace')::text)
+    AND (sqlc.narg('queue')::text IS NULL OR queue = sqlc.narg('queue')::text)
     AND (sqlc.narg('cursor_updated_at')::timestamptz IS NULL
         OR (updated_at, workflow_name, instance_id) < (
             sqlc.narg('cursor_updated_at')::timestamptz,
@@ -109,6 +160,7 @@ WITH inst AS (
         error_name = CASE WHEN @new_run::boolean THEN NULL ELSE i.error_name END,
         error_message = CASE WHEN @new_run::boolean THEN NULL ELSE i.error_message END,
         started_at = CASE WHEN @new_run::boolean THEN NULL ELSE i.started_at END,
+        run_attempt = CASE WHEN @new_run::boolean THEN 1 ELSE i.run_attempt END,
         completed_at = CASE
             WHEN @new_run::boolean THEN NULL
             WHEN @status::text IN ('complete', 'errored', 'terminated') THEN coalesce(sqlc.narg('now')::timestamptz, now())
@@ -125,10 +177,12 @@ deleted AS (
 ),
 requeued AS (
     INSERT INTO workflow_task (
-        workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
+        workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts,
+        queue, instance_priority
     )
     SELECT i.workflow_name, i.instance_id, i.run_number, @kind::text, @priority::smallint,
-        coalesce(sqlc.narg('now')::timestamptz, now()), 'pending', 1, 0
+        coalesce(sqlc.narg('now')::timestamptz, now()), 'pending', 1, 0,
+        i.queue, i.priority
     FROM inst i
     WHERE @task_op::text = 'requeue'
     ON CONFLICT (workflow_name, instance_id) DO UPDATE
@@ -160,7 +214,8 @@ hook AS (
 )
 SELECT i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message,
     i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at,
-    i.retention_until, i.metadata,
+    i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key,
+    i.deadline_at, i.run_attempt,
     (SELECT count(*) FROM (
         SELECT pg_notify(@channel::text, @workflow_name::text) WHERE @notify::boolean
     ) AS notified)::int AS notified
@@ -185,7 +240,7 @@ FOR NO KEY UPDATE;
 WITH inserted AS (
     INSERT INTO workflow_task (
         workflow_name, instance_id, run_number, kind, priority, run_at, status,
-        lock_owner, locked_until, version, attempts
+        lock_owner, locked_until, version, attempts, queue, instance_priority
     )
     SELECT @workflow_name, item.instance_id, 1, 'run', 1,
         coalesce(sqlc.narg('now')::timestamptz, now()),
@@ -193,11 +248,52 @@ WITH inserted AS (
         CASE WHEN item.leased THEN @lock_owner::text END,
         CASE WHEN item.leased THEN @locked_until::timestamptz END,
         CASE WHEN item.leased THEN 1 ELSE 0 END,
-        CASE WHEN item.leased THEN 1 ELSE 0 END
+        CASE WHEN item.leased THEN 1 ELSE 0 END,
+        item.queue, item.instance_priority
     FROM (
-        SELECT u.instance_id, u.instance_id = ANY(@leased_ids::text[]) AS leased
-        FROM unnest(@instance_ids::text[]) AS u (instance_id)
+        SELECT u.instance_id, u.queue, u.instance_priority,
+            u.instance_id = ANY(@leased_ids::text[]) AS leased
+        FROM (
+            SELECT unnest(@instance_ids::text[]) AS instance_id,
+                unnest(@queues::text[]) AS queue,
+                unnest(@instance_priorities::smallint[]) AS instance_priority
+        ) AS u
     ) AS item
     RETURNING *
 )
 SELECT * FROM inserted WHERE status = 'processing';
+
+-- name: InstanceSetDeadlines :exec
+-- InstanceSetDeadlines writes the deadlines of instances a create of the
+-- same transaction inserted: only creates that set a deadline run it.
+UPDATE workflow_instance i
+SET deadline_at = d.deadline_at
+FROM (
+    SELECT unnest(@instance_ids::text[]) AS instance_id,
+        unnest(@deadlines::timestamptz[]) AS deadline_at
+) AS d
+WHERE i.workflow_name = @workflow_name AND i.instance_id = d.instance_id;
+
+-- name: InstanceRetryRun :exec
+-- InstanceRetryRun starts the next attempt of a failed run (a workflow
+-- retry) in a suspend checkpoint, when the task is still held at the
+-- version: run_attempt goes up by one, the run's error is recorded until
+-- it ends, and the step rows of reset_steps are deleted so the next attempt
+-- runs them again. Only a workflow retry runs it.
+WITH inst AS (
+    UPDATE workflow_instance i
+    SET run_attempt = i.run_attempt + 1,
+        error_name = NULLIF(@error_name::text, ''),
+        error_message = NULLIF(@error_message::text, '')
+    WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+        AND i.run_number = @run_number
+        AND EXISTS (
+            SELECT 1 FROM workflow_task t
+            WHERE t.id = @task_id AND t.version = @version AND t.status = 'processing'
+        )
+    RETURNING i.workflow_name
+)
+DELETE FROM workflow_step s
+USING inst
+WHERE s.workflow_name = @workflow_name AND s.instance_id = @instance_id
+    AND s.run_number = @run_number AND s.step_key = ANY(@reset_steps::text[]);

@@ -1,19 +1,20 @@
 -- name: StepCompleteWithEvent :exec
--- StepCompleteWithEvent writes the waitForEvent step that consumed an event.
--- An existing row (the wait) keeps its attempts, timeout and wake_at.
+-- StepCompleteWithEvent writes the step that consumed an event: a
+-- waitForEvent step, or an invoke step receiving its child's end (step_type
+-- is the type of a step without a row yet). An existing row (the wait)
+-- keeps its type, attempts, timeout and wake_at.
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     wait_event_type, result, created_at, updated_at, completed_at
 ) VALUES (
-    @workflow_name, @instance_id, @run_number, @step_key, 'waitForEvent', 'complete',
+    @workflow_name, @instance_id, @run_number, @step_key, @step_type::text, 'complete',
     @wait_event_type, @result,
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('now')::timestamptz, now()),
     coalesce(sqlc.narg('now')::timestamptz, now())
 )
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
-SET type = excluded.type,
-    status = excluded.status,
+SET status = excluded.status,
     next_retry_at = NULL,
     wait_event_type = excluded.wait_event_type,
     result = excluded.result,
@@ -41,3 +42,52 @@ JOIN workflow_step s
     AND s.run_number = i.run_number
 WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
 ORDER BY s.id;
+
+-- name: StepAttemptsRecord :exec
+-- StepAttemptsRecord keeps the failed attempts of a checkpoint (a retry or a
+-- step's final error) as rows of their own. It fences like CheckpointFence
+-- (the instance's run current and not terminal, locked first, then the task
+-- held at the version) so that it can go first in the checkpoint's pipeline,
+-- before a statement that deletes the task. A repetition of the same
+-- checkpoint writes nothing more. Only a checkpoint with a failed attempt
+-- runs it.
+WITH inst AS (
+    SELECT i.workflow_name, i.instance_id, i.run_attempt
+    FROM workflow_instance i
+    WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+        AND i.run_number = @run_number
+        AND i.status NOT IN ('complete', 'errored', 'terminated')
+    FOR NO KEY UPDATE
+),
+held AS (
+    SELECT inst.run_attempt
+    FROM inst
+    JOIN workflow_task t ON t.id = @task_id
+    WHERE t.version = @version AND t.status = 'processing'
+    FOR UPDATE OF t
+)
+INSERT INTO workflow_step_attempt (
+    workflow_name, instance_id, run_number, run_attempt, step_key, attempt,
+    started_at, ended_at, error_name, error_message
+)
+SELECT @workflow_name::text, @instance_id::text, @run_number::int, h.run_attempt, a.step_key, a.attempt,
+    NULLIF(a.started_at, '0001-01-01 00:00:00+00'::timestamptz),
+    coalesce(sqlc.narg('now')::timestamptz, now()),
+    NULLIF(a.error_name, ''), NULLIF(a.error_message, '')
+FROM held h, (
+    SELECT unnest(@step_keys::text[]) AS step_key,
+        unnest(@attempts::int[]) AS attempt,
+        unnest(@started_at::timestamptz[]) AS started_at,
+        unnest(@error_names::text[]) AS error_name,
+        unnest(@error_messages::text[]) AS error_message
+) AS a
+ON CONFLICT (workflow_name, instance_id, run_number, run_attempt, step_key, attempt) DO NOTHING;
+
+-- name: StepAttemptList :many
+-- StepAttemptList lists the failed attempts of one run's steps, oldest
+-- first; an empty step_keys lists every step's.
+SELECT * FROM workflow_step_attempt
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number
+    AND (cardinality(@step_keys::text[]) = 0 OR step_key = ANY(@step_keys::text[]))
+ORDER BY id;

@@ -1,20 +1,25 @@
 -- name: InstanceInsert :one
 INSERT INTO workflow_instance (
-    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority, dedupe_key
 ) VALUES (
-    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata'), 1, @now, @now
+    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata'), 1, @now, @now,
+    CAST(@namespace AS TEXT), CAST(@queue AS TEXT), CAST(@priority AS INTEGER), sqlc.narg('dedupe_key')
 )
 RETURNING *;
 
 -- name: InstanceInsertIfAbsent :one
--- InstanceInsertIfAbsent inserts a queued instance unless the id is taken,
+-- InstanceInsertIfAbsent inserts a queued instance unless the id is taken
+-- or an active instance of the namespace and workflow holds its dedupe key,
 -- in which case it returns no row.
 INSERT INTO workflow_instance (
-    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority, dedupe_key
 ) VALUES (
-    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata'), 1, @now, @now
+    @workflow_name, @instance_id, 'queued', @params, sqlc.narg('metadata'), 1, @now, @now,
+    CAST(@namespace AS TEXT), CAST(@queue AS TEXT), CAST(@priority AS INTEGER), sqlc.narg('dedupe_key')
 )
-ON CONFLICT (workflow_name, instance_id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING *;
 
 -- name: InstanceInsertStartedIfAbsent :one
@@ -23,11 +28,12 @@ RETURNING *;
 -- which case it returns no row.
 INSERT INTO workflow_instance (
     workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
-    started_at
+    started_at, namespace, queue, priority, dedupe_key
 ) VALUES (
-    @workflow_name, @instance_id, 'running', @params, sqlc.narg('metadata'), 1, @now, @now, @now
+    @workflow_name, @instance_id, 'running', @params, sqlc.narg('metadata'), 1, @now, @now, @now,
+    CAST(@namespace AS TEXT), CAST(@queue AS TEXT), CAST(@priority AS INTEGER), sqlc.narg('dedupe_key')
 )
-ON CONFLICT (workflow_name, instance_id) DO NOTHING
+ON CONFLICT DO NOTHING
 RETURNING *;
 
 -- name: TaskInsertLeased :one
@@ -35,16 +41,26 @@ RETURNING *;
 -- leased to lock_owner at version 1 with attempts 1, as a claim would leave it.
 INSERT INTO workflow_task (
     workflow_name, instance_id, run_number, kind, priority, run_at, status,
-    lock_owner, locked_until, version, attempts
+    lock_owner, locked_until, version, attempts, queue, instance_priority
 ) VALUES (
     @workflow_name, @instance_id, 1, 'run', 1, @now, 'processing',
-    CAST(@lock_owner AS TEXT), CAST(@locked_until AS INTEGER), 1, 1
+    CAST(@lock_owner AS TEXT), CAST(@locked_until AS INTEGER), 1, 1,
+    CAST(@queue AS TEXT), CAST(@instance_priority AS INTEGER)
 )
 RETURNING *;
 
 -- name: InstanceGet :one
+-- An empty namespace finds the instance in any namespace; another finds it
+-- only in that one.
 SELECT * FROM workflow_instance
-WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND (CAST(@namespace AS TEXT) = '' OR namespace = CAST(@namespace AS TEXT));
+
+-- name: InstanceGetByDedupeKey :one
+-- InstanceGetByDedupeKey returns the active instance that holds a dedupe key.
+SELECT * FROM workflow_instance
+WHERE namespace = @namespace AND workflow_name = @workflow_name AND dedupe_key = @dedupe_key
+    AND status NOT IN ('complete', 'errored', 'terminated');
 
 -- name: InstanceList :many
 -- InstanceList pages through every workflow's instances, newest update
@@ -54,6 +70,8 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
 SELECT * FROM workflow_instance
 WHERE (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
         OR status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
+    AND (CAST(sqlc.narg('namespace') AS TEXT) IS NULL OR namespace = CAST(sqlc.narg('namespace') AS TEXT))
+    AND (CAST(sqlc.narg('queue') AS TEXT) IS NULL OR queue = CAST(sqlc.narg('queue') AS TEXT))
     AND updated_at <= CAST(@cursor_updated_at AS INTEGER)
     AND (updated_at, workflow_name, instance_id) < (
         CAST(@cursor_updated_at AS INTEGER),
@@ -68,6 +86,8 @@ SELECT * FROM workflow_instance
 WHERE workflow_name = @workflow_name
     AND (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
         OR status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
+    AND (CAST(sqlc.narg('namespace') AS TEXT) IS NULL OR namespace = CAST(sqlc.narg('namespace') AS TEXT))
+    AND (CAST(sqlc.narg('queue') AS TEXT) IS NULL OR queue = CAST(sqlc.narg('queue') AS TEXT))
     AND updated_at <= CAST(@cursor_updated_at AS INTEGER)
     AND (updated_at, workflow_name, instance_id) < (
         CAST(@cursor_updated_at AS INTEGER),
@@ -116,6 +136,7 @@ SET run_number = run_number + 1,
     started_at = NULL,
     completed_at = NULL,
     pause_requested = 0,
+    run_attempt = 1,
     updated_at = @now
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 RETURNING *;
@@ -126,6 +147,7 @@ RETURNING *;
 UPDATE workflow_instance
 SET updated_at = @now
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND (CAST(@namespace AS TEXT) = '' OR namespace = CAST(@namespace AS TEXT))
 RETURNING status, run_number;
 
 -- name: InstanceStartClaimed :exec
@@ -144,6 +166,10 @@ WHERE status IN ('queued', 'waiting')
 UPDATE workflow_instance
 SET status = 'complete',
     output = @output,
+    -- A run that completes after a workflow retry drops the failed
+    -- attempt's error (as Postgres's CheckpointBatch does).
+    error_name = NULL,
+    error_message = NULL,
     pause_requested = 0,
     completed_at = CAST(@now AS INTEGER),
     updated_at = @now
@@ -182,3 +208,21 @@ WHERE status = 'queued' AND started_at IS NULL
     AND (workflow_name, instance_id) IN (
         SELECT t.workflow_name, t.instance_id FROM workflow_task t
         WHERE t.id IN (SELECT value FROM json_each(CAST(@task_ids AS TEXT))));
+
+-- name: InstanceSetDeadline :exec
+-- InstanceSetDeadline writes the deadline of an instance the create of the
+-- same transaction inserted: only creates that set a deadline run it.
+UPDATE workflow_instance
+SET deadline_at = @deadline_at
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;
+
+-- name: InstanceRetryRun :exec
+-- InstanceRetryRun starts the next attempt of a failed run (a workflow
+-- retry) in a fenced suspend checkpoint: run_attempt goes up by one and the
+-- run's error is recorded until it ends. Only a workflow retry runs it.
+UPDATE workflow_instance
+SET run_attempt = run_attempt + 1,
+    error_name = sqlc.narg('error_name'),
+    error_message = sqlc.narg('error_message')
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number;

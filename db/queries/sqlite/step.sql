@@ -2,13 +2,14 @@
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
-    result, error_name, error_message, created_at, updated_at, completed_at
+    result, error_name, error_message, created_at, updated_at, completed_at, started_at
 ) VALUES (
     @workflow_name, @instance_id, @run_number, @step_key, @type, @status,
     @attempts, @max_attempts, @timeout_ms, sqlc.narg('next_retry_at'), sqlc.narg('wake_at'),
     sqlc.narg('wait_event_type'), sqlc.narg('result'), sqlc.narg('error_name'), sqlc.narg('error_message'),
     @now, @now,
-    CASE @status WHEN 'complete' THEN @now WHEN 'errored' THEN @now END
+    CASE @status WHEN 'complete' THEN @now WHEN 'errored' THEN @now END,
+    sqlc.narg('started_at')
 )
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
 SET type = excluded.type,
@@ -23,21 +24,23 @@ SET type = excluded.type,
     error_name = excluded.error_name,
     error_message = excluded.error_message,
     updated_at = excluded.updated_at,
-    completed_at = excluded.completed_at;
+    completed_at = excluded.completed_at,
+    started_at = excluded.started_at;
 
 -- name: StepCompleteWithEvent :exec
--- StepCompleteWithEvent writes the waitForEvent step that consumed an event.
--- An existing row (the wait) keeps its attempts, timeout and wake_at.
+-- StepCompleteWithEvent writes the step that consumed an event: a
+-- waitForEvent step, or an invoke step receiving its child's end (step_type
+-- is the type of a step without a row yet). An existing row (the wait)
+-- keeps its type, attempts, timeout and wake_at.
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     wait_event_type, result, created_at, updated_at, completed_at
 ) VALUES (
-    @workflow_name, @instance_id, @run_number, @step_key, 'waitForEvent', 'complete',
+    @workflow_name, @instance_id, @run_number, @step_key, CAST(@step_type AS TEXT), 'complete',
     @wait_event_type, @result, @now, @now, @now
 )
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
-SET type = excluded.type,
-    status = excluded.status,
+SET status = excluded.status,
     next_retry_at = NULL,
     wait_event_type = excluded.wait_event_type,
     result = excluded.result,
@@ -62,7 +65,35 @@ LIMIT @max;
 SELECT step_key FROM workflow_step
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number
-    AND type = 'waitForEvent' AND status = 'waiting'
+    AND type IN ('waitForEvent', 'invoke') AND status = 'waiting'
     AND wait_event_type = CAST(@type AS TEXT)
 ORDER BY created_at, step_key
 LIMIT 1;
+
+-- name: StepAttemptRecord :exec
+-- StepAttemptRecord keeps a failed attempt of a step (a retry or its final
+-- error) as a row of its own, in the checkpoint that records the failure;
+-- a repetition writes nothing more. Only a checkpoint with a failed attempt
+-- runs it.
+INSERT INTO workflow_step_attempt (
+    workflow_name, instance_id, run_number, run_attempt, step_key, attempt,
+    started_at, ended_at, error_name, error_message
+)
+SELECT i.workflow_name, i.instance_id, @run_number, i.run_attempt, @step_key, @attempt,
+    sqlc.narg('started_at'), @now, sqlc.narg('error_name'), sqlc.narg('error_message')
+FROM workflow_instance i
+WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
+ON CONFLICT (workflow_name, instance_id, run_number, run_attempt, step_key, attempt) DO NOTHING;
+
+-- name: StepAttemptList :many
+-- StepAttemptList lists the failed attempts of one run's steps, oldest first.
+SELECT * FROM workflow_step_attempt
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number
+ORDER BY id;
+
+-- name: StepDelete :exec
+-- StepDelete deletes a step row of a run: a workflow retry runs it again.
+DELETE FROM workflow_step
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id
+    AND run_number = @run_number AND step_key = @step_key;

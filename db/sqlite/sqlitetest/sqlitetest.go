@@ -2,11 +2,14 @@ package sqlitetest
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/db/sqlite/internal/sqlitehook"
 )
 
 // setupTimeout bounds opening and migrating a test database.
@@ -56,7 +59,7 @@ func open(t testing.TB, dsn string, opts []Option) *sqlite.Store {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
-	store, err := sqlite.Open(ctx, dsn)
+	store, err := openStore(ctx, dsn)
 	if err != nil {
 		t.Fatalf("sqlitetest: opening %s: %v", dsn, err)
 	}
@@ -68,8 +71,97 @@ func open(t testing.TB, dsn string, opts []Option) *sqlite.Store {
 	if o.noMigrations {
 		return store
 	}
+	if dsn == ":memory:" {
+		if err := restoreMigrated(ctx, store); err != nil {
+			t.Fatalf("sqlitetest: %v", err)
+		}
+		return store
+	}
 	if err := sqlite.Migrate(ctx, store); err != nil {
 		t.Fatalf("sqlitetest: migrating %s: %v", dsn, err)
 	}
 	return store
+}
+
+// migrated is the image of an in-memory database with every migration
+// applied, made once per process: a fresh in-memory store gets a copy of it
+// instead of running the migrations again, which was most of the cost of a
+// test store (and of a test harness).
+var migrated struct {
+	once  sync.Once
+	image []byte
+	err   error
+}
+
+// restoreMigrated makes store's in-memory database a copy of the migrated
+// image.
+func restoreMigrated(ctx context.Context, store *sqlite.Store) error {
+	migrated.once.Do(func() { migrated.image, migrated.err = migratedImage(ctx) })
+	if migrated.err != nil {
+		return migrated.err
+	}
+	return rawConn(ctx, store, func(c imageConn) error {
+		if err := c.Deserialize(migrated.image); err != nil {
+			return fmt.Errorf("copying the migrated database: %w", err)
+		}
+		return nil
+	})
+}
+
+// migratedImage migrates a fresh in-memory database and returns its image.
+func migratedImage(ctx context.Context) ([]byte, error) {
+	store, err := sqlite.Open(ctx, ":memory:")
+	if err != nil {
+		return nil, fmt.Errorf("opening the database to migrate: %w", err)
+	}
+	defer func() { _ = store.Close() }()
+	if err := sqlite.Migrate(ctx, store); err != nil {
+		return nil, fmt.Errorf("migrating :memory:: %w", err)
+	}
+	var image []byte
+	err = rawConn(ctx, store, func(c imageConn) error {
+		var err error
+		image, err = c.Serialize()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("serializing the migrated database: %w", err)
+	}
+	return image, nil
+}
+
+// imageConn is what modernc.org/sqlite's connection offers to copy a
+// database (sqlite3_serialize and sqlite3_deserialize).
+type imageConn interface {
+	Serialize() ([]byte, error)
+	Deserialize(buf []byte) error
+}
+
+// rawConn calls fn with the driver connection of store's write connection.
+func rawConn(ctx context.Context, store *sqlite.Store, fn func(imageConn) error) error {
+	conn, err := sqlitehook.WriteDBFunc(store).Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(imageConn)
+		if !ok {
+			return fmt.Errorf("the sqlite driver's connection (%T) cannot serialize", driverConn)
+		}
+		return fn(c)
+	})
+}
+
+// openStore opens the store of dsn: an in-memory one on the driver that
+// parses each statement on first use (sqlitehook.OpenLazyPrepareFunc).
+func openStore(ctx context.Context, dsn string) (*sqlite.Store, error) {
+	if dsn != ":memory:" {
+		return sqlite.Open(ctx, dsn)
+	}
+	s, err := sqlitehook.OpenLazyPrepareFunc(ctx, dsn)
+	if err != nil {
+		return nil, err
+	}
+	return s.(*sqlite.Store), nil
 }

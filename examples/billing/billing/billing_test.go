@@ -94,7 +94,9 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	h := testharness.New(t)
+	// The retry tests check each backoff exactly: the jitter draw is fixed
+	// at its midpoint, where it moves no wait (its spread is tested in runner).
+	h := testharness.New(t, testharness.WithJitter(0.5))
 	f := &fakes{h: h}
 	wfs, err := billing.Register(h.Registry, &billing.Config{Payments: f, Receipts: f})
 	require.NoError(t, err)

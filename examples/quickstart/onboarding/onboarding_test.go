@@ -61,7 +61,9 @@ type testBundle struct {
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	h := testharness.New(t)
+	// The retry tests check each backoff exactly: the jitter draw is fixed
+	// at its midpoint, where it moves no wait (its spread is tested in runner).
+	h := testharness.New(t, testharness.WithJitter(0.5))
 	mailer := &testMailer{h: h, failures: map[string]int{}}
 	wfs, err := onboarding.Register(h.Registry, &onboarding.Config{Mailer: mailer})
 	require.NoError(t, err)

@@ -50,7 +50,8 @@ written AS (
     INSERT INTO workflow_step (
         workflow_name, instance_id, run_number, step_key, type, status,
         attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
-        result, error_name, error_message, created_at, updated_at, completed_at
+        result, error_name, error_message, created_at, updated_at, completed_at,
+        started_at
     )
     SELECT s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status,
         s.attempts, s.max_attempts, s.timeout_ms,
@@ -61,7 +62,8 @@ written AS (
         NULLIF(s.error_name, ''),
         NULLIF(s.error_message, ''),
         coalesce($10::timestamptz, now()), coalesce($10::timestamptz, now()),
-        CASE WHEN s.status IN ('complete', 'errored') THEN coalesce($10::timestamptz, now()) END
+        CASE WHEN s.status IN ('complete', 'errored') THEN coalesce($10::timestamptz, now()) END,
+        NULLIF(s.started_at, '0001-01-01 00:00:00+00'::timestamptz)
     FROM (
         SELECT unnest($11::text[]) AS workflow_name,
             unnest($12::text[]) AS instance_id,
@@ -77,7 +79,8 @@ written AS (
             unnest($22::text[]) AS wait_event_type,
             unnest($23::text[]) AS result,
             unnest($24::text[]) AS error_name,
-            unnest($25::text[]) AS error_message
+            unnest($25::text[]) AS error_message,
+            unnest($26::timestamptz[]) AS started_at
     ) AS s
     JOIN held h ON h.workflow_name = s.workflow_name AND h.instance_id = s.instance_id
     ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
@@ -93,7 +96,8 @@ written AS (
         error_name = excluded.error_name,
         error_message = excluded.error_message,
         updated_at = excluded.updated_at,
-        completed_at = excluded.completed_at
+        completed_at = excluded.completed_at,
+        started_at = excluded.started_at
     RETURNING 1
 ),
 ended AS (
@@ -150,6 +154,7 @@ type CheckpointBatchParams struct {
 	SResults        []string
 	SErrorNames     []string
 	SErrorMessages  []string
+	SStartedAt      []time.Time
 }
 
 type CheckpointBatchRow struct {
@@ -223,6 +228,7 @@ func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams
 		arg.SResults,
 		arg.SErrorNames,
 		arg.SErrorMessages,
+		arg.SStartedAt,
 	)
 	if err != nil {
 		return nil, err
@@ -299,61 +305,117 @@ func (q *Queries) CheckpointFence(ctx context.Context, arg CheckpointFenceParams
 	return i, err
 }
 
-const checkpointPark = `-- name: CheckpointPark :execrows
-WITH parked AS (
+const checkpointPark = `-- name: CheckpointPark :one
+WITH requested AS MATERIALIZED (
+    SELECT coalesce((
+        SELECT CASE WHEN i.pause_requested THEN EXISTS (
+            SELECT 1 FROM workflow_step s
+            WHERE s.workflow_name = $4 AND s.instance_id = $5
+                AND s.run_number = $6 AND s.step_key = $7 AND s.attempts = 0
+        ) ELSE false END
+        FROM workflow_instance i
+        WHERE i.workflow_name = $4 AND i.instance_id = $5
+    ), false)::boolean AS compensate
+),
+parked AS (
     UPDATE workflow_task t
     SET status = 'pending',
-        run_at = $3::timestamptz,
-        kind = $4::text,
-        priority = $5::smallint,
+        run_at = CASE WHEN r.compensate THEN coalesce($3::timestamptz, now()) ELSE $8::timestamptz END,
+        kind = CASE WHEN r.compensate THEN $9::text ELSE $10::text END,
+        priority = CASE WHEN r.compensate THEN $11::smallint ELSE $12::smallint END,
         lock_owner = NULL,
         locked_until = NULL,
         lease_losses = 0
-    WHERE t.id = $6 AND t.version = $7 AND t.status = 'processing'
-    RETURNING t.workflow_name, t.instance_id
+    FROM requested r
+    WHERE t.id = $13 AND t.version = $14 AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id, t.run_at, r.compensate
+),
+hook AS (
+    INSERT INTO workflow_hook_outbox (
+        workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
+    )
+    SELECT p.workflow_name, p.instance_id, $15::text, p.run_at,
+        coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now())
+    FROM parked p
+    WHERE p.compensate AND $15::text <> ''
+    RETURNING 1
+),
+notified AS (
+    SELECT pg_notify($16::text, $4::text) FROM parked p WHERE p.compensate
 )
 UPDATE workflow_instance i
-SET status = $1::text,
-    pause_requested = false,
-    updated_at = coalesce($2::timestamptz, now())
+SET status = CASE WHEN p.compensate THEN $1::text ELSE $2::text END,
+    pause_requested = p.compensate,
+    updated_at = coalesce($3::timestamptz, now())
 FROM parked p
 WHERE i.workflow_name = p.workflow_name AND i.instance_id = p.instance_id
+RETURNING p.compensate, (SELECT count(*) FROM notified)::int AS notified
 `
 
 type CheckpointParkParams struct {
-	Status   string
-	Now      *time.Time
-	RunAt    time.Time
-	Kind     string
-	Priority int16
-	TaskID   int64
-	Version  int64
+	RequestedStatus   string
+	Status            string
+	Now               *time.Time
+	WorkflowName      string
+	InstanceID        string
+	RunNumber         int32
+	MarkerKey         string
+	RunAt             time.Time
+	RequestedKind     string
+	Kind              string
+	RequestedPriority int16
+	Priority          int16
+	TaskID            int64
+	Version           int64
+	RequestedReason   string
+	Channel           string
+}
+
+type CheckpointParkRow struct {
+	Compensate bool
+	Notified   int32
 }
 
 // CheckpointPark sets a fenced instance to status (paused, as
 // transition.Checkpoint decided) and gives its task back to the queue as
-// kind, due at run_at, when the task is still held at the version.
-func (q *Queries) CheckpointPark(ctx context.Context, arg CheckpointParkParams) (int64, error) {
-	result, err := q.db.Exec(ctx, checkpointPark,
+// kind, due at run_at, when the task is still held at the version. When
+// the instance's pause request carries a compensation request the runner
+// has not taken up (the run's step marker_key with 0 attempts; read only
+// when a pause was requested), it applies the plan's Requested branch
+// instead: the instance requested_status with its pause request kept, the
+// task due now as requested_kind, a hook entry of requested_reason (none
+// when empty) and a notification. It returns whether it did; no row means
+// the task was not held. requested is MATERIALIZED so that it is read once,
+// not once per reference.
+func (q *Queries) CheckpointPark(ctx context.Context, arg CheckpointParkParams) (CheckpointParkRow, error) {
+	row := q.db.QueryRow(ctx, checkpointPark,
+		arg.RequestedStatus,
 		arg.Status,
 		arg.Now,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.MarkerKey,
 		arg.RunAt,
+		arg.RequestedKind,
 		arg.Kind,
+		arg.RequestedPriority,
 		arg.Priority,
 		arg.TaskID,
 		arg.Version,
+		arg.RequestedReason,
+		arg.Channel,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var i CheckpointParkRow
+	err := row.Scan(&i.Compensate, &i.Notified)
+	return i, err
 }
 
 const checkpointSteps = `-- name: CheckpointSteps :exec
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
-    result, error_name, error_message, created_at, updated_at, completed_at
+    result, error_name, error_message, created_at, updated_at, completed_at, started_at
 )
 SELECT $1::text, $2::text, $3::int, s.step_key, s.type, s.status,
     s.attempts, s.max_attempts, s.timeout_ms,
@@ -364,7 +426,8 @@ SELECT $1::text, $2::text, $3::int, s.step_key, s.type, s.status,
     NULLIF(s.error_name, ''),
     NULLIF(s.error_message, ''),
     coalesce($4::timestamptz, now()), coalesce($4::timestamptz, now()),
-    CASE WHEN s.status IN ('complete', 'errored') THEN coalesce($4::timestamptz, now()) END
+    CASE WHEN s.status IN ('complete', 'errored') THEN coalesce($4::timestamptz, now()) END,
+    NULLIF(s.started_at, '0001-01-01 00:00:00+00'::timestamptz)
 FROM (
     SELECT unnest($5::text[]) AS step_key,
         unnest($6::text[]) AS type,
@@ -377,11 +440,12 @@ FROM (
         unnest($13::text[]) AS wait_event_type,
         unnest($14::text[]) AS result,
         unnest($15::text[]) AS error_name,
-        unnest($16::text[]) AS error_message
+        unnest($16::text[]) AS error_message,
+        unnest($17::timestamptz[]) AS started_at
 ) AS s
 WHERE EXISTS (
     SELECT 1 FROM workflow_task t
-    WHERE t.id = $17 AND t.version = $18 AND t.status = 'processing'
+    WHERE t.id = $18 AND t.version = $19 AND t.status = 'processing'
 )
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
 SET type = excluded.type,
@@ -396,7 +460,8 @@ SET type = excluded.type,
     error_name = excluded.error_name,
     error_message = excluded.error_message,
     updated_at = excluded.updated_at,
-    completed_at = excluded.completed_at
+    completed_at = excluded.completed_at,
+    started_at = excluded.started_at
 `
 
 type CheckpointStepsParams struct {
@@ -416,6 +481,7 @@ type CheckpointStepsParams struct {
 	Results        []string
 	ErrorNames     []string
 	ErrorMessages  []string
+	StartedAt      []time.Time
 	TaskID         int64
 	Version        int64
 }
@@ -440,6 +506,7 @@ func (q *Queries) CheckpointSteps(ctx context.Context, arg CheckpointStepsParams
 		arg.Results,
 		arg.ErrorNames,
 		arg.ErrorMessages,
+		arg.StartedAt,
 		arg.TaskID,
 		arg.Version,
 	)
@@ -447,33 +514,49 @@ func (q *Queries) CheckpointSteps(ctx context.Context, arg CheckpointStepsParams
 }
 
 const checkpointSuspend = `-- name: CheckpointSuspend :one
-WITH due AS (
-    SELECT (($4::timestamptz <= coalesce($5::timestamptz, now()))
+WITH requested AS MATERIALIZED (
+    SELECT coalesce((
+        SELECT CASE WHEN i.pause_requested THEN EXISTS (
+            SELECT 1 FROM workflow_step s
+            WHERE s.workflow_name = $2 AND s.instance_id = $4
+                AND s.run_number = $5 AND s.step_key = $6 AND s.attempts = 0
+        ) ELSE false END
+        FROM workflow_instance i
+        WHERE i.workflow_name = $2 AND i.instance_id = $4
+    ), false)::boolean AS compensate
+),
+due AS (
+    SELECT (r.compensate OR ($7::timestamptz <= coalesce($8::timestamptz, now()))
         OR EXISTS (
             SELECT 1 FROM workflow_event e
-            WHERE e.workflow_name = $2 AND e.instance_id = $6
-                AND e.run_number = $7 AND e.type = ANY($8::text[])
+            WHERE e.workflow_name = $2 AND e.instance_id = $4
+                AND e.run_number = $5 AND e.type = ANY($9::text[])
                 AND e.delivered_at IS NULL
-        ))::boolean AS due
+        ))::boolean AS due,
+        r.compensate
+    FROM requested r
 ),
 task AS (
     UPDATE workflow_task t
     SET status = 'pending',
-        run_at = CASE WHEN due.due THEN coalesce($5::timestamptz, now()) ELSE $4::timestamptz END,
-        kind = $9::text,
-        priority = $10::smallint,
+        run_at = CASE WHEN due.due THEN coalesce($8::timestamptz, now()) ELSE $7::timestamptz END,
+        kind = CASE WHEN due.compensate THEN $10::text ELSE $11::text END,
+        priority = CASE WHEN due.compensate THEN $12::smallint ELSE $13::smallint END,
         lock_owner = NULL,
         locked_until = NULL,
         lease_losses = 0
     FROM due
-    WHERE t.id = $11 AND t.version = $12 AND t.status = 'processing'
-    RETURNING t.workflow_name, t.instance_id, t.run_at, due.due
+    WHERE t.id = $14 AND t.version = $15 AND t.status = 'processing'
+    RETURNING t.workflow_name, t.instance_id, t.run_at, due.due, due.compensate
 ),
 suspended AS (
     UPDATE workflow_instance i
-    SET status = CASE WHEN i.pause_requested THEN $13::text ELSE $3::text END,
-        pause_requested = false,
-        updated_at = coalesce($5::timestamptz, now())
+    SET status = CASE
+            WHEN t.compensate THEN $16::text
+            WHEN i.pause_requested THEN $17::text
+            ELSE $3::text END,
+        pause_requested = t.compensate,
+        updated_at = coalesce($8::timestamptz, now())
     FROM task t
     WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
     RETURNING i.status
@@ -482,20 +565,21 @@ hook AS (
     INSERT INTO workflow_hook_outbox (
         workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
     )
-    SELECT t.workflow_name, t.instance_id, $14::text, t.run_at,
-        coalesce($5::timestamptz, now()), coalesce($5::timestamptz, now())
+    SELECT t.workflow_name, t.instance_id,
+        CASE WHEN t.compensate THEN $18::text ELSE $19::text END, t.run_at,
+        coalesce($8::timestamptz, now()), coalesce($8::timestamptz, now())
     FROM task t
-    WHERE $15::boolean
+    WHERE CASE WHEN t.compensate THEN $18::text <> '' ELSE $20::boolean END
     RETURNING 1
 ),
 result AS (
-    SELECT t.due, s.status FROM task t CROSS JOIN suspended s
+    SELECT t.due, t.compensate, s.status FROM task t CROSS JOIN suspended s
 )
-SELECT r.due, r.status,
+SELECT r.due, r.compensate, r.status,
     (SELECT count(*) FROM (
         SELECT pg_notify($1::text, $2::text)
         FROM result n
-        WHERE n.due AND n.status = $3::text
+        WHERE n.due AND (n.status = $3::text OR n.compensate)
     ) AS notified)::int AS notified
 FROM result r
 `
@@ -504,24 +588,30 @@ type CheckpointSuspendParams struct {
 	Channel                string
 	WorkflowName           string
 	Status                 string
-	NextRunAt              time.Time
-	Now                    *time.Time
 	InstanceID             string
 	RunNumber              int32
+	MarkerKey              string
+	NextRunAt              time.Time
+	Now                    *time.Time
 	Types                  []string
+	RequestedKind          string
 	Kind                   string
+	RequestedPriority      int16
 	Priority               int16
 	TaskID                 int64
 	Version                int64
+	RequestedStatus        string
 	StatusIfPauseRequested string
+	RequestedReason        string
 	Reason                 string
 	RecordHook             bool
 }
 
 type CheckpointSuspendRow struct {
-	Due      bool
-	Status   string
-	Notified int32
+	Due        bool
+	Compensate bool
+	Status     string
+	Notified   int32
 }
 
 // CheckpointSuspend applies the plan of a suspend (transition.Checkpoint)
@@ -532,7 +622,14 @@ type CheckpointSuspendRow struct {
 // an undelivered event of one of the types is buffered for the run). It
 // records a hook entry (reason, due when the task is) when record_hook is
 // set, and notifies the channel when the task is due now and no pause was
-// requested (the instance took status). It runs after CheckpointFence in the same
+// requested (the instance took status). When the pause request carries a
+// compensation request the runner has not taken up (the run's step
+// marker_key with 0 attempts; read only when a pause was requested), it
+// applies the plan's Requested branch instead: the instance
+// requested_status with its pause request kept, the task due now as
+// requested_kind, a hook entry of requested_reason (none when empty) and a
+// notification (requested is MATERIALIZED: read once, not once per
+// reference). It runs after CheckpointFence in the same
 // transaction, so it sees every event sent before the fence took the
 // instance lock, and a later sender finds the task pending and wakes it.
 // No row means the task was not held.
@@ -541,20 +638,30 @@ func (q *Queries) CheckpointSuspend(ctx context.Context, arg CheckpointSuspendPa
 		arg.Channel,
 		arg.WorkflowName,
 		arg.Status,
-		arg.NextRunAt,
-		arg.Now,
 		arg.InstanceID,
 		arg.RunNumber,
+		arg.MarkerKey,
+		arg.NextRunAt,
+		arg.Now,
 		arg.Types,
+		arg.RequestedKind,
 		arg.Kind,
+		arg.RequestedPriority,
 		arg.Priority,
 		arg.TaskID,
 		arg.Version,
+		arg.RequestedStatus,
 		arg.StatusIfPauseRequested,
+		arg.RequestedReason,
 		arg.Reason,
 		arg.RecordHook,
 	)
 	var i CheckpointSuspendRow
-	err := row.Scan(&i.Due, &i.Status, &i.Notified)
+	err := row.Scan(
+		&i.Due,
+		&i.Compensate,
+		&i.Status,
+		&i.Notified,
+	)
 	return i, err
 }

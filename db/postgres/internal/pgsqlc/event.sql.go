@@ -172,6 +172,7 @@ SELECT i.workflow_name, i.instance_id, i.run_number, $1::text, $2::json,
     coalesce($3::timestamptz, now())
 FROM workflow_instance i
 WHERE i.workflow_name = $4 AND i.instance_id = $5
+    AND ($6::text = '' OR i.namespace = $6::text)
     AND i.status NOT IN ('complete', 'errored', 'terminated')
 RETURNING id, workflow_name, instance_id, run_number, type, payload, created_at, delivered_at, consumed_by_step_key
 `
@@ -182,6 +183,7 @@ type EventSendInsertParams struct {
 	Now          *time.Time
 	WorkflowName string
 	InstanceID   string
+	Namespace    string
 }
 
 // EventSendInsert buffers the event for the current run of the instance
@@ -193,6 +195,7 @@ func (q *Queries) EventSendInsert(ctx context.Context, arg EventSendInsertParams
 		arg.Now,
 		arg.WorkflowName,
 		arg.InstanceID,
+		arg.Namespace,
 	)
 	var i WorkflowEvent
 	err := row.Scan(
@@ -214,6 +217,7 @@ UPDATE workflow_instance
 SET updated_at = CASE WHEN status IN ('complete', 'errored', 'terminated')
     THEN updated_at ELSE coalesce($1::timestamptz, now()) END
 WHERE workflow_name = $2 AND instance_id = $3
+    AND ($4::text = '' OR namespace = $4::text)
 RETURNING status, run_number
 `
 
@@ -221,6 +225,7 @@ type EventSendLockParams struct {
 	Now          *time.Time
 	WorkflowName string
 	InstanceID   string
+	Namespace    string
 }
 
 type EventSendLockRow struct {
@@ -232,7 +237,12 @@ type EventSendLockRow struct {
 // instance (any run) and returns its status and run. A live instance's
 // updated_at moves; a terminal one is left as it was (the send fails).
 func (q *Queries) EventSendLock(ctx context.Context, arg EventSendLockParams) (EventSendLockRow, error) {
-	row := q.db.QueryRow(ctx, eventSendLock, arg.Now, arg.WorkflowName, arg.InstanceID)
+	row := q.db.QueryRow(ctx, eventSendLock,
+		arg.Now,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Namespace,
+	)
 	var i EventSendLockRow
 	err := row.Scan(&i.Status, &i.RunNumber)
 	return i, err
@@ -240,16 +250,23 @@ func (q *Queries) EventSendLock(ctx context.Context, arg EventSendLockParams) (E
 
 const eventSendWake = `-- name: EventSendWake :many
 WITH woken AS (
+    -- The lease goes only to a runner that serves the task's queue
+    -- (lease_queues); otherwise the task is made due for a claim.
     UPDATE workflow_task t
-    SET run_at = least(t.run_at, coalesce($3::timestamptz, now())),
-        kind = $4::text,
-        priority = $5::smallint,
-        status = CASE WHEN $2::text IS NULL THEN t.status ELSE 'processing' END,
-        lock_owner = coalesce($2::text, t.lock_owner),
-        locked_until = coalesce($6::timestamptz, t.locked_until),
-        version = t.version + CASE WHEN $2::text IS NULL THEN 0 ELSE 1 END,
-        attempts = t.attempts + CASE WHEN $2::text IS NULL THEN 0 ELSE 1 END
-    WHERE t.workflow_name = $7 AND t.instance_id = $8
+    SET run_at = least(t.run_at, coalesce($2::timestamptz, now())),
+        kind = $3::text,
+        priority = $4::smallint,
+        status = CASE WHEN ($5::text IS NOT NULL
+            AND (cardinality($6::text[]) = 0 OR t.queue = ANY($6::text[]))) THEN 'processing' ELSE t.status END,
+        lock_owner = CASE WHEN ($5::text IS NOT NULL
+            AND (cardinality($6::text[]) = 0 OR t.queue = ANY($6::text[]))) THEN $5::text ELSE t.lock_owner END,
+        locked_until = CASE WHEN ($5::text IS NOT NULL
+            AND (cardinality($6::text[]) = 0 OR t.queue = ANY($6::text[]))) THEN $7::timestamptz ELSE t.locked_until END,
+        version = t.version + CASE WHEN ($5::text IS NOT NULL
+            AND (cardinality($6::text[]) = 0 OR t.queue = ANY($6::text[]))) THEN 1 ELSE 0 END,
+        attempts = t.attempts + CASE WHEN ($5::text IS NOT NULL
+            AND (cardinality($6::text[]) = 0 OR t.queue = ANY($6::text[]))) THEN 1 ELSE 0 END
+    WHERE t.workflow_name = $8 AND t.instance_id = $9
         AND t.status = 'pending'
         AND EXISTS (
             SELECT 1
@@ -258,19 +275,20 @@ WITH woken AS (
                 ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
                 AND s.run_number = i.run_number
             WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
-                AND i.status = ANY($9::text[])
-                AND s.type = 'waitForEvent' AND s.status = 'waiting'
-                AND s.wait_event_type = $10::text
+                AND ($10::text = '' OR i.namespace = $10::text)
+                AND i.status = ANY($11::text[])
+                AND s.type IN ('waitForEvent', 'invoke') AND s.status = 'waiting'
+                AND s.wait_event_type = $12::text
         )
-    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, t.lease_losses
+    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, t.lease_losses, t.queue, t.instance_priority, t.running_steps
 ),
 started AS (
     UPDATE workflow_instance i
     SET status = 'running',
-        started_at = coalesce(i.started_at, coalesce($3::timestamptz, now())),
-        updated_at = coalesce($3::timestamptz, now())
+        started_at = coalesce(i.started_at, coalesce($2::timestamptz, now())),
+        updated_at = coalesce($2::timestamptz, now())
     FROM woken w
-    WHERE $2::text IS NOT NULL
+    WHERE w.status = 'processing'
         AND i.workflow_name = w.workflow_name AND i.instance_id = w.instance_id
         AND i.status IN ('queued', 'waiting')
     RETURNING 1
@@ -280,9 +298,9 @@ hook AS (
         workflow_name, instance_id, reason, run_at, created_at, next_attempt_at
     )
     SELECT w.workflow_name, w.instance_id, 'event', w.run_at,
-        coalesce($3::timestamptz, now()), coalesce($3::timestamptz, now())
+        coalesce($2::timestamptz, now()), coalesce($2::timestamptz, now())
     FROM woken w
-    WHERE $11::boolean
+    WHERE $13::boolean
     RETURNING 1
 ),
 target AS (
@@ -291,9 +309,9 @@ target AS (
     JOIN workflow_step s
         ON s.workflow_name = w.workflow_name AND s.instance_id = w.instance_id
         AND s.run_number = w.run_number
-    WHERE $12::json IS NOT NULL
-        AND s.type = 'waitForEvent' AND s.status = 'waiting'
-        AND s.wait_event_type = $10::text
+    WHERE $14::json IS NOT NULL
+        AND s.type IN ('waitForEvent', 'invoke') AND s.status = 'waiting'
+        AND s.wait_event_type = $12::text
     ORDER BY s.created_at, s.step_key
     LIMIT 1
 ),
@@ -301,14 +319,14 @@ only_event AS (
     SELECT max(e.id) AS id
     FROM target g
     JOIN workflow_event e
-        ON e.workflow_name = $7 AND e.instance_id = $8
-        AND e.run_number = g.run_number AND e.type = $10::text
+        ON e.workflow_name = $8 AND e.instance_id = $9
+        AND e.run_number = g.run_number AND e.type = $12::text
         AND e.delivered_at IS NULL
     HAVING count(*) = 1
 ),
 consumed AS (
     UPDATE workflow_event e
-    SET delivered_at = coalesce($3::timestamptz, now()),
+    SET delivered_at = coalesce($2::timestamptz, now()),
         consumed_by_step_key = g.step_key
     FROM target g, only_event o
     WHERE e.id = o.id
@@ -317,22 +335,23 @@ consumed AS (
 delivered AS (
     UPDATE workflow_step s
     SET status = 'complete',
-        result = $12::json,
+        result = $14::json,
         next_retry_at = NULL,
         error_name = NULL,
         error_message = NULL,
-        updated_at = coalesce($3::timestamptz, now()),
-        completed_at = coalesce($3::timestamptz, now())
+        updated_at = coalesce($2::timestamptz, now()),
+        completed_at = coalesce($2::timestamptz, now())
     FROM target g, only_event o
-    WHERE s.workflow_name = $7 AND s.instance_id = $8
+    WHERE s.workflow_name = $8 AND s.instance_id = $9
         AND s.run_number = g.run_number AND s.step_key = g.step_key
     RETURNING s.step_key
 )
 SELECT w.id, w.workflow_name, w.instance_id, w.run_number, w.kind, w.priority, w.run_at, w.status,
     w.lock_owner, w.locked_until, w.version, w.attempts, w.last_error, w.lease_losses,
+    w.queue, w.instance_priority,
     (SELECT count(*) FROM (
         SELECT pg_notify($1::text, w.workflow_name)
-        WHERE $2::text IS NULL
+        WHERE w.status = 'pending'
     ) AS notified)::int AS notified,
     coalesce((SELECT d.step_key FROM delivered d), '')::text AS delivered_step_key
 FROM woken w
@@ -340,13 +359,15 @@ FROM woken w
 
 type EventSendWakeParams struct {
 	Channel         string
-	LockOwner       *string
 	Now             *time.Time
 	Kind            string
 	Priority        int16
+	LockOwner       *string
+	LeaseQueues     []string
 	LockedUntil     *time.Time
 	WorkflowName    string
 	InstanceID      string
+	Namespace       string
 	WakeStatuses    []string
 	Type            string
 	RecordHook      bool
@@ -368,6 +389,8 @@ type EventSendWakeRow struct {
 	Attempts         int32
 	LastError        *string
 	LeaseLosses      int32
+	Queue            string
+	InstancePriority int16
 	Notified         int32
 	DeliveredStepKey string
 }
@@ -376,9 +399,10 @@ type EventSendWakeRow struct {
 // instance is neither paused, pausing nor ended and its current run waits
 // for an event of the type, it makes the pending task due now as a resume,
 // records a hook entry (reason event, due when the task is) when record_hook
-// is set, and notifies the channel. With a lock_owner it leases the task
-// instead, as a claim does (version and attempts up by one, the instance
-// running), and notifies no one.
+// is set, and notifies the channel. With a lock_owner, when the task's
+// queue is one of lease_queues (or lease_queues is empty), it leases the
+// task instead, as a claim does (version and attempts up by one, the
+// instance running), and notifies no one.
 //
 // With a delivered_result (the step result of the event EventSendInsert
 // buffered, encoded by the caller, which sends one only when the send has
@@ -396,13 +420,15 @@ type EventSendWakeRow struct {
 func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([]EventSendWakeRow, error) {
 	rows, err := q.db.Query(ctx, eventSendWake,
 		arg.Channel,
-		arg.LockOwner,
 		arg.Now,
 		arg.Kind,
 		arg.Priority,
+		arg.LockOwner,
+		arg.LeaseQueues,
 		arg.LockedUntil,
 		arg.WorkflowName,
 		arg.InstanceID,
+		arg.Namespace,
 		arg.WakeStatuses,
 		arg.Type,
 		arg.RecordHook,
@@ -430,6 +456,8 @@ func (q *Queries) EventSendWake(ctx context.Context, arg EventSendWakeParams) ([
 			&i.Attempts,
 			&i.LastError,
 			&i.LeaseLosses,
+			&i.Queue,
+			&i.InstancePriority,
 			&i.Notified,
 			&i.DeliveredStepKey,
 		); err != nil {

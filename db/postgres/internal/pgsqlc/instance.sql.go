@@ -20,13 +20,14 @@ WITH inst AS (
         error_name = CASE WHEN $6::boolean THEN NULL ELSE i.error_name END,
         error_message = CASE WHEN $6::boolean THEN NULL ELSE i.error_message END,
         started_at = CASE WHEN $6::boolean THEN NULL ELSE i.started_at END,
+        run_attempt = CASE WHEN $6::boolean THEN 1 ELSE i.run_attempt END,
         completed_at = CASE
             WHEN $6::boolean THEN NULL
             WHEN $4::text IN ('complete', 'errored', 'terminated') THEN coalesce($7::timestamptz, now())
             ELSE i.completed_at END,
         updated_at = coalesce($7::timestamptz, now())
     WHERE i.workflow_name = $2 AND i.instance_id = $8
-    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata
+    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy
 ),
 deleted AS (
     DELETE FROM workflow_task t
@@ -36,10 +37,12 @@ deleted AS (
 ),
 requeued AS (
     INSERT INTO workflow_task (
-        workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
+        workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts,
+        queue, instance_priority
     )
     SELECT i.workflow_name, i.instance_id, i.run_number, $10::text, $11::smallint,
-        coalesce($7::timestamptz, now()), 'pending', 1, 0
+        coalesce($7::timestamptz, now()), 'pending', 1, 0,
+        i.queue, i.priority
     FROM inst i
     WHERE $9::text = 'requeue'
     ON CONFLICT (workflow_name, instance_id) DO UPDATE
@@ -71,7 +74,8 @@ hook AS (
 )
 SELECT i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message,
     i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at,
-    i.retention_until, i.metadata,
+    i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key,
+    i.deadline_at, i.run_attempt,
     (SELECT count(*) FROM (
         SELECT pg_notify($1::text, $2::text) WHERE $3::boolean
     ) AS notified)::int AS notified
@@ -110,6 +114,12 @@ type InstanceChangeApplyRow struct {
 	CompletedAt    *time.Time
 	RetentionUntil *time.Time
 	Metadata       []byte
+	Namespace      string
+	Queue          string
+	Priority       int32
+	DedupeKey      *string
+	DeadlineAt     *time.Time
+	RunAttempt     int32
 	Notified       int32
 }
 
@@ -156,23 +166,33 @@ func (q *Queries) InstanceChangeApply(ctx context.Context, arg InstanceChangeApp
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.DeadlineAt,
+		&i.RunAttempt,
 		&i.Notified,
 	)
 	return i, err
 }
 
 const instanceGet = `-- name: InstanceGet :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
 WHERE workflow_name = $1 AND instance_id = $2
+    AND ($3::text = '' OR namespace = $3::text)
 `
 
 type InstanceGetParams struct {
 	WorkflowName string
 	InstanceID   string
+	Namespace    string
 }
 
+// An empty namespace finds the instance in any namespace; another finds it
+// only in that one.
 func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (WorkflowInstance, error) {
-	row := q.db.QueryRow(ctx, instanceGet, arg.WorkflowName, arg.InstanceID)
+	row := q.db.QueryRow(ctx, instanceGet, arg.WorkflowName, arg.InstanceID, arg.Namespace)
 	var i WorkflowInstance
 	err := row.Scan(
 		&i.WorkflowName,
@@ -190,23 +210,148 @@ func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (Workf
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
 
+const instanceGetByDedupeKey = `-- name: InstanceGetByDedupeKey :one
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+WHERE namespace = $1 AND workflow_name = $2 AND dedupe_key = $3
+    AND status NOT IN ('complete', 'errored', 'terminated')
+`
+
+type InstanceGetByDedupeKeyParams struct {
+	Namespace    string
+	WorkflowName string
+	DedupeKey    *string
+}
+
+// InstanceGetByDedupeKey returns the active instance that holds a dedupe key.
+func (q *Queries) InstanceGetByDedupeKey(ctx context.Context, arg InstanceGetByDedupeKeyParams) (WorkflowInstance, error) {
+	row := q.db.QueryRow(ctx, instanceGetByDedupeKey, arg.Namespace, arg.WorkflowName, arg.DedupeKey)
+	var i WorkflowInstance
+	err := row.Scan(
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.Status,
+		&i.Params,
+		&i.Output,
+		&i.ErrorName,
+		&i.ErrorMessage,
+		&i.PauseRequested,
+		&i.RunNumber,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.RetentionUntil,
+		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
+	)
+	return i, err
+}
+
+const instanceGetByDedupeKeys = `-- name: InstanceGetByDedupeKeys :many
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+WHERE namespace = $1 AND workflow_name = $2
+    AND dedupe_key = ANY($3::text[])
+    AND status NOT IN ('complete', 'errored', 'terminated')
+`
+
+type InstanceGetByDedupeKeysParams struct {
+	Namespace    string
+	WorkflowName string
+	DedupeKeys   []string
+}
+
+// InstanceGetByDedupeKeys returns the active instances that hold the dedupe
+// keys (a batch create's).
+func (q *Queries) InstanceGetByDedupeKeys(ctx context.Context, arg InstanceGetByDedupeKeysParams) ([]WorkflowInstance, error) {
+	rows, err := q.db.Query(ctx, instanceGetByDedupeKeys, arg.Namespace, arg.WorkflowName, arg.DedupeKeys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowInstance{}
+	for rows.Next() {
+		var i WorkflowInstance
+		if err := rows.Scan(
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.Status,
+			&i.Params,
+			&i.Output,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.PauseRequested,
+			&i.RunNumber,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.RetentionUntil,
+			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const instanceGetForUpdate = `-- name: InstanceGetForUpdate :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
 WHERE workflow_name = $1 AND instance_id = $2
+    AND ($3::text = '' OR namespace = $3::text)
 FOR NO KEY UPDATE
 `
 
 type InstanceGetForUpdateParams struct {
 	WorkflowName string
 	InstanceID   string
+	Namespace    string
 }
 
 func (q *Queries) InstanceGetForUpdate(ctx context.Context, arg InstanceGetForUpdateParams) (WorkflowInstance, error) {
-	row := q.db.QueryRow(ctx, instanceGetForUpdate, arg.WorkflowName, arg.InstanceID)
+	row := q.db.QueryRow(ctx, instanceGetForUpdate, arg.WorkflowName, arg.InstanceID, arg.Namespace)
 	var i WorkflowInstance
 	err := row.Scan(
 		&i.WorkflowName,
@@ -224,19 +369,33 @@ func (q *Queries) InstanceGetForUpdate(ctx context.Context, arg InstanceGetForUp
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
 
 const instanceInsert = `-- name: InstanceInsert :one
 INSERT INTO workflow_instance (
-    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority
 ) VALUES (
     $1, $2, 'queued', $3, $4::json, 1,
     coalesce($5::timestamptz, now()),
-    coalesce($5::timestamptz, now())
+    coalesce($5::timestamptz, now()),
+    $6::text, $7::text, $8::integer
 )
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 `
 
 type InstanceInsertParams struct {
@@ -245,6 +404,9 @@ type InstanceInsertParams struct {
 	Params       []byte
 	Metadata     []byte
 	Now          *time.Time
+	Namespace    string
+	Queue        string
+	Priority     int32
 }
 
 func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) (WorkflowInstance, error) {
@@ -254,6 +416,9 @@ func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) 
 		arg.Params,
 		arg.Metadata,
 		arg.Now,
+		arg.Namespace,
+		arg.Queue,
+		arg.Priority,
 	)
 	var i WorkflowInstance
 	err := row.Scan(
@@ -272,6 +437,96 @@ func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) 
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
+	)
+	return i, err
+}
+
+const instanceInsertDedupe = `-- name: InstanceInsertDedupe :one
+INSERT INTO workflow_instance (
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority, dedupe_key
+) VALUES (
+    $1, $2, 'queued', $3, $4::json, 1,
+    coalesce($5::timestamptz, now()),
+    coalesce($5::timestamptz, now()),
+    $6::text, $7::text, $8::integer, $9::text
+)
+ON CONFLICT (namespace, workflow_name, dedupe_key)
+    WHERE dedupe_key IS NOT NULL AND status NOT IN ('complete', 'errored', 'terminated')
+    DO NOTHING
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+`
+
+type InstanceInsertDedupeParams struct {
+	WorkflowName string
+	InstanceID   string
+	Params       []byte
+	Metadata     []byte
+	Now          *time.Time
+	Namespace    string
+	Queue        string
+	Priority     int32
+	DedupeKey    string
+}
+
+// InstanceInsertDedupe is InstanceInsert of a create with a dedupe key: it
+// inserts nothing, and returns no row, when an active instance of the
+// namespace and workflow holds the key (workflow_instance_dedupe_idx). A
+// concurrent create of the same key waits for the other to commit, so two
+// of them make one instance.
+func (q *Queries) InstanceInsertDedupe(ctx context.Context, arg InstanceInsertDedupeParams) (WorkflowInstance, error) {
+	row := q.db.QueryRow(ctx, instanceInsertDedupe,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Params,
+		arg.Metadata,
+		arg.Now,
+		arg.Namespace,
+		arg.Queue,
+		arg.Priority,
+		arg.DedupeKey,
+	)
+	var i WorkflowInstance
+	err := row.Scan(
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.Status,
+		&i.Params,
+		&i.Output,
+		&i.ErrorName,
+		&i.ErrorMessage,
+		&i.PauseRequested,
+		&i.RunNumber,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.RetentionUntil,
+		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
@@ -280,29 +535,31 @@ const instanceInsertLeased = `-- name: InstanceInsertLeased :one
 WITH inst AS (
     INSERT INTO workflow_instance (
         workflow_name, instance_id, status, params, metadata, run_number,
-        created_at, updated_at, started_at
+        created_at, updated_at, started_at, namespace, queue, priority
     ) VALUES (
         $1, $2, 'running', $3, $4::json, 1,
         coalesce($5::timestamptz, now()),
         coalesce($5::timestamptz, now()),
-        coalesce($5::timestamptz, now())
+        coalesce($5::timestamptz, now()),
+        $6::text, $7::text, $8::integer
     )
-    RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+    RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 ),
 task AS (
     INSERT INTO workflow_task (
         workflow_name, instance_id, run_number, kind, priority, run_at, status,
-        lock_owner, locked_until, version, attempts
+        lock_owner, locked_until, version, attempts, queue, instance_priority
     )
     SELECT inst.workflow_name, inst.instance_id, 1, 'run', 1, inst.created_at, 'processing',
-        $6::text, $7::timestamptz, 1, 1
+        $9::text, $10::timestamptz, 1, 1, inst.queue, inst.priority
     FROM inst
     RETURNING id
 )
 SELECT inst.workflow_name, inst.instance_id, inst.status, inst.params, inst.output,
     inst.error_name, inst.error_message, inst.pause_requested, inst.run_number,
     inst.created_at, inst.updated_at, inst.started_at, inst.completed_at,
-    inst.retention_until, inst.metadata, task.id AS task_id
+    inst.retention_until, inst.metadata, inst.namespace, inst.queue, inst.priority,
+    inst.dedupe_key, task.id AS task_id
 FROM inst, task
 `
 
@@ -312,6 +569,9 @@ type InstanceInsertLeasedParams struct {
 	Params       []byte
 	Metadata     []byte
 	Now          *time.Time
+	Namespace    string
+	Queue        string
+	Priority     int32
 	LockOwner    string
 	LockedUntil  time.Time
 }
@@ -332,6 +592,10 @@ type InstanceInsertLeasedRow struct {
 	CompletedAt    *time.Time
 	RetentionUntil *time.Time
 	Metadata       []byte
+	Namespace      string
+	Queue          string
+	Priority       int32
+	DedupeKey      *string
 	TaskID         int64
 }
 
@@ -346,6 +610,9 @@ func (q *Queries) InstanceInsertLeased(ctx context.Context, arg InstanceInsertLe
 		arg.Params,
 		arg.Metadata,
 		arg.Now,
+		arg.Namespace,
+		arg.Queue,
+		arg.Priority,
 		arg.LockOwner,
 		arg.LockedUntil,
 	)
@@ -366,6 +633,10 @@ func (q *Queries) InstanceInsertLeased(ctx context.Context, arg InstanceInsertLe
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
 		&i.TaskID,
 	)
 	return i, err
@@ -374,7 +645,7 @@ func (q *Queries) InstanceInsertLeased(ctx context.Context, arg InstanceInsertLe
 const instanceInsertMany = `-- name: InstanceInsertMany :many
 INSERT INTO workflow_instance (
     workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
-    started_at
+    started_at, namespace, queue, priority, dedupe_key
 )
 SELECT
     $1, item.instance_id,
@@ -383,35 +654,50 @@ SELECT
     coalesce($3::timestamptz, now()),
     coalesce($3::timestamptz, now()),
     CASE WHEN item.instance_id = ANY($2::text[])
-        THEN coalesce($3::timestamptz, now()) END
+        THEN coalesce($3::timestamptz, now()) END,
+    $4::text, item.queue, item.priority, nullif(item.dedupe_key, '')
 FROM (
-    SELECT unnest($4::text[]) AS instance_id,
-        unnest($5::json[]) AS params,
-        unnest($6::json[]) AS metadata
+    SELECT unnest($5::text[]) AS instance_id,
+        unnest($6::json[]) AS params,
+        unnest($7::json[]) AS metadata,
+        unnest($8::text[]) AS dedupe_key,
+        unnest($9::text[]) AS queue,
+        unnest($10::integer[]) AS priority
 ) AS item
-ON CONFLICT (workflow_name, instance_id) DO NOTHING
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+ON CONFLICT DO NOTHING
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 `
 
 type InstanceInsertManyParams struct {
 	WorkflowName string
 	StartedIds   []string
 	Now          *time.Time
+	Namespace    string
 	InstanceIds  []string
 	Params       [][]byte
 	Metadata     [][]byte
+	DedupeKeys   []string
+	Queues       []string
+	Priorities   []int32
 }
 
-// InstanceInsertMany inserts the instances whose ids are free; those named
-// in started_ids (an eager start) are inserted running and started.
+// InstanceInsertMany inserts the instances whose ids are free and whose
+// dedupe keys (an empty one is none) no active instance of the namespace and
+// workflow holds; those named in started_ids (an eager start) are inserted
+// running and started.
+// No conflict target: a taken id and a held dedupe key both skip the item.
 func (q *Queries) InstanceInsertMany(ctx context.Context, arg InstanceInsertManyParams) ([]WorkflowInstance, error) {
 	rows, err := q.db.Query(ctx, instanceInsertMany,
 		arg.WorkflowName,
 		arg.StartedIds,
 		arg.Now,
+		arg.Namespace,
 		arg.InstanceIds,
 		arg.Params,
 		arg.Metadata,
+		arg.DedupeKeys,
+		arg.Queues,
+		arg.Priorities,
 	)
 	if err != nil {
 		return nil, err
@@ -436,6 +722,18 @@ func (q *Queries) InstanceInsertMany(ctx context.Context, arg InstanceInsertMany
 			&i.CompletedAt,
 			&i.RetentionUntil,
 			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
 		); err != nil {
 			return nil, err
 		}
@@ -448,23 +746,27 @@ func (q *Queries) InstanceInsertMany(ctx context.Context, arg InstanceInsertMany
 }
 
 const instanceList = `-- name: InstanceList :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
 WHERE updated_at > '-infinity'::timestamptz
     AND ($1::text IS NULL OR workflow_name = $1::text)
     AND (coalesce(cardinality($2::text[]), 0) = 0
         OR status = ANY($2::text[]))
-    AND ($3::timestamptz IS NULL
+    AND ($3::text IS NULL OR namespace = $3::text)
+    AND ($4::text IS NULL OR queue = $4::text)
+    AND ($5::timestamptz IS NULL
         OR (updated_at, workflow_name, instance_id) < (
-            $3::timestamptz,
-            $4::text,
-            $5::text))
+            $5::timestamptz,
+            $6::text,
+            $7::text))
 ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
-LIMIT $6
+LIMIT $8
 `
 
 type InstanceListParams struct {
 	WorkflowName       *string
 	Statuses           []string
+	Namespace          *string
+	Queue              *string
 	CursorUpdatedAt    *time.Time
 	CursorWorkflowName *string
 	CursorInstanceID   *string
@@ -477,6 +779,8 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 	rows, err := q.db.Query(ctx, instanceList,
 		arg.WorkflowName,
 		arg.Statuses,
+		arg.Namespace,
+		arg.Queue,
 		arg.CursorUpdatedAt,
 		arg.CursorWorkflowName,
 		arg.CursorInstanceID,
@@ -505,6 +809,18 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 			&i.CompletedAt,
 			&i.RetentionUntil,
 			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
 		); err != nil {
 			return nil, err
 		}
@@ -546,11 +862,84 @@ func (q *Queries) InstanceLockRun(ctx context.Context, arg InstanceLockRunParams
 	return i, err
 }
 
+const instanceRetryRun = `-- name: InstanceRetryRun :exec
+WITH inst AS (
+    UPDATE workflow_instance i
+    SET run_attempt = i.run_attempt + 1,
+        error_name = NULLIF($5::text, ''),
+        error_message = NULLIF($6::text, '')
+    WHERE i.workflow_name = $1 AND i.instance_id = $2
+        AND i.run_number = $3
+        AND EXISTS (
+            SELECT 1 FROM workflow_task t
+            WHERE t.id = $7 AND t.version = $8 AND t.status = 'processing'
+        )
+    RETURNING i.workflow_name
+)
+DELETE FROM workflow_step s
+USING inst
+WHERE s.workflow_name = $1 AND s.instance_id = $2
+    AND s.run_number = $3 AND s.step_key = ANY($4::text[])
+`
+
+type InstanceRetryRunParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int32
+	ResetSteps   []string
+	ErrorName    string
+	ErrorMessage string
+	TaskID       int64
+	Version      int64
+}
+
+// InstanceRetryRun starts the next attempt of a failed run (a workflow
+// retry) in a suspend checkpoint, when the task is still held at the
+// version: run_attempt goes up by one, the run's error is recorded until
+// it ends, and the step rows of reset_steps are deleted so the next attempt
+// runs them again. Only a workflow retry runs it.
+func (q *Queries) InstanceRetryRun(ctx context.Context, arg InstanceRetryRunParams) error {
+	_, err := q.db.Exec(ctx, instanceRetryRun,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.ResetSteps,
+		arg.ErrorName,
+		arg.ErrorMessage,
+		arg.TaskID,
+		arg.Version,
+	)
+	return err
+}
+
+const instanceSetDeadlines = `-- name: InstanceSetDeadlines :exec
+UPDATE workflow_instance i
+SET deadline_at = d.deadline_at
+FROM (
+    SELECT unnest($2::text[]) AS instance_id,
+        unnest($3::timestamptz[]) AS deadline_at
+) AS d
+WHERE i.workflow_name = $1 AND i.instance_id = d.instance_id
+`
+
+type InstanceSetDeadlinesParams struct {
+	WorkflowName string
+	InstanceIds  []string
+	Deadlines    []time.Time
+}
+
+// InstanceSetDeadlines writes the deadlines of instances a create of the
+// same transaction inserted: only creates that set a deadline run it.
+func (q *Queries) InstanceSetDeadlines(ctx context.Context, arg InstanceSetDeadlinesParams) error {
+	_, err := q.db.Exec(ctx, instanceSetDeadlines, arg.WorkflowName, arg.InstanceIds, arg.Deadlines)
+	return err
+}
+
 const taskInsertManyLeased = `-- name: TaskInsertManyLeased :many
 WITH inserted AS (
     INSERT INTO workflow_task (
         workflow_name, instance_id, run_number, kind, priority, run_at, status,
-        lock_owner, locked_until, version, attempts
+        lock_owner, locked_until, version, attempts, queue, instance_priority
     )
     SELECT $1, item.instance_id, 1, 'run', 1,
         coalesce($2::timestamptz, now()),
@@ -558,40 +947,51 @@ WITH inserted AS (
         CASE WHEN item.leased THEN $3::text END,
         CASE WHEN item.leased THEN $4::timestamptz END,
         CASE WHEN item.leased THEN 1 ELSE 0 END,
-        CASE WHEN item.leased THEN 1 ELSE 0 END
+        CASE WHEN item.leased THEN 1 ELSE 0 END,
+        item.queue, item.instance_priority
     FROM (
-        SELECT u.instance_id, u.instance_id = ANY($5::text[]) AS leased
-        FROM unnest($6::text[]) AS u (instance_id)
+        SELECT u.instance_id, u.queue, u.instance_priority,
+            u.instance_id = ANY($5::text[]) AS leased
+        FROM (
+            SELECT unnest($6::text[]) AS instance_id,
+                unnest($7::text[]) AS queue,
+                unnest($8::smallint[]) AS instance_priority
+        ) AS u
     ) AS item
-    RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
+    RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses, queue, instance_priority, running_steps
 )
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses FROM inserted WHERE status = 'processing'
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses, queue, instance_priority, running_steps FROM inserted WHERE status = 'processing'
 `
 
 type TaskInsertManyLeasedParams struct {
-	WorkflowName string
-	Now          *time.Time
-	LockOwner    string
-	LockedUntil  time.Time
-	LeasedIds    []string
-	InstanceIds  []string
+	WorkflowName       string
+	Now                *time.Time
+	LockOwner          string
+	LockedUntil        time.Time
+	LeasedIds          []string
+	InstanceIds        []string
+	Queues             []string
+	InstancePriorities []int16
 }
 
 type TaskInsertManyLeasedRow struct {
-	ID           int64
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int32
-	Kind         string
-	Priority     int16
-	RunAt        time.Time
-	Status       string
-	LockOwner    *string
-	LockedUntil  *time.Time
-	Version      int64
-	Attempts     int32
-	LastError    *string
-	LeaseLosses  int32
+	ID               int64
+	WorkflowName     string
+	InstanceID       string
+	RunNumber        int32
+	Kind             string
+	Priority         int16
+	RunAt            time.Time
+	Status           string
+	LockOwner        *string
+	LockedUntil      *time.Time
+	Version          int64
+	Attempts         int32
+	LastError        *string
+	LeaseLosses      int32
+	Queue            string
+	InstancePriority int16
+	RunningSteps     []byte
 }
 
 // TaskInsertManyLeased inserts the first tasks of a batch create in which
@@ -606,6 +1006,8 @@ func (q *Queries) TaskInsertManyLeased(ctx context.Context, arg TaskInsertManyLe
 		arg.LockedUntil,
 		arg.LeasedIds,
 		arg.InstanceIds,
+		arg.Queues,
+		arg.InstancePriorities,
 	)
 	if err != nil {
 		return nil, err
@@ -629,6 +1031,9 @@ func (q *Queries) TaskInsertManyLeased(ctx context.Context, arg TaskInsertManyLe
 			&i.Attempts,
 			&i.LastError,
 			&i.LeaseLosses,
+			&i.Queue,
+			&i.InstancePriority,
+			&i.RunningSteps,
 		); err != nil {
 			return nil, err
 		}

@@ -50,21 +50,56 @@ type WorkflowHookOutbox struct {
 }
 
 type WorkflowInstance struct {
-	WorkflowName   string
-	InstanceID     string
-	Status         string
-	Params         []byte
-	Output         []byte
-	ErrorName      *string
-	ErrorMessage   *string
-	PauseRequested bool
-	RunNumber      int32
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	StartedAt      *time.Time
-	CompletedAt    *time.Time
-	RetentionUntil *time.Time
-	Metadata       []byte
+	WorkflowName       string
+	InstanceID         string
+	Status             string
+	Params             []byte
+	Output             []byte
+	ErrorName          *string
+	ErrorMessage       *string
+	PauseRequested     bool
+	RunNumber          int32
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	StartedAt          *time.Time
+	CompletedAt        *time.Time
+	RetentionUntil     *time.Time
+	Metadata           []byte
+	Namespace          string
+	Queue              string
+	Priority           int32
+	DedupeKey          *string
+	Limited            bool
+	DeadlineAt         *time.Time
+	RunAttempt         int32
+	ParentWorkflowName *string
+	ParentInstanceID   *string
+	ParentRunNumber    *int32
+	ParentStepKey      *string
+	ParentPolicy       *string
+}
+
+type WorkflowLimit struct {
+	Scope        string
+	MaxRunning   *int32
+	RateLimit    *int32
+	RatePeriodMs *int64
+	Running      int32
+	RateWindow   *time.Time
+	RateCount    int32
+	UpdatedAt    time.Time
+}
+
+type WorkflowLimitMember struct {
+	ID           int64
+	WorkflowName string
+	InstanceID   string
+	Scope        string
+	State        string
+	Blocked      bool
+	Priority     int32
+	RateUntil    *time.Time
+	WaitingSince time.Time
 }
 
 type WorkflowSchedule struct {
@@ -103,21 +138,58 @@ type WorkflowStep struct {
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
 	CompletedAt   *time.Time
+	StartedAt     *time.Time
 }
 
-type WorkflowTask struct {
+type WorkflowStepAttempt struct {
 	ID           int64
 	WorkflowName string
 	InstanceID   string
 	RunNumber    int32
-	Kind         string
-	Priority     int16
-	RunAt        time.Time
-	Status       string
-	LockOwner    *string
-	LockedUntil  *time.Time
-	Version      int64
-	Attempts     int32
-	LastError    *string
-	LeaseLosses  int32
+	RunAttempt   int32
+	StepKey      string
+	Attempt      int32
+	StartedAt    *time.Time
+	EndedAt      time.Time
+	ErrorName    *string
+	ErrorMessage *string
+}
+
+type WorkflowTask struct {
+	ID               int64
+	WorkflowName     string
+	InstanceID       string
+	RunNumber        int32
+	Kind             string
+	Priority         int16
+	RunAt            time.Time
+	Status           string
+	LockOwner        *string
+	LockedUntil      *time.Time
+	Version          int64
+	Attempts         int32
+	LastError        *string
+	LeaseLosses      int32
+	Queue            string
+	InstancePriority int16
+	RunningSteps     []byte
+}
+
+type WorkflowWorker struct {
+	WorkerID         string
+	Hostname         string
+	Pid              int32
+	Version          string
+	Labels           []byte
+	Queues           []string
+	Workflows        []string
+	MaxConcurrency   int32
+	ActiveCount      int32
+	CompletedTotal   int64
+	FailedTotal      int64
+	RegisteredAt     time.Time
+	LastHeartbeatAt  time.Time
+	Status           string
+	DrainRequestedAt *time.Time
+	DeregisteredAt   *time.Time
 }

@@ -10,20 +10,145 @@ import (
 	"time"
 )
 
+const stepAttemptList = `-- name: StepAttemptList :many
+SELECT id, workflow_name, instance_id, run_number, run_attempt, step_key, attempt, started_at, ended_at, error_name, error_message FROM workflow_step_attempt
+WHERE workflow_name = $1 AND instance_id = $2
+    AND run_number = $3
+    AND (cardinality($4::text[]) = 0 OR step_key = ANY($4::text[]))
+ORDER BY id
+`
+
+type StepAttemptListParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int32
+	StepKeys     []string
+}
+
+// StepAttemptList lists the failed attempts of one run's steps, oldest
+// first; an empty step_keys lists every step's.
+func (q *Queries) StepAttemptList(ctx context.Context, arg StepAttemptListParams) ([]WorkflowStepAttempt, error) {
+	rows, err := q.db.Query(ctx, stepAttemptList,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.StepKeys,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowStepAttempt{}
+	for rows.Next() {
+		var i WorkflowStepAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.RunAttempt,
+			&i.StepKey,
+			&i.Attempt,
+			&i.StartedAt,
+			&i.EndedAt,
+			&i.ErrorName,
+			&i.ErrorMessage,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stepAttemptsRecord = `-- name: StepAttemptsRecord :exec
+WITH inst AS (
+    SELECT i.workflow_name, i.instance_id, i.run_attempt
+    FROM workflow_instance i
+    WHERE i.workflow_name = $1 AND i.instance_id = $2
+        AND i.run_number = $3
+        AND i.status NOT IN ('complete', 'errored', 'terminated')
+    FOR NO KEY UPDATE
+),
+held AS (
+    SELECT inst.run_attempt
+    FROM inst
+    JOIN workflow_task t ON t.id = $10
+    WHERE t.version = $11 AND t.status = 'processing'
+    FOR UPDATE OF t
+)
+INSERT INTO workflow_step_attempt (
+    workflow_name, instance_id, run_number, run_attempt, step_key, attempt,
+    started_at, ended_at, error_name, error_message
+)
+SELECT $1::text, $2::text, $3::int, h.run_attempt, a.step_key, a.attempt,
+    NULLIF(a.started_at, '0001-01-01 00:00:00+00'::timestamptz),
+    coalesce($4::timestamptz, now()),
+    NULLIF(a.error_name, ''), NULLIF(a.error_message, '')
+FROM held h, (
+    SELECT unnest($5::text[]) AS step_key,
+        unnest($6::int[]) AS attempt,
+        unnest($7::timestamptz[]) AS started_at,
+        unnest($8::text[]) AS error_name,
+        unnest($9::text[]) AS error_message
+) AS a
+ON CONFLICT (workflow_name, instance_id, run_number, run_attempt, step_key, attempt) DO NOTHING
+`
+
+type StepAttemptsRecordParams struct {
+	WorkflowName  string
+	InstanceID    string
+	RunNumber     int32
+	Now           *time.Time
+	StepKeys      []string
+	Attempts      []int32
+	StartedAt     []time.Time
+	ErrorNames    []string
+	ErrorMessages []string
+	TaskID        int64
+	Version       int64
+}
+
+// StepAttemptsRecord keeps the failed attempts of a checkpoint (a retry or a
+// step's final error) as rows of their own. It fences like CheckpointFence
+// (the instance's run current and not terminal, locked first, then the task
+// held at the version) so that it can go first in the checkpoint's pipeline,
+// before a statement that deletes the task. A repetition of the same
+// checkpoint writes nothing more. Only a checkpoint with a failed attempt
+// runs it.
+func (q *Queries) StepAttemptsRecord(ctx context.Context, arg StepAttemptsRecordParams) error {
+	_, err := q.db.Exec(ctx, stepAttemptsRecord,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.Now,
+		arg.StepKeys,
+		arg.Attempts,
+		arg.StartedAt,
+		arg.ErrorNames,
+		arg.ErrorMessages,
+		arg.TaskID,
+		arg.Version,
+	)
+	return err
+}
+
 const stepCompleteWithEvent = `-- name: StepCompleteWithEvent :exec
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     wait_event_type, result, created_at, updated_at, completed_at
 ) VALUES (
-    $1, $2, $3, $4, 'waitForEvent', 'complete',
-    $5, $6,
-    coalesce($7::timestamptz, now()),
-    coalesce($7::timestamptz, now()),
-    coalesce($7::timestamptz, now())
+    $1, $2, $3, $4, $5::text, 'complete',
+    $6, $7,
+    coalesce($8::timestamptz, now()),
+    coalesce($8::timestamptz, now()),
+    coalesce($8::timestamptz, now())
 )
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
-SET type = excluded.type,
-    status = excluded.status,
+SET status = excluded.status,
     next_retry_at = NULL,
     wait_event_type = excluded.wait_event_type,
     result = excluded.result,
@@ -38,19 +163,23 @@ type StepCompleteWithEventParams struct {
 	InstanceID    string
 	RunNumber     int32
 	StepKey       string
+	StepType      string
 	WaitEventType *string
 	Result        []byte
 	Now           *time.Time
 }
 
-// StepCompleteWithEvent writes the waitForEvent step that consumed an event.
-// An existing row (the wait) keeps its attempts, timeout and wake_at.
+// StepCompleteWithEvent writes the step that consumed an event: a
+// waitForEvent step, or an invoke step receiving its child's end (step_type
+// is the type of a step without a row yet). An existing row (the wait)
+// keeps its type, attempts, timeout and wake_at.
 func (q *Queries) StepCompleteWithEvent(ctx context.Context, arg StepCompleteWithEventParams) error {
 	_, err := q.db.Exec(ctx, stepCompleteWithEvent,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
 		arg.StepKey,
+		arg.StepType,
 		arg.WaitEventType,
 		arg.Result,
 		arg.Now,
@@ -59,7 +188,7 @@ func (q *Queries) StepCompleteWithEvent(ctx context.Context, arg StepCompleteWit
 }
 
 const stepList = `-- name: StepList :many
-SELECT id, workflow_name, instance_id, run_number, step_key, type, status, attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type, result, error_name, error_message, created_at, updated_at, completed_at FROM workflow_step
+SELECT id, workflow_name, instance_id, run_number, step_key, type, status, attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type, result, error_name, error_message, created_at, updated_at, completed_at, started_at FROM workflow_step
 WHERE workflow_name = $1 AND instance_id = $2
     AND run_number = $3 AND id > $4
 ORDER BY id
@@ -111,6 +240,7 @@ func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowS
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.CompletedAt,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -123,7 +253,7 @@ func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowS
 }
 
 const stepListCurrentRun = `-- name: StepListCurrentRun :many
-SELECT s.id, s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status, s.attempts, s.max_attempts, s.timeout_ms, s.next_retry_at, s.wake_at, s.wait_event_type, s.result, s.error_name, s.error_message, s.created_at, s.updated_at, s.completed_at
+SELECT s.id, s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status, s.attempts, s.max_attempts, s.timeout_ms, s.next_retry_at, s.wake_at, s.wait_event_type, s.result, s.error_name, s.error_message, s.created_at, s.updated_at, s.completed_at, s.started_at
 FROM workflow_instance i
 JOIN workflow_step s
     ON s.workflow_name = i.workflow_name AND s.instance_id = i.instance_id
@@ -168,6 +298,7 @@ func (q *Queries) StepListCurrentRun(ctx context.Context, arg StepListCurrentRun
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.CompletedAt,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -12,7 +12,7 @@ import (
 
 const taskClaim = `-- name: TaskClaim :many
 WITH pending AS (
-    SELECT t.id, t.priority, t.run_at,
+    SELECT t.id, t.instance_priority, t.priority, t.run_at,
         (i.status = 'queued' AND i.started_at IS NULL) AS fresh
     FROM workflow_task t
     JOIN workflow_instance i
@@ -20,47 +20,49 @@ WITH pending AS (
     WHERE t.status = 'pending'
         AND t.run_at <= coalesce($1::timestamptz, now())
         AND t.workflow_name = ANY($2::text[])
+        AND (cardinality($3::text[]) = 0 OR t.queue = ANY($3::text[]))
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
         -- 2 is db.SuspectLeaseLosses: from there a task is a suspect.
-        AND (t.lease_losses < 2 OR NOT $3::boolean)
-    ORDER BY t.priority, t.run_at, t.id
-    LIMIT $4
+        AND (t.lease_losses < 2 OR NOT $4::boolean)
+    ORDER BY t.instance_priority DESC, t.priority, t.run_at, t.id
+    LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
 expired AS (
-    SELECT t.id, t.priority, t.run_at, false AS fresh
+    SELECT t.id, t.instance_priority, t.priority, t.run_at, false AS fresh
     FROM workflow_task t
     JOIN workflow_instance i
         ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
     WHERE t.status = 'processing'
         AND t.locked_until <= coalesce($1::timestamptz, now())
         AND t.workflow_name = ANY($2::text[])
+        AND (cardinality($3::text[]) = 0 OR t.queue = ANY($3::text[]))
         AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
         -- The claim counts a loss: 1 + 1 reaches db.SuspectLeaseLosses.
-        AND (t.lease_losses < 1 OR NOT $3::boolean)
+        AND (t.lease_losses < 1 OR NOT $4::boolean)
     ORDER BY t.locked_until
-    LIMIT $4
+    LIMIT $5
     FOR UPDATE OF t SKIP LOCKED
     FOR NO KEY UPDATE OF i SKIP LOCKED
 ),
 due AS (
     SELECT d.id, d.fresh
-    FROM (SELECT id, priority, run_at, fresh FROM pending UNION ALL SELECT id, priority, run_at, fresh FROM expired) AS d
-    ORDER BY d.priority, d.run_at, d.id
-    LIMIT $4
+    FROM (SELECT id, instance_priority, priority, run_at, fresh FROM pending UNION ALL SELECT id, instance_priority, priority, run_at, fresh FROM expired) AS d
+    ORDER BY d.instance_priority DESC, d.priority, d.run_at, d.id
+    LIMIT $5
 ),
 claimed AS (
     UPDATE workflow_task t
     SET status = 'processing',
-        lock_owner = $5::text,
-        locked_until = $6::timestamptz,
+        lock_owner = $6::text,
+        locked_until = $7::timestamptz,
         version = t.version + 1,
         attempts = t.attempts + 1,
         lease_losses = t.lease_losses + CASE WHEN t.status = 'processing' THEN 1 ELSE 0 END
     FROM due
     WHERE t.id = due.id
-    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, t.lease_losses, due.fresh
+    RETURNING t.id, t.workflow_name, t.instance_id, t.run_number, t.kind, t.priority, t.run_at, t.status, t.lock_owner, t.locked_until, t.version, t.attempts, t.last_error, t.lease_losses, t.queue, t.instance_priority, t.running_steps, due.fresh
 ),
 started AS (
     UPDATE workflow_instance i
@@ -70,24 +72,37 @@ started AS (
     FROM claimed c
     WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
         AND i.status IN ('queued', 'waiting')
-    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata
+    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy
 )
 SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
     c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error, c.lease_losses,
+    c.queue, c.instance_priority,
     c.fresh AND s.instance_id IS NOT NULL AS fresh,
     s.params AS instance_params, s.metadata AS instance_metadata,
     s.run_number AS instance_run_number, s.pause_requested AS instance_pause_requested,
     s.created_at AS instance_created_at, s.updated_at AS instance_updated_at,
-    s.started_at AS instance_started_at, s.retention_until AS instance_retention_until
+    s.started_at AS instance_started_at, s.retention_until AS instance_retention_until,
+    s.namespace AS instance_namespace, s.dedupe_key AS instance_dedupe_key,
+    -- The deadline of a fresh run: the runner cancels the run at it.
+    s.deadline_at AS instance_deadline_at,
+    s.limited AS instance_limited,
+    -- The parent link of a fresh child run (NULL for any other instance):
+    -- the runner delivers the child's end to it (db.Instance.Parent).
+    s.parent_workflow_name AS instance_parent_workflow_name,
+    s.parent_instance_id AS instance_parent_instance_id,
+    s.parent_run_number AS instance_parent_run_number,
+    s.parent_step_key AS instance_parent_step_key,
+    s.parent_policy AS instance_parent_policy
 FROM claimed c
 LEFT JOIN started s
     ON c.fresh AND s.workflow_name = c.workflow_name AND s.instance_id = c.instance_id
-ORDER BY c.priority, c.run_at, c.id
+ORDER BY c.instance_priority DESC, c.priority, c.run_at, c.id
 `
 
 type TaskClaimParams struct {
 	Now             *time.Time
 	WorkflowNames   []string
+	Queues          []string
 	ExcludeSuspects bool
 	Max             int32
 	LockOwner       string
@@ -95,35 +110,53 @@ type TaskClaimParams struct {
 }
 
 type TaskClaimRow struct {
-	ID                     int64
-	WorkflowName           string
-	InstanceID             string
-	RunNumber              int32
-	Kind                   string
-	Priority               int16
-	RunAt                  time.Time
-	Status                 string
-	LockOwner              *string
-	LockedUntil            *time.Time
-	Version                int64
-	Attempts               int32
-	LastError              *string
-	LeaseLosses            int32
-	Fresh                  *bool
-	InstanceParams         []byte
-	InstanceMetadata       []byte
-	InstanceRunNumber      *int32
-	InstancePauseRequested *bool
-	InstanceCreatedAt      *time.Time
-	InstanceUpdatedAt      *time.Time
-	InstanceStartedAt      *time.Time
-	InstanceRetentionUntil *time.Time
+	ID                         int64
+	WorkflowName               string
+	InstanceID                 string
+	RunNumber                  int32
+	Kind                       string
+	Priority                   int16
+	RunAt                      time.Time
+	Status                     string
+	LockOwner                  *string
+	LockedUntil                *time.Time
+	Version                    int64
+	Attempts                   int32
+	LastError                  *string
+	LeaseLosses                int32
+	Queue                      string
+	InstancePriority           int16
+	Fresh                      *bool
+	InstanceParams             []byte
+	InstanceMetadata           []byte
+	InstanceRunNumber          *int32
+	InstancePauseRequested     *bool
+	InstanceCreatedAt          *time.Time
+	InstanceUpdatedAt          *time.Time
+	InstanceStartedAt          *time.Time
+	InstanceRetentionUntil     *time.Time
+	InstanceNamespace          *string
+	InstanceDedupeKey          *string
+	InstanceDeadlineAt         *time.Time
+	InstanceLimited            *bool
+	InstanceParentWorkflowName *string
+	InstanceParentInstanceID   *string
+	InstanceParentRunNumber    *int32
+	InstanceParentStepKey      *string
+	InstanceParentPolicy       *string
 }
 
 // TaskClaim leases due tasks in one statement. It never waits on a lock: a
 // task or instance row locked by another transaction is skipped and found by a
 // later claim. Locking the instance together with the task keeps the lock
 // order instance-before-task of every other writer deadlock-free.
+//
+// Claim order (the pending index's order): higher instance priority
+// (instance_priority, the instance's Create priority) first; among equal
+// priorities resuming work before new runs (priority, the kind's), then
+// oldest run_at, then id. Only tasks of the runner's queues and workflows
+// are claimed (both filters are checked on the task row during the ordered
+// scan, before its instance is joined).
 //
 // Each kind of due task has a branch of its own, so that each is an ordered
 // scan of its partial index that stops after max rows: due pending tasks walk
@@ -152,6 +185,7 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 	rows, err := q.db.Query(ctx, taskClaim,
 		arg.Now,
 		arg.WorkflowNames,
+		arg.Queues,
 		arg.ExcludeSuspects,
 		arg.Max,
 		arg.LockOwner,
@@ -179,6 +213,8 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 			&i.Attempts,
 			&i.LastError,
 			&i.LeaseLosses,
+			&i.Queue,
+			&i.InstancePriority,
 			&i.Fresh,
 			&i.InstanceParams,
 			&i.InstanceMetadata,
@@ -188,6 +224,15 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 			&i.InstanceUpdatedAt,
 			&i.InstanceStartedAt,
 			&i.InstanceRetentionUntil,
+			&i.InstanceNamespace,
+			&i.InstanceDedupeKey,
+			&i.InstanceDeadlineAt,
+			&i.InstanceLimited,
+			&i.InstanceParentWorkflowName,
+			&i.InstanceParentInstanceID,
+			&i.InstanceParentRunNumber,
+			&i.InstanceParentStepKey,
+			&i.InstanceParentPolicy,
 		); err != nil {
 			return nil, err
 		}
@@ -200,7 +245,7 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses FROM workflow_task
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses, queue, instance_priority, running_steps FROM workflow_task
 WHERE workflow_name = $1 AND instance_id = $2
 `
 
@@ -227,24 +272,36 @@ func (q *Queries) TaskGet(ctx context.Context, arg TaskGetParams) (WorkflowTask,
 		&i.Attempts,
 		&i.LastError,
 		&i.LeaseLosses,
+		&i.Queue,
+		&i.InstancePriority,
+		&i.RunningSteps,
 	)
 	return i, err
 }
 
 const taskHeartbeat = `-- name: TaskHeartbeat :execrows
 UPDATE workflow_task
-SET locked_until = $1::timestamptz
-WHERE id = $2 AND version = $3 AND status = 'processing'
+SET locked_until = $1::timestamptz,
+    running_steps = $2::json
+WHERE id = $3 AND version = $4 AND status = 'processing'
 `
 
 type TaskHeartbeatParams struct {
-	LockedUntil time.Time
-	ID          int64
-	Version     int64
+	LockedUntil  time.Time
+	RunningSteps []byte
+	ID           int64
+	Version      int64
 }
 
+// running_steps is what history shows as running (NULL when none): the
+// heartbeat the runner sends anyway carries it, no statement more.
 func (q *Queries) TaskHeartbeat(ctx context.Context, arg TaskHeartbeatParams) (int64, error) {
-	result, err := q.db.Exec(ctx, taskHeartbeat, arg.LockedUntil, arg.ID, arg.Version)
+	result, err := q.db.Exec(ctx, taskHeartbeat,
+		arg.LockedUntil,
+		arg.RunningSteps,
+		arg.ID,
+		arg.Version,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -253,41 +310,65 @@ func (q *Queries) TaskHeartbeat(ctx context.Context, arg TaskHeartbeatParams) (i
 
 const taskInsert = `-- name: TaskInsert :exec
 INSERT INTO workflow_task (
-    workflow_name, instance_id, run_number, kind, priority, run_at, status, version
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version,
+    queue, instance_priority
 ) VALUES (
     $1, $2, 1, 'run', 1,
-    coalesce($3::timestamptz, now()), 'pending', 0
+    coalesce($3::timestamptz, now()), 'pending', 0,
+    $4::text, $5::smallint
 )
 `
 
 type TaskInsertParams struct {
-	WorkflowName string
-	InstanceID   string
-	Now          *time.Time
+	WorkflowName     string
+	InstanceID       string
+	Now              *time.Time
+	Queue            string
+	InstancePriority int16
 }
 
 func (q *Queries) TaskInsert(ctx context.Context, arg TaskInsertParams) error {
-	_, err := q.db.Exec(ctx, taskInsert, arg.WorkflowName, arg.InstanceID, arg.Now)
+	_, err := q.db.Exec(ctx, taskInsert,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Now,
+		arg.Queue,
+		arg.InstancePriority,
+	)
 	return err
 }
 
 const taskInsertMany = `-- name: TaskInsertMany :exec
 INSERT INTO workflow_task (
-    workflow_name, instance_id, run_number, kind, priority, run_at, status, version
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version,
+    queue, instance_priority
 )
 SELECT $1, item.instance_id, 1, 'run', 1,
-    coalesce($2::timestamptz, now()), 'pending', 0
-FROM unnest($3::text[]) AS item (instance_id)
+    coalesce($2::timestamptz, now()), 'pending', 0,
+    item.queue, item.instance_priority
+FROM (
+    SELECT unnest($3::text[]) AS instance_id,
+        unnest($4::text[]) AS queue,
+        unnest($5::smallint[]) AS instance_priority
+) AS item
 `
 
 type TaskInsertManyParams struct {
-	WorkflowName string
-	Now          *time.Time
-	InstanceIds  []string
+	WorkflowName       string
+	Now                *time.Time
+	InstanceIds        []string
+	Queues             []string
+	InstancePriorities []int16
 }
 
 func (q *Queries) TaskInsertMany(ctx context.Context, arg TaskInsertManyParams) error {
-	_, err := q.db.Exec(ctx, taskInsertMany, arg.WorkflowName, arg.Now, arg.InstanceIds)
+	_, err := q.db.Exec(ctx, taskInsertMany,
+		arg.WorkflowName,
+		arg.Now,
+		arg.InstanceIds,
+		arg.Queues,
+		arg.InstancePriorities,
+	)
 	return err
 }
 
@@ -317,13 +398,19 @@ FROM workflow_task t
 JOIN workflow_instance i
     ON i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
 WHERE t.workflow_name = ANY($1::text[])
+    AND (cardinality($2::text[]) = 0 OR t.queue = ANY($2::text[]))
     AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
 ORDER BY 1
 LIMIT 1
 `
 
-func (q *Queries) TaskNextRunAt(ctx context.Context, workflowNames []string) (time.Time, error) {
-	row := q.db.QueryRow(ctx, taskNextRunAt, workflowNames)
+type TaskNextRunAtParams struct {
+	WorkflowNames []string
+	Queues        []string
+}
+
+func (q *Queries) TaskNextRunAt(ctx context.Context, arg TaskNextRunAtParams) (time.Time, error) {
+	row := q.db.QueryRow(ctx, taskNextRunAt, arg.WorkflowNames, arg.Queues)
 	var next_at time.Time
 	err := row.Scan(&next_at)
 	return next_at, err

@@ -30,6 +30,18 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.clockNowStmt, err = db.PrepareContext(ctx, clockNow); err != nil {
 		return nil, fmt.Errorf("error preparing query ClockNow: %w", err)
 	}
+	if q.compensationClearPauseStmt, err = db.PrepareContext(ctx, compensationClearPause); err != nil {
+		return nil, fmt.Errorf("error preparing query CompensationClearPause: %w", err)
+	}
+	if q.compensationMarkStmt, err = db.PrepareContext(ctx, compensationMark); err != nil {
+		return nil, fmt.Errorf("error preparing query CompensationMark: %w", err)
+	}
+	if q.compensationMarkerStmt, err = db.PrepareContext(ctx, compensationMarker); err != nil {
+		return nil, fmt.Errorf("error preparing query CompensationMarker: %w", err)
+	}
+	if q.compensationTakeStmt, err = db.PrepareContext(ctx, compensationTake); err != nil {
+		return nil, fmt.Errorf("error preparing query CompensationTake: %w", err)
+	}
 	if q.eventBufferedStmt, err = db.PrepareContext(ctx, eventBuffered); err != nil {
 		return nil, fmt.Errorf("error preparing query EventBuffered: %w", err)
 	}
@@ -69,14 +81,26 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.flowVersionsStmt, err = db.PrepareContext(ctx, flowVersions); err != nil {
 		return nil, fmt.Errorf("error preparing query FlowVersions: %w", err)
 	}
+	if q.instanceChildrenStmt, err = db.PrepareContext(ctx, instanceChildren); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceChildren: %w", err)
+	}
+	if q.instanceChildrenToTerminateStmt, err = db.PrepareContext(ctx, instanceChildrenToTerminate); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceChildrenToTerminate: %w", err)
+	}
 	if q.instanceCompleteStmt, err = db.PrepareContext(ctx, instanceComplete); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceComplete: %w", err)
+	}
+	if q.instanceDepthStmt, err = db.PrepareContext(ctx, instanceDepth); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceDepth: %w", err)
 	}
 	if q.instanceFailStmt, err = db.PrepareContext(ctx, instanceFail); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceFail: %w", err)
 	}
 	if q.instanceGetStmt, err = db.PrepareContext(ctx, instanceGet); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceGet: %w", err)
+	}
+	if q.instanceGetByDedupeKeyStmt, err = db.PrepareContext(ctx, instanceGetByDedupeKey); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceGetByDedupeKey: %w", err)
 	}
 	if q.instanceInsertStmt, err = db.PrepareContext(ctx, instanceInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceInsert: %w", err)
@@ -96,8 +120,20 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.instanceListWorkflowStmt, err = db.PrepareContext(ctx, instanceListWorkflow); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceListWorkflow: %w", err)
 	}
+	if q.instanceParentMatchesStmt, err = db.PrepareContext(ctx, instanceParentMatches); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceParentMatches: %w", err)
+	}
 	if q.instanceRestartStmt, err = db.PrepareContext(ctx, instanceRestart); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceRestart: %w", err)
+	}
+	if q.instanceRetryRunStmt, err = db.PrepareContext(ctx, instanceRetryRun); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceRetryRun: %w", err)
+	}
+	if q.instanceSetDeadlineStmt, err = db.PrepareContext(ctx, instanceSetDeadline); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceSetDeadline: %w", err)
+	}
+	if q.instanceSetParentStmt, err = db.PrepareContext(ctx, instanceSetParent); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceSetParent: %w", err)
 	}
 	if q.instanceSetStatusStmt, err = db.PrepareContext(ctx, instanceSetStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceSetStatus: %w", err)
@@ -110,6 +146,51 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.instanceTransitionStmt, err = db.PrepareContext(ctx, instanceTransition); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceTransition: %w", err)
+	}
+	if q.limitDefineStmt, err = db.PrepareContext(ctx, limitDefine); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitDefine: %w", err)
+	}
+	if q.limitEnsureStmt, err = db.PrepareContext(ctx, limitEnsure); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitEnsure: %w", err)
+	}
+	if q.limitGetStmt, err = db.PrepareContext(ctx, limitGet); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitGet: %w", err)
+	}
+	if q.limitInstanceStartStmt, err = db.PrepareContext(ctx, limitInstanceStart); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitInstanceStart: %w", err)
+	}
+	if q.limitListPrefixStmt, err = db.PrepareContext(ctx, limitListPrefix); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitListPrefix: %w", err)
+	}
+	if q.limitLockStmt, err = db.PrepareContext(ctx, limitLock); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitLock: %w", err)
+	}
+	if q.limitMemberListStmt, err = db.PrepareContext(ctx, limitMemberList); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitMemberList: %w", err)
+	}
+	if q.limitMemberWriteStmt, err = db.PrepareContext(ctx, limitMemberWrite); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitMemberWrite: %w", err)
+	}
+	if q.limitSetLimitedStmt, err = db.PrepareContext(ctx, limitSetLimited); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitSetLimited: %w", err)
+	}
+	if q.limitTaskAdmitStmt, err = db.PrepareContext(ctx, limitTaskAdmit); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitTaskAdmit: %w", err)
+	}
+	if q.limitTaskDeleteStmt, err = db.PrepareContext(ctx, limitTaskDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitTaskDelete: %w", err)
+	}
+	if q.limitTaskInsertLeasedStmt, err = db.PrepareContext(ctx, limitTaskInsertLeased); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitTaskInsertLeased: %w", err)
+	}
+	if q.limitUpdateStmt, err = db.PrepareContext(ctx, limitUpdate); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitUpdate: %w", err)
+	}
+	if q.limitWaitingStmt, err = db.PrepareContext(ctx, limitWaiting); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitWaiting: %w", err)
+	}
+	if q.limitWaitingForStmt, err = db.PrepareContext(ctx, limitWaitingFor); err != nil {
+		return nil, fmt.Errorf("error preparing query LimitWaitingFor: %w", err)
 	}
 	if q.outboxClaimStmt, err = db.PrepareContext(ctx, outboxClaim); err != nil {
 		return nil, fmt.Errorf("error preparing query OutboxClaim: %w", err)
@@ -125,6 +206,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.outboxRetryStmt, err = db.PrepareContext(ctx, outboxRetry); err != nil {
 		return nil, fmt.Errorf("error preparing query OutboxRetry: %w", err)
+	}
+	if q.queueLimitSetStmt, err = db.PrepareContext(ctx, queueLimitSet); err != nil {
+		return nil, fmt.Errorf("error preparing query QueueLimitSet: %w", err)
 	}
 	if q.scheduleAdvanceStmt, err = db.PrepareContext(ctx, scheduleAdvance); err != nil {
 		return nil, fmt.Errorf("error preparing query ScheduleAdvance: %w", err)
@@ -150,8 +234,17 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.scheduleUpdateStmt, err = db.PrepareContext(ctx, scheduleUpdate); err != nil {
 		return nil, fmt.Errorf("error preparing query ScheduleUpdate: %w", err)
 	}
+	if q.stepAttemptListStmt, err = db.PrepareContext(ctx, stepAttemptList); err != nil {
+		return nil, fmt.Errorf("error preparing query StepAttemptList: %w", err)
+	}
+	if q.stepAttemptRecordStmt, err = db.PrepareContext(ctx, stepAttemptRecord); err != nil {
+		return nil, fmt.Errorf("error preparing query StepAttemptRecord: %w", err)
+	}
 	if q.stepCompleteWithEventStmt, err = db.PrepareContext(ctx, stepCompleteWithEvent); err != nil {
 		return nil, fmt.Errorf("error preparing query StepCompleteWithEvent: %w", err)
+	}
+	if q.stepDeleteStmt, err = db.PrepareContext(ctx, stepDelete); err != nil {
+		return nil, fmt.Errorf("error preparing query StepDelete: %w", err)
 	}
 	if q.stepFirstWaitingForEventStmt, err = db.PrepareContext(ctx, stepFirstWaitingForEvent); err != nil {
 		return nil, fmt.Errorf("error preparing query StepFirstWaitingForEvent: %w", err)
@@ -189,6 +282,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.taskReleaseStmt, err = db.PrepareContext(ctx, taskRelease); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskRelease: %w", err)
 	}
+	if q.taskReleaseOwnedStmt, err = db.PrepareContext(ctx, taskReleaseOwned); err != nil {
+		return nil, fmt.Errorf("error preparing query TaskReleaseOwned: %w", err)
+	}
 	if q.taskResetAttemptsStmt, err = db.PrepareContext(ctx, taskResetAttempts); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskResetAttempts: %w", err)
 	}
@@ -204,6 +300,27 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.taskWakeForEventStmt, err = db.PrepareContext(ctx, taskWakeForEvent); err != nil {
 		return nil, fmt.Errorf("error preparing query TaskWakeForEvent: %w", err)
 	}
+	if q.workerDeregisterStmt, err = db.PrepareContext(ctx, workerDeregister); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerDeregister: %w", err)
+	}
+	if q.workerGetStmt, err = db.PrepareContext(ctx, workerGet); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerGet: %w", err)
+	}
+	if q.workerHeartbeatStmt, err = db.PrepareContext(ctx, workerHeartbeat); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerHeartbeat: %w", err)
+	}
+	if q.workerListStmt, err = db.PrepareContext(ctx, workerList); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerList: %w", err)
+	}
+	if q.workerMarkOfflineStmt, err = db.PrepareContext(ctx, workerMarkOffline); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerMarkOffline: %w", err)
+	}
+	if q.workerSetDrainingStmt, err = db.PrepareContext(ctx, workerSetDraining); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerSetDraining: %w", err)
+	}
+	if q.workerUpsertStmt, err = db.PrepareContext(ctx, workerUpsert); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerUpsert: %w", err)
+	}
 	return &q, nil
 }
 
@@ -217,6 +334,26 @@ func (q *Queries) Close() error {
 	if q.clockNowStmt != nil {
 		if cerr := q.clockNowStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing clockNowStmt: %w", cerr)
+		}
+	}
+	if q.compensationClearPauseStmt != nil {
+		if cerr := q.compensationClearPauseStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compensationClearPauseStmt: %w", cerr)
+		}
+	}
+	if q.compensationMarkStmt != nil {
+		if cerr := q.compensationMarkStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compensationMarkStmt: %w", cerr)
+		}
+	}
+	if q.compensationMarkerStmt != nil {
+		if cerr := q.compensationMarkerStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compensationMarkerStmt: %w", cerr)
+		}
+	}
+	if q.compensationTakeStmt != nil {
+		if cerr := q.compensationTakeStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing compensationTakeStmt: %w", cerr)
 		}
 	}
 	if q.eventBufferedStmt != nil {
@@ -284,9 +421,24 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing flowVersionsStmt: %w", cerr)
 		}
 	}
+	if q.instanceChildrenStmt != nil {
+		if cerr := q.instanceChildrenStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceChildrenStmt: %w", cerr)
+		}
+	}
+	if q.instanceChildrenToTerminateStmt != nil {
+		if cerr := q.instanceChildrenToTerminateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceChildrenToTerminateStmt: %w", cerr)
+		}
+	}
 	if q.instanceCompleteStmt != nil {
 		if cerr := q.instanceCompleteStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceCompleteStmt: %w", cerr)
+		}
+	}
+	if q.instanceDepthStmt != nil {
+		if cerr := q.instanceDepthStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceDepthStmt: %w", cerr)
 		}
 	}
 	if q.instanceFailStmt != nil {
@@ -297,6 +449,11 @@ func (q *Queries) Close() error {
 	if q.instanceGetStmt != nil {
 		if cerr := q.instanceGetStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceGetStmt: %w", cerr)
+		}
+	}
+	if q.instanceGetByDedupeKeyStmt != nil {
+		if cerr := q.instanceGetByDedupeKeyStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceGetByDedupeKeyStmt: %w", cerr)
 		}
 	}
 	if q.instanceInsertStmt != nil {
@@ -329,9 +486,29 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing instanceListWorkflowStmt: %w", cerr)
 		}
 	}
+	if q.instanceParentMatchesStmt != nil {
+		if cerr := q.instanceParentMatchesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceParentMatchesStmt: %w", cerr)
+		}
+	}
 	if q.instanceRestartStmt != nil {
 		if cerr := q.instanceRestartStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceRestartStmt: %w", cerr)
+		}
+	}
+	if q.instanceRetryRunStmt != nil {
+		if cerr := q.instanceRetryRunStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceRetryRunStmt: %w", cerr)
+		}
+	}
+	if q.instanceSetDeadlineStmt != nil {
+		if cerr := q.instanceSetDeadlineStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceSetDeadlineStmt: %w", cerr)
+		}
+	}
+	if q.instanceSetParentStmt != nil {
+		if cerr := q.instanceSetParentStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceSetParentStmt: %w", cerr)
 		}
 	}
 	if q.instanceSetStatusStmt != nil {
@@ -352,6 +529,81 @@ func (q *Queries) Close() error {
 	if q.instanceTransitionStmt != nil {
 		if cerr := q.instanceTransitionStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceTransitionStmt: %w", cerr)
+		}
+	}
+	if q.limitDefineStmt != nil {
+		if cerr := q.limitDefineStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitDefineStmt: %w", cerr)
+		}
+	}
+	if q.limitEnsureStmt != nil {
+		if cerr := q.limitEnsureStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitEnsureStmt: %w", cerr)
+		}
+	}
+	if q.limitGetStmt != nil {
+		if cerr := q.limitGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitGetStmt: %w", cerr)
+		}
+	}
+	if q.limitInstanceStartStmt != nil {
+		if cerr := q.limitInstanceStartStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitInstanceStartStmt: %w", cerr)
+		}
+	}
+	if q.limitListPrefixStmt != nil {
+		if cerr := q.limitListPrefixStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitListPrefixStmt: %w", cerr)
+		}
+	}
+	if q.limitLockStmt != nil {
+		if cerr := q.limitLockStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitLockStmt: %w", cerr)
+		}
+	}
+	if q.limitMemberListStmt != nil {
+		if cerr := q.limitMemberListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitMemberListStmt: %w", cerr)
+		}
+	}
+	if q.limitMemberWriteStmt != nil {
+		if cerr := q.limitMemberWriteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitMemberWriteStmt: %w", cerr)
+		}
+	}
+	if q.limitSetLimitedStmt != nil {
+		if cerr := q.limitSetLimitedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitSetLimitedStmt: %w", cerr)
+		}
+	}
+	if q.limitTaskAdmitStmt != nil {
+		if cerr := q.limitTaskAdmitStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitTaskAdmitStmt: %w", cerr)
+		}
+	}
+	if q.limitTaskDeleteStmt != nil {
+		if cerr := q.limitTaskDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitTaskDeleteStmt: %w", cerr)
+		}
+	}
+	if q.limitTaskInsertLeasedStmt != nil {
+		if cerr := q.limitTaskInsertLeasedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitTaskInsertLeasedStmt: %w", cerr)
+		}
+	}
+	if q.limitUpdateStmt != nil {
+		if cerr := q.limitUpdateStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitUpdateStmt: %w", cerr)
+		}
+	}
+	if q.limitWaitingStmt != nil {
+		if cerr := q.limitWaitingStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitWaitingStmt: %w", cerr)
+		}
+	}
+	if q.limitWaitingForStmt != nil {
+		if cerr := q.limitWaitingForStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing limitWaitingForStmt: %w", cerr)
 		}
 	}
 	if q.outboxClaimStmt != nil {
@@ -377,6 +629,11 @@ func (q *Queries) Close() error {
 	if q.outboxRetryStmt != nil {
 		if cerr := q.outboxRetryStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing outboxRetryStmt: %w", cerr)
+		}
+	}
+	if q.queueLimitSetStmt != nil {
+		if cerr := q.queueLimitSetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing queueLimitSetStmt: %w", cerr)
 		}
 	}
 	if q.scheduleAdvanceStmt != nil {
@@ -419,9 +676,24 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing scheduleUpdateStmt: %w", cerr)
 		}
 	}
+	if q.stepAttemptListStmt != nil {
+		if cerr := q.stepAttemptListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepAttemptListStmt: %w", cerr)
+		}
+	}
+	if q.stepAttemptRecordStmt != nil {
+		if cerr := q.stepAttemptRecordStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepAttemptRecordStmt: %w", cerr)
+		}
+	}
 	if q.stepCompleteWithEventStmt != nil {
 		if cerr := q.stepCompleteWithEventStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepCompleteWithEventStmt: %w", cerr)
+		}
+	}
+	if q.stepDeleteStmt != nil {
+		if cerr := q.stepDeleteStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepDeleteStmt: %w", cerr)
 		}
 	}
 	if q.stepFirstWaitingForEventStmt != nil {
@@ -484,6 +756,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing taskReleaseStmt: %w", cerr)
 		}
 	}
+	if q.taskReleaseOwnedStmt != nil {
+		if cerr := q.taskReleaseOwnedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing taskReleaseOwnedStmt: %w", cerr)
+		}
+	}
 	if q.taskResetAttemptsStmt != nil {
 		if cerr := q.taskResetAttemptsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing taskResetAttemptsStmt: %w", cerr)
@@ -507,6 +784,41 @@ func (q *Queries) Close() error {
 	if q.taskWakeForEventStmt != nil {
 		if cerr := q.taskWakeForEventStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing taskWakeForEventStmt: %w", cerr)
+		}
+	}
+	if q.workerDeregisterStmt != nil {
+		if cerr := q.workerDeregisterStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerDeregisterStmt: %w", cerr)
+		}
+	}
+	if q.workerGetStmt != nil {
+		if cerr := q.workerGetStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerGetStmt: %w", cerr)
+		}
+	}
+	if q.workerHeartbeatStmt != nil {
+		if cerr := q.workerHeartbeatStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerHeartbeatStmt: %w", cerr)
+		}
+	}
+	if q.workerListStmt != nil {
+		if cerr := q.workerListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerListStmt: %w", cerr)
+		}
+	}
+	if q.workerMarkOfflineStmt != nil {
+		if cerr := q.workerMarkOfflineStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerMarkOfflineStmt: %w", cerr)
+		}
+	}
+	if q.workerSetDrainingStmt != nil {
+		if cerr := q.workerSetDrainingStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerSetDrainingStmt: %w", cerr)
+		}
+	}
+	if q.workerUpsertStmt != nil {
+		if cerr := q.workerUpsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerUpsertStmt: %w", cerr)
 		}
 	}
 	return err
@@ -550,6 +862,10 @@ type Queries struct {
 	tx                                *sql.Tx
 	checkpointFenceStmt               *sql.Stmt
 	clockNowStmt                      *sql.Stmt
+	compensationClearPauseStmt        *sql.Stmt
+	compensationMarkStmt              *sql.Stmt
+	compensationMarkerStmt            *sql.Stmt
+	compensationTakeStmt              *sql.Stmt
 	eventBufferedStmt                 *sql.Stmt
 	eventConsumeOldestStmt            *sql.Stmt
 	eventInsertStmt                   *sql.Stmt
@@ -563,25 +879,49 @@ type Queries struct {
 	flowLatestUpsertStmt              *sql.Stmt
 	flowListStmt                      *sql.Stmt
 	flowVersionsStmt                  *sql.Stmt
+	instanceChildrenStmt              *sql.Stmt
+	instanceChildrenToTerminateStmt   *sql.Stmt
 	instanceCompleteStmt              *sql.Stmt
+	instanceDepthStmt                 *sql.Stmt
 	instanceFailStmt                  *sql.Stmt
 	instanceGetStmt                   *sql.Stmt
+	instanceGetByDedupeKeyStmt        *sql.Stmt
 	instanceInsertStmt                *sql.Stmt
 	instanceInsertIfAbsentStmt        *sql.Stmt
 	instanceInsertStartedIfAbsentStmt *sql.Stmt
 	instanceListStmt                  *sql.Stmt
 	instanceListFreshStmt             *sql.Stmt
 	instanceListWorkflowStmt          *sql.Stmt
+	instanceParentMatchesStmt         *sql.Stmt
 	instanceRestartStmt               *sql.Stmt
+	instanceRetryRunStmt              *sql.Stmt
+	instanceSetDeadlineStmt           *sql.Stmt
+	instanceSetParentStmt             *sql.Stmt
 	instanceSetStatusStmt             *sql.Stmt
 	instanceStartClaimedStmt          *sql.Stmt
 	instanceTouchStmt                 *sql.Stmt
 	instanceTransitionStmt            *sql.Stmt
+	limitDefineStmt                   *sql.Stmt
+	limitEnsureStmt                   *sql.Stmt
+	limitGetStmt                      *sql.Stmt
+	limitInstanceStartStmt            *sql.Stmt
+	limitListPrefixStmt               *sql.Stmt
+	limitLockStmt                     *sql.Stmt
+	limitMemberListStmt               *sql.Stmt
+	limitMemberWriteStmt              *sql.Stmt
+	limitSetLimitedStmt               *sql.Stmt
+	limitTaskAdmitStmt                *sql.Stmt
+	limitTaskDeleteStmt               *sql.Stmt
+	limitTaskInsertLeasedStmt         *sql.Stmt
+	limitUpdateStmt                   *sql.Stmt
+	limitWaitingStmt                  *sql.Stmt
+	limitWaitingForStmt               *sql.Stmt
 	outboxClaimStmt                   *sql.Stmt
 	outboxDeliveredStmt               *sql.Stmt
 	outboxPruneStmt                   *sql.Stmt
 	outboxRecordStmt                  *sql.Stmt
 	outboxRetryStmt                   *sql.Stmt
+	queueLimitSetStmt                 *sql.Stmt
 	scheduleAdvanceStmt               *sql.Stmt
 	scheduleDeleteStmt                *sql.Stmt
 	scheduleGetStmt                   *sql.Stmt
@@ -590,7 +930,10 @@ type Queries struct {
 	scheduleListDueStmt               *sql.Stmt
 	scheduleListWorkflowStmt          *sql.Stmt
 	scheduleUpdateStmt                *sql.Stmt
+	stepAttemptListStmt               *sql.Stmt
+	stepAttemptRecordStmt             *sql.Stmt
 	stepCompleteWithEventStmt         *sql.Stmt
+	stepDeleteStmt                    *sql.Stmt
 	stepFirstWaitingForEventStmt      *sql.Stmt
 	stepListStmt                      *sql.Stmt
 	stepUpsertStmt                    *sql.Stmt
@@ -603,11 +946,19 @@ type Queries struct {
 	taskLeaseWokenStmt                *sql.Stmt
 	taskNextRunAtStmt                 *sql.Stmt
 	taskReleaseStmt                   *sql.Stmt
+	taskReleaseOwnedStmt              *sql.Stmt
 	taskResetAttemptsStmt             *sql.Stmt
 	taskResetLeaseLossesStmt          *sql.Stmt
 	taskScheduleStmt                  *sql.Stmt
 	taskUpsertDueStmt                 *sql.Stmt
 	taskWakeForEventStmt              *sql.Stmt
+	workerDeregisterStmt              *sql.Stmt
+	workerGetStmt                     *sql.Stmt
+	workerHeartbeatStmt               *sql.Stmt
+	workerListStmt                    *sql.Stmt
+	workerMarkOfflineStmt             *sql.Stmt
+	workerSetDrainingStmt             *sql.Stmt
+	workerUpsertStmt                  *sql.Stmt
 }
 
 func (q *Queries) WithTx(tx *sql.Tx) *Queries {
@@ -616,6 +967,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		tx:                                tx,
 		checkpointFenceStmt:               q.checkpointFenceStmt,
 		clockNowStmt:                      q.clockNowStmt,
+		compensationClearPauseStmt:        q.compensationClearPauseStmt,
+		compensationMarkStmt:              q.compensationMarkStmt,
+		compensationMarkerStmt:            q.compensationMarkerStmt,
+		compensationTakeStmt:              q.compensationTakeStmt,
 		eventBufferedStmt:                 q.eventBufferedStmt,
 		eventConsumeOldestStmt:            q.eventConsumeOldestStmt,
 		eventInsertStmt:                   q.eventInsertStmt,
@@ -629,25 +984,49 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		flowLatestUpsertStmt:              q.flowLatestUpsertStmt,
 		flowListStmt:                      q.flowListStmt,
 		flowVersionsStmt:                  q.flowVersionsStmt,
+		instanceChildrenStmt:              q.instanceChildrenStmt,
+		instanceChildrenToTerminateStmt:   q.instanceChildrenToTerminateStmt,
 		instanceCompleteStmt:              q.instanceCompleteStmt,
+		instanceDepthStmt:                 q.instanceDepthStmt,
 		instanceFailStmt:                  q.instanceFailStmt,
 		instanceGetStmt:                   q.instanceGetStmt,
+		instanceGetByDedupeKeyStmt:        q.instanceGetByDedupeKeyStmt,
 		instanceInsertStmt:                q.instanceInsertStmt,
 		instanceInsertIfAbsentStmt:        q.instanceInsertIfAbsentStmt,
 		instanceInsertStartedIfAbsentStmt: q.instanceInsertStartedIfAbsentStmt,
 		instanceListStmt:                  q.instanceListStmt,
 		instanceListFreshStmt:             q.instanceListFreshStmt,
 		instanceListWorkflowStmt:          q.instanceListWorkflowStmt,
+		instanceParentMatchesStmt:         q.instanceParentMatchesStmt,
 		instanceRestartStmt:               q.instanceRestartStmt,
+		instanceRetryRunStmt:              q.instanceRetryRunStmt,
+		instanceSetDeadlineStmt:           q.instanceSetDeadlineStmt,
+		instanceSetParentStmt:             q.instanceSetParentStmt,
 		instanceSetStatusStmt:             q.instanceSetStatusStmt,
 		instanceStartClaimedStmt:          q.instanceStartClaimedStmt,
 		instanceTouchStmt:                 q.instanceTouchStmt,
 		instanceTransitionStmt:            q.instanceTransitionStmt,
+		limitDefineStmt:                   q.limitDefineStmt,
+		limitEnsureStmt:                   q.limitEnsureStmt,
+		limitGetStmt:                      q.limitGetStmt,
+		limitInstanceStartStmt:            q.limitInstanceStartStmt,
+		limitListPrefixStmt:               q.limitListPrefixStmt,
+		limitLockStmt:                     q.limitLockStmt,
+		limitMemberListStmt:               q.limitMemberListStmt,
+		limitMemberWriteStmt:              q.limitMemberWriteStmt,
+		limitSetLimitedStmt:               q.limitSetLimitedStmt,
+		limitTaskAdmitStmt:                q.limitTaskAdmitStmt,
+		limitTaskDeleteStmt:               q.limitTaskDeleteStmt,
+		limitTaskInsertLeasedStmt:         q.limitTaskInsertLeasedStmt,
+		limitUpdateStmt:                   q.limitUpdateStmt,
+		limitWaitingStmt:                  q.limitWaitingStmt,
+		limitWaitingForStmt:               q.limitWaitingForStmt,
 		outboxClaimStmt:                   q.outboxClaimStmt,
 		outboxDeliveredStmt:               q.outboxDeliveredStmt,
 		outboxPruneStmt:                   q.outboxPruneStmt,
 		outboxRecordStmt:                  q.outboxRecordStmt,
 		outboxRetryStmt:                   q.outboxRetryStmt,
+		queueLimitSetStmt:                 q.queueLimitSetStmt,
 		scheduleAdvanceStmt:               q.scheduleAdvanceStmt,
 		scheduleDeleteStmt:                q.scheduleDeleteStmt,
 		scheduleGetStmt:                   q.scheduleGetStmt,
@@ -656,7 +1035,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		scheduleListDueStmt:               q.scheduleListDueStmt,
 		scheduleListWorkflowStmt:          q.scheduleListWorkflowStmt,
 		scheduleUpdateStmt:                q.scheduleUpdateStmt,
+		stepAttemptListStmt:               q.stepAttemptListStmt,
+		stepAttemptRecordStmt:             q.stepAttemptRecordStmt,
 		stepCompleteWithEventStmt:         q.stepCompleteWithEventStmt,
+		stepDeleteStmt:                    q.stepDeleteStmt,
 		stepFirstWaitingForEventStmt:      q.stepFirstWaitingForEventStmt,
 		stepListStmt:                      q.stepListStmt,
 		stepUpsertStmt:                    q.stepUpsertStmt,
@@ -669,10 +1051,18 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		taskLeaseWokenStmt:                q.taskLeaseWokenStmt,
 		taskNextRunAtStmt:                 q.taskNextRunAtStmt,
 		taskReleaseStmt:                   q.taskReleaseStmt,
+		taskReleaseOwnedStmt:              q.taskReleaseOwnedStmt,
 		taskResetAttemptsStmt:             q.taskResetAttemptsStmt,
 		taskResetLeaseLossesStmt:          q.taskResetLeaseLossesStmt,
 		taskScheduleStmt:                  q.taskScheduleStmt,
 		taskUpsertDueStmt:                 q.taskUpsertDueStmt,
 		taskWakeForEventStmt:              q.taskWakeForEventStmt,
+		workerDeregisterStmt:              q.workerDeregisterStmt,
+		workerGetStmt:                     q.workerGetStmt,
+		workerHeartbeatStmt:               q.workerHeartbeatStmt,
+		workerListStmt:                    q.workerListStmt,
+		workerMarkOfflineStmt:             q.workerMarkOfflineStmt,
+		workerSetDrainingStmt:             q.workerSetDrainingStmt,
+		workerUpsertStmt:                  q.workerUpsertStmt,
 	}
 }

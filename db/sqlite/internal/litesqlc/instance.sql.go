@@ -54,6 +54,10 @@ const instanceComplete = `-- name: InstanceComplete :exec
 UPDATE workflow_instance
 SET status = 'complete',
     output = ?1,
+    -- A run that completes after a workflow retry drops the failed
+    -- attempt's error (as Postgres's CheckpointBatch does).
+    error_name = NULL,
+    error_message = NULL,
     pause_requested = 0,
     completed_at = CAST(?2 AS INTEGER),
     updated_at = ?2
@@ -108,17 +112,21 @@ func (q *Queries) InstanceFail(ctx context.Context, arg InstanceFailParams) erro
 }
 
 const instanceGet = `-- name: InstanceGet :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
 WHERE workflow_name = ?1 AND instance_id = ?2
+    AND (CAST(?3 AS TEXT) = '' OR namespace = CAST(?3 AS TEXT))
 `
 
 type InstanceGetParams struct {
 	WorkflowName string
 	InstanceID   string
+	Namespace    string
 }
 
+// An empty namespace finds the instance in any namespace; another finds it
+// only in that one.
 func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (WorkflowInstance, error) {
-	row := q.queryRow(ctx, q.instanceGetStmt, instanceGet, arg.WorkflowName, arg.InstanceID)
+	row := q.queryRow(ctx, q.instanceGetStmt, instanceGet, arg.WorkflowName, arg.InstanceID, arg.Namespace)
 	var i WorkflowInstance
 	err := row.Scan(
 		&i.WorkflowName,
@@ -136,17 +144,79 @@ func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (Workf
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
+	)
+	return i, err
+}
+
+const instanceGetByDedupeKey = `-- name: InstanceGetByDedupeKey :one
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+WHERE namespace = ?1 AND workflow_name = ?2 AND dedupe_key = ?3
+    AND status NOT IN ('complete', 'errored', 'terminated')
+`
+
+type InstanceGetByDedupeKeyParams struct {
+	Namespace    string
+	WorkflowName string
+	DedupeKey    *string
+}
+
+// InstanceGetByDedupeKey returns the active instance that holds a dedupe key.
+func (q *Queries) InstanceGetByDedupeKey(ctx context.Context, arg InstanceGetByDedupeKeyParams) (WorkflowInstance, error) {
+	row := q.queryRow(ctx, q.instanceGetByDedupeKeyStmt, instanceGetByDedupeKey, arg.Namespace, arg.WorkflowName, arg.DedupeKey)
+	var i WorkflowInstance
+	err := row.Scan(
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.Status,
+		&i.Params,
+		&i.Output,
+		&i.ErrorName,
+		&i.ErrorMessage,
+		&i.PauseRequested,
+		&i.RunNumber,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.RetentionUntil,
+		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
 
 const instanceInsert = `-- name: InstanceInsert :one
 INSERT INTO workflow_instance (
-    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority, dedupe_key
 ) VALUES (
-    ?1, ?2, 'queued', ?3, ?4, 1, ?5, ?5
+    ?1, ?2, 'queued', ?3, ?4, 1, ?5, ?5,
+    CAST(?6 AS TEXT), CAST(?7 AS TEXT), CAST(?8 AS INTEGER), ?9
 )
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 `
 
 type InstanceInsertParams struct {
@@ -155,6 +225,10 @@ type InstanceInsertParams struct {
 	Params       *string
 	Metadata     *string
 	Now          int64
+	Namespace    string
+	Queue        string
+	Priority     int64
+	DedupeKey    *string
 }
 
 func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) (WorkflowInstance, error) {
@@ -164,6 +238,10 @@ func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) 
 		arg.Params,
 		arg.Metadata,
 		arg.Now,
+		arg.Namespace,
+		arg.Queue,
+		arg.Priority,
+		arg.DedupeKey,
 	)
 	var i WorkflowInstance
 	err := row.Scan(
@@ -182,18 +260,32 @@ func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) 
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
 
 const instanceInsertIfAbsent = `-- name: InstanceInsertIfAbsent :one
 INSERT INTO workflow_instance (
-    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at
+    workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
+    namespace, queue, priority, dedupe_key
 ) VALUES (
-    ?1, ?2, 'queued', ?3, ?4, 1, ?5, ?5
+    ?1, ?2, 'queued', ?3, ?4, 1, ?5, ?5,
+    CAST(?6 AS TEXT), CAST(?7 AS TEXT), CAST(?8 AS INTEGER), ?9
 )
-ON CONFLICT (workflow_name, instance_id) DO NOTHING
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+ON CONFLICT DO NOTHING
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 `
 
 type InstanceInsertIfAbsentParams struct {
@@ -202,9 +294,14 @@ type InstanceInsertIfAbsentParams struct {
 	Params       *string
 	Metadata     *string
 	Now          int64
+	Namespace    string
+	Queue        string
+	Priority     int64
+	DedupeKey    *string
 }
 
-// InstanceInsertIfAbsent inserts a queued instance unless the id is taken,
+// InstanceInsertIfAbsent inserts a queued instance unless the id is taken
+// or an active instance of the namespace and workflow holds its dedupe key,
 // in which case it returns no row.
 func (q *Queries) InstanceInsertIfAbsent(ctx context.Context, arg InstanceInsertIfAbsentParams) (WorkflowInstance, error) {
 	row := q.queryRow(ctx, q.instanceInsertIfAbsentStmt, instanceInsertIfAbsent,
@@ -213,6 +310,10 @@ func (q *Queries) InstanceInsertIfAbsent(ctx context.Context, arg InstanceInsert
 		arg.Params,
 		arg.Metadata,
 		arg.Now,
+		arg.Namespace,
+		arg.Queue,
+		arg.Priority,
+		arg.DedupeKey,
 	)
 	var i WorkflowInstance
 	err := row.Scan(
@@ -231,6 +332,18 @@ func (q *Queries) InstanceInsertIfAbsent(ctx context.Context, arg InstanceInsert
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
@@ -238,12 +351,13 @@ func (q *Queries) InstanceInsertIfAbsent(ctx context.Context, arg InstanceInsert
 const instanceInsertStartedIfAbsent = `-- name: InstanceInsertStartedIfAbsent :one
 INSERT INTO workflow_instance (
     workflow_name, instance_id, status, params, metadata, run_number, created_at, updated_at,
-    started_at
+    started_at, namespace, queue, priority, dedupe_key
 ) VALUES (
-    ?1, ?2, 'running', ?3, ?4, 1, ?5, ?5, ?5
+    ?1, ?2, 'running', ?3, ?4, 1, ?5, ?5, ?5,
+    CAST(?6 AS TEXT), CAST(?7 AS TEXT), CAST(?8 AS INTEGER), ?9
 )
-ON CONFLICT (workflow_name, instance_id) DO NOTHING
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+ON CONFLICT DO NOTHING
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 `
 
 type InstanceInsertStartedIfAbsentParams struct {
@@ -252,6 +366,10 @@ type InstanceInsertStartedIfAbsentParams struct {
 	Params       *string
 	Metadata     *string
 	Now          int64
+	Namespace    string
+	Queue        string
+	Priority     int64
+	DedupeKey    *string
 }
 
 // InstanceInsertStartedIfAbsent inserts the instance of an eager start,
@@ -264,6 +382,10 @@ func (q *Queries) InstanceInsertStartedIfAbsent(ctx context.Context, arg Instanc
 		arg.Params,
 		arg.Metadata,
 		arg.Now,
+		arg.Namespace,
+		arg.Queue,
+		arg.Priority,
+		arg.DedupeKey,
 	)
 	var i WorkflowInstance
 	err := row.Scan(
@@ -282,25 +404,41 @@ func (q *Queries) InstanceInsertStartedIfAbsent(ctx context.Context, arg Instanc
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
 
 const instanceList = `-- name: InstanceList :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
 WHERE (CAST(?1 AS TEXT) IS NULL
         OR status IN (SELECT value FROM json_each(?1)))
-    AND updated_at <= CAST(?2 AS INTEGER)
+    AND (CAST(?2 AS TEXT) IS NULL OR namespace = CAST(?2 AS TEXT))
+    AND (CAST(?3 AS TEXT) IS NULL OR queue = CAST(?3 AS TEXT))
+    AND updated_at <= CAST(?4 AS INTEGER)
     AND (updated_at, workflow_name, instance_id) < (
-        CAST(?2 AS INTEGER),
-        CAST(?3 AS TEXT),
-        CAST(?4 AS TEXT))
+        CAST(?4 AS INTEGER),
+        CAST(?5 AS TEXT),
+        CAST(?6 AS TEXT))
 ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
-LIMIT ?5
+LIMIT ?7
 `
 
 type InstanceListParams struct {
 	Statuses           *string
+	Namespace          *string
+	Queue              *string
 	CursorUpdatedAt    int64
 	CursorWorkflowName string
 	CursorInstanceID   string
@@ -314,6 +452,8 @@ type InstanceListParams struct {
 func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]WorkflowInstance, error) {
 	rows, err := q.query(ctx, q.instanceListStmt, instanceList,
 		arg.Statuses,
+		arg.Namespace,
+		arg.Queue,
 		arg.CursorUpdatedAt,
 		arg.CursorWorkflowName,
 		arg.CursorInstanceID,
@@ -342,6 +482,18 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 			&i.CompletedAt,
 			&i.RetentionUntil,
 			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
 		); err != nil {
 			return nil, err
 		}
@@ -357,7 +509,7 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 }
 
 const instanceListFresh = `-- name: InstanceListFresh :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
 WHERE status = 'queued' AND started_at IS NULL
     AND (workflow_name, instance_id) IN (
         SELECT t.workflow_name, t.instance_id FROM workflow_task t
@@ -392,6 +544,18 @@ func (q *Queries) InstanceListFresh(ctx context.Context, taskIds string) ([]Work
 			&i.CompletedAt,
 			&i.RetentionUntil,
 			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
 		); err != nil {
 			return nil, err
 		}
@@ -407,22 +571,26 @@ func (q *Queries) InstanceListFresh(ctx context.Context, taskIds string) ([]Work
 }
 
 const instanceListWorkflow = `-- name: InstanceListWorkflow :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
 WHERE workflow_name = ?1
     AND (CAST(?2 AS TEXT) IS NULL
         OR status IN (SELECT value FROM json_each(?2)))
-    AND updated_at <= CAST(?3 AS INTEGER)
+    AND (CAST(?3 AS TEXT) IS NULL OR namespace = CAST(?3 AS TEXT))
+    AND (CAST(?4 AS TEXT) IS NULL OR queue = CAST(?4 AS TEXT))
+    AND updated_at <= CAST(?5 AS INTEGER)
     AND (updated_at, workflow_name, instance_id) < (
-        CAST(?3 AS INTEGER),
-        CAST(?4 AS TEXT),
-        CAST(?5 AS TEXT))
+        CAST(?5 AS INTEGER),
+        CAST(?6 AS TEXT),
+        CAST(?7 AS TEXT))
 ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
-LIMIT ?6
+LIMIT ?8
 `
 
 type InstanceListWorkflowParams struct {
 	WorkflowName       string
 	Statuses           *string
+	Namespace          *string
+	Queue              *string
 	CursorUpdatedAt    int64
 	CursorWorkflowName string
 	CursorInstanceID   string
@@ -434,6 +602,8 @@ func (q *Queries) InstanceListWorkflow(ctx context.Context, arg InstanceListWork
 	rows, err := q.query(ctx, q.instanceListWorkflowStmt, instanceListWorkflow,
 		arg.WorkflowName,
 		arg.Statuses,
+		arg.Namespace,
+		arg.Queue,
 		arg.CursorUpdatedAt,
 		arg.CursorWorkflowName,
 		arg.CursorInstanceID,
@@ -462,6 +632,18 @@ func (q *Queries) InstanceListWorkflow(ctx context.Context, arg InstanceListWork
 			&i.CompletedAt,
 			&i.RetentionUntil,
 			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
 		); err != nil {
 			return nil, err
 		}
@@ -486,9 +668,10 @@ SET run_number = run_number + 1,
     started_at = NULL,
     completed_at = NULL,
     pause_requested = 0,
+    run_attempt = 1,
     updated_at = ?1
 WHERE workflow_name = ?2 AND instance_id = ?3
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 `
 
 type InstanceRestartParams struct {
@@ -516,8 +699,70 @@ func (q *Queries) InstanceRestart(ctx context.Context, arg InstanceRestartParams
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
+}
+
+const instanceRetryRun = `-- name: InstanceRetryRun :exec
+UPDATE workflow_instance
+SET run_attempt = run_attempt + 1,
+    error_name = ?1,
+    error_message = ?2
+WHERE workflow_name = ?3 AND instance_id = ?4
+    AND run_number = ?5
+`
+
+type InstanceRetryRunParams struct {
+	ErrorName    *string
+	ErrorMessage *string
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+}
+
+// InstanceRetryRun starts the next attempt of a failed run (a workflow
+// retry) in a fenced suspend checkpoint: run_attempt goes up by one and the
+// run's error is recorded until it ends. Only a workflow retry runs it.
+func (q *Queries) InstanceRetryRun(ctx context.Context, arg InstanceRetryRunParams) error {
+	_, err := q.exec(ctx, q.instanceRetryRunStmt, instanceRetryRun,
+		arg.ErrorName,
+		arg.ErrorMessage,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+	)
+	return err
+}
+
+const instanceSetDeadline = `-- name: InstanceSetDeadline :exec
+UPDATE workflow_instance
+SET deadline_at = ?1
+WHERE workflow_name = ?2 AND instance_id = ?3
+`
+
+type InstanceSetDeadlineParams struct {
+	DeadlineAt   *int64
+	WorkflowName string
+	InstanceID   string
+}
+
+// InstanceSetDeadline writes the deadline of an instance the create of the
+// same transaction inserted: only creates that set a deadline run it.
+func (q *Queries) InstanceSetDeadline(ctx context.Context, arg InstanceSetDeadlineParams) error {
+	_, err := q.exec(ctx, q.instanceSetDeadlineStmt, instanceSetDeadline, arg.DeadlineAt, arg.WorkflowName, arg.InstanceID)
+	return err
 }
 
 const instanceSetStatus = `-- name: InstanceSetStatus :one
@@ -531,7 +776,7 @@ SET status = ?1,
         ELSE completed_at END,
     updated_at = ?3
 WHERE workflow_name = ?4 AND instance_id = ?5
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
 `
 
 type InstanceSetStatusParams struct {
@@ -570,6 +815,18 @@ func (q *Queries) InstanceSetStatus(ctx context.Context, arg InstanceSetStatusPa
 		&i.CompletedAt,
 		&i.RetentionUntil,
 		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
 	)
 	return i, err
 }
@@ -601,6 +858,7 @@ const instanceTouch = `-- name: InstanceTouch :one
 UPDATE workflow_instance
 SET updated_at = ?1
 WHERE workflow_name = ?2 AND instance_id = ?3
+    AND (CAST(?4 AS TEXT) = '' OR namespace = CAST(?4 AS TEXT))
 RETURNING status, run_number
 `
 
@@ -608,6 +866,7 @@ type InstanceTouchParams struct {
 	Now          int64
 	WorkflowName string
 	InstanceID   string
+	Namespace    string
 }
 
 type InstanceTouchRow struct {
@@ -618,7 +877,12 @@ type InstanceTouchRow struct {
 // InstanceTouch marks an instance (any run) updated for a change that
 // follows, such as buffering an event.
 func (q *Queries) InstanceTouch(ctx context.Context, arg InstanceTouchParams) (InstanceTouchRow, error) {
-	row := q.queryRow(ctx, q.instanceTouchStmt, instanceTouch, arg.Now, arg.WorkflowName, arg.InstanceID)
+	row := q.queryRow(ctx, q.instanceTouchStmt, instanceTouch,
+		arg.Now,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Namespace,
+	)
 	var i InstanceTouchRow
 	err := row.Scan(&i.Status, &i.RunNumber)
 	return i, err
@@ -661,20 +925,23 @@ func (q *Queries) InstanceTransition(ctx context.Context, arg InstanceTransition
 const taskInsertLeased = `-- name: TaskInsertLeased :one
 INSERT INTO workflow_task (
     workflow_name, instance_id, run_number, kind, priority, run_at, status,
-    lock_owner, locked_until, version, attempts
+    lock_owner, locked_until, version, attempts, queue, instance_priority
 ) VALUES (
     ?1, ?2, 1, 'run', 1, ?3, 'processing',
-    CAST(?4 AS TEXT), CAST(?5 AS INTEGER), 1, 1
+    CAST(?4 AS TEXT), CAST(?5 AS INTEGER), 1, 1,
+    CAST(?6 AS TEXT), CAST(?7 AS INTEGER)
 )
-RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses, queue, instance_priority, running_steps
 `
 
 type TaskInsertLeasedParams struct {
-	WorkflowName string
-	InstanceID   string
-	Now          int64
-	LockOwner    string
-	LockedUntil  int64
+	WorkflowName     string
+	InstanceID       string
+	Now              int64
+	LockOwner        string
+	LockedUntil      int64
+	Queue            string
+	InstancePriority int64
 }
 
 // TaskInsertLeased inserts the first task of an eager start: processing and
@@ -686,6 +953,8 @@ func (q *Queries) TaskInsertLeased(ctx context.Context, arg TaskInsertLeasedPara
 		arg.Now,
 		arg.LockOwner,
 		arg.LockedUntil,
+		arg.Queue,
+		arg.InstancePriority,
 	)
 	var i WorkflowTask
 	err := row.Scan(
@@ -703,6 +972,9 @@ func (q *Queries) TaskInsertLeased(ctx context.Context, arg TaskInsertLeasedPara
 		&i.Attempts,
 		&i.LastError,
 		&i.LeaseLosses,
+		&i.Queue,
+		&i.InstancePriority,
+		&i.RunningSteps,
 	)
 	return i, err
 }

@@ -46,21 +46,56 @@ type WorkflowHookOutbox struct {
 }
 
 type WorkflowInstance struct {
-	WorkflowName   string
-	InstanceID     string
-	Status         string
-	Params         *string
-	Output         *string
-	ErrorName      *string
-	ErrorMessage   *string
-	PauseRequested int64
-	RunNumber      int64
-	CreatedAt      int64
-	UpdatedAt      int64
-	StartedAt      *int64
-	CompletedAt    *int64
-	RetentionUntil *int64
-	Metadata       *string
+	WorkflowName       string
+	InstanceID         string
+	Status             string
+	Params             *string
+	Output             *string
+	ErrorName          *string
+	ErrorMessage       *string
+	PauseRequested     int64
+	RunNumber          int64
+	CreatedAt          int64
+	UpdatedAt          int64
+	StartedAt          *int64
+	CompletedAt        *int64
+	RetentionUntil     *int64
+	Metadata           *string
+	Namespace          string
+	Queue              string
+	Priority           int64
+	DedupeKey          *string
+	Limited            int64
+	DeadlineAt         *int64
+	RunAttempt         int64
+	ParentWorkflowName *string
+	ParentInstanceID   *string
+	ParentRunNumber    *int64
+	ParentStepKey      *string
+	ParentPolicy       *string
+}
+
+type WorkflowLimit struct {
+	Scope        string
+	MaxRunning   *int64
+	RateLimit    *int64
+	RatePeriodMs *int64
+	Running      int64
+	RateWindow   *int64
+	RateCount    int64
+	UpdatedAt    int64
+}
+
+type WorkflowLimitMember struct {
+	ID           int64
+	WorkflowName string
+	InstanceID   string
+	Scope        string
+	State        string
+	Blocked      int64
+	Priority     int64
+	RateUntil    *int64
+	WaitingSince int64
 }
 
 type WorkflowSchedule struct {
@@ -99,21 +134,58 @@ type WorkflowStep struct {
 	CreatedAt     int64
 	UpdatedAt     int64
 	CompletedAt   *int64
+	StartedAt     *int64
 }
 
-type WorkflowTask struct {
+type WorkflowStepAttempt struct {
 	ID           int64
 	WorkflowName string
 	InstanceID   string
 	RunNumber    int64
-	Kind         string
-	Priority     int64
-	RunAt        int64
-	Status       string
-	LockOwner    *string
-	LockedUntil  *int64
-	Version      int64
-	Attempts     int64
-	LastError    *string
-	LeaseLosses  int64
+	RunAttempt   int64
+	StepKey      string
+	Attempt      int64
+	StartedAt    *int64
+	EndedAt      int64
+	ErrorName    *string
+	ErrorMessage *string
+}
+
+type WorkflowTask struct {
+	ID               int64
+	WorkflowName     string
+	InstanceID       string
+	RunNumber        int64
+	Kind             string
+	Priority         int64
+	RunAt            int64
+	Status           string
+	LockOwner        *string
+	LockedUntil      *int64
+	Version          int64
+	Attempts         int64
+	LastError        *string
+	LeaseLosses      int64
+	Queue            string
+	InstancePriority int64
+	RunningSteps     *string
+}
+
+type WorkflowWorker struct {
+	WorkerID         string
+	Hostname         string
+	Pid              int64
+	Version          string
+	Labels           string
+	Queues           string
+	Workflows        string
+	MaxConcurrency   int64
+	ActiveCount      int64
+	CompletedTotal   int64
+	FailedTotal      int64
+	RegisteredAt     int64
+	LastHeartbeatAt  int64
+	Status           string
+	DrainRequestedAt *int64
+	DeregisteredAt   *int64
 }

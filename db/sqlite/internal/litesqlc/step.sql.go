@@ -9,17 +9,108 @@ import (
 	"context"
 )
 
+const stepAttemptList = `-- name: StepAttemptList :many
+SELECT id, workflow_name, instance_id, run_number, run_attempt, step_key, attempt, started_at, ended_at, error_name, error_message FROM workflow_step_attempt
+WHERE workflow_name = ?1 AND instance_id = ?2
+    AND run_number = ?3
+ORDER BY id
+`
+
+type StepAttemptListParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+}
+
+// StepAttemptList lists the failed attempts of one run's steps, oldest first.
+func (q *Queries) StepAttemptList(ctx context.Context, arg StepAttemptListParams) ([]WorkflowStepAttempt, error) {
+	rows, err := q.query(ctx, q.stepAttemptListStmt, stepAttemptList, arg.WorkflowName, arg.InstanceID, arg.RunNumber)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []WorkflowStepAttempt{}
+	for rows.Next() {
+		var i WorkflowStepAttempt
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.RunAttempt,
+			&i.StepKey,
+			&i.Attempt,
+			&i.StartedAt,
+			&i.EndedAt,
+			&i.ErrorName,
+			&i.ErrorMessage,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stepAttemptRecord = `-- name: StepAttemptRecord :exec
+INSERT INTO workflow_step_attempt (
+    workflow_name, instance_id, run_number, run_attempt, step_key, attempt,
+    started_at, ended_at, error_name, error_message
+)
+SELECT i.workflow_name, i.instance_id, ?1, i.run_attempt, ?2, ?3,
+    ?4, ?5, ?6, ?7
+FROM workflow_instance i
+WHERE i.workflow_name = ?8 AND i.instance_id = ?9
+ON CONFLICT (workflow_name, instance_id, run_number, run_attempt, step_key, attempt) DO NOTHING
+`
+
+type StepAttemptRecordParams struct {
+	RunNumber    int64
+	StepKey      string
+	Attempt      int64
+	StartedAt    *int64
+	Now          int64
+	ErrorName    *string
+	ErrorMessage *string
+	WorkflowName string
+	InstanceID   string
+}
+
+// StepAttemptRecord keeps a failed attempt of a step (a retry or its final
+// error) as a row of its own, in the checkpoint that records the failure;
+// a repetition writes nothing more. Only a checkpoint with a failed attempt
+// runs it.
+func (q *Queries) StepAttemptRecord(ctx context.Context, arg StepAttemptRecordParams) error {
+	_, err := q.exec(ctx, q.stepAttemptRecordStmt, stepAttemptRecord,
+		arg.RunNumber,
+		arg.StepKey,
+		arg.Attempt,
+		arg.StartedAt,
+		arg.Now,
+		arg.ErrorName,
+		arg.ErrorMessage,
+		arg.WorkflowName,
+		arg.InstanceID,
+	)
+	return err
+}
+
 const stepCompleteWithEvent = `-- name: StepCompleteWithEvent :exec
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     wait_event_type, result, created_at, updated_at, completed_at
 ) VALUES (
-    ?1, ?2, ?3, ?4, 'waitForEvent', 'complete',
-    ?5, ?6, ?7, ?7, ?7
+    ?1, ?2, ?3, ?4, CAST(?5 AS TEXT), 'complete',
+    ?6, ?7, ?8, ?8, ?8
 )
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
-SET type = excluded.type,
-    status = excluded.status,
+SET status = excluded.status,
     next_retry_at = NULL,
     wait_event_type = excluded.wait_event_type,
     result = excluded.result,
@@ -34,22 +125,50 @@ type StepCompleteWithEventParams struct {
 	InstanceID    string
 	RunNumber     int64
 	StepKey       string
+	StepType      string
 	WaitEventType *string
 	Result        *string
 	Now           int64
 }
 
-// StepCompleteWithEvent writes the waitForEvent step that consumed an event.
-// An existing row (the wait) keeps its attempts, timeout and wake_at.
+// StepCompleteWithEvent writes the step that consumed an event: a
+// waitForEvent step, or an invoke step receiving its child's end (step_type
+// is the type of a step without a row yet). An existing row (the wait)
+// keeps its type, attempts, timeout and wake_at.
 func (q *Queries) StepCompleteWithEvent(ctx context.Context, arg StepCompleteWithEventParams) error {
 	_, err := q.exec(ctx, q.stepCompleteWithEventStmt, stepCompleteWithEvent,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
 		arg.StepKey,
+		arg.StepType,
 		arg.WaitEventType,
 		arg.Result,
 		arg.Now,
+	)
+	return err
+}
+
+const stepDelete = `-- name: StepDelete :exec
+DELETE FROM workflow_step
+WHERE workflow_name = ?1 AND instance_id = ?2
+    AND run_number = ?3 AND step_key = ?4
+`
+
+type StepDeleteParams struct {
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+	StepKey      string
+}
+
+// StepDelete deletes a step row of a run: a workflow retry runs it again.
+func (q *Queries) StepDelete(ctx context.Context, arg StepDeleteParams) error {
+	_, err := q.exec(ctx, q.stepDeleteStmt, stepDelete,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.StepKey,
 	)
 	return err
 }
@@ -58,7 +177,7 @@ const stepFirstWaitingForEvent = `-- name: StepFirstWaitingForEvent :one
 SELECT step_key FROM workflow_step
 WHERE workflow_name = ?1 AND instance_id = ?2
     AND run_number = ?3
-    AND type = 'waitForEvent' AND status = 'waiting'
+    AND type IN ('waitForEvent', 'invoke') AND status = 'waiting'
     AND wait_event_type = CAST(?4 AS TEXT)
 ORDER BY created_at, step_key
 LIMIT 1
@@ -87,7 +206,7 @@ func (q *Queries) StepFirstWaitingForEvent(ctx context.Context, arg StepFirstWai
 }
 
 const stepList = `-- name: StepList :many
-SELECT id, workflow_name, instance_id, run_number, step_key, type, status, attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type, result, error_name, error_message, created_at, updated_at, completed_at FROM workflow_step
+SELECT id, workflow_name, instance_id, run_number, step_key, type, status, attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type, result, error_name, error_message, created_at, updated_at, completed_at, started_at FROM workflow_step
 WHERE workflow_name = ?1 AND instance_id = ?2
     AND run_number = ?3 AND id > CAST(?4 AS INTEGER)
 ORDER BY id
@@ -139,6 +258,7 @@ func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowS
 			&i.CreatedAt,
 			&i.UpdatedAt,
 			&i.CompletedAt,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -157,13 +277,14 @@ const stepUpsert = `-- name: StepUpsert :exec
 INSERT INTO workflow_step (
     workflow_name, instance_id, run_number, step_key, type, status,
     attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type,
-    result, error_name, error_message, created_at, updated_at, completed_at
+    result, error_name, error_message, created_at, updated_at, completed_at, started_at
 ) VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6,
     ?7, ?8, ?9, ?10, ?11,
     ?12, ?13, ?14, ?15,
     ?16, ?16,
-    CASE ?6 WHEN 'complete' THEN ?16 WHEN 'errored' THEN ?16 END
+    CASE ?6 WHEN 'complete' THEN ?16 WHEN 'errored' THEN ?16 END,
+    ?17
 )
 ON CONFLICT (workflow_name, instance_id, run_number, step_key) DO UPDATE
 SET type = excluded.type,
@@ -178,7 +299,8 @@ SET type = excluded.type,
     error_name = excluded.error_name,
     error_message = excluded.error_message,
     updated_at = excluded.updated_at,
-    completed_at = excluded.completed_at
+    completed_at = excluded.completed_at,
+    started_at = excluded.started_at
 `
 
 type StepUpsertParams struct {
@@ -198,6 +320,7 @@ type StepUpsertParams struct {
 	ErrorName     *string
 	ErrorMessage  *string
 	Now           int64
+	StartedAt     *int64
 }
 
 func (q *Queries) StepUpsert(ctx context.Context, arg StepUpsertParams) error {
@@ -218,6 +341,7 @@ func (q *Queries) StepUpsert(ctx context.Context, arg StepUpsertParams) error {
 		arg.ErrorName,
 		arg.ErrorMessage,
 		arg.Now,
+		arg.StartedAt,
 	)
 	return err
 }

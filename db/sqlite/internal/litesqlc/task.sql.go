@@ -32,47 +32,70 @@ SET status = 'processing',
     lease_losses = lease_losses + (status = 'processing')
 WHERE id IN (
     SELECT due.id FROM (
-        SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
-        FROM workflow_task t
-        WHERE t.status = 'pending' AND t.priority IN (0, 1) AND t.run_at <= ?3
-            -- 2 is db.SuspectLeaseLosses: from there a task is a suspect.
-            AND (t.lease_losses < 2 OR NOT CAST(?4 AS INTEGER))
-        UNION ALL
-        SELECT t.id, t.workflow_name, t.instance_id, t.priority, t.run_at
-        FROM workflow_task t
-        WHERE t.status = 'processing' AND t.locked_until <= ?3
-            -- The claim counts a loss: 1 + 1 reaches db.SuspectLeaseLosses.
-            AND (t.lease_losses < 1 OR NOT CAST(?4 AS INTEGER))
-    ) AS due
-    WHERE due.workflow_name IN (SELECT value FROM json_each(CAST(?5 AS TEXT)))
-        AND EXISTS (
-            SELECT 1 FROM workflow_instance i
-            WHERE i.workflow_name = due.workflow_name AND i.instance_id = due.instance_id
-                AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+        SELECT id, instance_priority, priority, run_at FROM (
+            SELECT t.id, t.instance_priority, t.priority, t.run_at
+            FROM workflow_task t INDEXED BY workflow_task_pending_idx
+            WHERE t.status = 'pending' AND t.run_at <= ?3
+                AND t.workflow_name IN (SELECT value FROM json_each(CAST(?4 AS TEXT)))
+                AND (CAST(?5 AS TEXT) = '[]' OR t.queue IN (SELECT value FROM json_each(CAST(?5 AS TEXT))))
+                -- 2 is db.SuspectLeaseLosses: from there a task is a suspect.
+                AND (t.lease_losses < 2 OR NOT CAST(?6 AS INTEGER))
+                AND EXISTS (
+                    SELECT 1 FROM workflow_instance i
+                    WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+                        AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+                )
+            ORDER BY t.instance_priority DESC, t.priority, t.run_at, t.id
+            LIMIT ?7
         )
-    ORDER BY due.priority, due.run_at, due.id
-    LIMIT ?6
+        UNION ALL
+        SELECT id, instance_priority, priority, run_at FROM (
+            SELECT t.id, t.instance_priority, t.priority, t.run_at
+            FROM workflow_task t INDEXED BY workflow_task_processing_idx
+            WHERE t.status = 'processing' AND t.locked_until <= ?3
+                AND t.workflow_name IN (SELECT value FROM json_each(CAST(?4 AS TEXT)))
+                AND (CAST(?5 AS TEXT) = '[]' OR t.queue IN (SELECT value FROM json_each(CAST(?5 AS TEXT))))
+                -- The claim counts a loss: 1 + 1 reaches db.SuspectLeaseLosses.
+                AND (t.lease_losses < 1 OR NOT CAST(?6 AS INTEGER))
+                AND EXISTS (
+                    SELECT 1 FROM workflow_instance i
+                    WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
+                        AND i.status NOT IN ('paused', 'complete', 'errored', 'terminated')
+                )
+            ORDER BY t.locked_until
+            LIMIT ?7
+        )
+    ) AS due
+    ORDER BY due.instance_priority DESC, due.priority, due.run_at, due.id
+    LIMIT ?7
 )
-RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses, queue, instance_priority, running_steps
 `
 
 type TaskClaimParams struct {
 	LockOwner       string
 	LockedUntil     int64
 	Now             int64
-	ExcludeSuspects int64
 	WorkflowNames   string
+	Queues          string
+	ExcludeSuspects int64
 	Max             int64
 }
 
 // TaskClaim leases due tasks of the workflows named in the JSON array
-// workflow_names, resuming work first, then oldest run_at. It runs inside the
-// claim's write transaction, which excludes every other writer, so there is
-// nothing to skip: no other claim can see these rows until it commits. The
-// search starts from the tasks (the instance table keeps every instance
-// forever), through the two partial indexes; priority is 0 or 1. A claim
-// that takes over an expired lease (a processing task) counts a lease loss;
-// a checkpoint that makes progress resets it.
+// workflow_names and the queues named in the JSON array queues: higher
+// instance priority first (instance_priority, the instance's Create
+// priority), then, among equal priorities, resuming work before new runs
+// (priority, the kind's, 0 or 1), then oldest run_at, then id. It runs
+// inside the claim's write transaction, which excludes every other writer,
+// so there is nothing to skip: no other claim can see these rows until it
+// commits. The search starts from the tasks (the instance table keeps every
+// instance forever), through the two partial indexes, each branch an
+// ordered walk of its index that stops after max rows that qualify: due
+// pending tasks in claim order, expired leases oldest expiry first. Only
+// the few rows of the two branches are sorted. A claim that takes over an
+// expired lease (a processing task) counts a lease loss; a checkpoint that
+// makes progress resets it.
 // With exclude_suspects it claims no suspect (db.SuspectLeaseLosses, 2,
 // lease losses or more; the runner runs one already): neither a pending task
 // with 2 losses nor an expired lease with 1, which its claim makes 2.
@@ -81,8 +104,9 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]Workflo
 		arg.LockOwner,
 		arg.LockedUntil,
 		arg.Now,
-		arg.ExcludeSuspects,
 		arg.WorkflowNames,
+		arg.Queues,
+		arg.ExcludeSuspects,
 		arg.Max,
 	)
 	if err != nil {
@@ -107,6 +131,9 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]Workflo
 			&i.Attempts,
 			&i.LastError,
 			&i.LeaseLosses,
+			&i.Queue,
+			&i.InstancePriority,
+			&i.RunningSteps,
 		); err != nil {
 			return nil, err
 		}
@@ -137,7 +164,7 @@ func (q *Queries) TaskDelete(ctx context.Context, arg TaskDeleteParams) error {
 }
 
 const taskGet = `-- name: TaskGet :one
-SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses FROM workflow_task
+SELECT id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses, queue, instance_priority, running_steps FROM workflow_task
 WHERE workflow_name = ?1 AND instance_id = ?2
 `
 
@@ -164,24 +191,36 @@ func (q *Queries) TaskGet(ctx context.Context, arg TaskGetParams) (WorkflowTask,
 		&i.Attempts,
 		&i.LastError,
 		&i.LeaseLosses,
+		&i.Queue,
+		&i.InstancePriority,
+		&i.RunningSteps,
 	)
 	return i, err
 }
 
 const taskHeartbeat = `-- name: TaskHeartbeat :execrows
 UPDATE workflow_task
-SET locked_until = CAST(?1 AS INTEGER)
-WHERE id = ?2 AND version = ?3 AND status = 'processing'
+SET locked_until = CAST(?1 AS INTEGER),
+    running_steps = ?2
+WHERE id = ?3 AND version = ?4 AND status = 'processing'
 `
 
 type TaskHeartbeatParams struct {
-	LockedUntil int64
-	ID          int64
-	Version     int64
+	LockedUntil  int64
+	RunningSteps *string
+	ID           int64
+	Version      int64
 }
 
+// running_steps is what history shows as running (NULL when none): the
+// heartbeat the runner sends anyway carries it, no statement more.
 func (q *Queries) TaskHeartbeat(ctx context.Context, arg TaskHeartbeatParams) (int64, error) {
-	result, err := q.exec(ctx, q.taskHeartbeatStmt, taskHeartbeat, arg.LockedUntil, arg.ID, arg.Version)
+	result, err := q.exec(ctx, q.taskHeartbeatStmt, taskHeartbeat,
+		arg.LockedUntil,
+		arg.RunningSteps,
+		arg.ID,
+		arg.Version,
+	)
 	if err != nil {
 		return 0, err
 	}
@@ -190,20 +229,30 @@ func (q *Queries) TaskHeartbeat(ctx context.Context, arg TaskHeartbeatParams) (i
 
 const taskInsert = `-- name: TaskInsert :exec
 INSERT INTO workflow_task (
-    workflow_name, instance_id, run_number, kind, priority, run_at, status, version
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version,
+    queue, instance_priority
 ) VALUES (
-    ?1, ?2, 1, 'run', 1, ?3, 'pending', 0
+    ?1, ?2, 1, 'run', 1, ?3, 'pending', 0,
+    CAST(?4 AS TEXT), CAST(?5 AS INTEGER)
 )
 `
 
 type TaskInsertParams struct {
-	WorkflowName string
-	InstanceID   string
-	Now          int64
+	WorkflowName     string
+	InstanceID       string
+	Now              int64
+	Queue            string
+	InstancePriority int64
 }
 
 func (q *Queries) TaskInsert(ctx context.Context, arg TaskInsertParams) error {
-	_, err := q.exec(ctx, q.taskInsertStmt, taskInsert, arg.WorkflowName, arg.InstanceID, arg.Now)
+	_, err := q.exec(ctx, q.taskInsertStmt, taskInsert,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.Now,
+		arg.Queue,
+		arg.InstancePriority,
+	)
 	return err
 }
 
@@ -216,7 +265,8 @@ SET status = 'processing',
     attempts = attempts + 1
 WHERE workflow_name = ?3 AND instance_id = ?4
     AND status = 'pending'
-RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses
+    AND (CAST(?5 AS TEXT) = '[]' OR queue IN (SELECT value FROM json_each(CAST(?5 AS TEXT))))
+RETURNING id, workflow_name, instance_id, run_number, kind, priority, run_at, status, lock_owner, locked_until, version, attempts, last_error, lease_losses, queue, instance_priority, running_steps
 `
 
 type TaskLeaseWokenParams struct {
@@ -224,17 +274,20 @@ type TaskLeaseWokenParams struct {
 	LockedUntil  int64
 	WorkflowName string
 	InstanceID   string
+	Queues       string
 }
 
 // TaskLeaseWoken leases an instance's pending task to the owner as a claim
 // does: the eager resume of a run an event just woke, in the send's
-// transaction.
+// transaction. Only a task on one of the owner's queues (the JSON array
+// queues) is leased; no row means none was.
 func (q *Queries) TaskLeaseWoken(ctx context.Context, arg TaskLeaseWokenParams) (WorkflowTask, error) {
 	row := q.queryRow(ctx, q.taskLeaseWokenStmt, taskLeaseWoken,
 		arg.LockOwner,
 		arg.LockedUntil,
 		arg.WorkflowName,
 		arg.InstanceID,
+		arg.Queues,
 	)
 	var i WorkflowTask
 	err := row.Scan(
@@ -252,6 +305,9 @@ func (q *Queries) TaskLeaseWoken(ctx context.Context, arg TaskLeaseWokenParams) 
 		&i.Attempts,
 		&i.LastError,
 		&i.LeaseLosses,
+		&i.Queue,
+		&i.InstancePriority,
+		&i.RunningSteps,
 	)
 	return i, err
 }
@@ -260,6 +316,7 @@ const taskNextRunAt = `-- name: TaskNextRunAt :one
 SELECT CAST(CASE WHEN t.status = 'pending' THEN t.run_at ELSE t.locked_until END AS INTEGER) AS next_at
 FROM workflow_task t
 WHERE t.workflow_name IN (SELECT value FROM json_each(CAST(?1 AS TEXT)))
+    AND (CAST(?2 AS TEXT) = '[]' OR t.queue IN (SELECT value FROM json_each(CAST(?2 AS TEXT))))
     AND EXISTS (
         SELECT 1 FROM workflow_instance i
         WHERE i.workflow_name = t.workflow_name AND i.instance_id = t.instance_id
@@ -269,9 +326,14 @@ ORDER BY 1
 LIMIT 1
 `
 
+type TaskNextRunAtParams struct {
+	WorkflowNames string
+	Queues        string
+}
+
 // TaskNextRunAt starts from the tasks, like TaskClaim.
-func (q *Queries) TaskNextRunAt(ctx context.Context, workflowNames string) (int64, error) {
-	row := q.queryRow(ctx, q.taskNextRunAtStmt, taskNextRunAt, workflowNames)
+func (q *Queries) TaskNextRunAt(ctx context.Context, arg TaskNextRunAtParams) (int64, error) {
+	row := q.queryRow(ctx, q.taskNextRunAtStmt, taskNextRunAt, arg.WorkflowNames, arg.Queues)
 	var next_at int64
 	err := row.Scan(&next_at)
 	return next_at, err
@@ -383,9 +445,11 @@ func (q *Queries) TaskSchedule(ctx context.Context, arg TaskScheduleParams) erro
 
 const taskUpsertDue = `-- name: TaskUpsertDue :exec
 INSERT INTO workflow_task (
-    workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts
+    workflow_name, instance_id, run_number, kind, priority, run_at, status, version, attempts,
+    queue, instance_priority
 ) VALUES (
-    ?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, 0
+    ?1, ?2, ?3, ?4, ?5, ?6, 'pending', 1, 0,
+    CAST(?7 AS TEXT), CAST(?8 AS INTEGER)
 )
 ON CONFLICT (workflow_name, instance_id) DO UPDATE
 SET run_number = excluded.run_number,
@@ -399,12 +463,14 @@ SET run_number = excluded.run_number,
 `
 
 type TaskUpsertDueParams struct {
-	WorkflowName string
-	InstanceID   string
-	RunNumber    int64
-	Kind         string
-	Priority     int64
-	Now          int64
+	WorkflowName     string
+	InstanceID       string
+	RunNumber        int64
+	Kind             string
+	Priority         int64
+	Now              int64
+	Queue            string
+	InstancePriority int64
 }
 
 // TaskUpsertDue makes an instance's task pending and due now with a new
@@ -417,6 +483,8 @@ func (q *Queries) TaskUpsertDue(ctx context.Context, arg TaskUpsertDueParams) er
 		arg.Kind,
 		arg.Priority,
 		arg.Now,
+		arg.Queue,
+		arg.InstancePriority,
 	)
 	return err
 }
@@ -432,7 +500,7 @@ WHERE workflow_task.workflow_name = ?4 AND workflow_task.instance_id = ?5
         SELECT 1 FROM workflow_step s
         WHERE s.workflow_name = workflow_task.workflow_name AND s.instance_id = workflow_task.instance_id
             AND s.run_number = ?6
-            AND s.type = 'waitForEvent' AND s.status = 'waiting'
+            AND s.type IN ('waitForEvent', 'invoke') AND s.status = 'waiting'
             AND s.wait_event_type = CAST(?7 AS TEXT)
     )
 `

@@ -1,0 +1,128 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// parentLink checks the parent of an Invoke step's child and returns the
+// link the store records in the instance's parent columns: the only place
+// it is kept (never in metadata, which callers write), where the runner
+// reads it to deliver the child's end.
+func parentLink(parent *workflow.ParentRef) (*db.ParentLink, error) {
+	policy := parent.Policy
+	switch policy {
+	case "":
+		policy = workflow.ParentTerminate
+	case workflow.ParentTerminate, workflow.ParentAbandon:
+	default:
+		return nil, fmt.Errorf("%w: parent policy %q must be %q or %q", workflow.ErrInvalidRequest, policy, workflow.ParentTerminate, workflow.ParentAbandon)
+	}
+	return &db.ParentLink{
+		WorkflowName: parent.WorkflowName, InstanceID: parent.InstanceID, RunNumber: parent.RunNumber,
+		StepKey: parent.StepKey, Policy: db.ParentPolicy(policy),
+	}, nil
+}
+
+// maxReportedDepth bounds the parent chain a Get walks to report a child's
+// depth (workflow.ParentRef.Depth).
+const maxReportedDepth = 1024
+
+// fillDepth sets the depth of the parent link of info, a child's (one
+// recursive read along the parent columns); nothing for other instances.
+func (c *Client) fillDepth(ctx context.Context, info *workflow.InstanceInfo) error {
+	if info.Parent == nil {
+		return nil
+	}
+	depth, err := c.store.InstanceDepth(ctx, db.InstanceRef{WorkflowName: info.WorkflowName, ID: info.ID}, maxReportedDepth)
+	if err != nil {
+		return err
+	}
+	info.Parent.Depth = depth
+	return nil
+}
+
+// existingChild answers a child create whose id exists: the same parent
+// step's child (a replay of the step after a crash) is returned as it is;
+// an instance of anything else is workflow.ErrInstanceAlreadyExists.
+func (c *Client) existingChild(ctx context.Context, workflowName, id string, parent *db.ParentLink) (*workflow.InstanceInfo, error) {
+	inst, err := c.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
+	if err != nil {
+		return nil, mapError(err, workflowName, id)
+	}
+	if !parent.Same(inst.Parent) {
+		return nil, fmt.Errorf("%w: %s/%s exists and is not the child of step %q of %s/%s run %d",
+			workflow.ErrInstanceAlreadyExists, workflowName, id, parent.StepKey, parent.WorkflowName, parent.InstanceID, parent.RunNumber)
+	}
+	return InstanceInfo(inst), nil
+}
+
+// Children returns the instances the Invoke steps of an instance started
+// (every run), oldest first.
+func (c *Client) Children(ctx context.Context, workflowName, id string) ([]*workflow.InstanceInfo, error) {
+	if err := c.checkInstance(workflowName, id); err != nil {
+		return nil, err
+	}
+	if _, err := c.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id, Namespace: c.namespace}); err != nil {
+		return nil, mapError(err, workflowName, id)
+	}
+	list, err := c.store.InstanceChildren(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*workflow.InstanceInfo, len(list))
+	if len(list) == 0 {
+		return out, nil
+	}
+	// Every child of the instance nests one deeper than it.
+	depth, err := c.store.InstanceDepth(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id}, maxReportedDepth)
+	if err != nil {
+		return nil, err
+	}
+	for i, inst := range list {
+		out[i] = InstanceInfo(inst)
+		if out[i].Parent != nil {
+			out[i].Parent.Depth = depth + 1
+		}
+	}
+	return out, nil
+}
+
+// fillChildren lists the children of the instance of info (one
+// index-backed read) into info.Children.
+func (c *Client) fillChildren(ctx context.Context, info *workflow.InstanceInfo) error {
+	list, err := c.store.InstanceChildren(ctx, db.InstanceRef{WorkflowName: info.WorkflowName, ID: info.ID})
+	if err != nil {
+		return err
+	}
+	for _, inst := range list {
+		ref := &workflow.ChildRef{WorkflowName: inst.WorkflowName, ID: inst.ID, Status: inst.Status}
+		if inst.Parent != nil {
+			ref.RunNumber, ref.StepKey = inst.Parent.RunNumber, inst.Parent.StepKey
+		}
+		info.Children = append(info.Children, ref)
+	}
+	return nil
+}
+
+// linkChildren names, on the invoke steps of a history page of run, the
+// child each started (from info.Children).
+func linkChildren(info *workflow.InstanceInfo, run int, steps []*StepInfo) {
+	if len(info.Children) == 0 {
+		return
+	}
+	for _, s := range steps {
+		if s.Type != string(db.StepTypeInvoke) {
+			continue
+		}
+		for _, c := range info.Children {
+			if c.RunNumber == run && c.StepKey == s.Name {
+				s.Child = c
+				break
+			}
+		}
+	}
+}

@@ -1,0 +1,449 @@
+// Package admission admits limited instances and gives their slots back,
+// written once over Tx, the few statements each backend offers inside the
+// transaction of the change (create, terminal checkpoint, management
+// change). The decisions are transition.Admit's; this package orders the
+// reads and writes: every transaction locks all the limit rows it needs in
+// one statement, in scope order, so two of them never deadlock on limit
+// rows, and a release locks the instances it would admit with SKIP LOCKED
+// before any limit row, so it never waits on an instance while it holds
+// limit rows. It must not know which backend runs it.
+package admission
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/transition"
+)
+
+// Member states.
+const (
+	StateWaiting  = "waiting"
+	StateHolding  = "holding"
+	StateReleased = "released"
+)
+
+// Member is one limited scope of an instance and where the instance stands in it.
+type Member struct {
+	Ref   db.InstanceRef
+	Scope string
+	State string
+}
+
+// MemberWrite is the state to write for one scope of an instance.
+type MemberWrite struct {
+	Scope   string
+	State   string
+	Blocked bool
+	// RateUntil is when a rate limit lets the admitted instance start, when later than now.
+	RateUntil *time.Time
+}
+
+// Tx is what a backend offers inside one write transaction.
+type Tx interface {
+	// Ensure creates the rows of scopes that do not exist, without limits
+	// and without locking the rows that do.
+	Ensure(ctx context.Context, scopes []string, now time.Time) error
+	// Define writes the limits of specs (those with Define set) on their
+	// rows, which the transaction holds locked.
+	Define(ctx context.Context, specs []db.LimitSpec, now time.Time) error
+	// Lock locks and returns the rows of scopes, in scope order.
+	Lock(ctx context.Context, scopes []string) ([]*db.LimitRow, error)
+	// LockSkip locks and returns the rows of scopes that no other
+	// transaction holds, in scope order, without waiting.
+	LockSkip(ctx context.Context, scopes []string) ([]*db.LimitRow, error)
+	// Update writes back Running and RateWindow of rows.
+	Update(ctx context.Context, rows []*db.LimitRow) error
+	// Members returns the members of the instances.
+	Members(ctx context.Context, refs []db.InstanceRef) ([]Member, error)
+	// WriteMembers upserts an instance's members.
+	WriteMembers(ctx context.Context, ref db.InstanceRef, ws []MemberWrite, now time.Time) error
+	// WriteMembersMany upserts the members of several instances of one
+	// workflow.
+	WriteMembersMany(ctx context.Context, ws []InstanceWrites, now time.Time) error
+	// SetLimited marks new instances of one workflow limited.
+	SetLimited(ctx context.Context, refs []db.InstanceRef) error
+	// Waiting returns up to max of the oldest waiting instances of each
+	// scope, oldest first.
+	Waiting(ctx context.Context, scopes []string, max int) ([]db.InstanceRef, error)
+	// LockWaiters locks the instances no other transaction holds and
+	// returns those.
+	LockWaiters(ctx context.Context, refs []db.InstanceRef) ([]db.InstanceRef, error)
+	// TaskAdmit gives an admitted instance its run task, due at runAt
+	// (or moves the run-at of the task it has), and wakes runners when it
+	// is due now.
+	TaskAdmit(ctx context.Context, ref db.InstanceRef, runAt time.Time, due bool) error
+	// TaskAdmitLeased starts an admitted instance at once with its task
+	// leased (see db.CheckpointParams.ReleaseLease), when the instance is
+	// queued and its run never started; nil, nil otherwise (the caller
+	// then gives it a task with TaskAdmit).
+	TaskAdmitLeased(ctx context.Context, ref db.InstanceRef, lease *db.CreateLease, now time.Time) (*db.CreateResult, error)
+	// TaskDelete deletes an instance's task.
+	TaskDelete(ctx context.Context, ref db.InstanceRef) error
+}
+
+// InstanceWrites are the member writes of one instance.
+type InstanceWrites struct {
+	Ref    db.InstanceRef
+	Writes []MemberWrite
+}
+
+// Item is one new instance to admit and its limited scopes.
+type Item struct {
+	Ref   db.InstanceRef
+	Specs []db.LimitSpec
+}
+
+// Result is what admitting an instance decided.
+type Result struct {
+	Admitted bool
+	// RunAt is when the admitted instance's task is due.
+	RunAt time.Time
+}
+
+// Create admits a new instance under specs: it writes the scopes' rows,
+// locks them, and records the instance as holding (the caller then gives
+// it its task, due at Result.RunAt) or waiting (the caller gives it none).
+func Create(ctx context.Context, tx Tx, ref db.InstanceRef, specs []db.LimitSpec, now time.Time) (Result, error) {
+	res, err := CreateMany(ctx, tx, []Item{{Ref: ref, Specs: specs}}, now)
+	if err != nil {
+		return Result{}, err
+	}
+	return res[0], nil
+}
+
+// CreateMany admits new instances of one workflow in order, as Create
+// does one, with a fixed number of statements whatever their number: the
+// rows of every scope of the batch are created first without a lock, then
+// locked in scope order in one statement, and only then are a
+// definition's limits written on them, so a create never holds one limit
+// row while it waits for another out of order.
+func CreateMany(ctx context.Context, tx Tx, items []Item, now time.Time) ([]Result, error) {
+	var all []string
+	for _, it := range items {
+		for _, s := range it.Specs {
+			all = append(all, s.Scope)
+		}
+	}
+	all = sortedUnique(all)
+	if err := tx.Ensure(ctx, all, now); err != nil {
+		return nil, err
+	}
+	rows, err := tx.Lock(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	byScope := make(map[string]*db.LimitRow, len(rows))
+	for _, r := range rows {
+		byScope[r.Scope] = r
+	}
+	var defs []db.LimitSpec
+	for _, it := range items {
+		for _, s := range it.Specs {
+			r := byScope[s.Scope]
+			period := s.RatePeriod.Truncate(time.Millisecond)
+			if !s.Define || r == nil || (r.MaxRunning == s.MaxRunning && r.RateLimit == s.RateLimit && r.RatePeriod == period) {
+				continue
+			}
+			r.MaxRunning, r.RateLimit, r.RatePeriod = s.MaxRunning, s.RateLimit, period
+			defs = append(defs, s)
+		}
+	}
+	if len(defs) > 0 {
+		if err := tx.Define(ctx, defs, now); err != nil {
+			return nil, err
+		}
+	}
+	refs := make([]db.InstanceRef, len(items))
+	for i := range items {
+		refs[i] = items[i].Ref
+	}
+	if err := tx.SetLimited(ctx, refs); err != nil {
+		return nil, err
+	}
+	results := make([]Result, len(items))
+	writes := make([]InstanceWrites, len(items))
+	for i, it := range items {
+		scopes := make([]string, len(it.Specs))
+		for j := range it.Specs {
+			scopes[j] = it.Specs[j].Scope
+		}
+		scopes = sortedUnique(scopes)
+		mine := make([]*db.LimitRow, 0, len(scopes))
+		for _, s := range scopes {
+			mine = append(mine, byScope[s])
+		}
+		plan := transition.Admit(mine, now)
+		results[i] = Result{Admitted: plan.Admitted, RunAt: plan.RunAt}
+		writes[i] = InstanceWrites{Ref: it.Ref, Writes: memberWrites(mine, &plan, now)}
+	}
+	if err := tx.WriteMembersMany(ctx, writes, now); err != nil {
+		return nil, err
+	}
+	if err := tx.Update(ctx, rows); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// admit locks the rows of scopes, decides, and writes the decision.
+func admit(ctx context.Context, tx Tx, ref db.InstanceRef, scopes []string, now time.Time) (Result, error) {
+	rows, err := tx.Lock(ctx, sortedUnique(scopes))
+	if err != nil {
+		return Result{}, err
+	}
+	return decide(ctx, tx, ref, rows, now)
+}
+
+// decide decides on the locked rows and writes the decision.
+func decide(ctx context.Context, tx Tx, ref db.InstanceRef, rows []*db.LimitRow, now time.Time) (Result, error) {
+	plan := transition.Admit(rows, now)
+	if plan.Admitted {
+		if err := tx.Update(ctx, rows); err != nil {
+			return Result{}, err
+		}
+	}
+	if err := tx.WriteMembers(ctx, ref, memberWrites(rows, &plan, now), now); err != nil {
+		return Result{}, err
+	}
+	return Result{Admitted: plan.Admitted, RunAt: plan.RunAt}, nil
+}
+
+// memberWrites are the members of an instance after plan.
+func memberWrites(rows []*db.LimitRow, plan *transition.AdmitPlan, now time.Time) []MemberWrite {
+	ws := make([]MemberWrite, len(rows))
+	for i, r := range rows {
+		ws[i] = MemberWrite{Scope: r.Scope, State: StateWaiting, Blocked: r.Scope == plan.Blocked}
+		if plan.Admitted {
+			ws[i].State = StateHolding
+			if r.Scope == plan.RateScope && plan.RunAt.After(now) {
+				until := plan.RunAt
+				ws[i].RateUntil = &until
+			}
+		}
+	}
+	return ws
+}
+
+// candidates is how many waiting instances per freed scope a release looks at.
+const candidates = 4
+
+// Release gives back the slots ref holds (the instance became terminal)
+// and admits, oldest first, the waiting instances of those scopes that now
+// fit. An instance that only waited leaves its queue and frees nothing.
+//
+// The rows of the freed scopes are locked first, and the waiting
+// instances read after that, so that a create that found a scope full and
+// waits is always seen by the release that frees its slot (it committed
+// before the release got the lock). The other scopes of those waiters are
+// locked after: in scope order when they all sort after the freed ones,
+// and otherwise without waiting (SKIP LOCKED), a waiter whose row another
+// transaction holds staying for the next release of one of its scopes
+// (that transaction, or one after it, holds a slot of that scope and
+// releases it later). No transaction ever waits for a limit row out of
+// scope order, so limit rows never deadlock.
+//
+// It returns the workflow names of the instances it admitted and made due
+// now, each once.
+//
+// With a lease, the first instance of ref's workflow it admits due now is
+// started at once with its task leased to lease.Owner (the runner whose
+// slot the ending instance frees) and returned, instead of being made due
+// for a claim.
+func Release(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time, lease *db.CreateLease) ([]string, *db.CreateResult, error) {
+	members, err := tx.Members(ctx, []db.InstanceRef{ref})
+	if err != nil || len(members) == 0 {
+		return nil, nil, err
+	}
+	var held []string
+	release := make([]MemberWrite, 0, len(members))
+	for _, m := range members {
+		if m.State == StateHolding {
+			held = append(held, m.Scope)
+		}
+		release = append(release, MemberWrite{Scope: m.Scope, State: StateReleased})
+	}
+	if err := tx.WriteMembers(ctx, ref, release, now); err != nil {
+		return nil, nil, err
+	}
+	if len(held) == 0 {
+		return nil, nil, nil
+	}
+	held = sortedUnique(held)
+	rows, err := tx.Lock(ctx, held)
+	if err != nil {
+		return nil, nil, err
+	}
+	transition.Release(rows)
+	byScope := make(map[string]*db.LimitRow, len(rows))
+	for _, r := range rows {
+		byScope[r.Scope] = r
+	}
+	// Look at no more waiters than the freed slots can take: a scope
+	// with a max has max - running free slots (usually the one this
+	// instance gave back), one without has candidates.
+	look := 0
+	for _, r := range rows {
+		free := candidates
+		if r.MaxRunning > 0 {
+			free = min(free, r.MaxRunning-r.Running)
+		}
+		look = max(look, free)
+	}
+	if look <= 0 {
+		return nil, nil, tx.Update(ctx, rows)
+	}
+	waiting, err := tx.Waiting(ctx, held, look)
+	if err != nil {
+		return nil, nil, err
+	}
+	waiting = slices.DeleteFunc(uniqueRefs(waiting), func(r db.InstanceRef) bool { return r == ref })
+	if len(waiting) > 0 {
+		if waiting, err = tx.LockWaiters(ctx, waiting); err != nil {
+			return nil, nil, err
+		}
+	}
+	var (
+		admitted []string
+		leased   *db.CreateResult
+	)
+	scopesOf := map[db.InstanceRef][]string{}
+	var extra []string
+	if len(waiting) > 0 {
+		wm, err := tx.Members(ctx, waiting)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range wm {
+			if m.State != StateWaiting {
+				continue
+			}
+			scopesOf[m.Ref] = append(scopesOf[m.Ref], m.Scope)
+			if byScope[m.Scope] == nil {
+				extra = append(extra, m.Scope)
+			}
+		}
+	}
+	if extra = sortedUnique(extra); len(extra) > 0 {
+		lock := tx.Lock
+		if extra[0] < held[len(held)-1] {
+			lock = tx.LockSkip
+		}
+		more, err := lock(ctx, extra)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range more {
+			byScope[r.Scope] = r
+		}
+		rows = append(rows, more...)
+	}
+	for _, w := range waiting {
+		scopes := sortedUnique(scopesOf[w])
+		if len(scopes) == 0 {
+			continue // admitted, terminated or changed meanwhile
+		}
+		wr := make([]*db.LimitRow, 0, len(scopes))
+		for _, s := range scopes {
+			if r := byScope[s]; r != nil {
+				wr = append(wr, r)
+			}
+		}
+		if len(wr) < len(scopes) {
+			continue // a row another transaction holds: a later release admits it
+		}
+		plan := transition.Admit(wr, now)
+		// Admitted, it holds; refused, it now waits for the scope that
+		// refused it, and the release of that scope finds it.
+		if err := tx.WriteMembers(ctx, w, memberWrites(wr, &plan, now), now); err != nil {
+			return nil, nil, err
+		}
+		if !plan.Admitted {
+			continue
+		}
+		due := !plan.RunAt.After(now)
+		if due && lease != nil && leased == nil && w.WorkflowName == ref.WorkflowName {
+			if leased, err = tx.TaskAdmitLeased(ctx, w, lease, now); err != nil {
+				return nil, nil, err
+			}
+			if leased != nil {
+				continue
+			}
+		}
+		if err := tx.TaskAdmit(ctx, w, plan.RunAt, due); err != nil {
+			return nil, nil, err
+		}
+		if due && !slices.Contains(admitted, w.WorkflowName) {
+			admitted = append(admitted, w.WorkflowName)
+		}
+	}
+	return admitted, leased, tx.Update(ctx, rows)
+}
+
+// Restart applies a restart to a limited instance whose new run was given
+// a due task: an instance that holds its slots keeps them (and its task);
+// one that waits keeps waiting (its task is deleted); one that had released
+// them (a terminal instance) is admitted again as a create would be, its
+// task deleted when it must wait or moved to the rate limits' run-at.
+func Restart(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time) error {
+	members, err := tx.Members(ctx, []db.InstanceRef{ref})
+	if err != nil || len(members) == 0 {
+		return err
+	}
+	var scopes []string
+	for _, m := range members {
+		switch m.State {
+		case StateHolding:
+			return nil
+		case StateWaiting:
+			return tx.TaskDelete(ctx, ref)
+		}
+		scopes = append(scopes, m.Scope)
+	}
+	res, err := admit(ctx, tx, ref, scopes, now)
+	if err != nil {
+		return err
+	}
+	if !res.Admitted {
+		return tx.TaskDelete(ctx, ref)
+	}
+	if res.RunAt.After(now) {
+		return tx.TaskAdmit(ctx, ref, res.RunAt, false)
+	}
+	return nil
+}
+
+// Resume applies a resume to a limited instance whose task was requeued:
+// an instance still waiting for a slot gets no task.
+func Resume(ctx context.Context, tx Tx, ref db.InstanceRef) error {
+	members, err := tx.Members(ctx, []db.InstanceRef{ref})
+	if err != nil {
+		return err
+	}
+	for _, m := range members {
+		if m.State == StateWaiting {
+			return tx.TaskDelete(ctx, ref)
+		}
+	}
+	return nil
+}
+
+func sortedUnique(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func uniqueRefs(refs []db.InstanceRef) []db.InstanceRef {
+	seen := make(map[db.InstanceRef]bool, len(refs))
+	out := refs[:0:0]
+	for _, r := range refs {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,95 @@
+-- name: WorkerUpsert :one
+-- WorkerUpsert registers a worker, or registers the same row again (a
+-- restart under the same id): online, with fresh times and totals, and no
+-- drain request.
+INSERT INTO workflow_worker (
+    worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency,
+    registered_at, last_heartbeat_at
+) VALUES (
+    @worker_id, @hostname, @pid, @version, @labels, @queues, @workflows,
+    @max_concurrency, @now, @now
+)
+ON CONFLICT (worker_id) DO UPDATE
+SET hostname = excluded.hostname,
+    pid = excluded.pid,
+    version = excluded.version,
+    labels = excluded.labels,
+    queues = excluded.queues,
+    workflows = excluded.workflows,
+    max_concurrency = excluded.max_concurrency,
+    active_count = 0,
+    completed_total = 0,
+    failed_total = 0,
+    registered_at = excluded.registered_at,
+    last_heartbeat_at = excluded.last_heartbeat_at,
+    status = 'online',
+    drain_requested_at = NULL,
+    deregistered_at = NULL
+RETURNING *;
+
+-- name: WorkerHeartbeat :one
+-- WorkerHeartbeat records a live worker's heartbeat; no row when the worker
+-- is offline or unknown.
+UPDATE workflow_worker
+SET last_heartbeat_at = CAST(@now AS INTEGER),
+    active_count = CAST(@active_count AS INTEGER),
+    completed_total = CAST(@completed_total AS INTEGER),
+    failed_total = CAST(@failed_total AS INTEGER)
+WHERE worker_id = @worker_id AND status <> 'offline'
+RETURNING *;
+
+-- name: WorkerDeregister :one
+UPDATE workflow_worker
+SET status = 'offline',
+    active_count = 0,
+    last_heartbeat_at = CAST(@now AS INTEGER),
+    deregistered_at = CAST(@now AS INTEGER)
+WHERE worker_id = @worker_id
+RETURNING *;
+
+-- name: WorkerGet :one
+SELECT * FROM workflow_worker WHERE worker_id = @worker_id;
+
+-- name: WorkerSetDraining :one
+UPDATE workflow_worker
+SET status = 'draining',
+    drain_requested_at = coalesce(drain_requested_at, CAST(@now AS INTEGER))
+WHERE worker_id = @worker_id
+RETURNING *;
+
+-- name: WorkerList :many
+-- WorkerList pages through the workers by id, of one status and serving
+-- one queue when those are given (empty strings match every one).
+SELECT * FROM workflow_worker
+WHERE (CAST(@status AS TEXT) = '' OR status = CAST(@status AS TEXT))
+    AND (CAST(@queue AS TEXT) = '' OR EXISTS (
+        SELECT 1 FROM json_each(workflow_worker.queues) q WHERE q.value = CAST(@queue AS TEXT)
+    ))
+    AND worker_id > CAST(@after_id AS TEXT)
+ORDER BY worker_id
+LIMIT @max;
+
+-- name: WorkerMarkOffline :many
+-- WorkerMarkOffline marks the workers still online or draining whose last
+-- heartbeat is before the cutoff offline, on the reaper's partial index.
+UPDATE workflow_worker
+SET status = 'offline', active_count = 0
+WHERE status <> 'offline' AND last_heartbeat_at < CAST(@cutoff AS INTEGER)
+RETURNING worker_id;
+
+-- name: TaskReleaseOwned :execrows
+-- TaskReleaseOwned gives every task the named owners hold (a JSON array)
+-- back to the queue, due now, with a new version so that the old holder's
+-- fenced writes (heartbeat, checkpoint, release) fail, and a lease loss
+-- counted as for an expired lease. It runs only when a worker was reaped
+-- or registered again, never on the claim or checkpoint path.
+UPDATE workflow_task
+SET status = 'pending',
+    run_at = min(run_at, CAST(@now AS INTEGER)),
+    lock_owner = NULL,
+    locked_until = NULL,
+    version = version + 1,
+    lease_losses = lease_losses + 1,
+    last_error = CAST(@reason AS TEXT)
+WHERE status = 'processing'
+    AND lock_owner IN (SELECT value FROM json_each(CAST(@owners AS TEXT)));

@@ -1,0 +1,210 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
+)
+
+// WorkerRegister registers a worker, or the same row again, and with
+// p.ReleaseHeld releases the tasks its id still holds, in one transaction.
+func (s *Store) WorkerRegister(ctx context.Context, p *db.WorkerRegisterParams) (*db.Worker, error) {
+	labels, err := labelsArg(p.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("registering worker: %w", err)
+	}
+	var w *db.Worker
+	err = s.inTx(ctx, func(q *litesqlc.Queries) error {
+		row, err := q.WorkerUpsert(ctx, litesqlc.WorkerUpsertParams{
+			WorkerID:       p.ID,
+			Hostname:       p.Hostname,
+			Pid:            int64(p.PID),
+			Version:        p.Version,
+			Labels:         labels,
+			Queues:         listArg(p.Queues),
+			Workflows:      listArg(p.Workflows),
+			MaxConcurrency: int64(p.MaxConcurrency),
+			Now:            micros(p.Now),
+		})
+		if err != nil {
+			return err
+		}
+		w = workerFromRow(&row)
+		if !p.ReleaseHeld {
+			return nil
+		}
+		_, err = q.TaskReleaseOwned(ctx, litesqlc.TaskReleaseOwnedParams{
+			Now: micros(p.Now), Reason: transition.WorkerReleaseReason(false), Owners: listArg([]string{p.ID}),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("registering worker: %w", interpretError(err))
+	}
+	return w, nil
+}
+
+// WorkerHeartbeat records a live worker's heartbeat.
+func (s *Store) WorkerHeartbeat(ctx context.Context, p *db.WorkerHeartbeatParams) (db.WorkerHeartbeatResult, error) {
+	var res db.WorkerHeartbeatResult
+	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
+		row, err := q.WorkerHeartbeat(ctx, litesqlc.WorkerHeartbeatParams{
+			Now:            micros(p.Now),
+			ActiveCount:    int64(p.ActiveCount),
+			CompletedTotal: p.CompletedTotal,
+			FailedTotal:    p.FailedTotal,
+			WorkerID:       p.ID,
+		})
+		if isNoRows(err) {
+			if _, err := q.WorkerGet(ctx, p.ID); err != nil {
+				return err
+			}
+			res.Offline = true
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		res.DrainRequested = row.DrainRequestedAt != nil
+		return nil
+	})
+	if err != nil {
+		return db.WorkerHeartbeatResult{}, fmt.Errorf("worker heartbeat: %w", interpretError(err))
+	}
+	return res, nil
+}
+
+// WorkerDeregister marks a worker offline on a clean stop.
+func (s *Store) WorkerDeregister(ctx context.Context, p *db.WorkerDeregisterParams) (*db.Worker, error) {
+	var w *db.Worker
+	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
+		row, err := q.WorkerDeregister(ctx, litesqlc.WorkerDeregisterParams{Now: micros(p.Now), WorkerID: p.ID})
+		if err != nil {
+			return err
+		}
+		w = workerFromRow(&row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("deregistering worker: %w", interpretError(err))
+	}
+	return w, nil
+}
+
+// WorkerGet returns one worker or db.ErrNotFound.
+func (s *Store) WorkerGet(ctx context.Context, id string) (*db.Worker, error) {
+	row, err := s.queriesFor(ctx, false).WorkerGet(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("getting worker: %w", interpretError(err))
+	}
+	return workerFromRow(&row), nil
+}
+
+// WorkerList returns a page of workers ordered by id.
+func (s *Store) WorkerList(ctx context.Context, p *db.WorkerListParams) ([]*db.Worker, error) {
+	limit := int64(p.Limit)
+	if p.Limit <= 0 {
+		limit = defaultListLimit
+	}
+	rows, err := s.queriesFor(ctx, false).WorkerList(ctx, litesqlc.WorkerListParams{
+		Status:  string(p.Status),
+		Queue:   p.Queue,
+		AfterID: p.AfterID,
+		Max:     limit,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing workers: %w", interpretError(err))
+	}
+	out := make([]*db.Worker, len(rows))
+	for i := range rows {
+		out[i] = workerFromRow(&rows[i])
+	}
+	return out, nil
+}
+
+// WorkerDrain asks a worker to drain, as transition.WorkerDrain rules.
+func (s *Store) WorkerDrain(ctx context.Context, p *db.WorkerDrainParams) (*db.Worker, error) {
+	var w *db.Worker
+	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
+		cur, err := q.WorkerGet(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		if err := transition.WorkerDrain(p.ID, db.WorkerStatus(cur.Status)); err != nil {
+			return err
+		}
+		row, err := q.WorkerSetDraining(ctx, litesqlc.WorkerSetDrainingParams{Now: micros(p.Now), WorkerID: p.ID})
+		if err != nil {
+			return err
+		}
+		w = workerFromRow(&row)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("draining worker: %w", interpretError(err))
+	}
+	return w, nil
+}
+
+// WorkerReap marks the workers whose heartbeat is too old offline and
+// releases their tasks in one transaction.
+func (s *Store) WorkerReap(ctx context.Context, p *db.WorkerReapParams) (db.WorkerReapResult, error) {
+	var res db.WorkerReapResult
+	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
+		ids, err := q.WorkerMarkOffline(ctx, micros(p.Now.Add(-p.OfflineAfter)))
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		n, err := q.TaskReleaseOwned(ctx, litesqlc.TaskReleaseOwnedParams{
+			Now: micros(p.Now), Reason: transition.WorkerReleaseReason(true), Owners: listArg(ids),
+		})
+		res = db.WorkerReapResult{WorkerIDs: ids, ReleasedTasks: int(n)}
+		return err
+	})
+	if err != nil {
+		return db.WorkerReapResult{}, fmt.Errorf("reaping workers: %w", interpretError(err))
+	}
+	return res, nil
+}
+
+func workerFromRow(r *litesqlc.WorkflowWorker) *db.Worker {
+	var labels map[string]string
+	_ = json.Unmarshal([]byte(r.Labels), &labels)
+	queues, workflows := []string{}, []string{}
+	_ = json.Unmarshal([]byte(r.Queues), &queues)
+	_ = json.Unmarshal([]byte(r.Workflows), &workflows)
+	return &db.Worker{
+		ID:               r.WorkerID,
+		Hostname:         r.Hostname,
+		PID:              int(r.Pid),
+		Version:          r.Version,
+		Labels:           labels,
+		Queues:           queues,
+		Workflows:        workflows,
+		MaxConcurrency:   int(r.MaxConcurrency),
+		ActiveCount:      int(r.ActiveCount),
+		CompletedTotal:   r.CompletedTotal,
+		FailedTotal:      r.FailedTotal,
+		RegisteredAt:     timeFromMicros(r.RegisteredAt),
+		LastHeartbeatAt:  timeFromMicros(r.LastHeartbeatAt),
+		Status:           db.WorkerStatus(r.Status),
+		DrainRequestedAt: timePtrFromMicros(r.DrainRequestedAt),
+		DeregisteredAt:   timePtrFromMicros(r.DeregisteredAt),
+	}
+}
+
+// labelsArg is a worker's labels as a JSON object.
+func labelsArg(labels map[string]string) (string, error) {
+	if labels == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(labels)
+	if err != nil {
+		return "", fmt.Errorf("%w: labels: %v", db.ErrInvalidData, err)
+	}
+	return string(b), nil
+}

@@ -1,0 +1,377 @@
+package runner
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/wfcore"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// Invoke implements workflow.Step: it starts the child once (an
+// idempotent create on a deterministic id, so a replay after a crash
+// between the start and the parent's next checkpoint finds the same
+// child) and waits for its end as WaitForEvent waits for an event: on the
+// reserved type workflow.InvokeEventType(run, key), which the child's
+// last checkpoint sends in its own transaction (db.CheckpointParams.
+// NotifyParent). The step row has type invoke.
+func (s *step) Invoke(name string, opts workflow.InvokeOptions) (json.RawMessage, error) {
+	e := s.e
+	key, err := wfcore.NormalizeStepName(name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUserStep(key, nil); err != nil {
+		return nil, err
+	}
+	if err := workflow.ValidateWorkflowName(opts.Workflow); err != nil {
+		return nil, fmt.Errorf("invoke step %q: %w", key, err)
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = workflow.MaxSleep
+	}
+	if timeout < 0 || timeout > workflow.MaxSleep {
+		return nil, fmt.Errorf("%w: invoke step %q: timeout %s must be positive and at most %s", workflow.ErrInvalidRequest, key, timeout, workflow.MaxSleep)
+	}
+	eventType := workflow.InvokeEventType(e.inst.RunNumber, key)
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return nil, workflow.ErrSuspended
+	}
+	if e.active[key] {
+		e.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", workflow.ErrDuplicateStep, key)
+	}
+	if err := e.countLocked(key); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	if st := e.steps[key]; (st == nil || (st.Status != db.StepStatusComplete && st.Status != db.StepStatusErrored)) && e.sagaStopsRunLocked() {
+		// The run is compensated (or a caller asked for it): no child is
+		// started and none is waited for, as Do and WaitForEvent stop.
+		return nil, e.stopForSagaLocked()
+	}
+	now := e.r.now()
+	timeoutAt := now.Add(timeout).UTC().Truncate(time.Microsecond)
+	st := e.steps[key]
+	if st != nil {
+		if st.Type != db.StepTypeInvoke {
+			e.mu.Unlock()
+			return nil, mismatch(key, st.Type, db.StepTypeInvoke)
+		}
+		switch st.Status {
+		case db.StepStatusComplete:
+			res := st.Result
+			e.mu.Unlock()
+			return childResult(key, res)
+		case db.StepStatusErrored:
+			e.mu.Unlock()
+			return nil, invokeError(st)
+		}
+		if st.WakeAt != nil {
+			timeoutAt = *st.WakeAt
+		}
+	}
+	e.active[key] = true
+	e.inflight++
+	e.mu.Unlock()
+
+	if st == nil {
+		// No row: the child may not exist yet (or a crash came between its
+		// start and this step's wait): start it, idempotently.
+		if err := e.startChild(key, opts); err != nil {
+			var refused *childRefusedError
+			if !errors.As(err, &refused) {
+				e.mu.Lock()
+				e.endLocked(key, true)
+				return nil, err
+			}
+			// The start was refused for good: the step fails, durably, so
+			// that a replay gives the same answer.
+			w := db.StepWrite{
+				Key: key, Type: db.StepTypeInvoke, Status: db.StepStatusErrored, Attempts: 1,
+				ErrorName: refused.name, ErrorMessage: refused.err.Error(),
+			}
+			if err := e.commitStep(key, w); err != nil {
+				return nil, err
+			}
+			return nil, invokeError(stepFromWrite(w))
+		}
+		e.mu.Lock()
+		if opts.NoWait {
+			e.endLocked(key, false)
+			return nil, e.recordWaitLocked(key, eventType, timeoutAt)
+		}
+		if e.park || e.blocked > 0 {
+			// About to suspend: record the wait; the suspend checkpoint
+			// notices an end already buffered and makes the task due.
+			e.endLocked(key, false)
+			return nil, e.blockLocked(&wait{at: timeoutAt, kind: db.TaskKindWake, eventType: eventType},
+				invokeWaitWrite(key, eventType, timeoutAt))
+		}
+		e.mu.Unlock()
+	}
+	ev, err := e.consumeAs(key, eventType, db.StepTypeInvoke)
+	if err != nil {
+		return nil, err
+	}
+	if ev != nil {
+		e.mu.Lock()
+		res := e.steps[key].Result
+		e.mu.Unlock()
+		return childResult(key, res)
+	}
+	if !timeoutAt.After(e.r.now()) {
+		if opts.TerminateOnTimeout {
+			if err := e.terminateChild(key, opts); err != nil {
+				return nil, err
+			}
+		}
+		e.mu.Lock()
+		e.inflight++
+		e.active[key] = true
+		e.mu.Unlock()
+		w := db.StepWrite{
+			Key: key, Type: db.StepTypeInvoke, Status: db.StepStatusErrored, WakeAt: &timeoutAt,
+			WaitEventType: eventType, ErrorName: workflow.ErrorNameInvokeTimeout,
+			ErrorMessage: fmt.Sprintf("the child of step %q did not end before %s", key, timeoutAt.Format(time.RFC3339Nano)),
+		}
+		if err := e.commitStep(key, w); err != nil {
+			return nil, err
+		}
+		return nil, invokeError(stepFromWrite(w))
+	}
+	e.mu.Lock()
+	if opts.NoWait {
+		// The wait is recorded already (st is its row): the run suspends
+		// on it with the others.
+		e.waits = append(e.waits, wait{at: timeoutAt, kind: db.TaskKindWake, eventType: eventType})
+		e.mu.Unlock()
+		return nil, workflow.ErrChildRunning
+	}
+	var write *db.StepWrite
+	if st == nil {
+		write = invokeWaitWrite(key, eventType, timeoutAt)
+	}
+	return nil, e.blockLocked(&wait{at: timeoutAt, kind: db.TaskKindWake, eventType: eventType}, write)
+}
+
+// startChild creates the child of the Invoke step key, or finds it when
+// it exists as the same step's child (client: existingChild).
+func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
+	depth, err := e.childDepth(key)
+	if err != nil {
+		return err
+	}
+	if depth > e.r.cfg.MaxInvokeDepth {
+		return &childRefusedError{name: workflow.ErrorNameInvokeDepth, err: fmt.Errorf("%w: step %q of %s/%s would start a child at depth %d, past the limit of %d",
+			workflow.ErrInvokeDepth, key, e.inst.WorkflowName, e.inst.ID, depth, e.r.cfg.MaxInvokeDepth)}
+	}
+	params, err := workflow.MarshalPayload(fmt.Sprintf("params of invoke step %q", key), opts.Params)
+	if err != nil {
+		return &childRefusedError{name: workflow.ErrorNameInvokeRefused, err: err}
+	}
+	id := opts.ID
+	if id == "" {
+		id = childID(e.inst, key)
+	}
+	engine, err := e.r.cfg.Registry.Engine()
+	if err != nil {
+		return fmt.Errorf("invoke step %q: %w", key, err)
+	}
+	req := workflow.CreateRequest{
+		ID: id, Params: params, Metadata: opts.Metadata, Queue: opts.Queue, Priority: opts.Priority,
+		Parent: &workflow.ParentRef{
+			WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, RunNumber: e.inst.RunNumber,
+			StepKey: key, Policy: opts.Policy, Depth: depth,
+		},
+	}
+	// A store that fails is retried while the lease holds; then the run is
+	// given back (and the start tried again by its replay). A refusal of
+	// the request itself is the step's answer.
+	var refused error
+	err = e.r.retryStore(e.ctx, e.leaseDeadline, "starting a child", e.log, func() error {
+		_, err := engine.Create(e.ctx, opts.Workflow, req)
+		if childRefused(err) {
+			refused, err = err, nil
+		}
+		return err
+	})
+	switch {
+	case refused != nil:
+		return &childRefusedError{name: workflow.ErrorNameInvokeRefused, err: fmt.Errorf("invoke step %q: starting %s/%s: %w", key, opts.Workflow, id, refused)}
+	case err != nil:
+		e.cancel(fmt.Errorf("%w: starting the child of step %q: %w", errCauseStore, key, err))
+		return workflow.ErrSuspended
+	}
+	return nil
+}
+
+// terminateChild terminates the child of the Invoke step key whose wait
+// timed out (an ended or missing child is left as it is). A store that
+// fails is retried while the lease holds; then the run is given back, and
+// its replay terminates the child again before it records the timeout.
+func (e *execution) terminateChild(key string, opts workflow.InvokeOptions) error {
+	id := opts.ID
+	if id == "" {
+		id = childID(e.inst, key)
+	}
+	engine, err := e.r.cfg.Registry.Engine()
+	if err != nil {
+		return fmt.Errorf("invoke step %q: %w", key, err)
+	}
+	err = e.r.retryStore(e.ctx, e.leaseDeadline, "terminating a child", e.log, func() error {
+		_, err := engine.Terminate(e.ctx, opts.Workflow, id)
+		if errors.Is(err, workflow.ErrInstanceTerminal) || errors.Is(err, workflow.ErrInstanceNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		e.cancel(fmt.Errorf("%w: terminating the child of step %q: %w", errCauseStore, key, err))
+		return workflow.ErrSuspended
+	}
+	return nil
+}
+
+// childRefusedError is a start of a child that can never succeed: the
+// step records it as its error (name).
+type childRefusedError struct {
+	name string
+	err  error
+}
+
+func (e *childRefusedError) Error() string { return e.err.Error() }
+
+func (e *childRefusedError) Unwrap() error { return e.err }
+
+// childRefused reports whether a create's error refuses the request
+// itself, rather than a store that failed.
+func childRefused(err error) bool {
+	for _, target := range []error{
+		workflow.ErrWorkflowNotFound, workflow.ErrInstanceAlreadyExists, workflow.ErrInstanceTerminal,
+		workflow.ErrInvalidWorkflowName, workflow.ErrInvalidInstanceID, workflow.ErrInvalidRequest,
+		workflow.ErrPayloadTooLarge, workflow.ErrPayloadTooDeep, workflow.ErrEngineNotBound,
+	} {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+// childID is the id of the child of the Invoke step key: the parent's id
+// (shortened) and a hash of the parent, its run and the step, so that
+// every replay of the step names the same child and two steps never do.
+func childID(inst *db.Instance, key string) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", inst.WorkflowName, inst.ID, inst.RunNumber, key))
+	prefix := inst.ID
+	if len(prefix) > 60 {
+		prefix = prefix[:60]
+	}
+	return fmt.Sprintf("%s-%d-%s", prefix, inst.RunNumber, hex.EncodeToString(sum[:10]))
+}
+
+// childResult decodes the end of a child recorded as an Invoke step's
+// result: its output, or a *workflow.ChildError.
+func childResult(key string, raw json.RawMessage) (json.RawMessage, error) {
+	ev, err := decodeEvent(key, raw)
+	if err != nil {
+		return nil, err
+	}
+	var out workflow.ChildOutcome
+	if err := ev.Decode(&out); err != nil {
+		return nil, fmt.Errorf("decoding the child's end recorded for step %q: %w", key, err)
+	}
+	if out.Status == workflow.StatusComplete {
+		if len(out.Output) == 0 {
+			return json.RawMessage("null"), nil
+		}
+		return out.Output, nil
+	}
+	return nil, &workflow.ChildError{
+		Step: key, WorkflowName: out.WorkflowName, InstanceID: out.InstanceID, Status: out.Status,
+		ChildErrorName: out.ErrorName, ChildErrorMessage: out.ErrorMessage,
+	}
+}
+
+// invokeError is the error of an errored Invoke step row (a timeout, or a
+// refused write).
+func invokeError(st *db.Step) error {
+	se := &workflow.StepError{Step: st.Key, Name: st.ErrorName, Message: st.ErrorMessage, Attempts: st.Attempts}
+	switch st.ErrorName {
+	case workflow.ErrorNameInvokeTimeout:
+		return fmt.Errorf("%w: %w", workflow.ErrInvokeTimeout, se)
+	case workflow.ErrorNameInvokeDepth:
+		return fmt.Errorf("%w: %w", workflow.ErrInvokeDepth, se)
+	}
+	return se
+}
+
+// childDepth is how many parents the child of the Invoke step key would
+// have: 1 for the child of an instance that no step invoked (no store
+// call), else 1 + the ancestors of the instance along the parent links its
+// create recorded (one read). A store that fails is retried while the lease
+// holds; then the run is given back.
+func (e *execution) childDepth(key string) (int, error) {
+	if e.inst.Parent == nil {
+		return 1, nil
+	}
+	var depth int
+	ref := db.InstanceRef{WorkflowName: e.inst.WorkflowName, ID: e.inst.ID}
+	err := e.r.retryStore(e.ctx, e.leaseDeadline, "reading the nesting", e.log, func() error {
+		var err error
+		depth, err = e.r.cfg.Store.InstanceDepth(e.ctx, ref, e.r.cfg.MaxInvokeDepth)
+		return err
+	})
+	if err != nil {
+		e.cancel(fmt.Errorf("%w: reading the nesting of step %q: %w", errCauseStore, key, err))
+		return 0, workflow.ErrSuspended
+	}
+	return depth + 1, nil
+}
+
+// parentNotify is the delivery of the run's end to its parent when the
+// instance is an Invoke step's child (db.Instance.Parent, the link its
+// create recorded; never its metadata, which callers write); nil otherwise.
+func (e *execution) parentNotify(p *db.CheckpointParams) *db.ParentNotify {
+	if e.inst.Parent == nil {
+		return nil
+	}
+	out := workflow.ChildOutcome{WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, Status: workflow.StatusComplete, Output: p.Output}
+	if p.Outcome == db.OutcomeError {
+		out.Status, out.Output, out.ErrorName, out.ErrorMessage = workflow.StatusErrored, nil, p.ErrorName, p.ErrorMessage
+	}
+	payload, err := json.Marshal(out)
+	if err != nil {
+		return nil
+	}
+	return db.ChildNotify(e.inst, payload, e.r.cfg.RecordHooks)
+}
+
+// recordWaitLocked records the wait of an Invoke with NoWait (its row in
+// the suspend's writes and in the cache, so that a later Invoke of the
+// same step waits without starting the child again) and returns
+// workflow.ErrChildRunning. The caller holds mu; it is released.
+func (e *execution) recordWaitLocked(key, eventType string, timeoutAt time.Time) error {
+	w := invokeWaitWrite(key, eventType, timeoutAt)
+	e.waits = append(e.waits, wait{at: timeoutAt, kind: db.TaskKindWake, eventType: eventType})
+	e.writes = append(e.writes, *w)
+	e.steps[key] = stepFromWrite(*w)
+	e.mu.Unlock()
+	return workflow.ErrChildRunning
+}
+
+// invokeWaitWrite is the waiting row of an Invoke step.
+func invokeWaitWrite(key, eventType string, timeoutAt time.Time) *db.StepWrite {
+	w := waitWrite(key, eventType, timeoutAt)
+	w.Type = db.StepTypeInvoke
+	return w
+}

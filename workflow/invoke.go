@@ -1,0 +1,263 @@
+package workflow
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultMaxInvokeDepth is how deep Invoke steps may nest by default: a
+// workflow invoked by a chain of this many parents fails its Invoke with
+// ErrInvokeDepth instead of starting a child.
+const DefaultMaxInvokeDepth = 16
+
+// Error names and errors of Invoke.
+const (
+	// ErrorNameChildFailed is the name of a *ChildError: the child errored
+	// or was terminated.
+	ErrorNameChildFailed = "ChildFailedError"
+	// ErrorNameInvokeTimeout is the recorded name of an Invoke whose child
+	// did not end before the step's timeout.
+	ErrorNameInvokeTimeout = "InvokeTimeoutError"
+	// ErrorNameInvokeRefused is the recorded name of an Invoke whose child
+	// could not be started: an unknown workflow, params that do not
+	// encode, an id another instance holds.
+	ErrorNameInvokeRefused = "InvokeRefusedError"
+	// ErrorNameInvokeDepth is the recorded name of an Invoke past the
+	// nesting limit (ErrInvokeDepth).
+	ErrorNameInvokeDepth = "InvokeDepthError"
+)
+
+var (
+	// ErrInvokeTimeout is matched (errors.Is) by the error Invoke returns
+	// when the child did not end within InvokeOptions.Timeout. The child
+	// keeps running.
+	ErrInvokeTimeout = errors.New("timed out waiting for the child workflow")
+	// ErrInvokeDepth is returned by Invoke when the invoking instance is
+	// already nested as deep as the runner allows (runner.Config.MaxInvokeDepth).
+	ErrInvokeDepth = errors.New("invoke nesting too deep")
+)
+
+// ParentPolicy says what happens to a child when its parent is terminated
+// or restarted (a restart ends the run that waits for the child).
+type ParentPolicy string
+
+// Parent policies.
+const (
+	// ParentTerminate terminates the child with its parent, and when its
+	// parent restarts (the default).
+	ParentTerminate ParentPolicy = "terminate"
+	// ParentAbandon leaves the child running when its parent is terminated
+	// or restarted.
+	ParentAbandon ParentPolicy = "abandon"
+)
+
+// InvokeOptions describe the child an Invoke step starts.
+type InvokeOptions struct {
+	// Workflow is the registered name of the child's workflow (a Go
+	// workflow or a flow). Required.
+	Workflow string
+	// Params is the child's input, encoded as JSON.
+	Params any
+	// ID is the child's instance id. Empty derives one from the parent's
+	// id, run number and the step name, so that every replay of the step
+	// names the same child.
+	//
+	// A fixed id names one child for good: after a restart of the parent,
+	// the new run's Invoke finds that id taken by the old run's child and
+	// fails (ErrorNameInvokeRefused, wrapping ErrInstanceAlreadyExists).
+	// A parent that may be restarted puts its run number in the id, as in
+	// fmt.Sprintf("order-%s-charge-%d", orderID, ev.RunNumber).
+	ID string
+	// Timeout bounds the wait for the child's end: past it Invoke returns
+	// an error matching ErrInvokeTimeout, and the child keeps running
+	// unless TerminateOnTimeout is set.
+	//
+	// Defaults to MaxSleep (365 days).
+	Timeout time.Duration
+	// TerminateOnTimeout terminates the child (and its children with the
+	// terminate policy) when the wait times out, before Invoke returns.
+	TerminateOnTimeout bool
+	// Policy is what a terminate or restart of the parent does to the
+	// child.
+	//
+	// Defaults to ParentTerminate.
+	Policy ParentPolicy
+	// Queue and Priority place the child as in CreateRequest; empty means
+	// the child workflow's.
+	Queue    string
+	Priority int
+	// Metadata is recorded with the child as CreateRequest.Metadata: a
+	// flow child's pinned version, for one (flow.WithPin). The parent link
+	// is not in it: the engine records it apart, where callers cannot
+	// write it (InstanceInfo.Parent).
+	Metadata json.RawMessage
+	// NoWait makes Invoke return at once with ErrChildRunning when the
+	// child has not ended, instead of suspending: the child is started
+	// and the wait recorded, so its end wakes the run once it suspends.
+	// InvokeAll uses it to start a window of children before it waits.
+	NoWait bool
+}
+
+// ErrChildRunning is what an Invoke with NoWait returns while its child
+// has not ended.
+var ErrChildRunning = errors.New("the child workflow has not ended")
+
+// ParentRef names the step of a parent instance that invokes a child: the
+// engine sets it on the CreateRequest of an Invoke step's child.
+type ParentRef struct {
+	WorkflowName string       `json:"workflowName"`
+	InstanceID   string       `json:"instanceId"`
+	RunNumber    int          `json:"runNumber"`
+	StepKey      string       `json:"step"`
+	Policy       ParentPolicy `json:"policy,omitempty"`
+	// Depth is how many parents the child has (1 for the child of an
+	// instance no step invoked), counted along the recorded parent links:
+	// filled by a Get of one instance and by the list of an instance's
+	// children (InstanceInfo.Parent), not by other lists.
+	// The engine sets it on a child's CreateRequest; the store does not
+	// keep it.
+	Depth int `json:"depth"`
+}
+
+// ChildRef is one child in the answer of a Get of its parent.
+type ChildRef struct {
+	WorkflowName string         `json:"workflowName"`
+	ID           string         `json:"id"`
+	Status       InstanceStatus `json:"status"`
+	// RunNumber and StepKey name the parent's run and Invoke step that
+	// started the child.
+	RunNumber int    `json:"runNumber"`
+	StepKey   string `json:"step"`
+}
+
+// ChildOutcome is how a child's end reaches the Invoke step that waits for
+// it: the payload recorded as the step's result.
+type ChildOutcome struct {
+	WorkflowName string          `json:"workflowName"`
+	InstanceID   string          `json:"instanceId"`
+	Status       InstanceStatus  `json:"status"`
+	Output       json.RawMessage `json:"output,omitempty"`
+	ErrorName    string          `json:"errorName,omitempty"`
+	ErrorMessage string          `json:"errorMessage,omitempty"`
+}
+
+// ChildError is the error of an Invoke whose child errored or was
+// terminated; the parent inspects it with errors.As.
+type ChildError struct {
+	// Step is the Invoke step's name.
+	Step string
+	// WorkflowName and InstanceID name the child.
+	WorkflowName string
+	InstanceID   string
+	// Status is StatusErrored or StatusTerminated.
+	Status InstanceStatus
+	// ChildErrorName and ChildErrorMessage are the child's error (empty
+	// for a terminated child).
+	ChildErrorName    string
+	ChildErrorMessage string
+}
+
+func (e *ChildError) Error() string {
+	if e.Status == StatusTerminated {
+		return fmt.Sprintf("child %s/%s of step %q was terminated", e.WorkflowName, e.InstanceID, e.Step)
+	}
+	return fmt.Sprintf("child %s/%s of step %q failed: %s: %s", e.WorkflowName, e.InstanceID, e.Step, e.ChildErrorName, e.ChildErrorMessage)
+}
+
+// ErrorName returns ErrorNameChildFailed, the name a parent that returns
+// the error records.
+func (e *ChildError) ErrorName() string { return ErrorNameChildFailed }
+
+// Invoke starts a child workflow and waits for its output, decoded into O.
+// It is a durable step named name: the child is started once (its id is
+// derived from the parent's and the step's unless opts.ID is set), and the
+// child's end resumes the parent without polling. A child that errored or
+// was terminated returns a *ChildError; a wait past opts.Timeout returns
+// an error matching ErrInvokeTimeout.
+//
+//	total, err := workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", Params: []int{1, 2}})
+func Invoke[O any](step Step, name string, opts InvokeOptions) (O, error) {
+	var out O
+	raw, err := step.Invoke(name, opts)
+	if err != nil {
+		return out, err
+	}
+	if len(raw) == 0 {
+		raw = json.RawMessage("null")
+	}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return out, fmt.Errorf("decoding output of the child of step %q: %w", name, err)
+	}
+	return out, nil
+}
+
+// InvokeCall is one child of InvokeAll: the step name and its options.
+type InvokeCall struct {
+	Name    string
+	Options InvokeOptions
+}
+
+// InvokeAll invokes every call's child, at most maxInFlight children
+// running at once (0 or less: all of them), and returns their outputs and
+// errors in call order. Each call is an Invoke step of its own (distinct
+// names). It starts the first maxInFlight calls whose children have not
+// ended (in call order), records a wait for each, and suspends the run
+// until one ends; each replay finds the ended ones and starts the next, so
+// the bound holds across suspends and crashes. An error that suspends the
+// run (ErrSuspended) is returned as the error of the whole call; the
+// children's own errors (a *ChildError, a timeout) are in errs.
+func InvokeAll[O any](step Step, calls []InvokeCall, maxInFlight int) (outs []O, errs []error, err error) {
+	outs, errs = make([]O, len(calls)), make([]error, len(calls))
+	if maxInFlight <= 0 || maxInFlight > len(calls) {
+		maxInFlight = len(calls)
+	}
+	for {
+		first := -1
+		running := 0
+		for i, c := range calls {
+			if running == maxInFlight {
+				break
+			}
+			opts := c.Options
+			opts.NoWait = true
+			outs[i], errs[i] = Invoke[O](step, c.Name, opts)
+			switch {
+			case errors.Is(errs[i], ErrSuspended):
+				return outs, errs, ErrSuspended
+			case errors.Is(errs[i], ErrChildRunning):
+				running++
+				if first < 0 {
+					first = i
+				}
+			}
+		}
+		if first < 0 {
+			return outs, errs, nil
+		}
+		// Wait (suspend) on the first running child; the waits recorded
+		// for the others wake the run too. A child that ended since it was
+		// looked at returns its end instead: it is recorded, so look again,
+		// with room for the next call.
+		outs[first], errs[first] = Invoke[O](step, calls[first].Name, calls[first].Options)
+		if errors.Is(errs[first], ErrSuspended) {
+			return outs, errs, ErrSuspended
+		}
+	}
+}
+
+// InvokeEventPrefix starts the reserved event type an Invoke step waits
+// on for its child's end; user event types cannot start with it (they
+// match ^[a-zA-Z0-9_][a-zA-Z0-9-_]*$).
+const InvokeEventPrefix = "@invoke/"
+
+// InvokeEventType is the event type the Invoke step key of run waits on.
+func InvokeEventType(run int, key string) string {
+	return fmt.Sprintf("%s%d/%s", InvokeEventPrefix, run, key)
+}
+
+// IsInvokeEventType reports whether typ is the reserved type of an Invoke
+// step's wait.
+func IsInvokeEventType(typ string) bool { return strings.HasPrefix(typ, InvokeEventPrefix) }

@@ -141,6 +141,17 @@ func TestChaos(t *testing.T) {
 	}
 	table := formatSummary(cfg, sums)
 	fmt.Printf("\nchaos summary (seed %d):\n%s\n", cfg.seed, table)
+	// The failures again below the table: a CI log cut to its tail still
+	// shows why the run failed.
+	for _, s := range sums {
+		for i, f := range s.failures {
+			if i == maxFailuresShown {
+				fmt.Printf("%s: %d more failures (see above)\n", s.backend, len(s.failures)-i)
+				break
+			}
+			fmt.Printf("%s: FAILED: %s\n", s.backend, f)
+		}
+	}
 	if cfg.report != "" {
 		require.NoError(t, os.WriteFile(cfg.report, []byte(table), 0o644))
 	}
@@ -265,7 +276,10 @@ func runChaos(t *testing.T, cfg config, backend string, seed int64, sum *summary
 		r.loopCrashed = loop.crashedPids()
 	}
 	r.verify(ctx)
-	for _, f := range r.failures {
+	r.mu.Lock()
+	sum.failures = slices.Clone(r.failures)
+	r.mu.Unlock()
+	for _, f := range sum.failures {
 		t.Error(f)
 	}
 }
@@ -348,8 +362,20 @@ func (r *run) load(ctx context.Context, rng *rand.Rand, events *sync.WaitGroup) 
 			<-time.After(delay)
 			payload, _ := json.Marshal(goEvent{X: eventValue(k)})
 			bg := r.t.Context()
-			err := retry(bg, func() error { return r.client.SendEvent(bg, chaosWorkflow, id, eventType, payload) }, nil)
-			if err != nil {
+			// A send that fails as the database goes away may have been
+			// stored all the same (committed, its answer lost). The instance
+			// may then take the event and end before a retry, which finds
+			// it terminal: that retry's answer means the send got through.
+			// verify checks the output each instance made of its event.
+			failed := false
+			err := retry(bg, func() error {
+				err := r.client.SendEvent(bg, chaosWorkflow, id, eventType, payload)
+				if err != nil && !errors.Is(err, workflow.ErrInstanceTerminal) {
+					failed = true
+				}
+				return err
+			}, func(err error) bool { return failed && errors.Is(err, workflow.ErrInstanceTerminal) })
+			if err != nil && !(failed && errors.Is(err, workflow.ErrInstanceTerminal)) {
 				r.failf("sending the event of %s: %v", id, err)
 				return
 			}

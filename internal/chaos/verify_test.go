@@ -91,7 +91,13 @@ type summary struct {
 	// victimsInARow is the most crash-loop attempts in a row one ordinary
 	// instance died beside.
 	victimsInARow int
+	// failures are the invariant violations the run found.
+	failures []string
 }
+
+// maxFailuresShown bounds the failures printed again below the summary
+// table.
+const maxFailuresShown = 20
 
 // verify checks, from the database and the ledger, everything the chaos must
 // not have broken, and fills the summary's counts.

@@ -188,6 +188,25 @@ func (f *fleet) close() {
 	}
 }
 
+// describe returns how the worker with the pid ended and the last lines of
+// its output, for a failure message.
+func (f *fleet) describe(pid int) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.all {
+		if w.pid != pid {
+			continue
+		}
+		state := "still running"
+		if exited(w) {
+			state = w.cmd.ProcessState.String()
+		}
+		b, _ := os.ReadFile(w.out)
+		return fmt.Sprintf("%s; output tail:\n%s", state, tail(string(b), 5))
+	}
+	return "not of this fleet"
+}
+
 // cleanup closes the fleet and logs the tail of the last five workers'
 // output if the test failed.
 func (f *fleet) cleanup() {

@@ -352,7 +352,7 @@ func (r *run) checkCrashes(s *summary, sharedPids, loopPids map[int]bool) {
 	for _, pid := range r.crashed {
 		crashed[pid] = true
 		if !sharedPids[pid] {
-			r.failf("chaos worker %d died of its own accord outside the crash loop", pid)
+			r.failf("chaos worker %d died of its own accord outside the crash loop: %s", pid, r.fleet.describe(pid))
 		}
 	}
 	for pid := range sharedPids {

@@ -8,7 +8,8 @@
 // none completed twice, no step was recorded twice, no completed step ran
 // again and a stale (stopped, then resumed) runner wrote nothing; it prints
 // a summary table of what it did and measured (kills, stops, restarts,
-// re-executed side effects, stall after a database restart).
+// re-executed side effects, stall after a database restart), and below it
+// again every failure found, so a log cut to its tail still says why.
 //
 // What it checks beyond that: two crash-looping instances, whose step kills
 // its runner on every attempt, must end errored with "lost its runner"

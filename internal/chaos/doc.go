@@ -19,11 +19,13 @@
 // taking them down with it: the ledger shows which ordinary instances had
 // an attempt die in a worker the crash loop killed; none may die beside more
 // than 2 crash-loop attempts in a row (with no step of it finishing
-// between), nor end by the crash-loop bound after dying beside more than 2
-// since it last made progress. Random kills alone may end an instance by
-// the bound: every instance the bound ends must have had at least 5 claims
-// (the workers write a ledger line per claim) in workers that died since it
-// last made progress.
+// between), nor end by the crash-loop bound after more than 2 of the lease
+// losses that bound counted were in workers the crash loop killed (the
+// workers write a ledger line per claim with the task's lease losses in a
+// row, so a claim the next one finds a loss further lost its lease, and one
+// handed back by the quarantine did not). Random kills alone may end an
+// instance by the bound: every instance the bound ends must have had at
+// least 5 claims in workers that died since it last made progress.
 // Every self-crash must be counted and its worker replaced, not taken for a
 // test kill. And after each 2.5 s Postgres restart, every instance that was
 // running on a live runner must make progress within

@@ -23,7 +23,7 @@ import (
 
 // ledgerLine is one line of the side-effect ledger.
 type ledgerLine struct {
-	kind                  byte // 'S' an attempt started, 'D' it finished its work, 'C' a worker claimed the instance's task
+	kind                  byte // 'S' an attempt started, 'D' it finished its work, 'C' a worker claimed the instance's task (step: its lease losses)
 	pid                   int
 	instance, step, token string
 }
@@ -244,7 +244,7 @@ func (r *run) verify(ctx context.Context) {
 			// outcome of the fix for crash loops when one of its steps was
 			// cut short crashLimit times, which the ledger must show.
 			s.crashLooped++
-			lost, beside := held[id].lost, held[id].beside
+			lost, beside := held[id].lost, lossesBeside(lines, id, sharedPids)
 			if lost < crashLimit {
 				r.failf("%s: errored %q, though only %d of its claims since it last made progress were in workers that died (most attempts of one step: %d)",
 					id, inst.ErrorMessage, lost, mostAttempts)
@@ -256,7 +256,7 @@ func (r *run) verify(ctx context.Context) {
 				// (two suspects never run on one runner).
 				s.victimsBound++
 				if beside > maxSuspectLosses {
-					r.failf("%s: errored %q after dying beside %d shared crash-loop attempts since it last made progress, want at most %d (the quarantine let the crash loop take it down)",
+					r.failf("%s: errored %q with %d of the lease losses the bound counted in workers the shared crash loop killed, want at most %d (the quarantine let the crash loop take it down)",
 						id, inst.ErrorMessage, beside, maxSuspectLosses)
 				}
 			}
@@ -461,9 +461,51 @@ func formatSummary(cfg config, sums []*summary) string {
 
 // sinceProgress is what an instance's claims since it last made progress
 // say: lost is how many were in workers that died (killed, crashed, or
-// stopped past their lease), beside how many in workers the shared crash
-// loop killed.
-type sinceProgress struct{ lost, beside int }
+// stopped past their lease).
+type sinceProgress struct{ lost int }
+
+// lossesBeside counts the lease losses of the instance's last streak (the
+// one the crash-loop bound ended) that its claims in workers the shared
+// crash loop killed suffered. Each C line carries the lease losses in a
+// row the claim found: a claim the next one finds one loss further lost
+// its lease; one the next finds at the same count ended without a loss (a
+// suspect handed back by the quarantine). A claim whose C line is missing
+// (its worker died between the claim and the line) counts as not beside.
+// Unlike the claims in those workers, which the quarantine's hand-backs
+// inflate, this is the count the quarantine bounds.
+func lossesBeside(lines []ledgerLine, id string, sharedPids map[int]bool) int {
+	type claim struct{ pid, losses int }
+	var claims []claim
+	for _, l := range lines {
+		if l.kind != 'C' || l.instance != id {
+			continue
+		}
+		n, err := strconv.Atoi(l.step)
+		if err != nil {
+			continue
+		}
+		claims = append(claims, claim{pid: l.pid, losses: n})
+	}
+	beside := 0
+	for i := len(claims) - 2; i >= 0; i-- {
+		next, c := claims[i+1], claims[i]
+		if next.losses == 0 {
+			break
+		}
+		switch {
+		case c.losses == next.losses-1 && sharedPids[c.pid]:
+			beside++
+		case c.losses > next.losses:
+			// The claim's run made progress (which resets the count),
+			// then lost the lease: the streak's first loss.
+			if sharedPids[c.pid] {
+				beside++
+			}
+			return beside
+		}
+	}
+	return beside
+}
 
 // heldSinceProgress counts, per ordinary instance, its claims (C lines)
 // since it last made progress in workers that died: the most lease losses
@@ -513,9 +555,6 @@ func (r *run) heldSinceProgress(lines []ledgerLine, sharedPids, loopPids map[int
 		for _, pid := range pids {
 			if dead[pid] {
 				sp.lost++
-			}
-			if sharedPids[pid] {
-				sp.beside++
 			}
 		}
 		out[id] = sp

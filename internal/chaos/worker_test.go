@@ -326,7 +326,7 @@ func (s *claimLedgerPostgres) TaskClaim(ctx context.Context, p *db.TaskClaimPara
 }
 
 // ledgerClaims returns a func that writes a C line per claim of an ordinary
-// chaos instance and passes the claim on; a ledger that cannot be written
+// chaos instance, with the task's lease losses, and passes the claim on; a ledger that cannot be written
 // fails the claim (the worker then claims nothing and the test sees it).
 func ledgerClaims(ledger string) func([]db.Claim, error) ([]db.Claim, error) {
 	return func(claims []db.Claim, err error) ([]db.Claim, error) {
@@ -337,7 +337,9 @@ func ledgerClaims(ledger string) func([]db.Claim, error) ([]db.Claim, error) {
 			if c.Task.WorkflowName != chaosWorkflow {
 				continue
 			}
-			if err := appendLedger(ledger, 'C', c.Task.InstanceID, "-", "-"); err != nil {
+			// The step field carries the task's lease losses in a row as
+			// the claim found them (the previous holder's loss counted).
+			if err := appendLedger(ledger, 'C', c.Task.InstanceID, strconv.Itoa(c.Task.LeaseLosses), "-"); err != nil {
 				return nil, err
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/runner"
@@ -108,6 +109,20 @@ type Config struct {
 	//
 	// Defaults to false.
 	PollOnly bool
+	// Observer, when set, receives the in-memory observations of the
+	// host's runner and client (claims, step durations, run ends, crash
+	// loops, wake latencies, creates): *metrics.Metrics implements it. It
+	// replaces Runner.Observer.
+	//
+	// Defaults to nil: nothing is observed.
+	Observer Observer
+}
+
+// Observer is what a host reports to (see Config.Observer): the runner's
+// observations and the client's.
+type Observer interface {
+	runner.Observer
+	client.Observer
 }
 
 // validate reports every problem of the config at once.

@@ -90,6 +90,9 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 		}
 		rc.Store, rc.Registry, rc.Clock, rc.Logger = store, cfg.Registry, cfg.Clock, cfg.Logger
 		rc.WakeFunc, rc.RecordHooks = h.wake, recordHooks
+		if cfg.Observer != nil {
+			rc.Observer = cfg.Observer
+		}
 		r, err := runner.New(&rc)
 		if err != nil {
 			return nil, fmt.Errorf("duraflow: building the runner: %w", err)
@@ -99,6 +102,9 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	}
 	cc := &client.Config{
 		Store: store, Registry: cfg.Registry, Clock: cfg.Clock, WakeFunc: h.wake, RecordHooks: recordHooks,
+	}
+	if cfg.Observer != nil {
+		cc.Observer = cfg.Observer
 	}
 	if h.flows != nil {
 		cc.MetadataFunc = h.flows.Metadata

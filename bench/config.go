@@ -119,6 +119,11 @@ type Config struct {
 	// runner at once when it has a free slot. Worker processes create
 	// nothing, so it does not concern them.
 	NoEagerStart bool
+	// Metrics gives the bench process's host the Prometheus metrics'
+	// observer (package metrics), as duraflow serve and worker have when
+	// they serve /metrics, to measure what the observations cost. Nothing
+	// scrapes them.
+	Metrics bool
 	// Ceiling measures the database's ceiling before the workloads and
 	// reports throughputs as ratios of it: pgbench on Postgres; on SQLite
 	// the same SQL shapes through database/sql, in a sibling file of the

@@ -15,6 +15,7 @@ import (
 	"github.com/duraflow/duraflow/db/dburl"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/metrics"
 	"github.com/duraflow/duraflow/runner"
 )
 
@@ -27,6 +28,7 @@ type hostOptions struct {
 	concurrency  int
 	pollInterval time.Duration
 	noEager      bool
+	metrics      bool
 	logger       *slog.Logger
 	// tracer, when set, counts the statements of the store (Postgres).
 	tracer *sqlTracer
@@ -78,6 +80,13 @@ func startHost(ctx context.Context, opts hostOptions) (_ *host, err error) {
 		cfg.Runner = &runner.Config{
 			MaxConcurrency: opts.concurrency, PollInterval: opts.pollInterval, DisableEagerStart: opts.noEager,
 		}
+	}
+	if opts.metrics {
+		m, err := metrics.New(&metrics.Config{Store: h.store, Logger: opts.logger})
+		if err != nil {
+			return nil, err
+		}
+		cfg.Observer = m
 	}
 	if h.host, err = duraflow.New(h.store, cfg); err != nil {
 		return nil, err

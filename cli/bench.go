@@ -117,6 +117,7 @@ as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 	fs.IntVar(&cfg.InFlight, "in-flight", 0, "most unfinished instances at once; creation waits above it (default 4 × concurrency × runners, at least 200)")
 	fs.Var(newDurationValue(&cfg.PollInterval, time.Second), "poll-interval", "each runner's poll interval")
 	fs.BoolVar(&eagerStart, "eager-start", true, "start instances on the in-process runner at once when it has a free slot, as duraflow worker does (--eager-start=false: queue every one for a claim)")
+	fs.BoolVar(&cfg.Metrics, "metrics", false, "give the in-process host the Prometheus metrics' observer, as serve and worker have with /metrics on, to measure its cost (nothing scrapes)")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", false, "measure the database's ceiling first and show ratios to it: pgbench on Postgres, the same SQL shapes through database/sql on SQLite")
 	fs.Var(newDurationValue(&cfg.CeilingDuration, 5*time.Second), "ceiling-duration", "how long each ceiling script (pgbench) or shape (SQLite) runs")
 	fs.IntVar(&cfg.CeilingClients, "ceiling-clients", 8, "ceiling clients: pgbench clients, or goroutines sharing the write connection on SQLite")

@@ -24,6 +24,7 @@ import (
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/internal/devstub"
+	"github.com/duraflow/duraflow/metrics"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/workflow"
@@ -61,6 +62,19 @@ type hostConfig struct {
 	offlineAfter    time.Duration
 	logFormat       string
 	logLevel        string
+	metricsOnAPI    bool   // serve: /metrics on the API address
+	metricsAddr     string // a listen address of its own for /metrics; "" for none
+}
+
+// addMetricsFlags adds --metrics-addr (with its default) and, when onAPI,
+// --metrics, which serves /metrics on the API address.
+func addMetricsFlags(fs *pflag.FlagSet, c *hostConfig, def string, onAPI bool) {
+	fs.StringVar(&c.metricsAddr, "metrics-addr", def, `serve the Prometheus metrics at /metrics on this listen address of their own ("" for none); tokens need the metrics scope, and without tokens only loopback addresses are allowed`)
+	bindEnv(fs, "metrics-addr", "DURAFLOW_METRICS_ADDR")
+	if onAPI {
+		fs.BoolVar(&c.metricsOnAPI, "metrics", true, "serve the Prometheus metrics at /metrics on the API address (tokens need the metrics scope; --metrics=false to turn it off)")
+		bindEnv(fs, "metrics", "DURAFLOW_METRICS")
+	}
 }
 
 func addDatabaseFlags(fs *pflag.FlagSet, c *hostConfig, def string) {
@@ -73,7 +87,7 @@ func addDatabaseFlags(fs *pflag.FlagSet, c *hostConfig, def string) {
 func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address of the HTTP API; without --token only loopback addresses are allowed")
 	bindEnv(fs, "addr", "DURAFLOW_ADDR")
-	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes", scopes from read,create,manage,events,flows,schedules,tick or * (repeatable; the variable takes several separated by spaces or ';')`)
+	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes", scopes from read,create,manage,events,flows,schedules,tick,metrics or * (repeatable; the variable takes several separated by spaces or ';')`)
 	bindEnv(fs, "token", "DURAFLOW_TOKENS")
 	fs.StringVar(&c.prefix, "api-prefix", "/api", "path the API routes are mounted under")
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
@@ -173,6 +187,13 @@ type host struct {
 	listener  net.Listener
 	url       string // the API's base URL, "" without HTTP
 
+	// metrics serves /metrics (guarded as the API is), nil when off;
+	// metricsListener is its own address (--metrics-addr), metricsURL its
+	// URL there.
+	metrics         http.Handler
+	metricsListener net.Listener
+	metricsURL      string
+
 	flowFiles, skippedFlowFiles []string // dev --flows
 }
 
@@ -237,6 +258,12 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		}
 		tokens = append(tokens, t)
 	}
+	authConfigured := len(tokens) > 0 || o.Authorize != nil
+	if cfg.metricsAddr != "" {
+		if err := httpapi.CheckListenAddr(cfg.metricsAddr, authConfigured); err != nil {
+			return nil, usageError(fmt.Errorf("--metrics-addr: %w", err))
+		}
+	}
 	var triggers []httpapi.Trigger
 	if serveHTTP {
 		if err := httpapi.CheckListenAddr(cfg.addr, len(tokens) > 0 || o.Authorize != nil); err != nil {
@@ -290,6 +317,20 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			DrainGrace: cfg.shutdownTimeout, WorkerHeartbeatInterval: cfg.workerHeartbeat, OfflineAfter: cfg.offlineAfter,
 		}
 	}
+	if cfg.metricsAddr != "" || (serveHTTP && cfg.metricsOnAPI) {
+		m, err := metrics.New(&metrics.Config{Store: h.store, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		reg, err := metrics.NewRegistry(m)
+		if err != nil {
+			return nil, err
+		}
+		if h.metrics, err = httpapi.Guard(tokens, o.Authorize, httpapi.ActionMetrics, metrics.Handler(reg)); err != nil {
+			return nil, usageError(fmt.Errorf("--token: %w", err))
+		}
+		coreCfg.Observer = m
+	}
 	if o.OnWorkflowEnqueued != nil {
 		coreCfg.Hooks = &hook.Config{OnWorkflowEnqueued: o.OnWorkflowEnqueued}
 	}
@@ -330,6 +371,13 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		}
 		h.url = "http://" + h.listener.Addr().String()
 	}
+	if cfg.metricsAddr != "" {
+		h.metricsListener, err = net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.metricsAddr, err))
+		}
+		h.metricsURL = "http://" + h.metricsListener.Addr().String() + "/metrics"
+	}
 
 	auth := "none (loopback only)"
 	switch {
@@ -348,7 +396,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		"database", redactURL(cfg.databaseURL), "backend", string(h.backend),
 		"workflows", strings.Join(h.registry.Names(), ","),
 		"runner", cfg.runner, "notify", h.core.Listening() != nil, "hooks", h.core.Hooks() != nil, "api", h.url, "auth", auth,
-		"triggers", len(triggers), "flows", len(h.flowNames()))
+		"triggers", len(triggers), "flows", len(h.flowNames()), "metrics", h.metricsWhere())
 	return h, nil
 }
 
@@ -383,6 +431,33 @@ func (h *host) tickFunc(run httpapi.TickFunc) httpapi.TickFunc {
 		}
 		return run(ctx, maxInstances, maxSteps)
 	}
+}
+
+// metricsWhere says where /metrics is served, for the start log.
+func (h *host) metricsWhere() string {
+	var where []string
+	if h.metrics != nil && h.cfg.metricsOnAPI && h.url != "" {
+		where = append(where, h.url+"/metrics")
+	}
+	if h.metricsURL != "" {
+		where = append(where, h.metricsURL)
+	}
+	if len(where) == 0 {
+		return "off"
+	}
+	return strings.Join(where, ",")
+}
+
+// apiHandler is the API's handler, with /metrics beside it when the API
+// address serves the metrics (--metrics).
+func (h *host) apiHandler(api http.Handler) http.Handler {
+	if h.metrics == nil || !h.cfg.metricsOnAPI {
+		return api
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h.metrics)
+	mux.Handle("/", api)
+	return mux
 }
 
 // apiURL is the base URL of the API routes.
@@ -421,6 +496,7 @@ func (h *host) serve(ctx context.Context) error {
 	)
 	if h.listener != nil {
 		srv = h.api.HTTPServer()
+		srv.Handler = h.apiHandler(srv.Handler)
 		srv.ErrorLog = slog.NewLogLogger(h.log.Handler(), slog.LevelWarn)
 		srvDone.Add(1)
 		go func() {
@@ -430,6 +506,23 @@ func (h *host) serve(ctx context.Context) error {
 			}
 		}()
 		h.log.Info("serving the HTTP API", "url", h.url, "api", h.apiURL())
+	}
+	var metricsSrv *http.Server
+	if h.metricsListener != nil {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", h.metrics)
+		metricsSrv = &http.Server{
+			Handler: mux, ReadHeaderTimeout: httpapi.DefaultReadHeaderTimeout, WriteTimeout: httpapi.DefaultWriteTimeout,
+			IdleTimeout: httpapi.DefaultIdleTimeout, ErrorLog: slog.NewLogLogger(h.log.Handler(), slog.LevelWarn),
+		}
+		srvDone.Add(1)
+		go func() {
+			defer srvDone.Done()
+			if err := metricsSrv.Serve(h.metricsListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				srvErr <- err
+			}
+		}()
+		h.log.Info("serving the metrics", "url", h.metricsURL)
 	}
 
 	// A drain requested through the API or the CLI (workers drain) stops the
@@ -467,6 +560,11 @@ wait:
 			h.log.Warn("HTTP requests still running at the shutdown timeout were cut off", "error", err)
 			_ = srv.Close()
 		}
+	}
+	if metricsSrv != nil {
+		_ = metricsSrv.Shutdown(drainCtx)
+	}
+	if srv != nil || metricsSrv != nil {
 		srvDone.Wait()
 	}
 	if h.runner != nil && h.cfg.runner && !h.runner.Draining() {
@@ -493,6 +591,9 @@ wait:
 func (h *host) close() {
 	if h.listener != nil {
 		_ = h.listener.Close()
+	}
+	if h.metricsListener != nil {
+		_ = h.metricsListener.Close()
 	}
 	if h.stub != nil {
 		stopCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -10,6 +10,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// DefaultDevMetricsAddr is where duraflow dev serves /metrics unless
+// --metrics-addr says otherwise.
+const DefaultDevMetricsAddr = "127.0.0.1:9464"
+
 func newDevCommand(o *Options) *cobra.Command {
 	cfg := &hostConfig{runner: true}
 	cmd := &cobra.Command{
@@ -26,7 +30,10 @@ back, and everything is kept in the file for the next start.
 reported on standard error and skipped). dev also serves the stub service of
 the example flows (examples/flows) on a loopback port of its own, which http
 steps reach as http://stub.localhost; no other internal address is reachable
-from them unless --http-allow lists it.`,
+from them unless --http-allow lists it.
+
+dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
+(--metrics-addr; "" turns them off). See docs/metrics.md.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(o.Stderr, cfg.logFormat, cfg.logLevel)
@@ -46,6 +53,7 @@ from them unless --http-allow lists it.`,
 	addHTTPFlags(fs, cfg)
 	addRunnerFlags(fs, cfg)
 	addDevFlowFlags(fs, cfg)
+	addMetricsFlags(fs, cfg, DefaultDevMetricsAddr, false)
 	addLogFlags(fs, cfg, "warn")
 	return cmd
 }
@@ -54,6 +62,9 @@ from them unless --http-allow lists it.`,
 func printDevBanner(w io.Writer, name string, h *host) {
 	names := h.registry.Names()
 	fmt.Fprintf(w, "Duraflow dev server: %s (database %s)\n", h.apiURL(), redactURL(h.cfg.databaseURL))
+	if h.metricsURL != "" {
+		fmt.Fprintf(w, "Prometheus metrics: %s\n", h.metricsURL)
+	}
 	printDevFlows(w, h)
 	if len(names) == 0 {
 		fmt.Fprintf(w, "No workflows are registered in this binary.\n")
@@ -100,7 +111,12 @@ accepting requests, the runner's worker shows draining and claims nothing new,
 running work gets --shutdown-timeout to finish and is then handed back to the
 queue for another runner, and the worker deregisters. A drain requested with
 duraflow workers drain stops the runner the same way; serve then goes on
-serving the API alone until it is stopped.`,
+serving the API alone until it is stopped.
+
+serve also serves the Prometheus metrics at /metrics on the API address
+(--metrics=false turns it off), and with --metrics-addr on an address of
+their own; with tokens, a scrape needs the metrics scope (see
+docs/metrics.md).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, true)
@@ -112,6 +128,7 @@ serving the API alone until it is stopped.`,
 	fs.BoolVar(&cfg.runner, "runner", true, "run workflows in this process (--runner=false serves the API only)")
 	bindEnv(fs, "runner", "DURAFLOW_RUNNER")
 	addRunnerFlags(fs, cfg)
+	addMetricsFlags(fs, cfg, "", true)
 	addLogFlags(fs, cfg, "info")
 	return cmd
 }
@@ -125,7 +142,9 @@ func newWorkerCommand(o *Options) *cobra.Command {
 API. Start as many as the load needs, next to one or more serve processes on
 the same database. SIGTERM or SIGINT drain as for serve. A drain requested with
 duraflow workers drain (or POST /workers/:id/drain), seen at the worker's next
-heartbeat, drains it the same way, and the process then exits with status 0.`,
+heartbeat, drains it the same way, and the process then exits with status 0.
+With --metrics-addr it serves the Prometheus metrics at /metrics there (see
+docs/metrics.md).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, false)
@@ -134,6 +153,7 @@ heartbeat, drains it the same way, and the process then exits with status 0.`,
 	fs := cmd.Flags()
 	addDatabaseFlags(fs, cfg, "./duraflow.db")
 	addRunnerFlags(fs, cfg)
+	addMetricsFlags(fs, cfg, "", false)
 	addLogFlags(fs, cfg, "info")
 	return cmd
 }

@@ -78,6 +78,20 @@ type Config struct {
 	//
 	// Defaults to nil: the registered definition's limits only.
 	LimitsFunc func(ctx context.Context, workflowName string, metadata json.RawMessage) (*workflow.Limits, error)
+	// Observer, when set, is told of the instances Create and CreateBatch
+	// (and their Tx forms, before the caller's commit) created, for
+	// metrics (see package metrics). Deduplicated creates and existing ids
+	// are not counted.
+	//
+	// Defaults to nil: nothing is observed.
+	Observer Observer
+}
+
+// Observer receives the client's in-memory observations, for metrics. It is
+// called after the create's statement returned and must not block.
+type Observer interface {
+	// ObserveCreated reports n new instances of workflowName.
+	ObserveCreated(workflowName string, n int)
 }
 
 // EagerStarter is a runner that newly created instances can be handed to
@@ -113,6 +127,7 @@ type Client struct {
 	queues *queueCache
 	served *servedCache
 	limits func(context.Context, string, json.RawMessage) (*workflow.Limits, error)
+	obs    Observer
 }
 
 var _ workflow.Engine = (*Client)(nil)
@@ -123,7 +138,7 @@ func New(cfg *Config) (*Client, error) {
 	if cfg == nil || cfg.Store == nil || cfg.Registry == nil {
 		return nil, errors.New("client: Store and Registry are required")
 	}
-	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, queue: cfg.QueueFunc, eager: cfg.EagerStarter, limits: cfg.LimitsFunc, queues: &queueCache{}, served: &servedCache{}}
+	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, queue: cfg.QueueFunc, eager: cfg.EagerStarter, limits: cfg.LimitsFunc, queues: &queueCache{}, served: &servedCache{}, obs: cfg.Observer}
 	if c.clock == nil {
 		c.clock = clock.New()
 	}
@@ -161,12 +176,24 @@ func (c *Client) reserveEager(workflowName, queue string, n int) *db.CreateLease
 	return lease
 }
 
-// wakeAfterCreate wakes runners after a create unless every created
-// instance already runs on the eager starter: then nothing was queued, and
-// only a hook entry (when recorded) is waiting for delivery.
+// wakeAfterCreate reports the created instances to the observer and wakes
+// runners after a create unless every created instance already runs on the
+// eager starter: then nothing was queued, and only a hook entry (when
+// recorded) is waiting for delivery.
 func (c *Client) wakeAfterCreate(workflowName string, created []db.CreateResult) {
 	if len(created) == 0 {
 		return
+	}
+	if c.obs != nil {
+		n := 0
+		for i := range created {
+			if !created[i].Deduplicated {
+				n++
+			}
+		}
+		if n > 0 {
+			c.obs.ObserveCreated(workflowName, n)
+		}
 	}
 	if !c.hooks {
 		queued := false

@@ -812,6 +812,7 @@ type Store interface {
 	LimitStore
 	WorkerStore
 	ChildStore
+	StatsStore
 
 	// InstanceCreate inserts a queued instance and its first task (kind run, due
 	// now), or with p.Lease a running instance whose task is leased to

@@ -44,15 +44,20 @@ const (
 	// ActionTick drives the runner through POST /_runner/tick. The scope "*"
 	// does not include it: a token that may tick names it.
 	ActionTick Action = "tick"
+	// ActionMetrics reads the Prometheus metrics the duraflow command
+	// serves at /metrics (see Guard). It is a scope of its own so that a
+	// scraper's token reads no instance; "*" includes it. It acts outside
+	// any namespace.
+	ActionMetrics Action = "metrics"
 )
 
 // allActions are the actions a token may name; wildcardActions are those
 // "*" grants; unscopedActions act outside any namespace, so a token limited
 // to namespaces may not carry them.
 var (
-	unscopedActions = []Action{ActionFlows, ActionSchedules, ActionTick}
-	allActions      = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules, ActionTick}
-	wildcardActions = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules}
+	unscopedActions = []Action{ActionFlows, ActionSchedules, ActionTick, ActionMetrics}
+	allActions      = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules, ActionTick, ActionMetrics}
+	wildcardActions = []Action{ActionRead, ActionCreate, ActionManage, ActionEvents, ActionFlows, ActionSchedules, ActionMetrics}
 )
 
 // AuthorizeFunc decides whether a request may do action. It is called by
@@ -95,7 +100,7 @@ var tokenNameRE = regexp.MustCompile(`^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$`)
 // scopes may end in "@" and a comma-separated list of namespaces, which
 // limits the token to them (Token.Namespaces): "acme:s3cret:read,create@acme". Scopes
 // are a comma-separated list of actions (read, create, manage, events,
-// flows, schedules, tick); "*" stands for every action except tick, which is always named:
+// flows, schedules, tick, metrics); "*" stands for every action except tick, which is always named:
 // "cron:…:tick", "admin:…:*,tick". The secret may contain colons; the name
 // is letters, digits, '_', '.' and '-'.
 func ParseToken(spec string) (Token, error) {
@@ -169,7 +174,7 @@ func parseScopes(list string) ([]Action, error) {
 		case s == "":
 			return nil, errors.New("empty scope")
 		default:
-			return nil, fmt.Errorf("unknown scope %q (want read, create, manage, events, flows, schedules, tick or *)", s)
+			return nil, fmt.Errorf("unknown scope %q (want read, create, manage, events, flows, schedules, tick, metrics or *)", s)
 		}
 	}
 	return out, nil

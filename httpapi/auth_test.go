@@ -219,7 +219,7 @@ func TestParseToken(t *testing.T) {
 	t.Parallel()
 	sum := sha256.Sum256([]byte("s3cret"))
 	hexSum := hex.EncodeToString(sum[:])
-	all := []httpapi.Action{httpapi.ActionRead, httpapi.ActionCreate, httpapi.ActionManage, httpapi.ActionEvents, httpapi.ActionFlows, httpapi.ActionSchedules}
+	all := []httpapi.Action{httpapi.ActionRead, httpapi.ActionCreate, httpapi.ActionManage, httpapi.ActionEvents, httpapi.ActionFlows, httpapi.ActionSchedules, httpapi.ActionMetrics}
 	for _, tc := range []struct {
 		spec   string
 		name   string
@@ -230,6 +230,8 @@ func TestParseToken(t *testing.T) {
 		{spec: "ci:sha256=" + hexSum + ":*", name: "ci", scopes: all},
 		{spec: "ci:sha256=" + strings.ToUpper(hexSum) + ":read", name: "ci", scopes: []httpapi.Action{httpapi.ActionRead}},
 		{spec: "cron.job-1:s3cret:tick", name: "cron.job-1", scopes: []httpapi.Action{httpapi.ActionTick}},
+		{spec: "prom:s3cret:metrics", name: "prom", scopes: []httpapi.Action{httpapi.ActionMetrics}},
+		{spec: "prom:s3cret:metrics@acme", err: `cannot have the "metrics" scope`},
 		{spec: "admin:s3cret:*,tick", name: "admin", scopes: append(append([]httpapi.Action{}, all...), httpapi.ActionTick)},
 		{spec: "dup:s3cret:read, read ,manage", name: "dup", scopes: []httpapi.Action{httpapi.ActionRead, httpapi.ActionManage}},
 		{spec: "x:s3:cr:et:read", name: "x", scopes: []httpapi.Action{httpapi.ActionRead}},

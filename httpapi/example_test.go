@@ -122,9 +122,9 @@ func ExampleParseToken() {
 	fmt.Println(err)
 	// Output:
 	// ci [read create events]
-	// ops [read create manage events flows schedules]
+	// ops [read create manage events flows schedules metrics]
 	// cron [tick]
-	// httpapi: token "ci": unknown scope "admin" (want read, create, manage, events, flows, schedules, tick or *)
+	// httpapi: token "ci": unknown scope "admin" (want read, create, manage, events, flows, schedules, tick, metrics or *)
 }
 
 func ExampleCheckListenAddr() {

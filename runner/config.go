@@ -191,6 +191,12 @@ type Config struct {
 	//
 	// Defaults to nil: every step runs its own function.
 	StepOverrideFunc func(workflowName, step string) workflow.StepFunc
+	// Observer receives the runner's in-memory observations (claims, step
+	// durations, run ends, crash loops, wake latencies) for metrics: see
+	// Observer and package metrics. It adds no database statement.
+	//
+	// Defaults to an observer that does nothing.
+	Observer Observer
 }
 
 // Defaults of Config. Hosts that expose these settings (the command line's
@@ -239,6 +245,9 @@ func (c *Config) WithDefaults() *Config {
 	out.GroupCommitWorkers = cmp.Or(out.GroupCommitWorkers, 2)
 	if out.WakeFunc == nil {
 		out.WakeFunc = func(string) {}
+	}
+	if out.Observer == nil {
+		out.Observer = nopObserver{}
 	}
 	return &out
 }

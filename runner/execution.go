@@ -114,6 +114,11 @@ type execution struct {
 	// are reset, as the run is then no longer suspect.
 	leaveQuarantine func()
 
+	// wokenAt is the run_at of a resume task (an event's send made it due
+	// then), zero for other kinds: a wait the send completed at or after
+	// it is resumed by this execution (see ObserveWake).
+	wokenAt time.Time
+
 	// saga, under mu, holds the compensations of the completed steps and
 	// whether they run (see compensation.go).
 	saga saga
@@ -189,6 +194,9 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 		lossLimit:   task.LeaseLosses >= r.cfg.MaxLeaseLosses,
 
 		leaveQuarantine: leave,
+	}
+	if task.Kind == db.TaskKindResume {
+		e.wokenAt = task.RunAt
 	}
 	e.leaseUntil.Store(leaseUntil.UnixNano())
 	if e.steps == nil {
@@ -432,6 +440,7 @@ func (e *execution) finish(p *db.CheckpointParams) {
 		return
 	}
 	e.r.countRun(p.Outcome)
+	e.r.observeEnd(e.inst.WorkflowName, p)
 	// The waiting instances the end of a limited run admitted have tasks
 	// due now (those leased to this runner excepted): tell the runners.
 	for _, name := range res.Admitted {

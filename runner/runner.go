@@ -368,6 +368,7 @@ func (r *Runner) claim(ctx context.Context, max int) ([]db.Claim, error) {
 		return nil, nil
 	}
 	now := r.now()
+	start := r.cfg.Clock.Now()
 	tasks, err := r.cfg.Store.TaskClaim(ctx, &db.TaskClaimParams{
 		Owner:         r.cfg.ID,
 		WorkflowNames: names,
@@ -382,6 +383,7 @@ func (r *Runner) claim(ctx context.Context, max int) ([]db.Claim, error) {
 		return nil, fmt.Errorf("claiming tasks: %w", err)
 	}
 	r.claimed.Add(int64(len(tasks)))
+	r.cfg.Observer.ObserveClaim(r.cfg.Clock.Since(start), len(tasks))
 	return tasks, nil
 }
 

@@ -140,6 +140,9 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 		}
 	}
 	raw, runErr, aborted := e.attempt(key, fn, cfg, attempt)
+	if !aborted {
+		e.r.cfg.Observer.ObserveStep(e.inst.WorkflowName, e.r.now().Sub(started))
+	}
 	e.mu.Lock()
 	delete(e.running, key)
 	if aborted || (!compensation && e.saga.running) {
@@ -441,8 +444,15 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 		switch st.Status {
 		case db.StepStatusComplete:
 			res := st.Result
+			// The send completed the wait (DeliverAtSend) and made this
+			// task due: this pass is the resumption.
+			woken := !e.wokenAt.IsZero() && st.CompletedAt != nil && !st.CompletedAt.Before(e.wokenAt)
 			e.mu.Unlock()
-			return decodeEvent(key, res)
+			ev, err := decodeEvent(key, res)
+			if woken && err == nil {
+				e.r.cfg.Observer.ObserveWake(e.inst.WorkflowName, e.r.now().Sub(ev.Timestamp))
+			}
+			return ev, err
 		case db.StepStatusErrored:
 			e.mu.Unlock()
 			return nil, stepError(st)
@@ -466,6 +476,10 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 		return nil, err
 	}
 	if ev != nil {
+		if st != nil {
+			// The run waited (its row was recorded): the event woke it.
+			e.r.cfg.Observer.ObserveWake(e.inst.WorkflowName, e.r.now().Sub(ev.Timestamp))
+		}
 		return ev, nil
 	}
 	if !timeoutAt.After(e.r.now()) {

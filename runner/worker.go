@@ -256,3 +256,17 @@ func (r *Runner) countRun(outcome db.CheckpointOutcome) {
 		r.worker.failed.Add(1)
 	}
 }
+
+// observeEnd reports a run the runner ended to the observer: its end, and
+// whether it was a crash loop the runner stopped.
+func (r *Runner) observeEnd(workflowName string, p *db.CheckpointParams) {
+	switch p.Outcome {
+	case db.OutcomeComplete:
+		r.cfg.Observer.ObserveRunEnd(workflowName, false)
+	case db.OutcomeError:
+		r.cfg.Observer.ObserveRunEnd(workflowName, true)
+		if p.ErrorName == ErrorNameRunnerLost {
+			r.cfg.Observer.ObserveCrashLoop(workflowName)
+		}
+	}
+}

@@ -42,6 +42,7 @@ type options struct {
 	jitter    *float64
 	logger    *slog.Logger
 	hooks     *hook.Config
+	observer  duraflow.Observer
 }
 
 // WithHooks turns the durable hooks on (duraflow.Config.Hooks): the client
@@ -70,6 +71,11 @@ func WithJitter(r float64) Option {
 
 // WithLogger sends the runner's logs to l (by default they are discarded).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithObserver gives the host an observer (duraflow.Config.Observer), such
+// as *metrics.Metrics, so a test can check what the runner and client
+// report.
+func WithObserver(obs duraflow.Observer) Option { return func(o *options) { o.observer = obs } }
 
 // Harness is a host (duraflow.New) whose client and runner share a fake
 // clock, driven by the test: nothing runs in the background.
@@ -143,7 +149,7 @@ func New(t testing.TB, opts ...Option) *Harness {
 	// eager start.
 	host, err := duraflow.New(o.store, &duraflow.Config{
 		Registry: reg, Clock: clk, Logger: o.logger, RunMode: duraflow.RunOnDemand, Runner: rc,
-		Hooks: o.hooks, DisableScheduler: true, PollOnly: true,
+		Hooks: o.hooks, DisableScheduler: true, PollOnly: true, Observer: o.observer,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -234,6 +234,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.scheduleUpdateStmt, err = db.PrepareContext(ctx, scheduleUpdate); err != nil {
 		return nil, fmt.Errorf("error preparing query ScheduleUpdate: %w", err)
 	}
+	if q.statsGaugesStmt, err = db.PrepareContext(ctx, statsGauges); err != nil {
+		return nil, fmt.Errorf("error preparing query StatsGauges: %w", err)
+	}
+	if q.statsInstanceCountsStmt, err = db.PrepareContext(ctx, statsInstanceCounts); err != nil {
+		return nil, fmt.Errorf("error preparing query StatsInstanceCounts: %w", err)
+	}
 	if q.stepAttemptListStmt, err = db.PrepareContext(ctx, stepAttemptList); err != nil {
 		return nil, fmt.Errorf("error preparing query StepAttemptList: %w", err)
 	}
@@ -676,6 +682,16 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing scheduleUpdateStmt: %w", cerr)
 		}
 	}
+	if q.statsGaugesStmt != nil {
+		if cerr := q.statsGaugesStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing statsGaugesStmt: %w", cerr)
+		}
+	}
+	if q.statsInstanceCountsStmt != nil {
+		if cerr := q.statsInstanceCountsStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing statsInstanceCountsStmt: %w", cerr)
+		}
+	}
 	if q.stepAttemptListStmt != nil {
 		if cerr := q.stepAttemptListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepAttemptListStmt: %w", cerr)
@@ -930,6 +946,8 @@ type Queries struct {
 	scheduleListDueStmt               *sql.Stmt
 	scheduleListWorkflowStmt          *sql.Stmt
 	scheduleUpdateStmt                *sql.Stmt
+	statsGaugesStmt                   *sql.Stmt
+	statsInstanceCountsStmt           *sql.Stmt
 	stepAttemptListStmt               *sql.Stmt
 	stepAttemptRecordStmt             *sql.Stmt
 	stepCompleteWithEventStmt         *sql.Stmt
@@ -1035,6 +1053,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		scheduleListDueStmt:               q.scheduleListDueStmt,
 		scheduleListWorkflowStmt:          q.scheduleListWorkflowStmt,
 		scheduleUpdateStmt:                q.scheduleUpdateStmt,
+		statsGaugesStmt:                   q.statsGaugesStmt,
+		statsInstanceCountsStmt:           q.statsInstanceCountsStmt,
 		stepAttemptListStmt:               q.stepAttemptListStmt,
 		stepAttemptRecordStmt:             q.stepAttemptRecordStmt,
 		stepCompleteWithEventStmt:         q.stepCompleteWithEventStmt,

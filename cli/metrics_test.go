@@ -1,0 +1,86 @@
+package cli_test
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// get sends GET url with an optional bearer token and returns the status
+// and body.
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// TestServeMetricsNeedTheScope: serve answers /metrics on the API address
+// and on --metrics-addr only to a token with the metrics scope when tokens
+// are configured.
+func TestServeMetricsNeedTheScope(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, []string{"serve", "--db", sqliteDB(t), "--metrics-addr", "127.0.0.1:0",
+		"--token", "prom:scr4pe:metrics", "--token", "reader:r3ad:read", "--token", "admin:adm1n:*"})
+	line := s.stderr.waitLine(t, 10*time.Second, func(l string) bool {
+		_, ok := logLine(l, "serving the metrics")
+		return ok
+	})
+	m, _ := logLine(line, "serving the metrics")
+	own := m["url"].(string)
+	for _, url := range []string{s.url + "/metrics", own} {
+		code, body := get(t, url, "")
+		require.Equal(t, http.StatusUnauthorized, code, "%s: %s", url, body)
+		code, body = get(t, url, "r3ad")
+		require.Equal(t, http.StatusForbidden, code, "%s: %s", url, body)
+		require.Contains(t, body, `lacks the \"metrics\" scope`)
+		for _, token := range []string{"scr4pe", "adm1n"} {
+			code, body = get(t, url, token)
+			require.Equal(t, http.StatusOK, code, "%s: %s", url, body)
+			require.Contains(t, body, "duraflow_tasks_ready ")
+			require.Contains(t, body, "go_goroutines ")
+		}
+	}
+	// The API is served beside it as before.
+	code, _ := get(t, s.url+"/api/workflows", "r3ad")
+	require.Equal(t, http.StatusOK, code)
+}
+
+// TestDevServesMetrics: dev serves the metrics on an address of its own,
+// which its banner prints, and they count what ran.
+func TestDevServesMetrics(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, []string{"dev", "--db", sqliteDB(t)})
+	line := s.stdout.waitLine(t, 10*time.Second, func(l string) bool { return strings.HasPrefix(l, "Prometheus metrics: ") })
+	url := strings.TrimPrefix(line, "Prometheus metrics: ")
+	c := s.client(t)
+	c.run(0, "instances", "create", "hello", "--id", "m1", "--params", `{"name":"Ada"}`)
+	c.waitStatus("hello", "m1", "complete")
+	code, body := get(t, url, "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, `duraflow_instances_created_total{workflow="hello"} 1`)
+	require.Contains(t, body, `duraflow_instances_completed_total{workflow="hello"} 1`)
+	code, _ = get(t, strings.TrimSuffix(s.url, "/")+"/metrics", "")
+	require.Equal(t, http.StatusNotFound, code, "dev serves the metrics on their own address only")
+}
+
+// TestMetricsAddrNeedsLoopbackWithoutTokens: without tokens the metrics,
+// like the API, listen on loopback only.
+func TestMetricsAddrNeedsLoopbackWithoutTokens(t *testing.T) {
+	t.Parallel()
+	r := run(t, nil, "worker", "--db", sqliteDB(t), "--metrics-addr", "0.0.0.0:0")
+	require.NotEqual(t, 0, r.code)
+	require.Contains(t, r.stderr, "--metrics-addr")
+}

@@ -1,0 +1,45 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// StatsGet reads the engine's gauges in two statements: the instance counts
+// and the rest (see db.Stats). A zero p.Now reads the database's clock.
+func (s *Store) StatsGet(ctx context.Context, p *db.StatsGetParams) (*db.Stats, error) {
+	q := s.queriesFor(ctx, false)
+	now := p.Now
+	if now.IsZero() {
+		us, err := q.ClockNow(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading stats: %w", interpretError(err))
+		}
+		now = timeFromMicros(us)
+	}
+	rows, err := q.StatsInstanceCounts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading stats: %w", interpretError(err))
+	}
+	g, err := q.StatsGauges(ctx, micros(now))
+	if err != nil {
+		return nil, fmt.Errorf("reading stats: %w", interpretError(err))
+	}
+	out := &db.Stats{
+		Instances:     make([]db.StatusCount, len(rows)),
+		TasksReady:    g.TasksReady,
+		TasksLeased:   g.TasksLeased,
+		OutboxBacklog: g.OutboxBacklog,
+		WorkersOnline: g.WorkersOnline,
+	}
+	for i, r := range rows {
+		out.Instances[i] = db.StatusCount{WorkflowName: r.WorkflowName, Status: workflow.InstanceStatus(r.Status), Count: r.Count}
+	}
+	if g.OldestDueSchedule != 0 {
+		out.OldestDueSchedule = new(timeFromMicros(g.OldestDueSchedule))
+	}
+	return out, nil
+}

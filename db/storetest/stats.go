@@ -1,0 +1,78 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// testStats checks StatsGet: instance counts by workflow and status, ready
+// and leased tasks against Now, the outbox backlog, the oldest due
+// schedule and the workers online.
+func testStats(t *testing.T, newStore func(t *testing.T) db.Store) {
+	t.Run("Empty", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		st, err := b.store.StatsGet(b.ctx, &db.StatsGetParams{Now: b.now})
+		require.NoError(t, err)
+		require.Equal(t, &db.Stats{Instances: []db.StatusCount{}}, st)
+	})
+
+	t.Run("Counts", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "a")
+		b.create(t, "b")
+		b.create(t, "c")
+		b.createAt(t, otherName, "x", b.now)
+		b.createHooked(t, "h", b.now)
+		// a completes; b is held by a runner; c, h and x stay due.
+		a := b.claimAt(t, b.now, 1)
+		require.Equal(t, []string{"a"}, taskIDs(a))
+		p := b.checkpoint(a[0])
+		p.Outcome = db.OutcomeComplete
+		p.Output = []byte(`1`)
+		_, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		require.Equal(t, []string{"b"}, taskIDs(b.claimAt(t, b.now, 1)))
+
+		b.createSchedule(t, "late", -10*time.Minute)
+		b.createSchedule(t, "later", -5*time.Minute)
+		b.createSchedule(t, "future", time.Hour)
+
+		for _, id := range []string{"w-online", "w-drain", "w-gone"} {
+			_, err := b.store.WorkerRegister(b.ctx, &db.WorkerRegisterParams{ID: id, Hostname: "h", PID: 1, MaxConcurrency: 1, Now: b.now})
+			require.NoError(t, err)
+		}
+		_, err = b.store.WorkerDrain(b.ctx, &db.WorkerDrainParams{ID: "w-drain", Now: b.now})
+		require.NoError(t, err)
+		_, err = b.store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "w-gone", Now: b.now})
+		require.NoError(t, err)
+
+		st, err := b.store.StatsGet(b.ctx, &db.StatsGetParams{Now: b.now})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []db.StatusCount{
+			{WorkflowName: workflowName, Status: workflow.StatusComplete, Count: 1},
+			{WorkflowName: workflowName, Status: workflow.StatusRunning, Count: 1},
+			{WorkflowName: workflowName, Status: workflow.StatusQueued, Count: 2},
+			{WorkflowName: otherName, Status: workflow.StatusQueued, Count: 1},
+		}, st.Instances)
+		require.Equal(t, int64(3), st.TasksReady, "c, h and x are due")
+		require.Equal(t, int64(1), st.TasksLeased, "b is held")
+		require.Equal(t, int64(1), st.OutboxBacklog, "h's create was recorded")
+		requireTimePtr(t, b.at(-10*time.Minute), st.OldestDueSchedule)
+		require.Equal(t, int64(1), st.WorkersOnline, "a draining and an offline worker are not online")
+
+		// An hour earlier nothing was due yet: no ready task, no due
+		// schedule; what is held stays held.
+		st, err = b.store.StatsGet(b.ctx, &db.StatsGetParams{Now: b.at(-time.Hour)})
+		require.NoError(t, err)
+		require.Zero(t, st.TasksReady)
+		require.Equal(t, int64(1), st.TasksLeased)
+		require.Nil(t, st.OldestDueSchedule)
+	})
+}

@@ -26,6 +26,11 @@ type Server struct {
 	tokens    tokenSet      // the built-in tokens, when they authorize
 	tickSlots chan struct{}
 	handler   http.Handler
+	// routes are the registered routes, triggers the compiled triggers and
+	// openAPI the served OpenAPI document (see Routes and OpenAPI).
+	routes   []Route
+	triggers []*compiledTrigger
+	openAPI  []byte
 }
 
 // New returns a server for cfg; see Config for the defaults.
@@ -60,6 +65,7 @@ func New(cfg *Config) (*Server, error) {
 	e.Use(recoverPanics)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
+	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/healthz"}, Route{Method: http.MethodGet, Path: "/readyz"})
 	prefix := cfg.Prefix
 	if prefix == "/" {
 		prefix = ""
@@ -67,7 +73,12 @@ func New(cfg *Config) (*Server, error) {
 	g := e.Group(prefix)
 	route := func(method, path string, h echo.HandlerFunc, action Action) {
 		g.Add(method, path, h, s.authMiddleware(action))
+		s.routes = append(s.routes, Route{Method: method, Path: prefix + path, Action: action})
 	}
+	// The document of the API, under the prefix and behind the read scope
+	// like the rest of it (on loopback it needs no token when
+	// authentication is off).
+	route(http.MethodGet, "/openapi.json", s.serveOpenAPI, ActionRead)
 	route(http.MethodGet, "/workflows", s.listWorkflows, ActionRead)
 	route(http.MethodGet, "/workflows/:name/instances", s.listInstances, ActionRead)
 	route(http.MethodPost, "/workflows/:name/instances", s.createInstance, ActionCreate)
@@ -92,6 +103,10 @@ func New(cfg *Config) (*Server, error) {
 	s.addWorkerRoutes(route)
 	// Triggers go last: they are checked against every route above.
 	if err := s.addTriggers(e); err != nil {
+		return nil, err
+	}
+	var err error
+	if s.openAPI, err = s.buildOpenAPI(); err != nil {
 		return nil, err
 	}
 

@@ -167,7 +167,7 @@ func triggerOperation(t *compiledTrigger) map[string]any {
 		op["requestBody"] = map[string]any{
 			"required":    false,
 			"description": "Any JSON value (or nothing): the params, or what the trigger's mapping reads.",
-			"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{}}},
+			"content":     map[string]any{"application/json": map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/JSONValue"}}},
 		}
 	}
 	return op

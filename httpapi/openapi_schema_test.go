@@ -194,7 +194,7 @@ func (g *schemaSet) of(t reflect.Type, request bool) obj {
 	}
 	switch t {
 	case rawMessageType:
-		return obj{"description": "Any JSON value, passed through as it was sent."}
+		return g.anyValue()
 	case timeType:
 		return obj{"type": "string", "format": "date-time"}
 	case durationType:
@@ -243,9 +243,20 @@ func (g *schemaSet) of(t reflect.Type, request bool) obj {
 		}
 		return g.component(t, request, func() obj { return g.structSchema(t, request) })
 	case reflect.Interface:
-		return obj{"description": "Any JSON value."}
+		return g.anyValue()
 	}
 	panic(fmt.Sprintf("openapi: no schema for %s", t))
+}
+
+// anyValue is the schema of any JSON value. It lists every type rather
+// than being the empty schema: kin-openapi validates schemas that hold
+// references with its OpenAPI 3.0 validator, for which {} refuses null.
+func (g *schemaSet) anyValue() obj {
+	g.comps["JSONValue"] = obj{
+		"description": "Any JSON value, passed through as it was sent (compacted).",
+		"type":        []any{"object", "array", "string", "number", "boolean", "null"},
+	}
+	return obj{"$ref": "#/components/schemas/JSONValue"}
 }
 
 // component registers the schema of a named type once and returns a $ref.

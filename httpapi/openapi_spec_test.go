@@ -122,7 +122,7 @@ func sharedParameters() obj {
 		"workflowName": obj{"name": "name", "in": "path", "required": true, "schema": str,
 			"description": "The workflow's name (a flow's id for a flow)."},
 		"instanceId": obj{"name": "id", "in": "path", "required": true, "schema": str,
-			"description": "The instance id: 1 to 128 letters, digits, '_', '-', '.' or ':' (else 400 INVALID_INSTANCE_ID)."},
+			"description": "The instance id: 1 to 100 letters, digits, '_' and '-', not starting with '-' (else 400 INVALID_INSTANCE_ID)."},
 		"pageSize": obj{"name": "pageSize", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": httpapi.MaxPageSize},
 			"description": "The page length, 1 to " + strconv.Itoa(httpapi.MaxPageSize) + "; the route's default when absent."},
 		"cursor": obj{"name": "cursor", "in": "query", "schema": str,
@@ -191,7 +191,7 @@ func apiOperations() []apiOp {
 			description: "Every registered workflow: Go workflows compiled into the server and the flows of the flow registry, by name.",
 			scope:       httpapi.ActionRead,
 			ok: []okResp{{status: 200, description: "The workflows.", body: apiclient.WorkflowList{},
-				example: obj{"workflows": []any{obj{"name": "greet", "kind": "go"}, obj{"name": "orders", "kind": "flow", "version": "3"}}}}},
+				example: obj{"workflows": []any{obj{"name": "greet", "kind": "go"}, obj{"name": "orders", "kind": "flow", "version": "1.2.0"}}}}},
 		},
 		{
 			method: "GET", path: "/api/workflows/{name}/instances", id: "listInstances", tag: "instances", summary: "List instances",
@@ -355,7 +355,8 @@ func apiOperations() []apiOp {
 			description: "Stores a flow definition (docs/flows.md) byte for byte as a new version, or answers 200 when that version is stored already with the same definition. A definition that does not validate is 400 INVALID_FLOW with the problems at their JSON paths. Needs the `flows` scope: a flow's http steps make requests from the server's network position.",
 			scope:       httpapi.ActionFlows, condition: "Config.Flows",
 			body: obj{"type": "object", "description": "A flow definition (docs/flows.md)."}, bodyRequired: true,
-			bodyExample: obj{"id": "doubler", "version": "1", "start": "double", "steps": obj{"double": obj{"type": "transform", "config": obj{"expr": "params.n * 2"}}}},
+			bodyExample: obj{"id": "doubler", "version": "1.0.0", "initialStepId": "double", "output": "result",
+				"steps": obj{"double": obj{"id": "double", "type": "transform", "config": obj{"expression": "{n: n * 2}"}, "outputKey": "result"}}},
 			ok: []okResp{
 				{status: 201, description: "Stored as a new version.", body: flowapi.ApplyResult{}, headers: []string{"Location"}},
 				{status: 200, description: "Stored already with the same definition.", body: flowapi.ApplyResult{}, headers: []string{"Location"}},

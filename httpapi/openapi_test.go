@@ -458,7 +458,10 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.ok("list schedules", func() error { _, err := api.ListSchedules(ctx, schedule.ListParams{WorkflowName: "greet"}); return err })
 		c.ok("get schedule", func() error { _, err := api.GetSchedule(ctx, "s-1"); return err })
 		cron := "0 4 * * *"
-		c.ok("update schedule", func() error { _, err := api.UpdateSchedule(ctx, "s-1", schedule.UpdateRequest{Cron: &cron}); return err })
+		c.ok("update schedule", func() error {
+			_, err := api.UpdateSchedule(ctx, "s-1", schedule.UpdateRequest{Cron: &cron})
+			return err
+		})
 		c.ok("disable schedule", func() error { _, err := api.DisableSchedule(ctx, "s-1"); return err })
 		c.ok("enable schedule", func() error { _, err := api.EnableSchedule(ctx, "s-1"); return err })
 		c.ok("delete schedule", func() error { return api.DeleteSchedule(ctx, "s-1") })

@@ -249,10 +249,13 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p client.
 }
 
 // Tick asks the server to run due work once (POST /_runner/tick) and returns
-// the TickFunc's result as raw JSON.
-func (c *Client) Tick(ctx context.Context, req TickRequest) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, c.do(ctx, http.MethodPost, c.api("/_runner/tick"), nil, req, &out)
+// what it did.
+func (c *Client) Tick(ctx context.Context, req TickRequest) (*TickResult, error) {
+	var out TickResult
+	if err := c.do(ctx, http.MethodPost, c.api("/_runner/tick"), nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Health calls GET /healthz and returns nil when the server answers 200.

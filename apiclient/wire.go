@@ -98,18 +98,22 @@ type SendEventRequest struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-// Accepted is the answer of a request that stored something for later, such
-// as an event (202 Accepted: the event is durable, its delivery comes later).
-type Accepted struct {
-	OK bool `json:"ok"`
-}
-
 // TickRequest is the body of POST /_runner/tick; the body may be absent.
 // MaxInstances (0 to httpapi.MaxTickInstances) bounds the instances claimed and
 // MaxSteps the new step attempts; 0 leaves the choice to the TickFunc.
 type TickRequest struct {
 	MaxInstances int `json:"maxInstances,omitempty"`
 	MaxSteps     int `json:"maxSteps,omitempty"`
+}
+
+// TickResult is the answer of POST /_runner/tick: how many claimed tasks
+// the tick ran (to completion, suspension or failure), and the limits it
+// ran under, as the request gave them (0: the runner's default, and no step
+// budget).
+type TickResult struct {
+	Processed    int `json:"processed"`
+	MaxInstances int `json:"maxInstances"`
+	MaxSteps     int `json:"maxSteps"`
 }
 
 // HealthStatus is the answer of GET /healthz and of a successful GET /readyz.

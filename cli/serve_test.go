@@ -141,7 +141,7 @@ func TestServeTickOnly(t *testing.T) {
 	require.ErrorIs(t, err, httpapi.ErrForbidden, "the tick needs its own scope")
 	res, err := apiclient.New(s.url, "cr0n", nil).Tick(context.Background(), apiclient.TickRequest{MaxInstances: 10})
 	require.NoError(t, err)
-	require.JSONEq(t, `{"instances":1,"maxInstances":10,"maxSteps":0}`, string(res))
+	require.Equal(t, &apiclient.TickResult{Processed: 1, MaxInstances: 10, MaxSteps: 0}, res)
 	c.json(&info, "instances", "get", "hello", "t1")
 	require.Equal(t, "complete", info.Details.Status)
 }

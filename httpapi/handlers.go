@@ -253,15 +253,12 @@ func (s *Server) tick(c echo.Context) error {
 	// WriteTimeout for its answer.
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetWriteDeadline(time.Time{})
-	res, err := s.cfg.Tick(c.Request().Context(), req.MaxInstances, req.MaxSteps)
+	n, err := s.cfg.Tick(c.Request().Context(), req.MaxInstances, req.MaxSteps)
 	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err != nil {
 		return fmt.Errorf("ticking: %w", err)
 	}
-	if res == nil {
-		res = apiclient.Accepted{OK: true}
-	}
-	return reply(c, http.StatusOK, res)
+	return reply(c, http.StatusOK, apiclient.TickResult{Processed: n, MaxInstances: req.MaxInstances, MaxSteps: req.MaxSteps})
 }
 
 // instancePath is the API path of an instance, for the Location header.

@@ -165,7 +165,7 @@ func TestServeTriggers(t *testing.T) {
 	status, id, body := post("POST", "/hooks/hello", `{"name":"Ada"}`)
 	require.Equal(t, http.StatusAccepted, status, body)
 	info := c.waitStatus("hello", id, "complete")
-	require.Equal(t, map[string]any{"greeting": "Hello, Ada!"}, info["output"])
+	require.Equal(t, map[string]any{"greeting": "Hello, Ada!"}, info["details"].(map[string]any)["output"])
 	raw, err := json.Marshal(info["metadata"])
 	require.NoError(t, err)
 	prov, err := workflow.ProvenanceOf(raw)
@@ -178,7 +178,7 @@ func TestServeTriggers(t *testing.T) {
 	status, id, body = post("PUT", "/hooks/greet/Grace", ``)
 	require.Equal(t, http.StatusAccepted, status, body)
 	info = c.waitStatus("hello", id, "complete")
-	require.Equal(t, map[string]any{"greeting": "Hello, Grace!"}, info["output"])
+	require.Equal(t, map[string]any{"greeting": "Hello, Grace!"}, info["details"].(map[string]any)["output"])
 }
 
 func TestServeRefusesBadTriggers(t *testing.T) {

@@ -129,9 +129,8 @@ func withTick(c *httpapi.Config, h *testharness.Harness) { c.Tick = tickWithRunn
 
 // tickWithRunner is a TickFunc over the harness's runner.
 func tickWithRunner(h *testharness.Harness) httpapi.TickFunc {
-	return func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
-		n, err := h.Runner.RunDueLimited(ctx, maxInstances, maxSteps)
-		return map[string]int{"instances": n}, err
+	return func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
+		return h.Runner.RunDueLimited(ctx, maxInstances, maxSteps)
 	}
 }
 

@@ -81,9 +81,9 @@ type okResp struct {
 
 func init() {
 	nameTypes(map[string]any{
-		"Instance":              workflow.InstanceInfo{},
-		"InstanceList":          client.ListResult{},
-		"History":               client.History{},
+		"Instance":              apiclient.Instance{},
+		"InstancePage":          apiclient.InstancePage{},
+		"HistoryPage":           apiclient.HistoryPage{},
 		"StepInfo":              client.StepInfo{},
 		"CreateInstanceRequest": apiclient.CreateRequest{},
 		"CreateBatchRequest":    apiclient.CreateBatchRequest{},
@@ -148,8 +148,8 @@ func sharedHeaders() obj {
 var (
 	instanceParams = []any{"workflowName", "instanceId"}
 	exInstance     = obj{
-		"workflowName": "greet", "id": "g-1", "status": "complete", "params": obj{"name": "ada"},
-		"output": obj{"greeting": "hello, ada"}, "runNumber": 1, "createdAt": "2025-01-02T03:04:05Z",
+		"id": "g-1", "details": obj{"status": "complete", "output": obj{"greeting": "hello, ada"}},
+		"workflowName": "greet", "params": obj{"name": "ada"}, "runNumber": 1, "createdAt": "2025-01-02T03:04:05Z",
 		"updatedAt": "2025-01-02T03:04:06Z", "startedAt": "2025-01-02T03:04:05Z", "completedAt": "2025-01-02T03:04:06Z",
 		"namespace": "default", "queue": "default", "priority": 0,
 	}
@@ -164,7 +164,7 @@ func apiOperations() []apiOp {
 			method: "POST", path: "/api/workflows/{name}/instances/{id}/" + verb, id: verb + "Instance", tag: "instances",
 			summary: summary, description: desc + "\n\nThe body, if any, must be an empty JSON object. " + changeRule,
 			scope: httpapi.ActionManage, params: instanceParams, body: obj{"type": "object", "additionalProperties": false, "maxProperties": 0},
-			ok:   []okResp{{status: 200, description: "The instance after the change.", body: workflow.InstanceInfo{}}},
+			ok:   []okResp{{status: 200, description: "The instance after the change.", body: apiclient.Instance{}}},
 			errs: append([]apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound, apiclient.CodeInvalidInstanceID}, errs...),
 		}
 	}
@@ -195,14 +195,14 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "GET", path: "/api/workflows/{name}/instances", id: "listInstances", tag: "instances", summary: "List instances",
-			description: "A page of the workflow's instances in the request's namespace, most recently updated first. Follow `nextCursor` for the next page.",
+			description: "A page of the workflow's instances in the request's namespace, most recently updated first. While `hasNextPage` is true, pass `cursor` back for the next page.",
 			scope:       httpapi.ActionRead,
 			params: []any{"workflowName",
 				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": obj{"type": "string"}}, "style": "form", "explode": true,
 					"description": "Only instances with these statuses: repeat the parameter or separate them with commas (`status=queued,running`)."},
 				obj{"name": "queue", "in": "query", "schema": obj{"type": "string"}, "description": "Only instances of this task queue."},
 				"pageSize", "cursor"},
-			ok:   []okResp{{status: 200, description: "A page of instances.", body: client.ListResult{}}},
+			ok:   []okResp{{status: 200, description: "A page of instances.", body: apiclient.InstancePage{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound},
 		},
 		{
@@ -211,8 +211,8 @@ func apiOperations() []apiOp {
 			scope:       httpapi.ActionCreate, params: []any{"workflowName"},
 			body: apiclient.CreateRequest{}, bodyExample: obj{"id": "g-1", "params": obj{"name": "ada"}},
 			ok: []okResp{
-				{status: 201, description: "Created.", body: workflow.InstanceInfo{}, headers: []string{"Location", "X-Request-Id"}},
-				{status: 200, description: "Deduplicated: the active instance that holds the dedupe key.", body: workflow.InstanceInfo{}, headers: []string{"Location", "X-Request-Id"}},
+				{status: 201, description: "Created.", body: apiclient.Instance{}, headers: []string{"Location", "X-Request-Id"}},
+				{status: 200, description: "Deduplicated: the active instance that holds the dedupe key.", body: apiclient.Instance{}, headers: []string{"Location", "X-Request-Id"}},
 			},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInvalidInstanceID, apiclient.CodeInstanceIDAlreadyExists, apiclient.CodeInvalidPriority, apiclient.CodeInvalidConcurrencyKey},
 		},
@@ -229,14 +229,14 @@ func apiOperations() []apiOp {
 			method: "GET", path: "/api/workflows/{name}/instances/{id}", id: "getInstance", tag: "instances", summary: "Get an instance",
 			description: "The instance, with its children (the instances its invoke steps started).",
 			scope:       httpapi.ActionRead, params: instanceParams,
-			ok:   []okResp{{status: 200, description: "The instance.", body: workflow.InstanceInfo{}, example: exInstance}},
+			ok:   []okResp{{status: 200, description: "The instance.", body: apiclient.Instance{}, example: exInstance}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound, apiclient.CodeInvalidInstanceID},
 		},
 		{
 			method: "GET", path: "/api/workflows/{name}/instances/batch", id: "getInstanceNamedBatch", tag: "instances", summary: "Get the instance whose id is \"batch\"",
 			description: "GET of an instance whose id is `batch`, which shares its path with the batch create route; the same as getInstance.",
 			scope:       httpapi.ActionRead, params: []any{"workflowName"},
-			ok:   []okResp{{status: 200, description: "The instance.", body: workflow.InstanceInfo{}}},
+			ok:   []okResp{{status: 200, description: "The instance.", body: apiclient.Instance{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound},
 		},
 		change("pause", "Pause an instance", "Pauses the instance at its next step boundary (`waitingForPause` until then)."),
@@ -249,27 +249,28 @@ func apiOperations() []apiOp {
 			description: "Stores an event for the instance: a step waiting for its type consumes it, now or when it reaches the wait. The answer comes once the event is durable.",
 			scope:       httpapi.ActionEvents, params: instanceParams,
 			body: apiclient.SendEventRequest{}, bodyRequired: true, bodyExample: obj{"type": "approval", "payload": obj{"by": "ada"}},
-			ok:   []okResp{{status: 202, description: "The event is stored.", body: apiclient.Accepted{}, example: obj{"ok": true}}},
+			ok:   []okResp{{status: 202, description: "The event is stored: the instance's status from then on (a workflow the event woke may have moved on already).", body: apiclient.EventSent{}, example: obj{"status": obj{"status": "running"}}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound, apiclient.CodeInvalidInstanceID, apiclient.CodeInvalidEventType, apiclient.CodeInstanceTerminal},
 		},
 		{
 			method: "GET", path: "/api/workflows/{name}/instances/{id}/history", id: "instanceHistory", tag: "instances", summary: "Read an instance's history",
-			description: "A page of the steps and events of one run of the instance (the current one unless `run` says), in the order they were recorded. Follow `nextCursor` for the next page.",
+			description: "A page of the steps and events of one run of the instance (the current one unless `run` says), in the order they were recorded. While `hasNextPage` is true, pass `cursor` back for the next page.",
 			scope:       httpapi.ActionRead,
 			params: []any{"workflowName", "instanceId",
 				obj{"name": "run", "in": "query", "schema": obj{"type": "integer", "minimum": 0}, "description": "The run number; 0 or absent is the current run."},
 				obj{"name": "pageSize", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": httpapi.MaxPageSize},
 					"description": "Steps and events per page, each up to this; default " + strconv.Itoa(httpapi.DefaultHistoryPageSize) + "."},
 				"cursor"},
-			ok:   []okResp{{status: 200, description: "A page of history.", body: client.History{}}},
+			ok:   []okResp{{status: 200, description: "A page of history.", body: apiclient.HistoryPage{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound, apiclient.CodeInvalidInstanceID},
 		},
 		{
 			method: "POST", path: "/api/_runner/tick", id: "tick", tag: "runner", summary: "Run due work once",
-			description: "Runs the runner's due work once, within the bounds of the body, and answers what it did (the host's tick function decides the shape; the built-in one answers the instances it ran). One tick at a time by default: another answers 429 TICK_BUSY. The token scope `tick` is never granted by `*`.",
+			description: "Runs the runner's due work once, within the bounds of the body, and answers how many claimed tasks it ran and the limits it ran under. One tick at a time by default: another answers 429 TICK_BUSY. The token scope `tick` is never granted by `*`.",
 			scope:       httpapi.ActionTick, condition: "Config.Tick",
 			body: apiclient.TickRequest{}, bodyExample: obj{"maxInstances": 50, "maxSteps": 500},
-			ok:   []okResp{{status: 200, description: "What the tick did.", body: obj{"type": "object"}}},
+			ok: []okResp{{status: 200, description: "What the tick did.", body: apiclient.TickResult{},
+				example: obj{"processed": 12, "maxInstances": 50, "maxSteps": 500}}},
 			errs: []apiclient.Code{apiclient.CodeTickBusy},
 		},
 

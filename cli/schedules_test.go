@@ -52,12 +52,14 @@ func TestScheduleCommands(t *testing.T) {
 		require.Regexp(t, `^nightly\s+hello\s+0 2 \* \* \*\s+Europe/Berlin\s+true\s+\S+Z\s+-$`, lines[2])
 
 		var page struct {
-			Schedules  []map[string]any
-			NextCursor string
+			Schedules   []map[string]any
+			NextCursor  string `json:"cursor"`
+			HasNextPage bool
 		}
 		c.json(&page, "schedules", "list", "--page-size", "1")
 		require.Len(t, page.Schedules, 1)
 		require.Equal(t, "every-5", page.NextCursor)
+		require.True(t, page.HasNextPage)
 		r = c.run(cli.ExitOK, "schedules", "list", "--page-size", "1")
 		require.Contains(t, r.stderr, "more: duraflow schedules list --cursor every-5")
 		c.json(&page, "schedules", "list", "--page-size", "1", "--all")

@@ -59,7 +59,10 @@ type Config struct {
 	// Client is the management service the routes call. Required.
 	Client *client.Client
 	// Prefix is the path the API routes are mounted under; "/" mounts them
-	// at the root. /healthz and /readyz are always at the root.
+	// at the root. /healthz and /readyz are always at the root. A host
+	// program that embeds the API in its own server chooses where with
+	// Prefix, and mounts it there: Server.Register on an echo group with
+	// that prefix, or Handler at Prefix+"/" of a net/http ServeMux.
 	//
 	// Defaults to "/api".
 	Prefix string

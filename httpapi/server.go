@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -124,6 +125,35 @@ func New(cfg *Config) (*Server, error) {
 // from browsers (403 FORBIDDEN), so a web page cannot drive the API with a
 // visitor's network position.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Register mounts the server's API routes on g, a group of a host
+// program's own echo server whose prefix is Config.Prefix: the host chooses
+// where the API lives by setting Config.Prefix, and its group must have
+// that prefix (else Register returns an error, and the host should stop:
+// the routes are registered all the same). Requests under the group are
+// served by Handler, so they answer exactly as on a server of their
+// own: the same authentication, the same JSON errors (whatever the host's
+// HTTPErrorHandler), the same cross-origin protection; the host's group
+// middleware runs first. /healthz, /readyz and the triggers live at the
+// root, outside any group: a host that wants them routes those paths to
+// Handler too.
+//
+// In a net/http server, mount Handler at Config.Prefix instead, without
+// stripping the prefix (the API builds its Location headers from it):
+//
+//	mux.Handle(cfg.Prefix+"/", srv.Handler())
+func (s *Server) Register(g *echo.Group) error {
+	routes := g.Any("/*", echo.WrapHandler(s.handler))
+	prefix := strings.TrimSuffix(routes[0].Path, "/*")
+	want := s.cfg.Prefix
+	if want == "/" {
+		want = ""
+	}
+	if prefix != want {
+		return fmt.Errorf("httpapi: Register: the group's prefix %q is not Config.Prefix %q", prefix, s.cfg.Prefix)
+	}
+	return nil
+}
 
 // HTTPServer returns an *http.Server that serves Handler with the
 // configured timeouts: ReadHeaderTimeout, ReadTimeout (ReadHeaderTimeout +

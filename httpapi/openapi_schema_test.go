@@ -171,6 +171,10 @@ func nameTypes(m map[string]any) {
 // always there).
 var requestRequired = map[string][]string{}
 
+// pagedTypes are the pages whose MarshalJSON adds "hasNextPage" to their
+// fields (the paging shape of every list).
+var pagedTypes = map[string]bool{}
+
 // special are the schemas of types that encode themselves.
 var (
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
@@ -204,6 +208,15 @@ func (g *schemaSet) of(t reflect.Type, request bool) obj {
 				"type":        []any{"string", "integer"},
 				"examples":    []any{"30s", "1h30m"},
 			}
+		})
+	}
+	if pagedTypes[typeKey(t)] {
+		// A page whose MarshalJSON adds "hasNextPage" to its fields.
+		return g.component(t, request, func() obj {
+			s := g.structSchema(t, request)
+			s["properties"].(obj)["hasNextPage"] = obj{"type": "boolean", "description": "Whether another page follows: pass cursor back for it."}
+			s["required"] = append(s["required"].([]any), "hasNextPage")
+			return s
 		})
 	}
 	if t.Implements(reflect.TypeFor[json.Marshaler]()) || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {

@@ -113,6 +113,9 @@ func init() {
 	} {
 		requestRequired[typeKey(r.typ)] = r.fields
 	}
+	for _, v := range []any{schedule.ListResult{}, flowapi.ListResult{}, apiclient.WorkerList{}} {
+		pagedTypes[typeKey(reflect.TypeOf(v))] = true
+	}
 }
 
 // Parameters shared by operations (components/parameters).
@@ -439,7 +442,7 @@ const apiDescription = `Duraflow's management API: workflows, their instances, e
 
 **Bad input.** An unknown query parameter is refused: 400 INVALID_REQUEST naming it (and the ones the route allows); so is a parameter given twice unless the route says it repeats. ` + "`namespace`" + ` is allowed everywhere. A request body is one JSON object (except a flow definition, stored as sent, and a trigger's body) decoded strictly: a field the schema does not have, a value of the wrong type, malformed JSON or data after the object are 400 INVALID_REQUEST naming the field or the byte offset; nesting deeper than the payload limit allows is 400 PAYLOAD_TOO_DEEP; a body over the size limit is 413 PAYLOAD_TOO_LARGE, and one that does not arrive within the body timeout 408 REQUEST_TIMEOUT.
 
-**Paging.** Lists answer a page and, when more follow, a ` + "`nextCursor`" + `; pass it back as ` + "`cursor`" + ` with the same filters. ` + "`pageSize`" + ` bounds the page.
+**Paging.** Every list (instances, history, schedules, flows, workers) answers a page with ` + "`hasNextPage`" + ` and, when it is true, a ` + "`cursor`" + `: pass it back as the ` + "`cursor`" + ` query parameter, with the same filters, for the next page. ` + "`pageSize`" + ` bounds the page (` + "`limit`" + `, on GET /workers, is a deprecated alias).
 
 **Triggers.** A host may add HTTP triggers at the root (httpapi.Trigger): a request to one creates an instance of its workflow with params built from the request and answers 202 TriggerResponse with a Location header. They need the create scope. The served document lists them.`
 

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	_ "embed" // the OpenAPI document
 	"encoding/json"
 	"fmt"
@@ -42,9 +43,22 @@ type Route struct {
 	Action Action
 }
 
-// Routes returns the routes of the server, in the order they were
-// registered: the API, /healthz, /readyz and the triggers.
+// Routes returns the routes of the server, as its router holds them,
+// sorted by path and method: the API, /healthz, /readyz and the triggers.
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
+
+// routesOf lists the routes of e with the action each was registered with
+// (none for a route registered without one: /healthz and /readyz).
+func routesOf(e *echo.Echo, actions map[string]Action) []Route {
+	var out []Route
+	for _, r := range e.Routes() {
+		out = append(out, Route{Method: r.Method, Path: r.Path, Action: actions[r.Method+" "+r.Path]})
+	}
+	slices.SortFunc(out, func(a, b Route) int {
+		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method))
+	})
+	return out
+}
 
 // OpenAPI returns the OpenAPI document the server serves at GET
 // <prefix>/openapi.json: OpenAPIDocument with the paths under the server's

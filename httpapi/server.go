@@ -30,6 +30,7 @@ type Server struct {
 	// routes are the registered routes, triggers the compiled triggers and
 	// openAPI the served OpenAPI document (see Routes and OpenAPI).
 	routes   []Route
+	actions  map[string]Action // by "METHOD path", as registered
 	triggers []*compiledTrigger
 	openAPI  []byte
 }
@@ -48,6 +49,7 @@ func New(cfg *Config) (*Server, error) {
 		client:    cfg.Client,
 		log:       cfg.Logger,
 		tickSlots: make(chan struct{}, cfg.MaxConcurrentTicks),
+		actions:   map[string]Action{},
 	}
 	switch {
 	case cfg.Authorize != nil:
@@ -66,7 +68,6 @@ func New(cfg *Config) (*Server, error) {
 	e.Use(recoverPanics)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
-	s.routes = append(s.routes, Route{Method: http.MethodGet, Path: "/healthz"}, Route{Method: http.MethodGet, Path: "/readyz"})
 	prefix := cfg.Prefix
 	if prefix == "/" {
 		prefix = ""
@@ -74,7 +75,7 @@ func New(cfg *Config) (*Server, error) {
 	g := e.Group(prefix)
 	route := func(method, path string, h echo.HandlerFunc, action Action) {
 		g.Add(method, path, h, s.authMiddleware(action))
-		s.routes = append(s.routes, Route{Method: method, Path: prefix + path, Action: action})
+		s.actions[method+" "+prefix+path] = action
 	}
 	// The document of the API, under the prefix and behind the read scope
 	// like the rest of it (on loopback it needs no token when
@@ -106,6 +107,7 @@ func New(cfg *Config) (*Server, error) {
 	if err := s.addTriggers(e); err != nil {
 		return nil, err
 	}
+	s.routes = routesOf(e, s.actions)
 	var err error
 	if s.openAPI, err = s.buildOpenAPI(); err != nil {
 		return nil, err

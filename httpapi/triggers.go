@@ -301,7 +301,7 @@ func (s *Server) addTriggers(e *echo.Echo) error {
 				"trigger", ct.source, "workflow", ct.Workflow)
 		}
 		e.Add(ct.Method, ct.Path, s.trigger(ct), s.authMiddleware(ActionCreate))
-		s.routes = append(s.routes, Route{Method: ct.Method, Path: ct.Path, Action: ActionCreate})
+		s.actions[ct.Method+" "+ct.Path] = ActionCreate
 		s.triggers = append(s.triggers, ct)
 	}
 	return nil

@@ -1,8 +1,8 @@
 # Duraflow's developer targets:
 #
 #   make test       go test -race ./... (Postgres tests skip when it is unreachable)
-#   make generate   regenerate the sqlc code (installs sqlc when missing)
-#   make verify     gofmt, go vet (with the attack and chaos tags), generated code in sync, make lint
+#   make generate   regenerate the sqlc code (installs sqlc when missing) and httpapi/openapi.json
+#   make verify     gofmt, go vet (with the attack and chaos tags), generated code and the OpenAPI document in sync, make lint
 #   make lint       golangci-lint (.golangci.yml): depguard's import direction, vet, staticcheck... (installs it when missing)
 #   make tidy-check go.mod and go.sum tidy
 #   make bench      the Go benchmarks, then duraflow bench on BENCH_DB (see docs/benchmarks.md)
@@ -40,15 +40,25 @@ BENCH_DB ?= $(DURAFLOW_TEST_DATABASE_URL)
 BENCH_ARGS ?= --ceiling
 BENCH_BIN ?= $(or $(TMPDIR),/tmp)/duraflow-bench
 
-.PHONY: test generate sqlc sqlc-diff verify lint golangci-lint tidy-check bench bench-go bench-run examples attack fuzz chaos
+.PHONY: test generate sqlc sqlc-diff openapi openapi-diff verify lint golangci-lint tidy-check bench bench-go bench-run examples attack fuzz chaos
 
 test:
 	$(GO) test -race $(TESTFLAGS) ./...
 
 # generate regenerates the sqlc code of every backend from db/queries and the
-# goose migrations in db/migrations.
-generate: sqlc
+# goose migrations in db/migrations, and the OpenAPI document.
+generate: sqlc openapi
 	$(SQLC) generate
+
+# openapi rewrites httpapi/openapi.json, the OpenAPI document of the HTTP
+# API, from its operation table (httpapi/openapi_spec_test.go) and the wire
+# types; openapi-diff fails when the committed document is stale (the plain
+# tests check it too).
+openapi:
+	$(GO) test -count=1 -run '^TestOpenAPIDocument$$' ./httpapi -update
+
+openapi-diff:
+	$(GO) test -count=1 -run '^TestOpenAPIDocument$$' ./httpapi
 
 # sqlc installs sqlc $(SQLC_VERSION) unless $(SQLC) is that version already.
 # It builds with cgo and takes a couple of minutes the first time.
@@ -67,7 +77,7 @@ sqlc-diff: sqlc
 
 # verify fails on unformatted code, vet findings, stale generated code, an
 # untidy go.mod and lint findings.
-verify: sqlc-diff tidy-check
+verify: sqlc-diff openapi-diff tidy-check
 	@echo "gofmt -l ."; files="$$(gofmt -l .)"; if [ -n "$$files" ]; then \
 		echo "these files need gofmt:"; echo "$$files"; exit 1; \
 	fi

@@ -104,8 +104,11 @@ func (c *Client) List(ctx context.Context, p client.ListParams) (*InstanceList, 
 	if p.Namespace != "" {
 		q.Set("namespace", p.Namespace)
 	}
-	var out InstanceList
-	return &out, c.do(ctx, http.MethodGet, c.api("/workflows/"+url.PathEscape(p.WorkflowName)+"/instances"), q, nil, &out)
+	var page InstancePage
+	if err := c.do(ctx, http.MethodGet, c.api("/workflows/"+url.PathEscape(p.WorkflowName)+"/instances"), q, nil, &page); err != nil {
+		return nil, err
+	}
+	return &InstanceList{Instances: infosOf(page.Instances), NextCursor: page.Cursor}, nil
 }
 
 // Create creates one instance (POST /workflows/:name/instances).
@@ -113,9 +116,12 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	if workflowName == "" {
 		return nil, fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
 	}
-	var out workflow.InstanceInfo
+	var out Instance
 	body := CreateRequest{ID: req.ID, Params: req.Params, Queue: req.Queue, Priority: req.Priority, DedupeKey: req.DedupeKey, Deadline: deadlineOf(req.Deadline)}
-	return &out, c.do(ctx, http.MethodPost, c.api("/workflows/"+url.PathEscape(workflowName)+"/instances"), namespaceQuery(req.Namespace), body, &out)
+	if err := c.do(ctx, http.MethodPost, c.api("/workflows/"+url.PathEscape(workflowName)+"/instances"), namespaceQuery(req.Namespace), body, &out); err != nil {
+		return nil, err
+	}
+	return out.Info(), nil
 }
 
 // CreateBatch creates up to workflow.MaxBatchSize instances and returns those
@@ -138,7 +144,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 	if err := c.do(ctx, http.MethodPost, c.api("/workflows/"+url.PathEscape(workflowName)+"/instances/batch"), namespaceQuery(ns), body, &out); err != nil {
 		return nil, err
 	}
-	return out.Instances, nil
+	return infosOf(out.Instances), nil
 }
 
 // Get returns one instance (GET /workflows/:name/instances/:id).
@@ -147,8 +153,7 @@ func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.In
 	if err != nil {
 		return nil, err
 	}
-	var out workflow.InstanceInfo
-	return &out, c.do(ctx, http.MethodGet, path, nil, nil, &out)
+	return c.instance(ctx, http.MethodGet, path)
 }
 
 // Pause pauses an instance (POST …/:id/pause) and returns it as it is after.
@@ -184,18 +189,37 @@ func (c *Client) change(ctx context.Context, workflowName, id, verb string) (*wo
 	if err != nil {
 		return nil, err
 	}
-	var out workflow.InstanceInfo
-	return &out, c.do(ctx, http.MethodPost, path, nil, nil, &out)
+	return c.instance(ctx, http.MethodPost, path)
+}
+
+// instance calls a route that answers an Instance.
+func (c *Client) instance(ctx context.Context, method, path string) (*workflow.InstanceInfo, error) {
+	var out Instance
+	if err := c.do(ctx, method, path, nil, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Info(), nil
 }
 
 // SendEvent sends an event to an instance (POST …/:id/events). An empty
 // payload is stored as null.
 func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) error {
+	_, err := c.SendEventStatus(ctx, workflowName, id, eventType, payload)
+	return err
+}
+
+// SendEventStatus is SendEvent that returns the status of the instance
+// once the event was stored, as the server answers it.
+func (c *Client) SendEventStatus(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) (*InstanceDetails, error) {
 	path, err := c.instancePath(workflowName, id, "/events")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return c.do(ctx, http.MethodPost, path, nil, SendEventRequest{Type: eventType, Payload: payload}, nil)
+	var out EventSent
+	if err := c.do(ctx, http.MethodPost, path, nil, SendEventRequest{Type: eventType, Payload: payload}, &out); err != nil {
+		return nil, err
+	}
+	return &out.Status, nil
 }
 
 // History returns a page of the steps and events of a run of an instance
@@ -217,15 +241,21 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p client.
 	if p.Cursor != "" {
 		q.Set("cursor", p.Cursor)
 	}
-	var out History
-	return &out, c.do(ctx, http.MethodGet, path, q, nil, &out)
+	var page HistoryPage
+	if err := c.do(ctx, http.MethodGet, path, q, nil, &page); err != nil {
+		return nil, err
+	}
+	return page.history(), nil
 }
 
 // Tick asks the server to run due work once (POST /_runner/tick) and returns
-// the TickFunc's result as raw JSON.
-func (c *Client) Tick(ctx context.Context, req TickRequest) (json.RawMessage, error) {
-	var out json.RawMessage
-	return out, c.do(ctx, http.MethodPost, c.api("/_runner/tick"), nil, req, &out)
+// what it did.
+func (c *Client) Tick(ctx context.Context, req TickRequest) (*TickResult, error) {
+	var out TickResult
+	if err := c.do(ctx, http.MethodPost, c.api("/_runner/tick"), nil, req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // Health calls GET /healthz and returns nil when the server answers 200.

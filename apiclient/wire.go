@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // The bodies of the HTTP API. Params, payloads, outputs and step results are
@@ -33,12 +32,13 @@ const (
 	KindFlow = "flow"
 )
 
-// InstanceList is the answer of GET /workflows/:name/instances: a page of
-// instances, newest update first, and the cursor of the next page.
+// InstanceList is what Client.List returns: a page of instances, newest
+// update first, and the cursor of the next page, decoded from the
+// InstancePage the server answers.
 type InstanceList = client.ListResult
 
-// History is the answer of GET /workflows/:name/instances/:id/history: a page
-// of the steps and events of one run.
+// History is what Client.History returns: a page of the steps and events of
+// one run, decoded from the HistoryPage the server answers.
 type History = client.History
 
 // CreateRequest is the body of POST /workflows/:name/instances, and one item
@@ -84,10 +84,11 @@ type CreateBatchRequest struct {
 	Instances []CreateRequest `json:"instances"`
 }
 
-// InstanceBatch is the answer of a batch: the instances it created. Ids that
-// existed already are skipped and left out.
+// InstanceBatch is the answer of a batch (201): the instances it created,
+// each as GET answers it. Ids that existed already are skipped and left
+// out.
 type InstanceBatch struct {
-	Instances []*workflow.InstanceInfo `json:"instances"`
+	Instances []*Instance `json:"instances"`
 }
 
 // SendEventRequest is the body of POST /workflows/:name/instances/:id/events.
@@ -97,18 +98,22 @@ type SendEventRequest struct {
 	Payload json.RawMessage `json:"payload,omitempty"`
 }
 
-// Accepted is the answer of a request that stored something for later, such
-// as an event (202 Accepted: the event is durable, its delivery comes later).
-type Accepted struct {
-	OK bool `json:"ok"`
-}
-
 // TickRequest is the body of POST /_runner/tick; the body may be absent.
 // MaxInstances (0 to httpapi.MaxTickInstances) bounds the instances claimed and
 // MaxSteps the new step attempts; 0 leaves the choice to the TickFunc.
 type TickRequest struct {
 	MaxInstances int `json:"maxInstances,omitempty"`
 	MaxSteps     int `json:"maxSteps,omitempty"`
+}
+
+// TickResult is the answer of POST /_runner/tick: how many claimed tasks
+// the tick ran (to completion, suspension or failure), and the limits it
+// ran under, as the request gave them (0: the runner's default, and no step
+// budget).
+type TickResult struct {
+	Processed    int `json:"processed"`
+	MaxInstances int `json:"maxInstances"`
+	MaxSteps     int `json:"maxSteps"`
 }
 
 // HealthStatus is the answer of GET /healthz and of a successful GET /readyz.

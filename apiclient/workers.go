@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -23,10 +24,21 @@ type WorkerListParams struct {
 }
 
 // WorkerList is the answer of GET /workers: a page of workers ordered by
-// id, and the cursor of the next page (empty on the last).
+// id, the cursor of the next page (JSON "cursor", absent on the last) and
+// "hasNextPage".
 type WorkerList struct {
 	Workers    []*workflow.WorkerInfo `json:"workers"`
-	NextCursor string                 `json:"nextCursor,omitempty"`
+	NextCursor string                 `json:"cursor,omitempty"`
+}
+
+// MarshalJSON writes the page with "hasNextPage", true when NextCursor
+// (JSON "cursor") is set: the paging shape of every list of the HTTP API.
+func (l WorkerList) MarshalJSON() ([]byte, error) {
+	type plain WorkerList
+	return json.Marshal(struct {
+		plain
+		HasNextPage bool `json:"hasNextPage"`
+	}{plain(l), l.NextCursor != ""})
 }
 
 // ListWorkers returns a page of the registered workers (GET /workers).

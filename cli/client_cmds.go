@@ -112,13 +112,23 @@ func newInstancesCommand(o *Options) *cobra.Command {
 	return cmd
 }
 
-// listOutput is the JSON of instances list.
+// listOutput is what instances list gathers; its JSON is listJSON.
 type listOutput struct {
-	Instances []*workflow.InstanceInfo `json:"instances"`
+	Instances []*workflow.InstanceInfo
 	// NextCursor continues a one-workflow listing.
-	NextCursor string `json:"nextCursor,omitempty"`
+	NextCursor string
 	// NextCursors continue, per workflow, a listing of every workflow.
-	NextCursors map[string]string `json:"nextCursors,omitempty"`
+	NextCursors map[string]string
+}
+
+// listJSON is the JSON of instances list: the API's page
+// (apiclient.InstancePage), and for a listing of every workflow the cursor
+// of each workflow that has more.
+type listJSON struct {
+	Instances   []*apiclient.Instance `json:"instances"`
+	Cursor      string                `json:"cursor,omitempty"`
+	HasNextPage bool                  `json:"hasNextPage"`
+	Cursors     map[string]string     `json:"cursors,omitempty"`
 }
 
 func newInstancesListCommand(o *Options, cf *clientFlags) *cobra.Command {
@@ -195,7 +205,10 @@ error; --all follows every page.`,
 				})
 			}
 			if cf.json {
-				return writeJSON(o.Stdout, out)
+				return writeJSON(o.Stdout, listJSON{
+					Instances: apiclient.NewInstances(out.Instances), Cursor: out.NextCursor,
+					HasNextPage: out.NextCursor != "" || len(out.NextCursors) > 0, Cursors: out.NextCursors,
+				})
 			}
 			t := newTable(o.Stdout, "WORKFLOW", "ID", "STATUS", "RUN", "QUEUE", "PRIORITY", "CREATED", "UPDATED", "OUTPUT/ERROR")
 			for _, i := range out.Instances {
@@ -265,7 +278,7 @@ func newInstancesGetCommand(o *Options, cf *clientFlags) *cobra.Command {
 // printInstance writes one instance as JSON or as a list of fields.
 func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
 	if asJSON {
-		return writeJSON(w, i)
+		return writeJSON(w, apiclient.NewInstance(i))
 	}
 	t := newTable(w)
 	t.row("Workflow:", i.WorkflowName)
@@ -495,7 +508,7 @@ the cursor of the next on standard error.`,
 				p.Cursor, p.Run = page.NextCursor, page.RunNumber
 			}
 			if cf.json {
-				return writeJSON(o.Stdout, h)
+				return writeJSON(o.Stdout, apiclient.NewHistoryPage(h))
 			}
 			if err := printHistory(o.Stdout, h); err != nil {
 				return err
@@ -636,7 +649,7 @@ func newInstancesChangeCommand(o *Options, cf *clientFlags, verb, short string, 
 				return err
 			}
 			if cf.json {
-				return writeJSON(o.Stdout, info)
+				return writeJSON(o.Stdout, apiclient.NewInstance(info))
 			}
 			fmt.Fprintf(o.Stdout, "%s/%s: %s (run %d)\n", info.WorkflowName, info.ID, info.Status, info.RunNumber)
 			return nil
@@ -668,13 +681,14 @@ the instance waits for it, or when it gets there.`,
 			if err != nil {
 				return err
 			}
-			if err := cf.client().SendEvent(cmd.Context(), a[0], a[1], a[2], raw); err != nil {
+			st, err := cf.client().SendEventStatus(cmd.Context(), a[0], a[1], a[2], raw)
+			if err != nil {
 				return err
 			}
 			if cf.json {
-				return writeJSON(o.Stdout, apiclient.Accepted{OK: true})
+				return writeJSON(o.Stdout, apiclient.EventSent{Status: *st})
 			}
-			fmt.Fprintf(o.Stdout, "sent %s to %s/%s\n", a[2], a[0], a[1])
+			fmt.Fprintf(o.Stdout, "sent %s to %s/%s (now %s)\n", a[2], a[0], a[1], st.Status)
 			return nil
 		},
 	}

@@ -42,29 +42,31 @@ func TestClientCommands(t *testing.T) {
 		require.Regexp(t, `(?m)^Output:\s+\{"greeting":"Hello, Ada!"\}$`, r.stdout)
 
 		var info struct {
-			ID     string
-			Status string
-			Output json.RawMessage
+			ID      string
+			Details struct {
+				Status string
+				Output json.RawMessage
+			}
 		}
 		c.json(&info, "instances", "get", "hello", "ada")
-		require.Equal(t, "complete", info.Status)
-		require.JSONEq(t, `{"greeting":"Hello, Ada!"}`, string(info.Output))
+		require.Equal(t, "complete", info.Details.Status)
+		require.JSONEq(t, `{"greeting":"Hello, Ada!"}`, string(info.Details.Output))
 
 		// A random id when none is given; --wait 0 shows it as created:
 		// running when it started on dev's runner at once (eager start),
 		// queued when the runner had no free slot.
 		c.json(&info, "instances", "create", "hello", "--wait", "0")
 		require.Len(t, info.ID, 32)
-		require.Contains(t, []string{"queued", "running"}, info.Status)
+		require.Contains(t, []string{"queued", "running"}, info.Details.Status)
 	})
 
 	t.Run("ApprovalByEvent", func(t *testing.T) {
 		r := c.run(cli.ExitOK, "instances", "create", "approval", "a1", "--params", `{"amount":120,"timeout":"1 hour"}`)
 		require.Regexp(t, `(?m)^Status:\s+waiting$`, r.stdout)
 		r = c.run(cli.ExitOK, "events", "send", "approval", "a1", "approval", "--payload", `{"approved":true}`)
-		require.Equal(t, "sent approval to approval/a1\n", r.stdout)
+		require.Regexp(t, `^sent approval to approval/a1 \(now (waiting|queued|running|complete)\)\n$`, r.stdout)
 		info := c.waitStatus("approval", "a1", "complete")
-		out, _ := json.Marshal(info["output"])
+		out, _ := json.Marshal(info["details"].(map[string]any)["output"])
 		require.JSONEq(t, `{"approved":true,"amount":120}`, string(out))
 
 		r = c.run(cli.ExitOK, "instances", "history", "approval", "a1")
@@ -96,11 +98,14 @@ func TestClientCommands(t *testing.T) {
 		require.Regexp(t, `^sleeper/s1: (queued|running|waiting) \(run 1\)\n$`, r.stdout)
 		require.Equal(t, "sleeper/s1: terminated (run 1)\n", c.run(cli.ExitOK, "instances", "terminate", "sleeper", "s1").stdout)
 		var info struct {
-			Status    string
+			ID        string
+			Details   struct{ Status string }
 			RunNumber int
 		}
 		c.json(&info, "instances", "restart", "sleeper", "s1")
 		require.Equal(t, 2, info.RunNumber)
+		require.Equal(t, "s1", info.ID)
+		require.NotEmpty(t, info.Details.Status)
 	})
 
 	t.Run("AttemptsAndDeadline", func(t *testing.T) {
@@ -186,10 +191,11 @@ func TestInstancesListPaginates(t *testing.T) {
 		Instances []struct {
 			WorkflowName string
 			ID           string
-			Status       string
+			Details      struct{ Status string }
 		}
-		NextCursor  string
-		NextCursors map[string]string
+		Cursor      string
+		HasNextPage bool
+		Cursors     map[string]string
 	}
 	ids := func(l list) []string {
 		var out []string
@@ -202,22 +208,26 @@ func TestInstancesListPaginates(t *testing.T) {
 	var page1, page2, all list
 	c.json(&page1, "instances", "list", "hello", "--page-size", "2")
 	require.Len(t, page1.Instances, 2)
-	require.NotEmpty(t, page1.NextCursor)
-	c.json(&page2, "instances", "list", "hello", "--page-size", "2", "--cursor", page1.NextCursor)
+	require.NotEmpty(t, page1.Cursor)
+	require.True(t, page1.HasNextPage)
+	require.Equal(t, "complete", page1.Instances[0].Details.Status)
+	c.json(&page2, "instances", "list", "hello", "--page-size", "2", "--cursor", page1.Cursor)
 	require.Len(t, page2.Instances, 1)
-	require.Empty(t, page2.NextCursor)
+	require.Empty(t, page2.Cursor)
+	require.False(t, page2.HasNextPage)
 	require.ElementsMatch(t, []string{"h1", "h2", "h3"}, append(ids(page1), ids(page2)...))
 
 	c.json(&all, "instances", "list", "hello", "--page-size", "1", "--all")
 	require.ElementsMatch(t, []string{"h1", "h2", "h3"}, ids(all))
-	require.Empty(t, all.NextCursor)
+	require.Empty(t, all.Cursor)
 
 	// Without a workflow, every workflow's instances.
 	c.json(&all, "instances", "list")
 	require.ElementsMatch(t, []string{"h1", "h2", "h3", "s1"}, ids(all))
 	c.json(&all, "instances", "list", "--page-size", "2")
 	require.Len(t, all.Instances, 3)
-	require.Contains(t, all.NextCursors, "hello")
+	require.Contains(t, all.Cursors, "hello")
+	require.True(t, all.HasNextPage)
 
 	c.json(&all, "instances", "list", "--status", "waiting")
 	require.Equal(t, []string{"s1"}, ids(all))
@@ -228,5 +238,5 @@ func TestInstancesListPaginates(t *testing.T) {
 	require.Len(t, lines, 3)
 	require.Regexp(t, `^WORKFLOW\s+ID\s+STATUS\s+RUN\s+QUEUE\s+PRIORITY\s+CREATED\s+UPDATED\s+OUTPUT/ERROR$`, lines[0])
 	require.Regexp(t, `^hello\s+h\d\s+complete\s+1\s+default\s+0\s+\S+\s+\S+\s+\{"greeting":"Hello, World!"\}$`, lines[1])
-	require.Contains(t, r.stderr, "more: duraflow instances list hello --cursor "+page1.NextCursor)
+	require.Contains(t, r.stderr, "more: duraflow instances list hello --cursor "+page1.Cursor)
 }

@@ -128,7 +128,7 @@ func TestDevFlows(t *testing.T) {
 		require.Equal(t, workflow.StatusWaiting, waitSettled(t, api, "expense-approval", "e-big").Status)
 		require.NoError(t, api.SendEvent(ctx, "expense-approval", "e-big", "approval", json.RawMessage(`{"approved":true,"by":"grace"}`)))
 		info := c.waitStatus("expense-approval", "e-big", "complete")
-		got, err := json.Marshal(info["output"])
+		got, err := json.Marshal(info["details"].(map[string]any)["output"])
 		require.NoError(t, err)
 		require.JSONEq(t, `{"status":"approved","by":"grace","expenseId":"E-2","amount":420}`, string(got))
 	})

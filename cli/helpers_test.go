@@ -178,7 +178,9 @@ func (c *client) json(out any, args ...string) {
 	require.NoError(c.t, json.Unmarshal([]byte(r.stdout), out), r.stdout)
 }
 
-// waitStatus polls an instance until it has status and returns it.
+// waitStatus polls an instance until it has status and returns it, as
+// instances get --json prints it: the API's shape, its status, error and
+// output under "details".
 func (c *client) waitStatus(workflowName, id, status string) map[string]any {
 	c.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -187,11 +189,12 @@ func (c *client) waitStatus(workflowName, id, status string) map[string]any {
 	for {
 		var info map[string]any
 		c.json(&info, "instances", "get", workflowName, id)
-		if info["status"] == status {
+		details, _ := info["details"].(map[string]any)
+		if details["status"] == status {
 			return info
 		}
 		if time.Now().After(deadline) {
-			require.FailNow(c.t, "instance did not reach status "+status, "%s/%s is %v", workflowName, id, info["status"])
+			require.FailNow(c.t, "instance did not reach status "+status, "%s/%s is %v", workflowName, id, details["status"])
 		}
 		<-tick.C
 	}

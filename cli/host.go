@@ -425,7 +425,7 @@ func loadTriggers(cfg *hostConfig) ([]httpapi.Trigger, error) {
 // tickFunc makes a tick fire the due schedules before it runs due work, so
 // a host driven by ticks alone starts scheduled instances too.
 func (h *host) tickFunc(run httpapi.TickFunc) httpapi.TickFunc {
-	return func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+	return func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
 		if _, err := h.scheduler.FireDue(ctx); err != nil {
 			h.log.Warn("tick: firing due schedules failed", "error", err)
 		}

@@ -52,12 +52,14 @@ func TestScheduleCommands(t *testing.T) {
 		require.Regexp(t, `^nightly\s+hello\s+0 2 \* \* \*\s+Europe/Berlin\s+true\s+\S+Z\s+-$`, lines[2])
 
 		var page struct {
-			Schedules  []map[string]any
-			NextCursor string
+			Schedules   []map[string]any
+			NextCursor  string `json:"cursor"`
+			HasNextPage bool
 		}
 		c.json(&page, "schedules", "list", "--page-size", "1")
 		require.Len(t, page.Schedules, 1)
 		require.Equal(t, "every-5", page.NextCursor)
+		require.True(t, page.HasNextPage)
 		r = c.run(cli.ExitOK, "schedules", "list", "--page-size", "1")
 		require.Contains(t, r.stderr, "more: duraflow schedules list --cursor every-5")
 		c.json(&page, "schedules", "list", "--page-size", "1", "--all")
@@ -165,7 +167,7 @@ func TestServeTriggers(t *testing.T) {
 	status, id, body := post("POST", "/hooks/hello", `{"name":"Ada"}`)
 	require.Equal(t, http.StatusAccepted, status, body)
 	info := c.waitStatus("hello", id, "complete")
-	require.Equal(t, map[string]any{"greeting": "Hello, Ada!"}, info["output"])
+	require.Equal(t, map[string]any{"greeting": "Hello, Ada!"}, info["details"].(map[string]any)["output"])
 	raw, err := json.Marshal(info["metadata"])
 	require.NoError(t, err)
 	prov, err := workflow.ProvenanceOf(raw)
@@ -178,7 +180,7 @@ func TestServeTriggers(t *testing.T) {
 	status, id, body = post("PUT", "/hooks/greet/Grace", ``)
 	require.Equal(t, http.StatusAccepted, status, body)
 	info = c.waitStatus("hello", id, "complete")
-	require.Equal(t, map[string]any{"greeting": "Hello, Grace!"}, info["output"])
+	require.Equal(t, map[string]any{"greeting": "Hello, Grace!"}, info["details"].(map[string]any)["output"])
 }
 
 func TestServeRefusesBadTriggers(t *testing.T) {

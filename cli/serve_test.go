@@ -133,17 +133,17 @@ func TestServeTickOnly(t *testing.T) {
 	c.run(cli.ExitOK, "instances", "create", "hello", "t1", "--wait", "0")
 
 	// Without a runner loop nothing runs until a tick.
-	var info struct{ Status string }
+	var info struct{ Details struct{ Status string } }
 	c.json(&info, "instances", "get", "hello", "t1")
-	require.Equal(t, "queued", info.Status)
+	require.Equal(t, "queued", info.Details.Status)
 
 	_, err := apiclient.New(s.url, "adm1n", nil).Tick(context.Background(), apiclient.TickRequest{})
 	require.ErrorIs(t, err, httpapi.ErrForbidden, "the tick needs its own scope")
 	res, err := apiclient.New(s.url, "cr0n", nil).Tick(context.Background(), apiclient.TickRequest{MaxInstances: 10})
 	require.NoError(t, err)
-	require.JSONEq(t, `{"instances":1,"maxInstances":10,"maxSteps":0}`, string(res))
+	require.Equal(t, &apiclient.TickResult{Processed: 1, MaxInstances: 10, MaxSteps: 0}, res)
 	c.json(&info, "instances", "get", "hello", "t1")
-	require.Equal(t, "complete", info.Status)
+	require.Equal(t, "complete", info.Details.Status)
 }
 
 func TestServeWithoutTickHasNoTickRoute(t *testing.T) {
@@ -280,12 +280,14 @@ func TestWorkerDrainsOnCancel(t *testing.T) {
 	cancel()
 	require.Equal(t, cli.ExitOK, <-done)
 	var info struct {
-		Status string
-		Output json.RawMessage
+		Details struct {
+			Status string
+			Output json.RawMessage
+		}
 	}
 	c.json(&info, "instances", "get", "flaky", "w1")
-	require.Equal(t, "complete", info.Status, "the running step finished during the drain")
-	require.JSONEq(t, `{"attempts":1}`, string(info.Output))
+	require.Equal(t, "complete", info.Details.Status, "the running step finished during the drain")
+	require.JSONEq(t, `{"attempts":1}`, string(info.Details.Output))
 }
 
 func TestExitCode(t *testing.T) {

@@ -32,17 +32,17 @@ func TestTickFiresDueSchedules(t *testing.T) {
 
 	host := &host{scheduler: sched, log: log}
 	var ran []string
-	tick := host.tickFunc(func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+	tick := host.tickFunc(func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
 		page, err := h.Client.List(ctx, client.ListParams{WorkflowName: "report"})
 		require.NoError(t, err)
 		for _, inst := range page.Instances {
 			ran = append(ran, inst.ID)
 		}
-		return "ran", nil
+		return 42, nil
 	})
 	res, err := tick(h.Context(), 10, 0)
 	require.NoError(t, err)
-	require.Equal(t, "ran", res)
+	require.Equal(t, 42, res)
 	require.Equal(t, []string{schedule.InstanceID("s", testharness.DefaultStart.Add(5*time.Minute))}, ran,
 		"the instance was started before the runner's tick")
 }

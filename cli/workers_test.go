@@ -53,7 +53,7 @@ func TestWorkersCommands(t *testing.T) {
 	done, _ := startWorker(t, db)
 	var page struct {
 		Workers    []workerJSON
-		NextCursor string
+		NextCursor string `json:"cursor"`
 	}
 	c.json(&page, "workers", "list", "--status", "online", "--queue", "default")
 	require.Len(t, page.Workers, 1)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -33,7 +34,17 @@ type WorkerListParams struct {
 type WorkerListResult struct {
 	Workers []*workflow.WorkerInfo `json:"workers"`
 	// NextCursor is empty on the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
+	NextCursor string `json:"cursor,omitempty"`
+}
+
+// MarshalJSON writes the page with "hasNextPage", true when NextCursor
+// (JSON "cursor") is set: the paging shape of every list of the HTTP API.
+func (r WorkerListResult) MarshalJSON() ([]byte, error) {
+	type plain WorkerListResult
+	return json.Marshal(struct {
+		plain
+		HasNextPage bool `json:"hasNextPage"`
+	}{plain(r), r.NextCursor != ""})
 }
 
 // ListWorkers returns a page of the registered workers (runners), ordered

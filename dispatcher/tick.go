@@ -11,34 +11,23 @@ import (
 // MaxTickInstances bounds the instances one tick may run.
 const MaxTickInstances = 1000
 
-// TickResult is what one tick did.
-type TickResult struct {
-	// Instances is how many claimed tasks the tick ran (to completion,
-	// suspension or failure).
-	Instances int `json:"instances"`
-	// MaxInstances and MaxSteps are the limits the tick ran under; MaxSteps 0
-	// means unlimited.
-	MaxInstances int `json:"maxInstances"`
-	MaxSteps     int `json:"maxSteps"`
-}
-
 // TickFunc returns the function behind the HTTP tick route: it runs the due
-// work of r once, within the limits the caller gives, and returns a
-// TickResult. It lets a cron job or a platform scheduler drive a runner that
+// work of r once, within the limits the caller gives, and returns how many
+// claimed tasks it ran (to completion, suspension or failure). It lets a cron job or a platform scheduler drive a runner that
 // has no loop of its own. Concurrent ticks are safe: every write the runner
 // makes is fenced by its task's lease, so two ticks never both commit a step.
-func TickFunc(r *runner.Runner) func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
-	return func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+func TickFunc(r *runner.Runner) func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
+	return func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
 		if maxInstances < 0 || maxInstances > MaxTickInstances {
-			return nil, fmt.Errorf("%w: maxInstances must be between 1 and %d", workflow.ErrInvalidRequest, MaxTickInstances)
+			return 0, fmt.Errorf("%w: maxInstances must be between 1 and %d", workflow.ErrInvalidRequest, MaxTickInstances)
 		}
 		if maxSteps < 0 {
-			return nil, fmt.Errorf("%w: maxSteps must not be negative", workflow.ErrInvalidRequest)
+			return 0, fmt.Errorf("%w: maxSteps must not be negative", workflow.ErrInvalidRequest)
 		}
 		n, err := r.RunDueLimited(ctx, maxInstances, maxSteps)
 		if err != nil {
-			return nil, fmt.Errorf("ticking the runner: %w", err)
+			return 0, fmt.Errorf("ticking the runner: %w", err)
 		}
-		return &TickResult{Instances: n, MaxInstances: maxInstances, MaxSteps: maxSteps}, nil
+		return n, nil
 	}
 }

@@ -47,18 +47,22 @@ const MaxTickInstances = 1000
 
 // TickFunc runs the due work of a runner once, within maxInstances claimed
 // instances and maxSteps new step attempts (0 means the runner's default
-// and no step budget), and returns what it did; the tick route answers 200
-// with the result as JSON. An error wrapping workflow.ErrInvalidRequest
-// answers 400; any other error answers 500 and is logged.
-// dispatcher.TickFunc builds one over a runner.
-type TickFunc func(ctx context.Context, maxInstances, maxSteps int) (any, error)
+// and no step budget), and returns how many claimed tasks it ran; the tick
+// route answers 200 with apiclient.TickResult, {"processed": n,
+// "maxInstances": …, "maxSteps": …}. An error wrapping
+// workflow.ErrInvalidRequest answers 400; any other error answers 500 and
+// is logged. dispatcher.TickFunc builds one over a runner.
+type TickFunc func(ctx context.Context, maxInstances, maxSteps int) (processed int, err error)
 
 // Config configures a Server.
 type Config struct {
 	// Client is the management service the routes call. Required.
 	Client *client.Client
 	// Prefix is the path the API routes are mounted under; "/" mounts them
-	// at the root. /healthz and /readyz are always at the root.
+	// at the root. /healthz and /readyz are always at the root. A host
+	// program that embeds the API in its own server chooses where with
+	// Prefix, and mounts it there: Server.Register on an echo group with
+	// that prefix, or Handler at Prefix+"/" of a net/http ServeMux.
 	//
 	// Defaults to "/api".
 	Prefix string

@@ -13,6 +13,12 @@
 // behind the create action: routes that start a workflow from a request and
 // record its provenance.
 //
+// The OpenAPI 3.1 document of the API is openapi.json in this package
+// (OpenAPIDocument); a Server serves its own version, with its prefix and
+// triggers, at GET <prefix>/openapi.json (Server.OpenAPI). The tests
+// generate the file from their operation table and the wire types, and
+// validate every route's requests and answers against it.
+//
 // Every error is JSON, {"error":{"code":"…","message":"…"}}, and one table,
 // apiclient's (apiclient.ErrorCode), maps the workflow package's sentinel
 // errors to statuses and codes; apiclient.Client turns those answers back

@@ -45,9 +45,8 @@ func ExampleNew() {
 	srv, err := httpapi.New(&httpapi.Config{
 		Client: c,
 		Tokens: []httpapi.Token{admin, httpapi.NewToken("cron", "tick-secret", httpapi.ActionTick)},
-		Tick: func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
-			n, err := r.RunDueLimited(ctx, maxInstances, maxSteps)
-			return map[string]int{"instances": n}, err
+		Tick: func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
+			return r.RunDueLimited(ctx, maxInstances, maxSteps)
 		},
 	})
 	if err != nil {

@@ -92,17 +92,17 @@ func TestFlowRoutes(t *testing.T) {
 	}, list.Workflows)
 
 	// Started and read by the same instance routes as a Go workflow.
-	var created workflow.InstanceInfo
+	var created apiclient.Instance
 	b.call(t, "POST", "/api/workflows/doubler/instances", `{"id":"d1","params":{"n":21}}`).requireOK(t, http.StatusCreated, &created)
 	var md map[string]json.RawMessage
 	require.NoError(t, json.Unmarshal(created.Metadata, &md))
 	require.JSONEq(t, `{"id":"doubler","version":"1.10.0"}`, string(md["flow"]), "pinned to the latest version")
 	require.Contains(t, string(md["trigger"]), `"type":"api"`, "the provenance stays")
 	b.h.RunUntilIdle()
-	var got workflow.InstanceInfo
+	var got apiclient.Instance
 	b.call(t, "GET", "/api/workflows/doubler/instances/d1", "").requireOK(t, http.StatusOK, &got)
-	require.Equal(t, workflow.StatusComplete, got.Status)
-	require.JSONEq(t, `{"n":42,"version":"1.10.0"}`, string(got.Output))
+	require.Equal(t, workflow.StatusComplete, got.Details.Status)
+	require.JSONEq(t, `{"n":42,"version":"1.10.0"}`, string(got.Details.Output))
 
 	// Reading flows.
 	var flows apiclient.FlowList

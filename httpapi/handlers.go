@@ -85,7 +85,7 @@ func (s *Server) listInstances(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return reply(c, http.StatusOK, res)
+	return reply(c, http.StatusOK, apiclient.NewInstancePage(res))
 }
 
 func (s *Server) createInstance(c echo.Context) error {
@@ -108,9 +108,9 @@ func (s *Server) createInstance(c echo.Context) error {
 	c.Response().Header().Set("Location", s.instancePath(info))
 	if info.Deduplicated {
 		// Nothing was created: the answer is the instance that holds the key.
-		return reply(c, http.StatusOK, info)
+		return reply(c, http.StatusOK, apiclient.NewInstance(info))
 	}
-	return reply(c, http.StatusCreated, info)
+	return reply(c, http.StatusCreated, apiclient.NewInstance(info))
 }
 
 func (s *Server) createBatch(c echo.Context) error {
@@ -134,10 +134,7 @@ func (s *Server) createBatch(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if created == nil {
-		created = []*workflow.InstanceInfo{}
-	}
-	return reply(c, http.StatusCreated, apiclient.InstanceBatch{Instances: created})
+	return reply(c, http.StatusCreated, apiclient.InstanceBatch{Instances: apiclient.NewInstances(created)})
 }
 
 func (s *Server) getInstance(c echo.Context) error {
@@ -166,7 +163,7 @@ func (s *Server) get(c echo.Context, name, id string) error {
 	if err != nil {
 		return err
 	}
-	return reply(c, http.StatusOK, info)
+	return reply(c, http.StatusOK, apiclient.NewInstance(info))
 }
 
 // change returns the handler of a life-cycle route: pause, resume, terminate
@@ -185,7 +182,7 @@ func (s *Server) change(f func(cl *client.Client, ctx context.Context, workflowN
 		if err != nil {
 			return err
 		}
-		return reply(c, http.StatusOK, info)
+		return reply(c, http.StatusOK, apiclient.NewInstance(info))
 	}
 }
 
@@ -198,10 +195,17 @@ func (s *Server) sendEvent(c echo.Context) error {
 	if err := s.decodeBody(c, &req, false); err != nil {
 		return err
 	}
-	if err := s.scoped(c).SendEvent(c.Request().Context(), name, id, req.Type, req.Payload); err != nil {
+	cl := s.scoped(c)
+	if err := cl.SendEvent(c.Request().Context(), name, id, req.Type, req.Payload); err != nil {
 		return err
 	}
-	return reply(c, http.StatusAccepted, apiclient.Accepted{OK: true})
+	// The event is stored: the answer is the instance's status from now on
+	// (a workflow woken by the event may have moved it on already).
+	info, err := cl.Get(c.Request().Context(), name, id)
+	if err != nil {
+		return err
+	}
+	return reply(c, http.StatusAccepted, apiclient.EventSent{Status: apiclient.DetailsOf(info)})
 }
 
 func (s *Server) history(c echo.Context) error {
@@ -224,7 +228,7 @@ func (s *Server) history(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return reply(c, http.StatusOK, h)
+	return reply(c, http.StatusOK, apiclient.NewHistoryPage(h))
 }
 
 func (s *Server) tick(c echo.Context) error {
@@ -249,15 +253,12 @@ func (s *Server) tick(c echo.Context) error {
 	// WriteTimeout for its answer.
 	rc := http.NewResponseController(c.Response())
 	_ = rc.SetWriteDeadline(time.Time{})
-	res, err := s.cfg.Tick(c.Request().Context(), req.MaxInstances, req.MaxSteps)
+	n, err := s.cfg.Tick(c.Request().Context(), req.MaxInstances, req.MaxSteps)
 	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err != nil {
 		return fmt.Errorf("ticking: %w", err)
 	}
-	if res == nil {
-		res = apiclient.Accepted{OK: true}
-	}
-	return reply(c, http.StatusOK, res)
+	return reply(c, http.StatusOK, apiclient.TickResult{Processed: n, MaxInstances: req.MaxInstances, MaxSteps: req.MaxSteps})
 }
 
 // instancePath is the API path of an instance, for the Location header.

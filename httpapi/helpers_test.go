@@ -64,11 +64,12 @@ func (c *stepCounter) snapshot() map[string]int {
 }
 
 type testBundle struct {
-	h     *testharness.Harness
-	srv   *httptest.Server
-	api   *apiclient.Client
-	steps *stepCounter
-	ctx   context.Context
+	h      *testharness.Harness
+	server *httpapi.Server
+	srv    *httptest.Server
+	api    *apiclient.Client
+	steps  *stepCounter
+	ctx    context.Context
 }
 
 // setup starts a server over a fresh harness with three workflows: "greet"
@@ -120,7 +121,7 @@ func setupOn(t *testing.T, backend testharness.Backend, token string, configure 
 	require.NoError(t, err)
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
-	return &testBundle{h: h, srv: ts, api: apiclient.New(ts.URL, token, ts.Client()), steps: steps, ctx: h.Context()}
+	return &testBundle{h: h, server: srv, srv: ts, api: apiclient.New(ts.URL, token, ts.Client()), steps: steps, ctx: h.Context()}
 }
 
 // withTick turns the tick route on, over the harness's runner.
@@ -128,9 +129,8 @@ func withTick(c *httpapi.Config, h *testharness.Harness) { c.Tick = tickWithRunn
 
 // tickWithRunner is a TickFunc over the harness's runner.
 func tickWithRunner(h *testharness.Harness) httpapi.TickFunc {
-	return func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
-		n, err := h.Runner.RunDueLimited(ctx, maxInstances, maxSteps)
-		return map[string]int{"instances": n}, err
+	return func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
+		return h.Runner.RunDueLimited(ctx, maxInstances, maxSteps)
 	}
 }
 

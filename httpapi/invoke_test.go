@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -30,10 +31,10 @@ func TestInstanceShowsParentAndChildren(t *testing.T) {
 		b.call(t, http.MethodPost, "/api/workflows/parent/instances", `{"id":"dad"}`).requireOK(t, http.StatusCreated, nil)
 		b.h.RunUntilIdle()
 
-		var parent workflow.InstanceInfo
+		var parent apiclient.Instance
 		b.call(t, http.MethodGet, "/api/workflows/parent/instances/dad", "").requireOK(t, http.StatusOK, &parent)
-		require.Equal(t, workflow.StatusComplete, parent.Status)
-		require.Equal(t, `"hello, child"`, string(parent.Output))
+		require.Equal(t, workflow.StatusComplete, parent.Details.Status)
+		require.Equal(t, `"hello, child"`, string(parent.Details.Output))
 		require.Equal(t, []*workflow.ChildRef{{WorkflowName: "greet", ID: "kid", Status: workflow.StatusComplete, RunNumber: 1, StepKey: "hello"}}, parent.Children)
 		require.Nil(t, parent.Parent)
 

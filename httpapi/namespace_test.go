@@ -132,6 +132,14 @@ func ids(list []*workflow.InstanceInfo) []string {
 	return out
 }
 
+func wireIDs(list []*apiclient.Instance) []string {
+	out := []string{}
+	for _, i := range list {
+		out = append(out, i.ID)
+	}
+	return out
+}
+
 func TestNamespaceSelectorIsChecked(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "s-admin", withTokens("admin:s-admin:*"))
@@ -207,7 +215,7 @@ func TestCreatePlacementOverHTTP(t *testing.T) {
 		var batch apiclient.InstanceBatch
 		b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch", `{"instances":[{"id":"c","dedupeKey":"k"},{"id":"d","priority":-3,"queue":"slow"}]}`).
 			requireOK(t, http.StatusCreated, &batch)
-		require.Equal(t, []string{"a", "d"}, ids(batch.Instances))
+		require.Equal(t, []string{"a", "d"}, wireIDs(batch.Instances))
 		require.True(t, batch.Instances[0].Deduplicated)
 		require.Equal(t, -3, batch.Instances[1].Priority)
 

@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
-	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -53,9 +52,10 @@ func TestDeadlineAndAttemptsOverHTTP(t *testing.T) {
 
 		// The history route shows every attempt and the unlimited maximum.
 		b.h.RunUntilIdle()
-		var hist client.History
+		var hist apiclient.HistoryPage
 		b.call(t, http.MethodGet, "/api/workflows/flaky/instances/a/history", "").requireOK(t, http.StatusOK, &hist)
-		require.Equal(t, workflow.StatusComplete, hist.Instance.Status)
+		require.Equal(t, workflow.StatusComplete, hist.Instance.Details.Status)
+		require.False(t, hist.HasNextPage)
 		require.Equal(t, 1, hist.Instance.RunAttempt)
 		st := hist.Steps[0]
 		require.Equal(t, workflow.UnlimitedAttempts, st.MaxAttempts)

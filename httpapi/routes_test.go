@@ -40,21 +40,28 @@ func TestCreateAndGet(t *testing.T) {
 	// Params pass through untouched: a number no float64 holds, key order, HTML characters.
 	params := `{"name":"ada","big":123456789012345678901234567890,"html":"<b>&</b>"}`
 	r := b.call(t, http.MethodPost, "/api/workflows/greet/instances", `{"id":"g-1","params":`+params+`}`)
-	var created workflow.InstanceInfo
+	var created apiclient.Instance
 	r.requireOK(t, http.StatusCreated, &created)
 	require.Equal(t, "/api/workflows/greet/instances/g-1", r.header.Get("Location"))
 	require.Equal(t, "greet", created.WorkflowName)
 	require.Equal(t, "g-1", created.ID)
-	require.Equal(t, workflow.StatusQueued, created.Status)
+	require.Equal(t, workflow.StatusQueued, created.Details.Status)
 	require.Equal(t, params, string(created.Params))
 	require.Contains(t, string(r.body), `"params":`+params)
+	// The status is under details, and only there.
+	var raw map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(r.body, &raw))
+	require.JSONEq(t, `{"status":"queued"}`, string(raw["details"]))
+	for _, k := range []string{"status", "error", "output"} {
+		require.NotContains(t, raw, k)
+	}
 
 	got, err := b.api.Get(b.ctx, "greet", "g-1")
 	require.NoError(t, err)
 	require.Equal(t, params, string(got.Params))
 
 	// No body: a random id and null params.
-	var anon workflow.InstanceInfo
+	var anon apiclient.Instance
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances", "").requireOK(t, http.StatusCreated, &anon)
 	require.Len(t, anon.ID, 32)
 	require.Equal(t, "null", string(anon.Params))
@@ -69,6 +76,14 @@ func TestCreateAndGet(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, workflow.StatusComplete, done.Status)
 	require.JSONEq(t, `{"greeting":"hello, bob"}`, string(done.Output))
+	var doneRaw struct {
+		ID      string                    `json:"id"`
+		Details apiclient.InstanceDetails `json:"details"`
+	}
+	b.call(t, http.MethodGet, "/api/workflows/greet/instances/g-2", "").requireOK(t, http.StatusOK, &doneRaw)
+	require.Equal(t, "g-2", doneRaw.ID)
+	require.Equal(t, workflow.StatusComplete, doneRaw.Details.Status)
+	require.JSONEq(t, `{"greeting":"hello, bob"}`, string(doneRaw.Details.Output))
 
 	// An instance may be called "batch", although POST …/instances/batch is the batch route.
 	_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "batch"})
@@ -134,11 +149,12 @@ func TestLifeCycle(t *testing.T) {
 	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "l-1"})
 	require.NoError(t, err)
 
-	var info workflow.InstanceInfo
+	var info apiclient.Instance
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/pause", "").requireOK(t, http.StatusOK, &info)
-	require.Equal(t, workflow.StatusPaused, info.Status)
+	require.Equal(t, "l-1", info.ID)
+	require.Equal(t, workflow.StatusPaused, info.Details.Status)
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/resume", "{}").requireOK(t, http.StatusOK, &info)
-	require.Equal(t, workflow.StatusQueued, info.Status)
+	require.Equal(t, workflow.StatusQueued, info.Details.Status)
 
 	got, err := b.api.Pause(b.ctx, "greet", "l-1")
 	require.NoError(t, err)
@@ -160,7 +176,7 @@ func TestLifeCycle(t *testing.T) {
 	require.Equal(t, apiclient.CodeInstanceTerminal, apiErr.Code)
 
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/restart", "").requireOK(t, http.StatusOK, &info)
-	require.Equal(t, workflow.StatusQueued, info.Status)
+	require.Equal(t, workflow.StatusQueued, info.Details.Status)
 	require.Equal(t, 2, info.RunNumber)
 	got, err = b.api.Restart(b.ctx, "greet", "l-1")
 	require.NoError(t, err)
@@ -182,10 +198,12 @@ func TestEvents(t *testing.T) {
 	b.h.RunUntilIdle()
 	b.h.RequireStatus("approve", "e-1", workflow.StatusWaiting)
 
-	var ok apiclient.Accepted
+	var sent apiclient.EventSent
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-1/events", `{"type":"approval","payload":{"by":"grace"}}`).
-		requireOK(t, http.StatusAccepted, &ok)
-	require.True(t, ok.OK)
+		requireOK(t, http.StatusAccepted, &sent)
+	// The status once the event is stored: still waiting, until the runner
+	// (which the harness runs only when told) delivers it.
+	require.Equal(t, apiclient.InstanceDetails{Status: workflow.StatusWaiting}, sent.Status)
 	b.h.RunUntilIdle()
 	var out approval
 	b.h.RequireOutput("approve", "e-1", &out)
@@ -200,7 +218,9 @@ func TestEvents(t *testing.T) {
 	// Through the typed client, with no payload.
 	_, err = b.api.Create(b.ctx, "approve", workflow.CreateRequest{ID: "e-2"})
 	require.NoError(t, err)
-	require.NoError(t, b.api.SendEvent(b.ctx, "approve", "e-2", "approval", nil))
+	st, err := b.api.SendEventStatus(b.ctx, "approve", "e-2", "approval", nil)
+	require.NoError(t, err)
+	require.Equal(t, workflow.StatusQueued, st.Status, "stored before the instance ever ran")
 	b.h.RunUntilIdle()
 	b.h.RequireStatus("approve", "e-2", workflow.StatusComplete)
 
@@ -329,15 +349,22 @@ func TestListPagination(t *testing.T) {
 	require.ElementsMatch(t, append(slices.Clone(complete), open...), got)
 
 	// The raw form, with the status repeated instead of comma-separated.
-	var page apiclient.InstanceList
+	var page apiclient.InstancePage
 	b.call(t, http.MethodGet, "/api/workflows/greet/instances?status=queued&status=terminated&pageSize=100", "").
 		requireOK(t, http.StatusOK, &page)
 	require.Len(t, page.Instances, len(open))
-	require.Empty(t, page.NextCursor)
+	require.Empty(t, page.Cursor)
+	require.False(t, page.HasNextPage)
+	require.Contains(t, string(b.call(t, http.MethodGet, "/api/workflows/greet/instances?status=queued&status=terminated&pageSize=100", "").body), `"hasNextPage":false`)
+	page = apiclient.InstancePage{}
 	b.call(t, http.MethodGet, "/api/workflows/greet/instances?status=queued&pageSize=2", "").requireOK(t, http.StatusOK, &page)
 	require.Len(t, page.Instances, 2)
-	require.NotEmpty(t, page.NextCursor)
-	require.Contains(t, string(b.call(t, http.MethodGet, "/api/workflows/greet/instances?status=queued&pageSize=2", "").body), `"nextCursor":"`)
+	require.NotEmpty(t, page.Cursor)
+	require.True(t, page.HasNextPage)
+	require.Equal(t, workflow.StatusQueued, page.Instances[0].Details.Status)
+	body := string(b.call(t, http.MethodGet, "/api/workflows/greet/instances?status=queued&pageSize=2", "").body)
+	require.Contains(t, body, `"cursor":"`)
+	require.NotContains(t, body, `"nextCursor"`)
 
 	for _, q := range []string{"status=bogus", "pageSize=0", "pageSize=1001", "pageSize=ten", "cursor=garbage", "page=2", "cursor=a&cursor=b"} {
 		t.Log(q)

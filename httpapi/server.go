@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -26,6 +27,12 @@ type Server struct {
 	tokens    tokenSet      // the built-in tokens, when they authorize
 	tickSlots chan struct{}
 	handler   http.Handler
+	// routes are the registered routes, triggers the compiled triggers and
+	// openAPI the served OpenAPI document (see Routes and OpenAPI).
+	routes   []Route
+	actions  map[string]Action // by "METHOD path", as registered
+	triggers []*compiledTrigger
+	openAPI  []byte
 }
 
 // New returns a server for cfg; see Config for the defaults.
@@ -42,6 +49,7 @@ func New(cfg *Config) (*Server, error) {
 		client:    cfg.Client,
 		log:       cfg.Logger,
 		tickSlots: make(chan struct{}, cfg.MaxConcurrentTicks),
+		actions:   map[string]Action{},
 	}
 	switch {
 	case cfg.Authorize != nil:
@@ -67,7 +75,12 @@ func New(cfg *Config) (*Server, error) {
 	g := e.Group(prefix)
 	route := func(method, path string, h echo.HandlerFunc, action Action) {
 		g.Add(method, path, h, s.authMiddleware(action))
+		s.actions[method+" "+prefix+path] = action
 	}
+	// The document of the API, under the prefix and behind the read scope
+	// like the rest of it (on loopback it needs no token when
+	// authentication is off).
+	route(http.MethodGet, "/openapi.json", s.serveOpenAPI, ActionRead)
 	route(http.MethodGet, "/workflows", s.listWorkflows, ActionRead)
 	route(http.MethodGet, "/workflows/:name/instances", s.listInstances, ActionRead)
 	route(http.MethodPost, "/workflows/:name/instances", s.createInstance, ActionCreate)
@@ -94,6 +107,11 @@ func New(cfg *Config) (*Server, error) {
 	if err := s.addTriggers(e); err != nil {
 		return nil, err
 	}
+	s.routes = routesOf(e, s.actions)
+	var err error
+	if s.openAPI, err = s.buildOpenAPI(); err != nil {
+		return nil, err
+	}
 
 	cop := http.NewCrossOriginProtection()
 	cop.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -109,6 +127,35 @@ func New(cfg *Config) (*Server, error) {
 // from browsers (403 FORBIDDEN), so a web page cannot drive the API with a
 // visitor's network position.
 func (s *Server) Handler() http.Handler { return s.handler }
+
+// Register mounts the server's API routes on g, a group of a host
+// program's own echo server whose prefix is Config.Prefix: the host chooses
+// where the API lives by setting Config.Prefix, and its group must have
+// that prefix (else Register returns an error, and the host should stop:
+// the routes are registered all the same). Requests under the group are
+// served by Handler, so they answer exactly as on a server of their
+// own: the same authentication, the same JSON errors (whatever the host's
+// HTTPErrorHandler), the same cross-origin protection; the host's group
+// middleware runs first. /healthz, /readyz and the triggers live at the
+// root, outside any group: a host that wants them routes those paths to
+// Handler too.
+//
+// In a net/http server, mount Handler at Config.Prefix instead, without
+// stripping the prefix (the API builds its Location headers from it):
+//
+//	mux.Handle(cfg.Prefix+"/", srv.Handler())
+func (s *Server) Register(g *echo.Group) error {
+	routes := g.Any("/*", echo.WrapHandler(s.handler))
+	prefix := strings.TrimSuffix(routes[0].Path, "/*")
+	want := s.cfg.Prefix
+	if want == "/" {
+		want = ""
+	}
+	if prefix != want {
+		return fmt.Errorf("httpapi: Register: the group's prefix %q is not Config.Prefix %q", prefix, s.cfg.Prefix)
+	}
+	return nil
+}
 
 // HTTPServer returns an *http.Server that serves Handler with the
 // configured timeouts: ReadHeaderTimeout, ReadTimeout (ReadHeaderTimeout +

@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -20,10 +19,6 @@ import (
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
-
-type tickResult struct {
-	Instances int `json:"instances"`
-}
 
 func TestTickOffByDefault(t *testing.T) {
 	t.Parallel()
@@ -43,14 +38,14 @@ func TestTick(t *testing.T) {
 		require.NoError(t, err)
 	}
 
-	var res tickResult
-	b.call(t, "POST", "/api/_runner/tick", `{"maxInstances":2}`).requireOK(t, http.StatusOK, &res)
-	require.Equal(t, 2, res.Instances)
-	raw, err := b.api.Tick(b.ctx, apiclient.TickRequest{})
+	r := b.call(t, "POST", "/api/_runner/tick", `{"maxInstances":2}`)
+	r.requireOK(t, http.StatusOK, nil)
+	require.JSONEq(t, `{"processed":2,"maxInstances":2,"maxSteps":0}`, string(r.body))
+	res, err := b.api.Tick(b.ctx, apiclient.TickRequest{})
 	require.NoError(t, err)
-	require.JSONEq(t, `{"instances":1}`, string(raw))
-	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, &res)
-	require.Equal(t, 0, res.Instances)
+	require.Equal(t, 1, res.Processed)
+	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, res)
+	require.Equal(t, 0, res.Processed)
 	for i := range 3 {
 		b.h.RequireStatus("greet", fmt.Sprintf("t-%d", i), workflow.StatusComplete)
 	}
@@ -82,26 +77,24 @@ func TestTickFuncResults(t *testing.T) {
 	var mode atomic.Value
 	mode.Store("nil")
 	b := setup(t, "", func(c *httpapi.Config, _ *testharness.Harness) {
-		c.Tick = func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+		c.Tick = func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
 			switch mode.Load() {
 			case "invalid":
-				return nil, fmt.Errorf("%w: not today", workflow.ErrInvalidRequest)
+				return 0, fmt.Errorf("%w: not today", workflow.ErrInvalidRequest)
 			case "broken":
-				return nil, errors.New("connection to 10.0.0.9 refused")
+				return 0, errors.New("connection to 10.0.0.9 refused")
 			case "echo":
-				return map[string]int{"maxInstances": maxInstances, "maxSteps": maxSteps}, nil
+				return maxInstances + maxSteps, nil
 			}
-			return nil, nil
+			return 0, nil
 		}
 	})
-	var ok apiclient.Accepted
-	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, &ok)
-	require.True(t, ok.OK)
+	require.JSONEq(t, `{"processed":0,"maxInstances":0,"maxSteps":0}`, string(b.call(t, "POST", "/api/_runner/tick", "").body))
 
 	mode.Store("echo")
-	raw, err := b.api.Tick(b.ctx, apiclient.TickRequest{MaxInstances: 7, MaxSteps: 9})
+	res, err := b.api.Tick(b.ctx, apiclient.TickRequest{MaxInstances: 7, MaxSteps: 9})
 	require.NoError(t, err)
-	require.JSONEq(t, `{"maxInstances":7,"maxSteps":9}`, string(raw))
+	require.Equal(t, &apiclient.TickResult{Processed: 16, MaxInstances: 7, MaxSteps: 9}, res)
 
 	mode.Store("invalid")
 	b.call(t, "POST", "/api/_runner/tick", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "not today")
@@ -117,10 +110,10 @@ func TestTickBusy(t *testing.T) {
 	entered := make(chan struct{})
 	release := make(chan struct{})
 	b := setup(t, "", func(c *httpapi.Config, _ *testharness.Harness) {
-		c.Tick = func(ctx context.Context, maxInstances, maxSteps int) (any, error) {
+		c.Tick = func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
 			entered <- struct{}{}
 			<-release
-			return tickResult{Instances: 1}, nil
+			return 1, nil
 		}
 	})
 
@@ -176,7 +169,7 @@ func TestTickConcurrent(t *testing.T) {
 			for range callers {
 				wg.Go(func() {
 					for range 20000 {
-						raw, err := b.api.Tick(b.ctx, apiclient.TickRequest{MaxInstances: 3, MaxSteps: 4})
+						res, err := b.api.Tick(b.ctx, apiclient.TickRequest{MaxInstances: 3, MaxSteps: 4})
 						if errors.Is(err, errTickBusy) {
 							busy.Add(1)
 							runtime.Gosched()
@@ -186,13 +179,8 @@ func TestTickConcurrent(t *testing.T) {
 							errs <- err
 							return
 						}
-						var res tickResult
-						if err := json.Unmarshal(raw, &res); err != nil {
-							errs <- err
-							return
-						}
-						ran.Add(int64(res.Instances))
-						if res.Instances == 0 && b.steps.total.Load() >= instances*numSteps {
+						ran.Add(int64(res.Processed))
+						if res.Processed == 0 && b.steps.total.Load() >= instances*numSteps {
 							return
 						}
 					}

@@ -139,12 +139,12 @@ func TestLongTickOutlivesWriteTimeout(t *testing.T) {
 	addr := serveReal(t, &httpapi.Config{
 		Tokens:       []httpapi.Token{httpapi.NewToken("cron", "t", httpapi.ActionTick)},
 		WriteTimeout: 100 * time.Millisecond,
-		Tick: func(ctx context.Context, _, _ int) (any, error) {
+		Tick: func(ctx context.Context, _, _ int) (int, error) {
 			select { // work that takes longer than WriteTimeout
 			case <-time.After(300 * time.Millisecond):
 			case <-ctx.Done():
 			}
-			return map[string]int{"instances": 0}, nil
+			return 0, nil
 		},
 	})
 	_, err := apiclient.New("http://"+addr, "t", nil).Tick(context.Background(), apiclient.TickRequest{})
@@ -161,12 +161,12 @@ func TestLongTickOutlivesBodyTimeout(t *testing.T) {
 		Tokens:            []httpapi.Token{httpapi.NewToken("cron", "t", httpapi.ActionTick)},
 		ReadHeaderTimeout: 200 * time.Millisecond, BodyTimeout: 200 * time.Millisecond,
 		MaxConcurrentTicks: 2,
-		Tick: func(ctx context.Context, _, _ int) (any, error) {
+		Tick: func(ctx context.Context, _, _ int) (int, error) {
 			select { // work that takes longer than both read timeouts
 			case <-time.After(600 * time.Millisecond):
-				return map[string]int{"instances": 7}, nil
+				return 7, nil
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return 0, ctx.Err()
 			}
 		},
 	})
@@ -174,7 +174,7 @@ func TestLongTickOutlivesBodyTimeout(t *testing.T) {
 		t.Parallel()
 		res, err := apiclient.New("http://"+addr, "t", nil).Tick(context.Background(), apiclient.TickRequest{MaxInstances: 5})
 		require.NoError(t, err)
-		require.JSONEq(t, `{"instances":7}`, string(res))
+		require.Equal(t, 7, res.Processed)
 	})
 	t.Run("without a body", func(t *testing.T) {
 		t.Parallel()
@@ -187,7 +187,7 @@ func TestLongTickOutlivesBodyTimeout(t *testing.T) {
 		body, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode, string(body))
-		require.JSONEq(t, `{"instances":7}`, string(body))
+		require.JSONEq(t, `{"processed":7,"maxInstances":0,"maxSteps":0}`, string(body))
 	})
 }
 
@@ -203,12 +203,12 @@ func TestLongTickOutlivesWriteTimeoutHTTP2(t *testing.T) {
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Tokens:       []httpapi.Token{httpapi.NewToken("cron", "t", httpapi.ActionTick)},
 		WriteTimeout: 200 * time.Millisecond, ReadHeaderTimeout: 200 * time.Millisecond, BodyTimeout: 200 * time.Millisecond,
-		Tick: func(ctx context.Context, _, _ int) (any, error) {
+		Tick: func(ctx context.Context, _, _ int) (int, error) {
 			select { // work that takes longer than every timeout
 			case <-time.After(600 * time.Millisecond):
-				return map[string]int{"instances": 7}, nil
+				return 7, nil
 			case <-ctx.Done():
-				return nil, ctx.Err()
+				return 0, ctx.Err()
 			}
 		},
 	})
@@ -227,5 +227,5 @@ func TestLongTickOutlivesWriteTimeoutHTTP2(t *testing.T) {
 	hc := &http.Client{Transport: tr}
 	res, err := apiclient.New("http://"+ln.Addr().String(), "t", hc).Tick(context.Background(), apiclient.TickRequest{})
 	require.NoError(t, err)
-	require.JSONEq(t, `{"instances":7}`, string(res))
+	require.Equal(t, 7, res.Processed)
 }

@@ -301,6 +301,8 @@ func (s *Server) addTriggers(e *echo.Echo) error {
 				"trigger", ct.source, "workflow", ct.Workflow)
 		}
 		e.Add(ct.Method, ct.Path, s.trigger(ct), s.authMiddleware(ActionCreate))
+		s.actions[ct.Method+" "+ct.Path] = ActionCreate
+		s.triggers = append(s.triggers, ct)
 	}
 	return nil
 }

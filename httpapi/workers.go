@@ -13,7 +13,7 @@ import (
 
 // The worker routes (the registry of runners, see client.ListWorkers):
 //
-//	GET  /workers?status=&queue=&pageSize=&cursor=   read   (limit= is an alias of pageSize)
+//	GET  /workers?status=&queue=&pageSize=&cursor=   read   (limit= is a deprecated alias of pageSize, for one more release)
 //	GET  /workers/:id                                read
 //	POST /workers/:id/drain                          manage → the worker, draining
 //

@@ -117,7 +117,17 @@ type ListParams struct {
 type ListResult struct {
 	Schedules []*Info `json:"schedules"`
 	// NextCursor is empty on the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
+	NextCursor string `json:"cursor,omitempty"`
+}
+
+// MarshalJSON writes the page with "hasNextPage", true when NextCursor
+// (JSON "cursor") is set: the paging shape of every list of the HTTP API.
+func (r ListResult) MarshalJSON() ([]byte, error) {
+	type plain ListResult
+	return json.Marshal(struct {
+		plain
+		HasNextPage bool `json:"hasNextPage"`
+	}{plain(r), r.NextCursor != ""})
 }
 
 // Create validates and stores a new schedule, due first at the first fire

@@ -303,7 +303,7 @@ func TestIDsAndCursors(t *testing.T) {
 			r := s.call(t, http.MethodGet, "/api/workflows/approval/instances?pageSize=1", "")
 			require.Equal(t, 200, r.status, "%s", r.body)
 			var page struct {
-				NextCursor string `json:"nextCursor"`
+				NextCursor string `json:"cursor"`
 			}
 			require.NoError(t, jsonUnmarshal(r.body, &page))
 			require.NotEmpty(t, page.NextCursor)

@@ -369,15 +369,36 @@ func tail(s string, n int) string {
 	return s
 }
 
-// instance is the part of an instance the tests read.
+// instance is the part of an instance the tests read: its id, and its
+// status, error and output, which the API answers under "details".
 type instance struct {
-	ID     string `json:"id"`
-	Status string `json:"status"`
+	ID     string
+	Status string
 	Error  *struct {
 		Name    string `json:"name"`
 		Message string `json:"message"`
-	} `json:"error"`
-	Output json.RawMessage `json:"output"`
+	}
+	Output json.RawMessage
+}
+
+// UnmarshalJSON reads the API's shape, {"id":…, "details":{…}}.
+func (i *instance) UnmarshalJSON(b []byte) error {
+	var wire struct {
+		ID      string `json:"id"`
+		Details struct {
+			Status string `json:"status"`
+			Error  *struct {
+				Name    string `json:"name"`
+				Message string `json:"message"`
+			} `json:"error"`
+			Output json.RawMessage `json:"output"`
+		} `json:"details"`
+	}
+	if err := json.Unmarshal(b, &wire); err != nil {
+		return err
+	}
+	*i = instance{ID: wire.ID, Status: wire.Details.Status, Error: wire.Details.Error, Output: wire.Details.Output}
+	return nil
 }
 
 // getInstance returns an instance, nil when it does not exist.
@@ -422,7 +443,7 @@ func (s *server) countInstances(t testing.TB, workflowName string) int {
 }
 
 // scanPage counts the elements of a page's "instances" and returns its
-// "nextCursor", without decoding the instances.
+// "cursor", without decoding the instances.
 func scanPage(t testing.TB, body []byte) (count int, next string) {
 	t.Helper()
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -460,7 +481,7 @@ func scanPage(t testing.TB, body []byte) (count int, next string) {
 				expectKey = false
 				continue
 			}
-			if depth == 1 && key == "nextCursor" {
+			if depth == 1 && key == "cursor" {
 				next = v
 			}
 			if depth == 2 && inInstances {

@@ -127,7 +127,17 @@ type ListParams struct {
 type ListResult struct {
 	Flows []*Info `json:"flows"`
 	// NextCursor is empty on the last page.
-	NextCursor string `json:"nextCursor,omitempty"`
+	NextCursor string `json:"cursor,omitempty"`
+}
+
+// MarshalJSON writes the page with "hasNextPage", true when NextCursor
+// (JSON "cursor") is set: the paging shape of every list of the HTTP API.
+func (r ListResult) MarshalJSON() ([]byte, error) {
+	type plain ListResult
+	return json.Marshal(struct {
+		plain
+		HasNextPage bool `json:"hasNextPage"`
+	}{plain(r), r.NextCursor != ""})
 }
 
 // VersionList is every version of one flow, lowest first.

@@ -42,6 +42,8 @@ type hostConfig struct {
 	triggersFile    string
 	httpAllow       []string
 	timeouts        httpTimeouts
+	limits          httpapi.Limits
+	maxBodyBytes    int64
 	flowRefresh     time.Duration
 	flowsDir        string // dev
 	stub            bool   // dev
@@ -97,6 +99,31 @@ func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","params":{key: source},"allowCredentialHeaders":false}]`)
 	bindEnv(fs, "triggers-file", "DURAFLOW_TRIGGERS_FILE")
 	addTimeoutFlags(fs, c)
+	addLimitFlags(fs, c)
+}
+
+// addLimitFlags adds the request limits of the HTTP API (httpapi.Limits),
+// the engine's limits by default; they may be lowered, not raised.
+func addLimitFlags(fs *pflag.FlagSet, c *hostConfig) {
+	d := httpapi.DefaultLimits()
+	for _, f := range []struct {
+		v         *int
+		def       int
+		name, env string
+		usage     string
+	}{
+		{&c.limits.MaxPayloadBytes, d.MaxPayloadBytes, "max-payload-bytes", "DURAFLOW_MAX_PAYLOAD_BYTES", "largest params of a create and payload of an event, in bytes (larger: 413 PAYLOAD_TOO_LARGE)"},
+		{&c.limits.MaxBatchSize, d.MaxBatchSize, "max-batch-size", "DURAFLOW_MAX_BATCH_SIZE", "most instances of one batch create"},
+		{&c.limits.MaxIDLength, d.MaxIDLength, "max-id-length", "DURAFLOW_MAX_ID_LENGTH", "longest instance id (longer: 400 INVALID_INSTANCE_ID)"},
+		{&c.limits.MaxEventTypeLength, d.MaxEventTypeLength, "max-event-type-length", "DURAFLOW_MAX_EVENT_TYPE_LENGTH", "longest event type (longer: 400 INVALID_EVENT_TYPE)"},
+		{&c.limits.MaxWorkflowNameLength, d.MaxWorkflowNameLength, "max-workflow-name-length", "DURAFLOW_MAX_WORKFLOW_NAME_LENGTH", "longest workflow name in an instance route"},
+		{&c.limits.MaxPageSize, d.MaxPageSize, "max-page-size", "DURAFLOW_MAX_PAGE_SIZE", "largest pageSize of a list"},
+	} {
+		fs.IntVar(f.v, f.name, f.def, f.usage+"; may be lowered, not raised")
+		bindEnv(fs, f.name, f.env)
+	}
+	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 0, "largest request body, in bytes (0: --max-payload-bytes + 64 KiB)")
+	bindEnv(fs, "max-body-bytes", "DURAFLOW_MAX_BODY_BYTES")
 }
 
 // httpTimeouts are the timeouts of the HTTP server (see httpapi.Config).
@@ -249,6 +276,9 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		if err := cfg.timeouts.check(); err != nil {
 			return nil, usageError(err)
 		}
+		if err := cfg.limits.Validate(); err != nil {
+			return nil, usageError(err)
+		}
 	}
 	var tokens []httpapi.Token
 	for _, spec := range cfg.tokens {
@@ -357,6 +387,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			Ready: h.ready, Logger: log, Schedules: h.scheduler, Triggers: triggers, Flows: h.flows,
 			ReadHeaderTimeout: cfg.timeouts.readHeader, BodyTimeout: cfg.timeouts.body,
 			WriteTimeout: cfg.timeouts.write, IdleTimeout: cfg.timeouts.idle,
+			Limits: cfg.limits, MaxBodyBytes: cfg.maxBodyBytes,
 		}
 		if cfg.tick {
 			apiCfg.Tick = h.tickFunc(dispatcher.TickFunc(h.runner))

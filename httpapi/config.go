@@ -21,8 +21,93 @@ import (
 // the limit of workflow.MaxPayloadBytes plus 64 KiB for the JSON around it
 // (the id, the event type, field names). A batch shares the same bound, so a
 // batch whose params add up to more than about 1 MiB must be split (or the
-// bound raised).
-const DefaultMaxBodyBytes = workflow.MaxPayloadBytes + 64<<10
+// bound raised). With a lower Limits.MaxPayloadBytes the default is that
+// plus 64 KiB.
+const DefaultMaxBodyBytes = workflow.MaxPayloadBytes + envelopeBytes
+
+// envelopeBytes is the room a body has for the JSON around its payload.
+const envelopeBytes = 64 << 10
+
+// Limits bound what one request may carry. Each defaults to the engine's
+// own limit (ARCHITECTURE.md, "Defaults and limits"), and may be lowered,
+// never raised past it: the engine checks its limits behind the API
+// whatever the server allows. A request past a limit is refused before
+// anything is written, with the code the engine's own check answers.
+type Limits struct {
+	// MaxPayloadBytes bounds the params of a create (each instance of a
+	// batch) and the payload of an event: 413 PAYLOAD_TOO_LARGE.
+	//
+	// Defaults to workflow.MaxPayloadBytes (1 MiB).
+	MaxPayloadBytes int
+	// MaxBatchSize bounds the instances of one batch: 400 INVALID_REQUEST.
+	//
+	// Defaults to workflow.MaxBatchSize (100).
+	MaxBatchSize int
+	// MaxIDLength bounds an instance id, in a path or a body: 400
+	// INVALID_INSTANCE_ID.
+	//
+	// Defaults to workflow.MaxIDLength (100).
+	MaxIDLength int
+	// MaxEventTypeLength bounds an event type: 400 INVALID_EVENT_TYPE.
+	//
+	// Defaults to workflow.MaxIDLength (100).
+	MaxEventTypeLength int
+	// MaxWorkflowNameLength bounds the workflow name of an instance route:
+	// 400 INVALID_REQUEST.
+	//
+	// Defaults to workflow.MaxWorkflowNameLength (64).
+	MaxWorkflowNameLength int
+	// MaxPageSize bounds the pageSize of every list (instances, history,
+	// schedules, flows, workers): 400 INVALID_REQUEST.
+	//
+	// Defaults to MaxPageSize (1000).
+	MaxPageSize int
+}
+
+// DefaultLimits returns the limits a zero Limits stands for: the engine's.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxPayloadBytes: workflow.MaxPayloadBytes, MaxBatchSize: workflow.MaxBatchSize,
+		MaxIDLength: workflow.MaxIDLength, MaxEventTypeLength: workflow.MaxIDLength,
+		MaxWorkflowNameLength: workflow.MaxWorkflowNameLength, MaxPageSize: MaxPageSize,
+	}
+}
+
+// withDefaults fills the zero fields of l from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits()
+	return Limits{
+		MaxPayloadBytes:       cmp.Or(l.MaxPayloadBytes, d.MaxPayloadBytes),
+		MaxBatchSize:          cmp.Or(l.MaxBatchSize, d.MaxBatchSize),
+		MaxIDLength:           cmp.Or(l.MaxIDLength, d.MaxIDLength),
+		MaxEventTypeLength:    cmp.Or(l.MaxEventTypeLength, d.MaxEventTypeLength),
+		MaxWorkflowNameLength: cmp.Or(l.MaxWorkflowNameLength, d.MaxWorkflowNameLength),
+		MaxPageSize:           cmp.Or(l.MaxPageSize, d.MaxPageSize),
+	}
+}
+
+// Validate refuses a limit that is negative or past the engine's; a zero
+// one is the engine's. New validates Config.Limits.
+func (l Limits) Validate() error {
+	l = l.withDefaults()
+	d := DefaultLimits()
+	for _, f := range []struct {
+		name     string
+		v, limit int
+	}{
+		{"MaxPayloadBytes", l.MaxPayloadBytes, d.MaxPayloadBytes},
+		{"MaxBatchSize", l.MaxBatchSize, d.MaxBatchSize},
+		{"MaxIDLength", l.MaxIDLength, d.MaxIDLength},
+		{"MaxEventTypeLength", l.MaxEventTypeLength, d.MaxEventTypeLength},
+		{"MaxWorkflowNameLength", l.MaxWorkflowNameLength, d.MaxWorkflowNameLength},
+		{"MaxPageSize", l.MaxPageSize, d.MaxPageSize},
+	} {
+		if f.v < 1 || f.v > f.limit {
+			return fmt.Errorf("httpapi: Limits.%s %d must be between 1 and %d (the engine's limit)", f.name, f.v, f.limit)
+		}
+	}
+	return nil
+}
 
 // Default timeouts of the *http.Server that Server.HTTPServer returns.
 const (
@@ -103,8 +188,13 @@ type Config struct {
 	// MaxBodyBytes bounds a request body. A larger body is refused with 413
 	// PAYLOAD_TOO_LARGE before anything is decoded or written.
 	//
-	// Defaults to DefaultMaxBodyBytes (1 MiB + 64 KiB).
+	// Defaults to Limits.MaxPayloadBytes + 64 KiB (DefaultMaxBodyBytes, 1
+	// MiB + 64 KiB, with the default limits).
 	MaxBodyBytes int64
+	// Limits bound the payloads, batches, ids, event types, workflow names
+	// and page sizes of requests (see Limits); a zero field is the engine's
+	// limit.
+	Limits Limits
 	// Schedules serves the schedule routes (/schedules…, see
 	// addScheduleRoutes): reading them needs ActionRead, changing them
 	// ActionSchedules.
@@ -164,7 +254,8 @@ func (c *Config) WithDefaults() *Config {
 		out.Prefix = strings.TrimSuffix(out.Prefix, "/")
 	}
 	out.MaxConcurrentTicks = cmp.Or(out.MaxConcurrentTicks, 1)
-	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, DefaultMaxBodyBytes)
+	out.Limits = out.Limits.withDefaults()
+	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, int64(out.Limits.MaxPayloadBytes)+envelopeBytes)
 	out.ReadHeaderTimeout = cmp.Or(out.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	out.BodyTimeout = cmp.Or(out.BodyTimeout, DefaultBodyTimeout)
 	out.WriteTimeout = cmp.Or(out.WriteTimeout, DefaultWriteTimeout)
@@ -190,6 +281,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		return fmt.Errorf("httpapi: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
+	}
+	if err := c.Limits.Validate(); err != nil {
+		return err
 	}
 	for _, d := range []struct {
 		name string

@@ -19,6 +19,30 @@
 // generate the file from their operation table and the wire types, and
 // validate every route's requests and answers against it.
 //
+// The instance routes answer one shape, apiclient.Instance: {"id": …,
+// "details": {"status", "error"?, "output"?}, …the instance's other
+// fields}. Create, get and each item of a batch answer it, and so do the
+// life-cycle routes (pause, resume, terminate, restart, compensate), one
+// rule for all five: 200 with the instance as it is after the change. A
+// sent event answers 202 {"status": {…}}, the instance's status once the
+// event is stored (apiclient.EventSent); the tick {"processed": n, …}.
+// Every list (instances, history, schedules, flows, workers) pages the same
+// way: pageSize and cursor in the query, "cursor" (absent on the last page)
+// and "hasNextPage" in the answer; limit= on GET /workers is a deprecated
+// alias of pageSize. docs/http-api.md has the table of answers.
+//
+// Bad input is refused before anything is written: a body is decoded
+// strictly (an unknown field, a field of the wrong type, data after the
+// object are 400 INVALID_REQUEST naming the field), and an unknown query
+// parameter is refused, 400 INVALID_REQUEST naming it and the allowed ones.
+// The request limits (Config.Limits: payload bytes, batch size, id, event
+// type and workflow name lengths, page size) default to the engine's and may
+// be lowered.
+//
+// A host program that embeds the API in its own server chooses where with
+// Config.Prefix and mounts it there: Server.Register on an echo group, or
+// Handler on a net/http ServeMux at Prefix+"/".
+//
 // Every error is JSON, {"error":{"code":"…","message":"…"}}, and one table,
 // apiclient's (apiclient.ErrorCode), maps the workflow package's sentinel
 // errors to statuses and codes; apiclient.Client turns those answers back

@@ -66,7 +66,7 @@ func (s *Server) listFlows(c echo.Context) error {
 		return err
 	}
 	p := flow.ListParams{Cursor: q.Get("cursor")}
-	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, flow.MaxPageSize); err != nil {
+	if p.PageSize, err = s.pageSize(q, "pageSize", 0); err != nil {
 		return err
 	}
 	res, err := s.cfg.Flows.List(c.Request().Context(), p)

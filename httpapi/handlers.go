@@ -59,7 +59,7 @@ func (s *Server) listWorkflows(c echo.Context) error {
 }
 
 func (s *Server) listInstances(c echo.Context) error {
-	name, err := pathParam(c, "name")
+	name, err := s.workflowParam(c)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (s *Server) listInstances(c echo.Context) error {
 		return err
 	}
 	p := client.ListParams{WorkflowName: name, Cursor: q.Get("cursor"), Queue: q.Get("queue")}
-	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, MaxPageSize); err != nil {
+	if p.PageSize, err = s.pageSize(q, "pageSize", 0); err != nil {
 		return err
 	}
 	for _, v := range q["status"] {
@@ -89,12 +89,15 @@ func (s *Server) listInstances(c echo.Context) error {
 }
 
 func (s *Server) createInstance(c echo.Context) error {
-	name, err := pathParam(c, "name")
+	name, err := s.workflowParam(c)
 	if err != nil {
 		return err
 	}
 	var req apiclient.CreateRequest
 	if err := s.decodeBody(c, &req, true); err != nil {
+		return err
+	}
+	if err := s.checkCreate(-1, &req); err != nil {
 		return err
 	}
 	prov := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path())
@@ -114,13 +117,21 @@ func (s *Server) createInstance(c echo.Context) error {
 }
 
 func (s *Server) createBatch(c echo.Context) error {
-	name, err := pathParam(c, "name")
+	name, err := s.workflowParam(c)
 	if err != nil {
 		return err
 	}
 	var req apiclient.CreateBatchRequest
 	if err := s.decodeBody(c, &req, false); err != nil {
 		return err
+	}
+	if max := s.cfg.Limits.MaxBatchSize; len(req.Instances) > max {
+		return fmt.Errorf("%w: a batch of %d instances; the limit is %d", workflow.ErrInvalidRequest, len(req.Instances), max)
+	}
+	for i := range req.Instances {
+		if err := s.checkCreate(i, &req.Instances[i]); err != nil {
+			return err
+		}
 	}
 	meta := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path()).Metadata()
 	reqs := make([]workflow.CreateRequest, len(req.Instances))
@@ -138,7 +149,7 @@ func (s *Server) createBatch(c echo.Context) error {
 }
 
 func (s *Server) getInstance(c echo.Context) error {
-	name, id, err := instanceRef(c)
+	name, id, err := s.instanceRef(c)
 	if err != nil {
 		return err
 	}
@@ -148,7 +159,7 @@ func (s *Server) getInstance(c echo.Context) error {
 // getBatchInstance is GET of the instance whose id is "batch", whose path
 // echo routes to the static batch segment rather than to :id.
 func (s *Server) getBatchInstance(c echo.Context) error {
-	name, err := pathParam(c, "name")
+	name, err := s.workflowParam(c)
 	if err != nil {
 		return err
 	}
@@ -170,7 +181,7 @@ func (s *Server) get(c echo.Context, name, id string) error {
 // or restart. The body, if any, must be an empty JSON object.
 func (s *Server) change(f func(cl *client.Client, ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		name, id, err := instanceRef(c)
+		name, id, err := s.instanceRef(c)
 		if err != nil {
 			return err
 		}
@@ -187,12 +198,18 @@ func (s *Server) change(f func(cl *client.Client, ctx context.Context, workflowN
 }
 
 func (s *Server) sendEvent(c echo.Context) error {
-	name, id, err := instanceRef(c)
+	name, id, err := s.instanceRef(c)
 	if err != nil {
 		return err
 	}
 	var req apiclient.SendEventRequest
 	if err := s.decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if max := s.cfg.Limits.MaxEventTypeLength; len(req.Type) > max {
+		return fmt.Errorf("%w: the event type is %d characters, the limit is %d", workflow.ErrInvalidEventType, len(req.Type), max)
+	}
+	if err := s.checkPayload("the event payload", req.Payload); err != nil {
 		return err
 	}
 	cl := s.scoped(c)
@@ -209,7 +226,7 @@ func (s *Server) sendEvent(c echo.Context) error {
 }
 
 func (s *Server) history(c echo.Context) error {
-	name, id, err := instanceRef(c)
+	name, id, err := s.instanceRef(c)
 	if err != nil {
 		return err
 	}
@@ -221,7 +238,7 @@ func (s *Server) history(c echo.Context) error {
 	if p.Run, err = queryInt(q, "run", 0, 0, 1<<31-1); err != nil {
 		return err
 	}
-	if p.PageSize, err = queryInt(q, "pageSize", DefaultHistoryPageSize, 1, MaxPageSize); err != nil {
+	if p.PageSize, err = s.pageSize(q, "pageSize", DefaultHistoryPageSize); err != nil {
 		return err
 	}
 	h, err := s.scoped(c).History(c.Request().Context(), name, id, p)

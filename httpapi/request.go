@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -131,15 +132,73 @@ func pathParam(c echo.Context, name string) (string, error) {
 	return v, nil
 }
 
-// instanceRef returns the :name and :id path parameters.
-func instanceRef(c echo.Context) (name, id string, err error) {
-	if name, err = pathParam(c, "name"); err != nil {
+// instanceRef returns the :name and :id path parameters, each within its
+// limit.
+func (s *Server) instanceRef(c echo.Context) (name, id string, err error) {
+	if name, err = s.workflowParam(c); err != nil {
 		return "", "", err
 	}
 	if id, err = pathParam(c, "id"); err != nil {
 		return "", "", err
 	}
+	if err := s.checkID(id); err != nil {
+		return "", "", err
+	}
 	return name, id, nil
+}
+
+// workflowParam returns the :name path parameter within
+// Limits.MaxWorkflowNameLength.
+func (s *Server) workflowParam(c echo.Context) (string, error) {
+	name, err := pathParam(c, "name")
+	if err != nil {
+		return "", err
+	}
+	if max := s.cfg.Limits.MaxWorkflowNameLength; len(name) > max {
+		return "", fmt.Errorf("%w: the workflow name is %d characters, the limit is %d", workflow.ErrInvalidWorkflowName, len(name), max)
+	}
+	return name, nil
+}
+
+// checkID checks an instance id against Limits.MaxIDLength.
+func (s *Server) checkID(id string) error {
+	if max := s.cfg.Limits.MaxIDLength; len(id) > max {
+		return fmt.Errorf("%w: the instance id is %d characters, the limit is %d", workflow.ErrInvalidInstanceID, len(id), max)
+	}
+	return nil
+}
+
+// checkPayload checks params or an event payload against
+// Limits.MaxPayloadBytes; what names it.
+func (s *Server) checkPayload(what string, b []byte) error {
+	if max := s.cfg.Limits.MaxPayloadBytes; len(b) > max {
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, what, len(b), max)
+	}
+	return nil
+}
+
+// checkCreate checks one create request (an instance of a batch when i >= 0)
+// against the limits.
+func (s *Server) checkCreate(i int, r *apiclient.CreateRequest) error {
+	err := s.checkID(r.ID)
+	if err == nil {
+		err = s.checkPayload("params", r.Params)
+	}
+	if err != nil && i >= 0 {
+		return fmt.Errorf("instance %d: %w", i, err)
+	}
+	return err
+}
+
+// pageSize reads the pageSize query parameter (or its deprecated alias
+// name) within Limits.MaxPageSize; absent, it is def, and 0 means the
+// lists' default page (paging.DefaultPageSize), each capped at the limit.
+func (s *Server) pageSize(q url.Values, name string, def int) (int, error) {
+	limit := s.cfg.Limits.MaxPageSize
+	if def == 0 && limit < paging.DefaultPageSize {
+		def = limit
+	}
+	return queryInt(q, name, min(def, limit), 1, limit)
 }
 
 // query checks that the request has no query parameters but the allowed

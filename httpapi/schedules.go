@@ -43,7 +43,7 @@ func (s *Server) listSchedules(c echo.Context) error {
 		return err
 	}
 	p := schedule.ListParams{WorkflowName: q.Get("workflow"), Cursor: q.Get("cursor")}
-	if p.PageSize, err = queryInt(q, "pageSize", 0, 1, schedule.MaxPageSize); err != nil {
+	if p.PageSize, err = s.pageSize(q, "pageSize", 0); err != nil {
 		return err
 	}
 	res, err := s.cfg.Schedules.List(c.Request().Context(), p)

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -42,7 +41,7 @@ func (s *Server) listWorkers(c echo.Context) error {
 	if q.Has("limit") {
 		size = "limit"
 	}
-	if p.PageSize, err = queryInt(q, size, 0, 1, paging.MaxPageSize); err != nil {
+	if p.PageSize, err = s.pageSize(q, size, 0); err != nil {
 		return err
 	}
 	res, err := s.client.ListWorkers(c.Request().Context(), p)

@@ -368,7 +368,7 @@ func TestNamespacedTokenReachesNoOtherNamespace(t *testing.T) {
 
 	list := s.do(t, request{method: http.MethodGet, path: "/api/workflows/approval/instances", token: secretTenant})
 	require.Equal(t, http.StatusOK, list.status, "body: %s", list.body)
-	require.JSONEq(t, `{"instances":[]}`, string(list.body))
+	require.JSONEq(t, `{"instances":[],"hasNextPage":false}`, string(list.body))
 	for _, p := range []string{"/api/workflows/approval/instances?namespace=default", "/api/workflows/approval/instances?namespace=other"} {
 		requireRefused(t, s.do(t, request{method: http.MethodGet, path: p, token: secretTenant}), http.StatusForbidden, "FORBIDDEN")
 	}

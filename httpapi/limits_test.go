@@ -1,0 +1,102 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/testharness"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// TestLoweredLimitsAreEnforced: every limit of Config.Limits, lowered, is
+// refused with the code of the engine's own check, and nothing is written.
+func TestLoweredLimitsAreEnforced(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setupOn(t, backend, "", func(c *httpapi.Config, _ *testharness.Harness) {
+			c.Limits = httpapi.Limits{MaxPayloadBytes: 100, MaxBatchSize: 2, MaxIDLength: 5, MaxEventTypeLength: 8, MaxWorkflowNameLength: 7, MaxPageSize: 2}
+		})
+		big := `{"s":"` + strings.Repeat("x", 100) + `"}`
+
+		// Instance ids, in bodies and paths.
+		b.call(t, "POST", "/api/workflows/greet/instances", `{"id":"abcdef"}`).
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidInstanceID, "6 characters, the limit is 5")
+		b.call(t, "POST", "/api/workflows/greet/instances", `{"id":"abcde"}`).requireOK(t, http.StatusCreated, nil)
+		b.call(t, "GET", "/api/workflows/greet/instances/abcdef", "").
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidInstanceID, "the limit is 5")
+
+		// Params.
+		b.call(t, "POST", "/api/workflows/greet/instances", `{"id":"p","params":`+big+`}`).
+			requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge, "params is 108 bytes, the limit is 100")
+		b.call(t, "POST", "/api/workflows/greet/instances", `{"id":"p","params":{"s":"small"}}`).requireOK(t, http.StatusCreated, nil)
+
+		// Batches: their size, and each instance.
+		b.call(t, "POST", "/api/workflows/greet/instances/batch", `{"instances":[{"id":"b1"},{"id":"b2"},{"id":"b3"}]}`).
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "a batch of 3 instances; the limit is 2")
+		b.call(t, "POST", "/api/workflows/greet/instances/batch", `{"instances":[{"id":"b1"},{"id":"b2-too-long"}]}`).
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidInstanceID, "instance 1")
+		b.call(t, "POST", "/api/workflows/greet/instances/batch", `{"instances":[{"id":"b1","params":`+big+`}]}`).
+			requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge, "instance 0")
+		for _, id := range []string{"abcdef", "b1", "b2", "b3"} {
+			_, err := b.h.Client.Get(b.ctx, "greet", id)
+			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, id)
+		}
+		b.call(t, "POST", "/api/workflows/greet/instances/batch", `{"instances":[{"id":"b1"},{"id":"b2"}]}`).requireOK(t, http.StatusCreated, nil)
+
+		// Events.
+		_, err := b.api.Create(b.ctx, "approve", workflow.CreateRequest{ID: "a"})
+		require.NoError(t, err)
+		b.call(t, "POST", "/api/workflows/approve/instances/a/events", `{"type":"approval9"}`).
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidEventType, "9 characters, the limit is 8")
+		b.call(t, "POST", "/api/workflows/approve/instances/a/events", `{"type":"approval","payload":`+big+`}`).
+			requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge, "the event payload is 108 bytes")
+		b.call(t, "POST", "/api/workflows/approve/instances/a/events", `{"type":"approval","payload":{}}`).requireOK(t, http.StatusAccepted, nil)
+
+		// Workflow names.
+		b.call(t, "GET", "/api/workflows/a-long-name/instances", "").
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "11 characters, the limit is 7")
+		b.call(t, "GET", "/api/workflows/a-long-name/instances/a", "").
+			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "the limit is 7")
+
+		// Page sizes: past the limit refused, the default page capped at it.
+		for _, path := range []string{"/api/workflows/greet/instances", "/api/workflows/greet/instances/p/history", "/api/workers"} {
+			b.call(t, "GET", path+"?pageSize=3", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, "between 1 and 2")
+		}
+		var page apiclient.InstancePage
+		b.call(t, "GET", "/api/workflows/greet/instances", "").requireOK(t, http.StatusOK, &page)
+		require.Len(t, page.Instances, 2)
+		require.True(t, page.HasNextPage)
+	})
+}
+
+func TestLimitsAreChecked(t *testing.T) {
+	t.Parallel()
+	h := testharness.New(t)
+	for _, tc := range []struct {
+		limits httpapi.Limits
+		want   string
+	}{
+		{httpapi.Limits{MaxBatchSize: workflow.MaxBatchSize + 1}, "MaxBatchSize 101 must be between 1 and 100"},
+		{httpapi.Limits{MaxPayloadBytes: -1}, "MaxPayloadBytes -1"},
+		{httpapi.Limits{MaxIDLength: 101}, "MaxIDLength"},
+		{httpapi.Limits{MaxEventTypeLength: 101}, "MaxEventTypeLength"},
+		{httpapi.Limits{MaxWorkflowNameLength: 65}, "MaxWorkflowNameLength"},
+		{httpapi.Limits{MaxPageSize: httpapi.MaxPageSize + 1}, "MaxPageSize"},
+	} {
+		_, err := httpapi.New(&httpapi.Config{Client: h.Client, Limits: tc.limits})
+		require.ErrorContains(t, err, tc.want, fmt.Sprint(tc.limits))
+	}
+
+	// The defaults are the engine's, and the body bound follows the payload's.
+	cfg := (&httpapi.Config{Client: h.Client}).WithDefaults()
+	require.Equal(t, httpapi.DefaultLimits(), cfg.Limits)
+	require.Equal(t, int64(httpapi.DefaultMaxBodyBytes), cfg.MaxBodyBytes)
+	cfg = (&httpapi.Config{Client: h.Client, Limits: httpapi.Limits{MaxPayloadBytes: 1000}}).WithDefaults()
+	require.Equal(t, int64(1000+64<<10), cfg.MaxBodyBytes)
+}

@@ -207,6 +207,27 @@ func (f *fleet) describe(pid int) string {
 	return "not of this fleet"
 }
 
+// grep returns the lines of the output of the worker with the pid that
+// mention s (at most the last 30), for a failure message.
+func (f *fleet) grep(pid int, s string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, w := range f.all {
+		if w.pid != pid {
+			continue
+		}
+		b, _ := os.ReadFile(w.out)
+		var found []string
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if strings.Contains(line, s) {
+				found = append(found, line)
+			}
+		}
+		return strings.Join(found[max(len(found)-30, 0):], "\n")
+	}
+	return ""
+}
+
 // cleanup closes the fleet and logs the tail of the last five workers'
 // output if the test failed.
 func (f *fleet) cleanup() {

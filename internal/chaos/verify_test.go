@@ -231,7 +231,10 @@ func (r *run) verify(ctx context.Context) {
 				if p > d {
 					s.completedRerun++
 					dup = true
-					r.failf("%s: step %s ran again (pid %d) after its recorded attempt had finished", id, name, lines[p].pid)
+					r.failf("%s: step %s ran again (pid %d) after its recorded attempt %s (pid %d) had finished; its ledger:\n%s"+
+						"what pid %d logged of it:\n%s\nwhat pid %d logged of it:\n%s",
+						id, name, lines[p].pid, res.Token, res.Pid, r.instanceLedger(lines, id),
+						lines[p].pid, r.fleet.grep(lines[p].pid, "instance="+id), res.Pid, r.fleet.grep(res.Pid, "instance="+id))
 				}
 			}
 		}
@@ -560,4 +563,28 @@ func (r *run) heldSinceProgress(lines []ledgerLine, sharedPids, loopPids map[int
 		out[id] = sp
 	}
 	return out
+}
+
+// instanceLedger returns the instance's ledger lines, one per line, with
+// what the test did to each worker they name: what a failure needs to be
+// read without the ledger, which the test removes.
+func (r *run) instanceLedger(lines []ledgerLine, id string) string {
+	var b strings.Builder
+	for i, l := range lines {
+		if l.instance != id {
+			continue
+		}
+		var fate []string
+		if slices.Contains(r.killed, l.pid) {
+			fate = append(fate, "killed")
+		}
+		if slices.Contains(r.crashed, l.pid) {
+			fate = append(fate, "crashed")
+		}
+		if slices.Contains(r.everStopped(), l.pid) {
+			fate = append(fate, "stopped")
+		}
+		fmt.Fprintf(&b, "  #%d %c pid %d %s %s %s\n", i, l.kind, l.pid, l.step, l.token, strings.Join(fate, ","))
+	}
+	return b.String()
 }

@@ -218,10 +218,10 @@ type host struct {
 	// metrics serves /metrics (guarded as the API is), nil when off;
 	// metricsListener is its own address (--metrics-addr), metricsURL its
 	// URL there.
-	metrics         http.Handler
+	metrics http.Handler
 	// tracer exports spans over OTLP when the OTEL_ variables turn tracing
 	// on (see newTracerProvider); nil otherwise.
-	tracer *sdktrace.TracerProvider
+	tracer          *sdktrace.TracerProvider
 	metricsListener net.Listener
 	metricsURL      string
 

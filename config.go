@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/benbjohnson/clock"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/flow"
@@ -116,6 +117,14 @@ type Config struct {
 	//
 	// Defaults to nil: nothing is observed.
 	Observer Observer
+	// TracerProvider, when set, turns OpenTelemetry tracing on for the
+	// host's client and runner (see docs/tracing.md): creates store their
+	// caller's trace context, and every run pass and step attempt is a
+	// span that descends from it. It replaces Runner.TracerProvider.
+	//
+	// Defaults to nil: tracing is off, no span is started and no trace
+	// context is stored.
+	TracerProvider trace.TracerProvider
 }
 
 // Observer is what a host reports to (see Config.Observer): the runner's

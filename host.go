@@ -93,6 +93,9 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 		if cfg.Observer != nil {
 			rc.Observer = cfg.Observer
 		}
+		if cfg.TracerProvider != nil {
+			rc.TracerProvider = cfg.TracerProvider
+		}
 		r, err := runner.New(&rc)
 		if err != nil {
 			return nil, fmt.Errorf("duraflow: building the runner: %w", err)
@@ -105,6 +108,11 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	}
 	if cfg.Observer != nil {
 		cc.Observer = cfg.Observer
+	}
+	cc.TracerProvider = cfg.TracerProvider
+	if cc.TracerProvider == nil && cfg.Runner != nil {
+		// A runner traced on its own: its creates store the context too.
+		cc.TracerProvider = cfg.Runner.TracerProvider
 	}
 	if h.flows != nil {
 		cc.MetadataFunc = h.flows.Metadata

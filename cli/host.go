@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
@@ -217,7 +218,10 @@ type host struct {
 	// metrics serves /metrics (guarded as the API is), nil when off;
 	// metricsListener is its own address (--metrics-addr), metricsURL its
 	// URL there.
-	metrics         http.Handler
+	metrics http.Handler
+	// tracer exports spans over OTLP when the OTEL_ variables turn tracing
+	// on (see newTracerProvider); nil otherwise.
+	tracer          *sdktrace.TracerProvider
 	metricsListener net.Listener
 	metricsURL      string
 
@@ -361,6 +365,12 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		}
 		coreCfg.Observer = m
 	}
+	if h.tracer, err = newTracerProvider(ctx); err != nil {
+		return nil, usageError(err)
+	}
+	if h.tracer != nil {
+		coreCfg.TracerProvider = h.tracer
+	}
 	if o.OnWorkflowEnqueued != nil {
 		coreCfg.Hooks = &hook.Config{OnWorkflowEnqueued: o.OnWorkflowEnqueued}
 	}
@@ -427,7 +437,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		"database", redactURL(cfg.databaseURL), "backend", string(h.backend),
 		"workflows", strings.Join(h.registry.Names(), ","),
 		"runner", cfg.runner, "notify", h.core.Listening() != nil, "hooks", h.core.Hooks() != nil, "api", h.url, "auth", auth,
-		"triggers", len(triggers), "flows", len(h.flowNames()), "metrics", h.metricsWhere())
+		"triggers", len(triggers), "flows", len(h.flowNames()), "metrics", h.metricsWhere(), "tracing", h.tracer != nil)
 	return h, nil
 }
 
@@ -620,6 +630,11 @@ wait:
 // close releases what startHost acquired; the core host must be stopped
 // first.
 func (h *host) close() {
+	if h.tracer != nil {
+		flushCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = h.tracer.Shutdown(flushCtx)
+		cancel()
+	}
 	if h.listener != nil {
 		_ = h.listener.Close()
 	}

@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/paging"
+	"github.com/duraflow/duraflow/internal/tracing"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -85,6 +87,15 @@ type Config struct {
 	//
 	// Defaults to nil: nothing is observed.
 	Observer Observer
+	// TracerProvider, when set, turns tracing on for creates: Create,
+	// CreateBatch and their Tx forms store the trace context of the span
+	// in the caller's context with each new instance, so that the runs of
+	// the instance (the runner's spans, with the same provider: see
+	// docs/tracing.md) descend from the caller's trace. A caller without a
+	// span stores nothing, and nor does any create while it is nil.
+	//
+	// Defaults to nil: no trace context is stored.
+	TracerProvider trace.TracerProvider
 }
 
 // Observer receives the client's in-memory observations, for metrics. It is
@@ -128,6 +139,7 @@ type Client struct {
 	served *servedCache
 	limits func(context.Context, string, json.RawMessage) (*workflow.Limits, error)
 	obs    Observer
+	traced bool
 }
 
 var _ workflow.Engine = (*Client)(nil)
@@ -138,7 +150,7 @@ func New(cfg *Config) (*Client, error) {
 	if cfg == nil || cfg.Store == nil || cfg.Registry == nil {
 		return nil, errors.New("client: Store and Registry are required")
 	}
-	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, queue: cfg.QueueFunc, eager: cfg.EagerStarter, limits: cfg.LimitsFunc, queues: &queueCache{}, served: &servedCache{}, obs: cfg.Observer}
+	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, queue: cfg.QueueFunc, eager: cfg.EagerStarter, limits: cfg.LimitsFunc, queues: &queueCache{}, served: &servedCache{}, obs: cfg.Observer, traced: cfg.TracerProvider != nil}
 	if c.clock == nil {
 		c.clock = clock.New()
 	}
@@ -174,6 +186,15 @@ func (c *Client) reserveEager(workflowName, queue string, n int) *db.CreateLease
 		return nil
 	}
 	return lease
+}
+
+// traceContext is the stored form of the trace context of the caller's
+// span when tracing is on; "" when it is off or ctx has no span.
+func (c *Client) traceContext(ctx context.Context) string {
+	if !c.traced {
+		return ""
+	}
+	return tracing.Encode(ctx)
 }
 
 // wakeAfterCreate reports the created instances to the observer and wakes
@@ -348,7 +369,7 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 		WorkflowName: workflowName, ID: req.ID, Params: params, Metadata: metadata, Now: now, RecordHooks: c.hooks,
 		Lease:     lease,
 		Namespace: at.Namespace, Queue: at.Queue, Priority: at.Priority, DedupeKey: req.DedupeKey,
-		DeadlineAt: deadline, Limits: limits, Parent: parent,
+		DeadlineAt: deadline, Limits: limits, Parent: parent, TraceContext: c.traceContext(ctx),
 	})
 	if parent != nil && errors.Is(err, db.ErrAlreadyExists) {
 		if lease != nil {
@@ -419,6 +440,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 	)
 	def, _ := c.registry.Definition(workflowName)
 	now := c.now()
+	traceContext := c.traceContext(ctx)
 	for i, r := range reqs {
 		dedupe = dedupe || r.DedupeKey != ""
 		id := r.ID
@@ -468,7 +490,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 		limited = limited || len(limits) > 0
 		items = append(items, db.InstanceCreateItem{
 			ID: id, Params: params, Metadata: metadata, DedupeKey: r.DedupeKey, Queue: at.Queue, Priority: at.Priority,
-			DeadlineAt: deadline, Limits: limits,
+			DeadlineAt: deadline, Limits: limits, TraceContext: traceContext,
 		})
 	}
 	var lease *db.CreateLease

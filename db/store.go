@@ -158,6 +158,11 @@ type Instance struct {
 	// carries it (the claims' fresh runs too): the runner delivers a
 	// child's end to it, and to nothing else.
 	Parent *ParentLink
+	// TraceContext is the trace context of the caller that created the
+	// instance (InstanceCreateParams.TraceContext), empty when it had none.
+	// Every read that returns an instance carries it (the claims' fresh
+	// runs too), so that each run pass links to the creator's trace.
+	TraceContext string
 }
 
 // CreateResult is what a create reports for one instance it created.
@@ -308,6 +313,12 @@ type InstanceCreateParams struct {
 	// invoking step, in the same transaction (a statement of its own: a
 	// create without one runs no statement more).
 	Parent *ParentLink
+	// TraceContext, when not empty, is the caller's trace context as the
+	// engine encodes it (opaque to the store: the W3C trace context fields
+	// as a JSON object), stored with the instance in the same transaction
+	// by a statement of its own: a create without one runs no statement
+	// more. A deduplicated create does not store it.
+	TraceContext string
 }
 
 // CreateLease asks a create to start instances at once with their first task
@@ -371,6 +382,9 @@ type InstanceCreateItem struct {
 	DeadlineAt *time.Time
 	// Limits are the item's limited scopes (see InstanceCreateParams.Limits).
 	Limits []LimitSpec
+	// TraceContext is the item's creator's trace context, as
+	// InstanceCreateParams.TraceContext.
+	TraceContext string
 }
 
 // InstanceRef names one instance.

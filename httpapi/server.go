@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
@@ -65,7 +66,7 @@ func New(cfg *Config) (*Server, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.Use(recoverPanics)
+	e.Use(recoverPanics, extractTraceContext)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	prefix := cfg.Prefix
@@ -213,6 +214,22 @@ func (s *Server) authMiddleware(action Action) echo.MiddlewareFunc {
 			}
 			return next(c)
 		}
+	}
+}
+
+// extractTraceContext puts the W3C trace context of a request that carries
+// one (a traceparent header) into the request's context, as the remote
+// parent span: a create then stores it with the instance when the client
+// traces (client.Config.TracerProvider), and the instance's runs descend
+// from the caller's trace. A request without the header is left as it is.
+func extractTraceContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		req := c.Request()
+		if req.Header.Get("traceparent") != "" {
+			ctx := propagation.TraceContext{}.Extract(req.Context(), propagation.HeaderCarrier(req.Header))
+			c.SetRequest(req.WithContext(ctx))
+		}
+		return next(c)
 	}
 }
 

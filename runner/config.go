@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/workflow"
@@ -197,6 +198,13 @@ type Config struct {
 	//
 	// Defaults to an observer that does nothing.
 	Observer Observer
+	// TracerProvider, when set, traces the runner's work with
+	// OpenTelemetry: a span per run pass (a child of the trace context the
+	// instance's create stored) and a span per step attempt under it (see
+	// docs/tracing.md). It adds no database statement.
+	//
+	// Defaults to nil: tracing is off and no span is started.
+	TracerProvider trace.TracerProvider
 }
 
 // Defaults of Config. Hosts that expose these settings (the command line's

@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
@@ -122,6 +124,9 @@ type execution struct {
 	// saga, under mu, holds the compensations of the completed steps and
 	// whether they run (see compensation.go).
 	saga saga
+
+	// span is the run pass's span; nil when tracing is off.
+	span trace.Span
 }
 
 // leaseDeadline is when the lease the runner last wrote expires.
@@ -202,7 +207,10 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 	if e.steps == nil {
 		e.steps = map[string]*db.Step{}
 	}
-	e.ctx, e.cancel = context.WithCancelCause(r.execCtx)
+	runCtx, span := r.startRunSpan(r.execCtx, task, e.inst)
+	e.span = span
+	defer e.endRunSpan()
+	e.ctx, e.cancel = context.WithCancelCause(runCtx)
 	defer e.cancel(errCauseFinished)
 	e.stepCtx = e.ctx
 	var cancelSteps context.CancelCauseFunc
@@ -441,6 +449,7 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	}
 	e.r.countRun(p.Outcome)
 	e.r.observeEnd(e.inst.WorkflowName, p)
+	e.traceOutcome(p)
 	// The waiting instances the end of a limited run admitted have tasks
 	// due now (those leased to this runner excepted): tell the runners.
 	for _, name := range res.Admitted {
@@ -468,7 +477,11 @@ func (e *execution) abandon(cause error) {
 	e.closed = true
 	e.mu.Unlock()
 	e.commitMu.Unlock()
-	if wasClosed || errors.Is(cause, errCauseLeaseLost) || errors.Is(cause, errCauseFinished) {
+	if wasClosed || errors.Is(cause, errCauseFinished) {
+		return
+	}
+	e.traceAbandon(cause)
+	if errors.Is(cause, errCauseLeaseLost) {
 		return
 	}
 	runAt := e.r.now()

@@ -8,7 +8,11 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/tracing"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -197,13 +201,25 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 	// given back (and the start tried again by its replay). A refusal of
 	// the request itself is the step's answer.
 	var refused error
+	// With tracing on, the start of the child is the Invoke step's span,
+	// and the child's create stores it: the child's runs descend from it.
+	ctx, span := e.ctx, e.startStepSpan(key, db.StepTypeInvoke, 1)
+	if span != nil {
+		span.SetAttributes(attribute.String(tracing.AttrChildName, opts.Workflow), attribute.String(tracing.AttrChildID, id))
+		ctx = trace.ContextWithSpan(ctx, span)
+	}
 	err = e.r.retryStore(e.ctx, e.leaseDeadline, "starting a child", e.log, func() error {
-		_, err := engine.Create(e.ctx, opts.Workflow, req)
+		_, err := engine.Create(ctx, opts.Workflow, req)
 		if childRefused(err) {
 			refused, err = err, nil
 		}
 		return err
 	})
+	if refused != nil {
+		endStepSpan(span, refused)
+	} else {
+		endStepSpan(span, err)
+	}
 	switch {
 	case refused != nil:
 		return &childRefusedError{name: workflow.ErrorNameInvokeRefused, err: fmt.Errorf("invoke step %q: starting %s/%s: %w", key, opts.Workflow, id, refused)}

@@ -10,14 +10,18 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/tracing"
 )
 
 // Runner claims due tasks and executes workflow code durably. It is safe to
 // run many runners, in one process or many, against one database.
 type Runner struct {
 	cfg *Config
+	// tracer traces run passes and step attempts; nil when tracing is off.
+	tracer trace.Tracer
 
 	wakeCh chan struct{}
 	// slots bounds concurrent executions.
@@ -74,6 +78,9 @@ func New(cfg *Config) (*Runner, error) {
 		execCtx:    execCtx,
 		execCancel: execCancel,
 		worker:     workerState{drained: make(chan struct{})},
+	}
+	if c.TracerProvider != nil {
+		r.tracer = c.TracerProvider.Tracer(tracing.ScopeName)
 	}
 	// The group commit is a capability of the store: without it every
 	// checkpoint commits on its own through Store.Checkpoint.

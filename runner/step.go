@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/transition"
 	"github.com/duraflow/duraflow/internal/wfcore"
@@ -139,9 +141,14 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 			fn = mock
 		}
 	}
-	raw, runErr, aborted := e.attempt(key, fn, cfg, attempt)
+	span := e.startStepSpan(key, db.StepTypeDo, attempt)
+	raw, runErr, aborted := e.attempt(key, fn, cfg, attempt, span)
 	if !aborted {
 		e.r.cfg.Observer.ObserveStep(e.inst.WorkflowName, e.r.now().Sub(started))
+		endStepSpan(span, runErr)
+	} else if span != nil {
+		span.AddEvent("aborted")
+		span.End()
 	}
 	e.mu.Lock()
 	delete(e.running, key)
@@ -185,8 +192,14 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 // attempt runs one attempt of fn under its timeout. aborted is true when the
 // execution was cancelled (suspended elsewhere, lease lost, shutdown), in
 // which case nothing may be recorded.
-func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepConfig, attempt int) (json.RawMessage, error, bool) {
-	actx, cancel := context.WithCancelCause(e.stepCtx)
+func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepConfig, attempt int, span trace.Span) (json.RawMessage, error, bool) {
+	base := e.stepCtx
+	if span != nil {
+		// The step's function (and what it starts: spans, requests, child
+		// workflows) runs under its attempt's span.
+		base = trace.ContextWithSpan(base, span)
+	}
+	actx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
 	timer := e.r.cfg.Clock.AfterFunc(cfg.Timeout, func() { cancel(errAttemptTimeout) })
 	defer timer.Stop()
@@ -309,6 +322,7 @@ func (e *execution) endLocked(key string, unlock bool) {
 // calling goroutine until the run suspends, and returns ErrSuspended. The
 // caller holds mu; blockLocked releases it.
 func (e *execution) blockLocked(w *wait, write *db.StepWrite) error {
+	e.traceWait(w, write)
 	if w != nil {
 		e.waits = append(e.waits, *w)
 	}

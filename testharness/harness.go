@@ -14,6 +14,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
@@ -43,6 +44,7 @@ type options struct {
 	logger    *slog.Logger
 	hooks     *hook.Config
 	observer  duraflow.Observer
+	tracer    trace.TracerProvider
 }
 
 // WithHooks turns the durable hooks on (duraflow.Config.Hooks): the client
@@ -76,6 +78,11 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // as *metrics.Metrics, so a test can check what the runner and client
 // report.
 func WithObserver(obs duraflow.Observer) Option { return func(o *options) { o.observer = obs } }
+
+// WithTracerProvider turns tracing on (duraflow.Config.TracerProvider),
+// so a test can check the spans, with the SDK's in-memory exporter
+// (go.opentelemetry.io/otel/sdk/trace/tracetest) for one.
+func WithTracerProvider(tp trace.TracerProvider) Option { return func(o *options) { o.tracer = tp } }
 
 // Harness is a host (duraflow.New) whose client and runner share a fake
 // clock, driven by the test: nothing runs in the background.
@@ -149,7 +156,7 @@ func New(t testing.TB, opts ...Option) *Harness {
 	// eager start.
 	host, err := duraflow.New(o.store, &duraflow.Config{
 		Registry: reg, Clock: clk, Logger: o.logger, RunMode: duraflow.RunOnDemand, Runner: rc,
-		Hooks: o.hooks, DisableScheduler: true, PollOnly: true, Observer: o.observer,
+		Hooks: o.hooks, DisableScheduler: true, PollOnly: true, Observer: o.observer, TracerProvider: o.tracer,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

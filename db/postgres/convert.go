@@ -35,6 +35,7 @@ func instanceFromRow(r *pgsqlc.WorkflowInstance) *db.Instance {
 		RunAttempt:     int(r.RunAttempt),
 		Limited:        r.Limited,
 		Parent:         parentFromRow(r),
+		TraceContext:   deref(r.TraceContext),
 	}
 }
 

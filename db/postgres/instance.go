@@ -72,6 +72,9 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst); err != nil {
 			return err
 		}
+		if err := setTraceContext(ctx, q, p, inst); err != nil {
+			return err
+		}
 		return s.notifyWake(ctx, q, p.WorkflowName)
 	})
 	if err != nil {
@@ -137,6 +140,9 @@ func (s *Store) instanceCreateDedupe(ctx context.Context, p *db.InstanceCreatePa
 			if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, res.Instance); err != nil {
 				return err
 			}
+			if err := setTraceContext(ctx, q, p, res.Instance); err != nil {
+				return err
+			}
 			return s.notifyWake(ctx, q, p.WorkflowName)
 		})
 		if err != nil {
@@ -160,6 +166,7 @@ func (s *Store) instanceCreateLimited(ctx context.Context, p *db.InstanceCreateP
 			Instances: []db.InstanceCreateItem{{
 				ID: p.ID, Params: p.Params, Metadata: p.Metadata, Limits: p.Limits,
 				DedupeKey: p.DedupeKey, Queue: p.Queue, Priority: p.Priority, DeadlineAt: p.DeadlineAt,
+				TraceContext: p.TraceContext,
 			}},
 		}, "")
 		if err == nil && len(created) == 0 {
@@ -262,6 +269,9 @@ func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.Inst
 	if err := setDeadlines(ctx, q, p, created); err != nil {
 		return nil, err
 	}
+	if err := setTraceContexts(ctx, q, p, created); err != nil {
+		return nil, err
+	}
 	if len(limited) > 0 {
 		results, err := admission.CreateMany(ctx, &limitTx{q: q, channel: s.wakeChannel}, limited, at)
 		if err != nil {
@@ -342,10 +352,13 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 		if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst); err != nil {
 			return err
 		}
+		if err := setTraceContext(ctx, q, p, inst); err != nil {
+			return err
+		}
 		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now)
 	}
 	var err error
-	if plan.Hook.Record() || p.DeadlineAt != nil || p.Parent != nil {
+	if plan.Hook.Record() || p.DeadlineAt != nil || p.Parent != nil || p.TraceContext != "" {
 		err = s.inTx(ctx, create)
 	} else {
 		// One statement is its own transaction: no BEGIN and COMMIT round trips.
@@ -394,6 +407,63 @@ func setDeadlines(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateMa
 		return nil
 	}
 	return q.InstanceSetDeadlines(ctx, w)
+}
+
+// setTraceContext writes the trace context of a create that carries one (a
+// statement of its own, so that a create without one runs none more) and
+// records it on inst.
+func setTraceContext(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateParams, inst *db.Instance) error {
+	if p.TraceContext == "" {
+		return nil
+	}
+	inst.TraceContext = p.TraceContext
+	return q.InstanceSetTraceContexts(ctx, pgsqlc.InstanceSetTraceContextsParams{
+		TraceContext: p.TraceContext, WorkflowName: p.WorkflowName, InstanceIds: []string{p.ID},
+	})
+}
+
+// setTraceContexts is setTraceContext for the instances a batch create
+// made: one statement per distinct trace context (a batch has one: its
+// caller's), none when no item carries one.
+func setTraceContexts(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateManyParams, created []db.CreateResult) error {
+	var byID map[string]string
+	for _, item := range p.Instances {
+		if item.TraceContext != "" {
+			if byID == nil {
+				byID = make(map[string]string)
+			}
+			byID[item.ID] = item.TraceContext
+		}
+	}
+	if byID == nil {
+		return nil
+	}
+	var (
+		order []string
+		ids   = make(map[string][]string)
+	)
+	for _, c := range created {
+		if c.Deduplicated {
+			continue
+		}
+		tc, ok := byID[c.Instance.ID]
+		if !ok {
+			continue
+		}
+		c.Instance.TraceContext = tc
+		if _, seen := ids[tc]; !seen {
+			order = append(order, tc)
+		}
+		ids[tc] = append(ids[tc], c.Instance.ID)
+	}
+	for _, tc := range order {
+		if err := q.InstanceSetTraceContexts(ctx, pgsqlc.InstanceSetTraceContextsParams{
+			TraceContext: tc, WorkflowName: p.WorkflowName, InstanceIds: ids[tc],
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // leasedTask is the first task of inst as an eager start's create wrote it.
@@ -497,6 +567,9 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			}
 		}
 		if err := setDeadlines(ctx, q, p, created); err != nil {
+			return err
+		}
+		if err := setTraceContexts(ctx, q, p, created); err != nil {
 			return err
 		}
 		leased := 0

@@ -253,6 +253,7 @@ func (t *limitTx) TaskAdmitLeased(ctx context.Context, ref db.InstanceRef, lease
 		DeadlineAt: row.DeadlineAt, RunAttempt: row.RunAttempt,
 		ParentWorkflowName: row.ParentWorkflowName, ParentInstanceID: row.ParentInstanceID,
 		ParentRunNumber: row.ParentRunNumber, ParentStepKey: row.ParentStepKey, ParentPolicy: row.ParentPolicy,
+		TraceContext: row.TraceContext,
 	})
 	task := leasedTask(row.TaskID, inst, lease)
 	task.RunAt = now

@@ -114,6 +114,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 				ParentRunNumber:    r.InstanceParentRunNumber,
 				ParentStepKey:      r.InstanceParentStepKey,
 				ParentPolicy:       r.InstanceParentPolicy,
+				TraceContext:       r.InstanceTraceContext,
 			})
 		}
 	}

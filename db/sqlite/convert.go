@@ -34,6 +34,7 @@ func instanceFromRow(r *litesqlc.WorkflowInstance) *db.Instance {
 		RunAttempt:     int(r.RunAttempt),
 		Limited:        r.Limited == 1,
 		Parent:         parentFromRow(r),
+		TraceContext:   deref(r.TraceContext),
 	}
 }
 

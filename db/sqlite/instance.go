@@ -47,7 +47,10 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if inst.Deduplicated {
 			return nil
 		}
-		return setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst.Instance)
+		if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst.Instance); err != nil {
+			return err
+		}
+		return setTraceContext(ctx, q, p.WorkflowName, inst.Instance, p.TraceContext)
 	})
 	if err != nil {
 		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
@@ -185,6 +188,9 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 					if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
 						return err
 					}
+					if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
+						return err
+					}
 					created = append(created, inst)
 				}
 				continue
@@ -202,6 +208,9 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 				continue // the id is taken
 			}
 			if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
+				return err
+			}
+			if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
 				return err
 			}
 			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
@@ -228,6 +237,19 @@ func setDeadline(ctx context.Context, q *litesqlc.Queries, workflowName string, 
 	inst.DeadlineAt = &d
 	return q.InstanceSetDeadline(ctx, litesqlc.InstanceSetDeadlineParams{
 		DeadlineAt: microsPtr(&d), WorkflowName: workflowName, InstanceID: inst.ID,
+	})
+}
+
+// setTraceContext writes the trace context of a created instance that has
+// one (a statement of its own, so that a create without one runs none more)
+// and records it on inst.
+func setTraceContext(ctx context.Context, q *litesqlc.Queries, workflowName string, inst *db.Instance, tc string) error {
+	if tc == "" {
+		return nil
+	}
+	inst.TraceContext = tc
+	return q.InstanceSetTraceContext(ctx, litesqlc.InstanceSetTraceContextParams{
+		TraceContext: &tc, WorkflowName: workflowName, InstanceID: inst.ID,
 	})
 }
 

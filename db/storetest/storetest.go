@@ -39,6 +39,7 @@ func Run(t *testing.T, newStore func(t *testing.T) db.Store) {
 	t.Run("Invoke", func(t *testing.T) { t.Parallel(); testInvoke(t, newStore) })
 	t.Run("InvokeChange", func(t *testing.T) { t.Parallel(); testInvokeChange(t, newStore) })
 	t.Run("Stats", func(t *testing.T) { t.Parallel(); testStats(t, newStore) })
+	t.Run("Trace", func(t *testing.T) { t.Parallel(); testTrace(t, newStore) })
 	t.Run("Ping", func(t *testing.T) {
 		t.Parallel()
 		require.NoError(t, newStore(t).Ping(t.Context()))

@@ -297,3 +297,11 @@ DELETE FROM workflow_step s
 USING inst
 WHERE s.workflow_name = @workflow_name AND s.instance_id = @instance_id
     AND s.run_number = @run_number AND s.step_key = ANY(@reset_steps::text[]);
+
+-- name: InstanceSetTraceContexts :exec
+-- InstanceSetTraceContexts writes the trace context of instances a create
+-- of the same transaction inserted: only creates made with tracing on,
+-- inside a span, run it.
+UPDATE workflow_instance i
+SET trace_context = @trace_context::text
+WHERE i.workflow_name = @workflow_name AND i.instance_id = ANY(@instance_ids::text[]);

@@ -209,5 +209,6 @@ SELECT t.id AS task_id, s.workflow_name, s.instance_id, s.status, s.params, s.ou
     s.pause_requested, s.run_number, s.created_at, s.updated_at, s.started_at, s.completed_at,
     s.retention_until, s.metadata, s.limited, s.namespace, s.queue, s.priority, s.dedupe_key,
     s.deadline_at, s.run_attempt,
-    s.parent_workflow_name, s.parent_instance_id, s.parent_run_number, s.parent_step_key, s.parent_policy
+    s.parent_workflow_name, s.parent_instance_id, s.parent_run_number, s.parent_step_key, s.parent_policy,
+    s.trace_context
 FROM started s, task t;

@@ -139,7 +139,9 @@ SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c
     s.parent_instance_id AS instance_parent_instance_id,
     s.parent_run_number AS instance_parent_run_number,
     s.parent_step_key AS instance_parent_step_key,
-    s.parent_policy AS instance_parent_policy
+    s.parent_policy AS instance_parent_policy,
+    -- The creator's trace context (NULL unless a traced create stored one).
+    s.trace_context AS instance_trace_context
 FROM claimed c
 LEFT JOIN started s
     ON c.fresh AND s.workflow_name = c.workflow_name AND s.instance_id = c.instance_id

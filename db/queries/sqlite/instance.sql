@@ -226,3 +226,11 @@ SET run_attempt = run_attempt + 1,
     error_message = sqlc.narg('error_message')
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number;
+
+-- name: InstanceSetTraceContext :exec
+-- InstanceSetTraceContext writes the trace context of an instance the
+-- create of the same transaction inserted: only creates made with tracing
+-- on, inside a span, run it.
+UPDATE workflow_instance
+SET trace_context = @trace_context
+WHERE workflow_name = @workflow_name AND instance_id = @instance_id;

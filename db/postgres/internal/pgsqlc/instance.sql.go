@@ -27,7 +27,7 @@ WITH inst AS (
             ELSE i.completed_at END,
         updated_at = coalesce($7::timestamptz, now())
     WHERE i.workflow_name = $2 AND i.instance_id = $8
-    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy
+    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy, i.trace_context
 ),
 deleted AS (
     DELETE FROM workflow_task t
@@ -178,7 +178,7 @@ func (q *Queries) InstanceChangeApply(ctx context.Context, arg InstanceChangeApp
 }
 
 const instanceGet = `-- name: InstanceGet :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE workflow_name = $1 AND instance_id = $2
     AND ($3::text = '' OR namespace = $3::text)
 `
@@ -222,12 +222,13 @@ func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (Workf
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const instanceGetByDedupeKey = `-- name: InstanceGetByDedupeKey :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE namespace = $1 AND workflow_name = $2 AND dedupe_key = $3
     AND status NOT IN ('complete', 'errored', 'terminated')
 `
@@ -270,12 +271,13 @@ func (q *Queries) InstanceGetByDedupeKey(ctx context.Context, arg InstanceGetByD
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const instanceGetByDedupeKeys = `-- name: InstanceGetByDedupeKeys :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE namespace = $1 AND workflow_name = $2
     AND dedupe_key = ANY($3::text[])
     AND status NOT IN ('complete', 'errored', 'terminated')
@@ -326,6 +328,7 @@ func (q *Queries) InstanceGetByDedupeKeys(ctx context.Context, arg InstanceGetBy
 			&i.ParentRunNumber,
 			&i.ParentStepKey,
 			&i.ParentPolicy,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -338,7 +341,7 @@ func (q *Queries) InstanceGetByDedupeKeys(ctx context.Context, arg InstanceGetBy
 }
 
 const instanceGetForUpdate = `-- name: InstanceGetForUpdate :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE workflow_name = $1 AND instance_id = $2
     AND ($3::text = '' OR namespace = $3::text)
 FOR NO KEY UPDATE
@@ -381,6 +384,7 @@ func (q *Queries) InstanceGetForUpdate(ctx context.Context, arg InstanceGetForUp
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -395,7 +399,7 @@ INSERT INTO workflow_instance (
     coalesce($5::timestamptz, now()),
     $6::text, $7::text, $8::integer
 )
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceInsertParams struct {
@@ -449,6 +453,7 @@ func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) 
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -466,7 +471,7 @@ INSERT INTO workflow_instance (
 ON CONFLICT (namespace, workflow_name, dedupe_key)
     WHERE dedupe_key IS NOT NULL AND status NOT IN ('complete', 'errored', 'terminated')
     DO NOTHING
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceInsertDedupeParams struct {
@@ -527,6 +532,7 @@ func (q *Queries) InstanceInsertDedupe(ctx context.Context, arg InstanceInsertDe
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -543,7 +549,7 @@ WITH inst AS (
         coalesce($5::timestamptz, now()),
         $6::text, $7::text, $8::integer
     )
-    RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+    RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 ),
 task AS (
     INSERT INTO workflow_task (
@@ -665,7 +671,7 @@ FROM (
         unnest($10::integer[]) AS priority
 ) AS item
 ON CONFLICT DO NOTHING
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceInsertManyParams struct {
@@ -734,6 +740,7 @@ func (q *Queries) InstanceInsertMany(ctx context.Context, arg InstanceInsertMany
 			&i.ParentRunNumber,
 			&i.ParentStepKey,
 			&i.ParentPolicy,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -746,7 +753,7 @@ func (q *Queries) InstanceInsertMany(ctx context.Context, arg InstanceInsertMany
 }
 
 const instanceList = `-- name: InstanceList :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE updated_at > '-infinity'::timestamptz
     AND ($1::text IS NULL OR workflow_name = $1::text)
     AND (coalesce(cardinality($2::text[]), 0) = 0
@@ -821,6 +828,7 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 			&i.ParentRunNumber,
 			&i.ParentStepKey,
 			&i.ParentPolicy,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -932,6 +940,26 @@ type InstanceSetDeadlinesParams struct {
 // same transaction inserted: only creates that set a deadline run it.
 func (q *Queries) InstanceSetDeadlines(ctx context.Context, arg InstanceSetDeadlinesParams) error {
 	_, err := q.db.Exec(ctx, instanceSetDeadlines, arg.WorkflowName, arg.InstanceIds, arg.Deadlines)
+	return err
+}
+
+const instanceSetTraceContexts = `-- name: InstanceSetTraceContexts :exec
+UPDATE workflow_instance i
+SET trace_context = $1::text
+WHERE i.workflow_name = $2 AND i.instance_id = ANY($3::text[])
+`
+
+type InstanceSetTraceContextsParams struct {
+	TraceContext string
+	WorkflowName string
+	InstanceIds  []string
+}
+
+// InstanceSetTraceContexts writes the trace context of instances a create
+// of the same transaction inserted: only creates made with tracing on,
+// inside a span, run it.
+func (q *Queries) InstanceSetTraceContexts(ctx context.Context, arg InstanceSetTraceContextsParams) error {
+	_, err := q.db.Exec(ctx, instanceSetTraceContexts, arg.TraceContext, arg.WorkflowName, arg.InstanceIds)
 	return err
 }
 

@@ -420,7 +420,7 @@ WITH started AS (
     WHERE i.workflow_name = $2 AND i.instance_id = $3
         AND i.status = 'queued' AND i.started_at IS NULL
         AND (cardinality($4::text[]) = 0 OR i.queue = ANY($4::text[]))
-    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy
+    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy, i.trace_context
 ),
 task AS (
     INSERT INTO workflow_task (
@@ -436,7 +436,8 @@ SELECT t.id AS task_id, s.workflow_name, s.instance_id, s.status, s.params, s.ou
     s.pause_requested, s.run_number, s.created_at, s.updated_at, s.started_at, s.completed_at,
     s.retention_until, s.metadata, s.limited, s.namespace, s.queue, s.priority, s.dedupe_key,
     s.deadline_at, s.run_attempt,
-    s.parent_workflow_name, s.parent_instance_id, s.parent_run_number, s.parent_step_key, s.parent_policy
+    s.parent_workflow_name, s.parent_instance_id, s.parent_run_number, s.parent_step_key, s.parent_policy,
+    s.trace_context
 FROM started s, task t
 `
 
@@ -478,6 +479,7 @@ type LimitTaskAdmitLeasedRow struct {
 	ParentRunNumber    *int32
 	ParentStepKey      *string
 	ParentPolicy       *string
+	TraceContext       *string
 }
 
 // LimitTaskAdmitLeased starts an admitted instance at once with its task
@@ -525,6 +527,7 @@ func (q *Queries) LimitTaskAdmitLeased(ctx context.Context, arg LimitTaskAdmitLe
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }

@@ -77,6 +77,7 @@ type WorkflowInstance struct {
 	ParentRunNumber    *int32
 	ParentStepKey      *string
 	ParentPolicy       *string
+	TraceContext       *string
 }
 
 type WorkflowLimit struct {

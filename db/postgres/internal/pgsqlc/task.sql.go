@@ -72,7 +72,7 @@ started AS (
     FROM claimed c
     WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
         AND i.status IN ('queued', 'waiting')
-    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy
+    RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy, i.trace_context
 )
 SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
     c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error, c.lease_losses,
@@ -92,7 +92,9 @@ SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c
     s.parent_instance_id AS instance_parent_instance_id,
     s.parent_run_number AS instance_parent_run_number,
     s.parent_step_key AS instance_parent_step_key,
-    s.parent_policy AS instance_parent_policy
+    s.parent_policy AS instance_parent_policy,
+    -- The creator's trace context (NULL unless a traced create stored one).
+    s.trace_context AS instance_trace_context
 FROM claimed c
 LEFT JOIN started s
     ON c.fresh AND s.workflow_name = c.workflow_name AND s.instance_id = c.instance_id
@@ -144,6 +146,7 @@ type TaskClaimRow struct {
 	InstanceParentRunNumber    *int32
 	InstanceParentStepKey      *string
 	InstanceParentPolicy       *string
+	InstanceTraceContext       *string
 }
 
 // TaskClaim leases due tasks in one statement. It never waits on a lock: a
@@ -233,6 +236,7 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 			&i.InstanceParentRunNumber,
 			&i.InstanceParentStepKey,
 			&i.InstanceParentPolicy,
+			&i.InstanceTraceContext,
 		); err != nil {
 			return nil, err
 		}

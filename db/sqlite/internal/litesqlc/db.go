@@ -138,6 +138,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.instanceSetStatusStmt, err = db.PrepareContext(ctx, instanceSetStatus); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceSetStatus: %w", err)
 	}
+	if q.instanceSetTraceContextStmt, err = db.PrepareContext(ctx, instanceSetTraceContext); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceSetTraceContext: %w", err)
+	}
 	if q.instanceStartClaimedStmt, err = db.PrepareContext(ctx, instanceStartClaimed); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceStartClaimed: %w", err)
 	}
@@ -520,6 +523,11 @@ func (q *Queries) Close() error {
 	if q.instanceSetStatusStmt != nil {
 		if cerr := q.instanceSetStatusStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceSetStatusStmt: %w", cerr)
+		}
+	}
+	if q.instanceSetTraceContextStmt != nil {
+		if cerr := q.instanceSetTraceContextStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceSetTraceContextStmt: %w", cerr)
 		}
 	}
 	if q.instanceStartClaimedStmt != nil {
@@ -914,6 +922,7 @@ type Queries struct {
 	instanceSetDeadlineStmt           *sql.Stmt
 	instanceSetParentStmt             *sql.Stmt
 	instanceSetStatusStmt             *sql.Stmt
+	instanceSetTraceContextStmt       *sql.Stmt
 	instanceStartClaimedStmt          *sql.Stmt
 	instanceTouchStmt                 *sql.Stmt
 	instanceTransitionStmt            *sql.Stmt
@@ -1021,6 +1030,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceSetDeadlineStmt:           q.instanceSetDeadlineStmt,
 		instanceSetParentStmt:             q.instanceSetParentStmt,
 		instanceSetStatusStmt:             q.instanceSetStatusStmt,
+		instanceSetTraceContextStmt:       q.instanceSetTraceContextStmt,
 		instanceStartClaimedStmt:          q.instanceStartClaimedStmt,
 		instanceTouchStmt:                 q.instanceTouchStmt,
 		instanceTransitionStmt:            q.instanceTransitionStmt,

@@ -112,7 +112,7 @@ func (q *Queries) InstanceFail(ctx context.Context, arg InstanceFailParams) erro
 }
 
 const instanceGet = `-- name: InstanceGet :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE workflow_name = ?1 AND instance_id = ?2
     AND (CAST(?3 AS TEXT) = '' OR namespace = CAST(?3 AS TEXT))
 `
@@ -156,12 +156,13 @@ func (q *Queries) InstanceGet(ctx context.Context, arg InstanceGetParams) (Workf
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const instanceGetByDedupeKey = `-- name: InstanceGetByDedupeKey :one
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE namespace = ?1 AND workflow_name = ?2 AND dedupe_key = ?3
     AND status NOT IN ('complete', 'errored', 'terminated')
 `
@@ -204,6 +205,7 @@ func (q *Queries) InstanceGetByDedupeKey(ctx context.Context, arg InstanceGetByD
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -216,7 +218,7 @@ INSERT INTO workflow_instance (
     ?1, ?2, 'queued', ?3, ?4, 1, ?5, ?5,
     CAST(?6 AS TEXT), CAST(?7 AS TEXT), CAST(?8 AS INTEGER), ?9
 )
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceInsertParams struct {
@@ -272,6 +274,7 @@ func (q *Queries) InstanceInsert(ctx context.Context, arg InstanceInsertParams) 
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -285,7 +288,7 @@ INSERT INTO workflow_instance (
     CAST(?6 AS TEXT), CAST(?7 AS TEXT), CAST(?8 AS INTEGER), ?9
 )
 ON CONFLICT DO NOTHING
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceInsertIfAbsentParams struct {
@@ -344,6 +347,7 @@ func (q *Queries) InstanceInsertIfAbsent(ctx context.Context, arg InstanceInsert
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -357,7 +361,7 @@ INSERT INTO workflow_instance (
     CAST(?6 AS TEXT), CAST(?7 AS TEXT), CAST(?8 AS INTEGER), ?9
 )
 ON CONFLICT DO NOTHING
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceInsertStartedIfAbsentParams struct {
@@ -416,12 +420,13 @@ func (q *Queries) InstanceInsertStartedIfAbsent(ctx context.Context, arg Instanc
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
 
 const instanceList = `-- name: InstanceList :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE (CAST(?1 AS TEXT) IS NULL
         OR status IN (SELECT value FROM json_each(?1)))
     AND (CAST(?2 AS TEXT) IS NULL OR namespace = CAST(?2 AS TEXT))
@@ -494,6 +499,7 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 			&i.ParentRunNumber,
 			&i.ParentStepKey,
 			&i.ParentPolicy,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -509,7 +515,7 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 }
 
 const instanceListFresh = `-- name: InstanceListFresh :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE status = 'queued' AND started_at IS NULL
     AND (workflow_name, instance_id) IN (
         SELECT t.workflow_name, t.instance_id FROM workflow_task t
@@ -556,6 +562,7 @@ func (q *Queries) InstanceListFresh(ctx context.Context, taskIds string) ([]Work
 			&i.ParentRunNumber,
 			&i.ParentStepKey,
 			&i.ParentPolicy,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -571,7 +578,7 @@ func (q *Queries) InstanceListFresh(ctx context.Context, taskIds string) ([]Work
 }
 
 const instanceListWorkflow = `-- name: InstanceListWorkflow :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE workflow_name = ?1
     AND (CAST(?2 AS TEXT) IS NULL
         OR status IN (SELECT value FROM json_each(?2)))
@@ -644,6 +651,7 @@ func (q *Queries) InstanceListWorkflow(ctx context.Context, arg InstanceListWork
 			&i.ParentRunNumber,
 			&i.ParentStepKey,
 			&i.ParentPolicy,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}
@@ -671,7 +679,7 @@ SET run_number = run_number + 1,
     run_attempt = 1,
     updated_at = ?1
 WHERE workflow_name = ?2 AND instance_id = ?3
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceRestartParams struct {
@@ -711,6 +719,7 @@ func (q *Queries) InstanceRestart(ctx context.Context, arg InstanceRestartParams
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }
@@ -776,7 +785,7 @@ SET status = ?1,
         ELSE completed_at END,
     updated_at = ?3
 WHERE workflow_name = ?4 AND instance_id = ?5
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type InstanceSetStatusParams struct {
@@ -827,8 +836,29 @@ func (q *Queries) InstanceSetStatus(ctx context.Context, arg InstanceSetStatusPa
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
+}
+
+const instanceSetTraceContext = `-- name: InstanceSetTraceContext :exec
+UPDATE workflow_instance
+SET trace_context = ?1
+WHERE workflow_name = ?2 AND instance_id = ?3
+`
+
+type InstanceSetTraceContextParams struct {
+	TraceContext *string
+	WorkflowName string
+	InstanceID   string
+}
+
+// InstanceSetTraceContext writes the trace context of an instance the
+// create of the same transaction inserted: only creates made with tracing
+// on, inside a span, run it.
+func (q *Queries) InstanceSetTraceContext(ctx context.Context, arg InstanceSetTraceContextParams) error {
+	_, err := q.exec(ctx, q.instanceSetTraceContextStmt, instanceSetTraceContext, arg.TraceContext, arg.WorkflowName, arg.InstanceID)
+	return err
 }
 
 const instanceStartClaimed = `-- name: InstanceStartClaimed :exec

@@ -10,7 +10,7 @@ import (
 )
 
 const instanceChildren = `-- name: InstanceChildren :many
-SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy FROM workflow_instance
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE parent_workflow_name = CAST(?1 AS TEXT)
     AND parent_instance_id = CAST(?2 AS TEXT)
 ORDER BY created_at, instance_id
@@ -59,6 +59,7 @@ func (q *Queries) InstanceChildren(ctx context.Context, arg InstanceChildrenPara
 			&i.ParentRunNumber,
 			&i.ParentStepKey,
 			&i.ParentPolicy,
+			&i.TraceContext,
 		); err != nil {
 			return nil, err
 		}

@@ -86,7 +86,7 @@ SET status = 'running', started_at = ?1, updated_at = ?1
 WHERE workflow_name = ?2 AND instance_id = ?3
     AND status = 'queued' AND started_at IS NULL
     AND (CAST(?4 AS TEXT) = '[]' OR queue IN (SELECT value FROM json_each(CAST(?4 AS TEXT))))
-RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy
+RETURNING workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context
 `
 
 type LimitInstanceStartParams struct {
@@ -135,6 +135,7 @@ func (q *Queries) LimitInstanceStart(ctx context.Context, arg LimitInstanceStart
 		&i.ParentRunNumber,
 		&i.ParentStepKey,
 		&i.ParentPolicy,
+		&i.TraceContext,
 	)
 	return i, err
 }

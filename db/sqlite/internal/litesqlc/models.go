@@ -73,6 +73,7 @@ type WorkflowInstance struct {
 	ParentRunNumber    *int64
 	ParentStepKey      *string
 	ParentPolicy       *string
+	TraceContext       *string
 }
 
 type WorkflowLimit struct {

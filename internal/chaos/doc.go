@@ -19,11 +19,12 @@
 // taking them down with it: the ledger shows which ordinary instances had
 // an attempt die in a worker the crash loop killed; none may die beside more
 // than 2 crash-loop attempts in a row (with no step of it finishing
-// between), nor end by the crash-loop bound after more than 2 of the lease
-// losses that bound counted were in workers the crash loop killed (the
-// workers write a ledger line per claim with the task's lease losses in a
-// row, so a claim the next one finds a loss further lost its lease, and one
-// handed back by the quarantine did not). Random kills alone may end an
+// between), nor end by the crash-loop bound after the crash loop gave it
+// more than 2 of the lease losses that bound counted (the workers write a
+// ledger line per claim with the task's lease losses in a row, so a claim
+// the next one finds a loss further lost its lease, one handed back by the
+// quarantine did not, and a lost claim is the crash loop's when its worker
+// died in a crash-loop attempt before the next claim). Random kills alone may end an
 // instance by the bound: every instance the bound ends must have had at
 // least 5 claims in workers that died since it last made progress.
 // Every self-crash must be counted and its worker replaced, not taken for a

@@ -8,14 +8,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestLossesBeside checks the count of an instance's lease losses in
-// workers the shared crash loop killed, from the lease losses its claims
-// found, on hand-made ledgers.
+// TestLossesBeside checks the count of an instance's lease losses that the
+// shared crash loop gave it, from the lease losses its claims found and
+// where the crash loop killed their workers, on hand-made ledgers.
 func TestLossesBeside(t *testing.T) {
 	c := func(pid int, losses string) ledgerLine {
 		return ledgerLine{kind: 'C', pid: pid, instance: "i", step: losses, token: "-"}
 	}
-	shared := map[int]bool{10: true, 11: true, 12: true}
+	// boom is a crash-loop attempt, which kills its worker.
+	boom := func(pid int) ledgerLine {
+		return ledgerLine{kind: 'S', pid: pid, instance: sharedLoopID, step: "boom", token: "t"}
+	}
 	for _, tc := range []struct {
 		name  string
 		lines []ledgerLine
@@ -24,29 +27,34 @@ func TestLossesBeside(t *testing.T) {
 		{"no claims", nil, 0},
 		{
 			// Two losses beside the crash loop, then three in killed workers.
-			"a streak", []ledgerLine{c(1, "0"), c(10, "0"), c(11, "1"), c(2, "2"), c(3, "3"), c(4, "4"), c(5, "5")}, 2,
+			"a streak", []ledgerLine{c(1, "0"), c(10, "0"), boom(10), c(11, "1"), boom(11), c(2, "2"), c(3, "3"), c(4, "4"), c(5, "5")}, 2,
 		},
 		{
 			// Hand-backs in crash-loop workers lose nothing: the next claim
 			// finds the same count.
-			"hand-backs", []ledgerLine{c(1, "0"), c(10, "1"), c(11, "1"), c(2, "1"), c(3, "2"), c(4, "3"), c(12, "4"), c(5, "4"), c(6, "5")}, 0,
+			"hand-backs", []ledgerLine{c(1, "0"), c(10, "1"), boom(10), c(11, "1"), boom(11), c(2, "1"), c(3, "2"), c(4, "3"), c(12, "4"), boom(12), c(5, "4"), c(6, "5")}, 0,
+		},
+		{
+			// A claim lost otherwise (its worker stopped, say) in a worker
+			// that crash-loops only after the next claim is no loss beside.
+			"crash loop later", []ledgerLine{c(10, "0"), c(2, "1"), boom(10), c(3, "2"), c(4, "3"), c(5, "4"), c(6, "5")}, 0,
 		},
 		{
 			// An earlier streak, ended by progress, does not count.
-			"after progress", []ledgerLine{c(10, "0"), c(11, "1"), c(12, "2"), c(1, "3"), c(2, "1"), c(3, "2"), c(4, "3"), c(5, "4"), c(6, "5")}, 0,
+			"after progress", []ledgerLine{c(10, "0"), boom(10), c(11, "1"), boom(11), c(12, "2"), boom(12), c(1, "3"), c(2, "1"), c(3, "2"), c(4, "3"), c(5, "4"), c(6, "5")}, 0,
 		},
 		{
 			// The claim that made progress and then died beside the crash
 			// loop is the streak's first loss.
-			"progress then a loss beside", []ledgerLine{c(1, "3"), c(10, "3"), c(2, "1"), c(3, "2"), c(4, "3"), c(5, "4"), c(6, "5")}, 1,
+			"progress then a loss beside", []ledgerLine{c(1, "3"), c(10, "3"), boom(10), c(2, "1"), c(3, "2"), c(4, "3"), c(5, "4"), c(6, "5")}, 1,
 		},
 		{
 			// Other instances' lines and other kinds are ignored.
-			"other lines", []ledgerLine{c(10, "0"), {kind: 'C', pid: 11, instance: "j", step: "1", token: "-"}, {kind: 'S', pid: 11, instance: "i", step: "a", token: "x"}, c(1, "1")}, 1,
+			"other lines", []ledgerLine{c(10, "0"), {kind: 'C', pid: 11, instance: "j", step: "1", token: "-"}, {kind: 'S', pid: 10, instance: "i", step: "a", token: "x"}, boom(10), c(1, "1")}, 1,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, lossesBeside(tc.lines, "i", shared))
+			require.Equal(t, tc.want, lossesBeside(tc.lines, "i"))
 		})
 	}
 }

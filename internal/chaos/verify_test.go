@@ -247,7 +247,7 @@ func (r *run) verify(ctx context.Context) {
 			// outcome of the fix for crash loops when one of its steps was
 			// cut short crashLimit times, which the ledger must show.
 			s.crashLooped++
-			lost, beside := held[id].lost, lossesBeside(lines, id, sharedPids)
+			lost, beside := held[id].lost, lossesBeside(lines, id)
 			if lost < crashLimit {
 				r.failf("%s: errored %q, though only %d of its claims since it last made progress were in workers that died (most attempts of one step: %d)",
 					id, inst.ErrorMessage, lost, mostAttempts)
@@ -259,8 +259,8 @@ func (r *run) verify(ctx context.Context) {
 				// (two suspects never run on one runner).
 				s.victimsBound++
 				if beside > maxSuspectLosses {
-					r.failf("%s: errored %q with %d of the lease losses the bound counted in workers the shared crash loop killed, want at most %d (the quarantine let the crash loop take it down)",
-						id, inst.ErrorMessage, beside, maxSuspectLosses)
+					r.failf("%s: errored %q with %d of the lease losses the bound counted given by the shared crash loop, want at most %d (the quarantine let the crash loop take it down); its ledger:\n%s",
+						id, inst.ErrorMessage, beside, maxSuspectLosses, r.instanceLedger(lines, id))
 				}
 			}
 			continue
@@ -468,18 +468,27 @@ func formatSummary(cfg config, sums []*summary) string {
 type sinceProgress struct{ lost int }
 
 // lossesBeside counts the lease losses of the instance's last streak (the
-// one the crash-loop bound ended) that its claims in workers the shared
-// crash loop killed suffered. Each C line carries the lease losses in a
-// row the claim found: a claim the next one finds one loss further lost
-// its lease; one the next finds at the same count ended without a loss (a
-// suspect handed back by the quarantine). A claim whose C line is missing
-// (its worker died between the claim and the line) counts as not beside.
-// Unlike the claims in those workers, which the quarantine's hand-backs
-// inflate, this is the count the quarantine bounds.
-func lossesBeside(lines []ledgerLine, id string, sharedPids map[int]bool) int {
-	type claim struct{ pid, losses int }
+// one the crash-loop bound ended) that the shared crash loop gave it: the
+// claims whose worker died in a crash-loop attempt (its S line, which kills
+// it) before the instance was claimed again. Each C line carries the lease
+// losses in a row the claim found: a claim the next one finds one loss
+// further lost its lease; one the next finds at the same count ended
+// without a loss (a suspect handed back by the quarantine). A claim whose
+// worker lost it otherwise (stopped past its lease, its heartbeats late)
+// and crash-looped only later is no loss beside the crash loop; nor is one
+// whose C line is missing (its worker died between the claim and the line).
+// Unlike the claims in those workers, this is the count the quarantine
+// bounds.
+func lossesBeside(lines []ledgerLine, id string) int {
+	type claim struct{ at, pid, losses int }
 	var claims []claim
-	for _, l := range lines {
+	died := map[int]int{} // pid -> the ledger position of its crash-loop attempt
+	for i, l := range lines {
+		if l.kind == 'S' && l.instance == sharedLoopID {
+			if _, ok := died[l.pid]; !ok {
+				died[l.pid] = i
+			}
+		}
 		if l.kind != 'C' || l.instance != id {
 			continue
 		}
@@ -487,7 +496,7 @@ func lossesBeside(lines []ledgerLine, id string, sharedPids map[int]bool) int {
 		if err != nil {
 			continue
 		}
-		claims = append(claims, claim{pid: l.pid, losses: n})
+		claims = append(claims, claim{at: i, pid: l.pid, losses: n})
 	}
 	beside := 0
 	for i := len(claims) - 2; i >= 0; i-- {
@@ -495,13 +504,15 @@ func lossesBeside(lines []ledgerLine, id string, sharedPids map[int]bool) int {
 		if next.losses == 0 {
 			break
 		}
+		d, ok := died[c.pid]
+		inLoop := ok && c.at < d && d < next.at
 		switch {
-		case c.losses == next.losses-1 && sharedPids[c.pid]:
+		case c.losses == next.losses-1 && inLoop:
 			beside++
 		case c.losses > next.losses:
 			// The claim's run made progress (which resets the count),
 			// then lost the lease: the streak's first loss.
-			if sharedPids[c.pid] {
+			if inLoop {
 				beside++
 			}
 			return beside

@@ -79,6 +79,15 @@ func addMetricsFlags(fs *pflag.FlagSet, c *hostConfig, def string, onAPI bool) {
 	}
 }
 
+// addMetricsTokenFlag adds --token to a command that serves no API
+// (worker), so that its --metrics-addr can be protected, and served on an
+// address other than loopback: a scrape needs a token with the metrics
+// scope.
+func addMetricsTokenFlag(fs *pflag.FlagSet, c *hostConfig) {
+	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes" that may scrape --metrics-addr, which needs the metrics scope (or *); with tokens --metrics-addr may listen on any address (repeatable; the variable takes several separated by spaces or ';')`)
+	bindEnv(fs, "token", "DURAFLOW_TOKENS")
+}
+
 func addDatabaseFlags(fs *pflag.FlagSet, c *hostConfig, def string) {
 	fs.StringVar(&c.databaseURL, "db", def, "database URL: postgres://…, sqlite:path, a bare path, or sqlite::memory:")
 	bindEnv(fs, "db", "DURAFLOW_DATABASE_URL")

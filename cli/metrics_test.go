@@ -1,13 +1,18 @@
 package cli_test
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/cli"
 )
 
 // get sends GET url with an optional bearer token and returns the status
@@ -83,4 +88,42 @@ func TestMetricsAddrNeedsLoopbackWithoutTokens(t *testing.T) {
 	r := run(t, nil, "worker", "--db", sqliteDB(t), "--metrics-addr", "0.0.0.0:0")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "--metrics-addr")
+}
+
+// TestWorkerMetricsWithTokens: worker, which serves no API, takes --token
+// for its --metrics-addr: a scrape then needs the metrics scope, and the
+// address may be other than loopback, as docs/metrics.md says.
+func TestWorkerMetricsWithTokens(t *testing.T) {
+	t.Parallel()
+	stderr := newLines()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, []string{"worker", "--db", sqliteDB(t), "--metrics-addr", "0.0.0.0:0",
+			"--token", "prom:scr4pe:metrics", "--token", "reader:r3ad:read", "--log-format", "json", "--log-level", "info"},
+			cli.WithOutput(newLines(), stderr), cli.WithLookupEnv(noEnv))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.Equal(t, cli.ExitOK, <-done, stderr.String())
+	})
+	line := stderr.waitLine(t, 30*time.Second, func(l string) bool {
+		_, ok := logLine(l, "serving the metrics")
+		return ok || strings.Contains(l, `"level":"ERROR"`)
+	})
+	m, ok := logLine(line, "serving the metrics")
+	require.True(t, ok, stderr.String())
+	u, err := url.Parse(m["url"].(string))
+	require.NoError(t, err)
+	_, port, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	scrape := "http://127.0.0.1:" + port + "/metrics"
+
+	code, body := get(t, scrape, "")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = get(t, scrape, "r3ad")
+	require.Equal(t, http.StatusForbidden, code, body)
+	code, body = get(t, scrape, "scr4pe")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "duraflow_tasks_ready ")
 }

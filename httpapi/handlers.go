@@ -222,7 +222,20 @@ func (s *Server) sendEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return reply(c, http.StatusAccepted, apiclient.EventSent{Status: apiclient.DetailsOf(info)})
+	status := apiclient.DetailsOf(info)
+	if !s.mayRead(c.Request()) {
+		// The events scope sends events and reads nothing: the instance's
+		// error and output are for a caller that may read it.
+		status.Error, status.Output = nil, nil
+	}
+	return reply(c, http.StatusAccepted, apiclient.EventSent{Status: status})
+}
+
+// mayRead reports whether the request may also read instances
+// (ActionRead): always without authentication (the request reached the
+// route from a loopback host), else when its credentials carry the scope.
+func (s *Server) mayRead(r *http.Request) bool {
+	return s.authorize == nil || s.authorize(r, ActionRead) == nil
 }
 
 func (s *Server) history(c echo.Context) error {

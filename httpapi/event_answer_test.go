@@ -2,14 +2,18 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -57,5 +61,25 @@ func TestEventAnswerShowsErrorAndOutputOnlyToReaders(t *testing.T) {
 		require.Equal(t, info.Status, got.Status.Status)
 		require.Nil(t, got.Status.Error, "the events scope reads no error")
 		require.Nil(t, got.Status.Output, "the events scope reads no output")
+
+		// A custom AuthorizeFunc is asked for the read action.
+		srv, err := httpapi.New(&httpapi.Config{Client: b.h.Client, Authorize: func(r *http.Request, a httpapi.Action) error {
+			if a == httpapi.ActionRead && r.Header.Get("X-Who") != "reader" {
+				return httpapi.ErrForbidden
+			}
+			return nil
+		}})
+		require.NoError(t, err)
+		for who, wantError := range map[string]bool{"reader": true, "sender": false} {
+			req := httptest.NewRequestWithContext(b.ctx, http.MethodPost, "/api/workflows/retried/instances/r/events", strings.NewReader(`{"type":"other"}`))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Who", who)
+			w := httptest.NewRecorder()
+			srv.Handler().ServeHTTP(w, req)
+			require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+			var out apiclient.EventSent
+			require.NoError(t, json.Unmarshal(w.Body.Bytes(), &out))
+			require.Equal(t, wantError, out.Status.Error != nil, "%s: %s", who, w.Body.String())
+		}
 	})
 }

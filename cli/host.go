@@ -488,16 +488,23 @@ func (h *host) metricsWhere() string {
 	return strings.Join(where, ",")
 }
 
-// apiHandler is the API's handler, with /metrics beside it when the API
-// address serves the metrics (--metrics).
+// apiHandler is the API's handler, with GET /metrics beside it when the
+// API address serves the metrics (--metrics). It is no http.ServeMux: a
+// ServeMux cleans paths and redirects "/x/./y" and "/x/../y" with a 301,
+// which would change what the API answers to such paths (and turn a
+// redirected POST into a GET); every other request reaches the API as it
+// came.
 func (h *host) apiHandler(api http.Handler) http.Handler {
 	if h.metrics == nil || !h.cfg.metricsOnAPI {
 		return api
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h.metrics)
-	mux.Handle("/", api)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			h.metrics.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // apiURL is the base URL of the API routes.

@@ -127,3 +127,36 @@ func TestWorkerMetricsWithTokens(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, "duraflow_tasks_ready ")
 }
+
+// TestServeMetricsLeaveAPIPathsAlone: with /metrics on the API address, a
+// path the API answers itself is not cleaned or redirected on the way (a
+// ServeMux would answer "/x/." with a 301 to "/x/"), and only GET /metrics
+// is the metrics'.
+func TestServeMetricsLeaveAPIPathsAlone(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, []string{"serve", "--db", sqliteDB(t)})
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{http.MethodGet, "/api/workflows/hello/instances/.", http.StatusBadRequest, "INVALID_INSTANCE_ID"},
+		{http.MethodGet, "/api/workflows/hello/instances/./history", http.StatusBadRequest, "INVALID_INSTANCE_ID"},
+		{http.MethodGet, "/api/workflows/../workflows", http.StatusNotFound, "NOT_FOUND"},
+		{http.MethodPost, "/metrics", http.StatusNotFound, "NOT_FOUND"},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, s.url+c.path, nil)
+		require.NoError(t, err)
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
+		require.Contains(t, string(body), `"code":"`+c.code+`"`, "%s %s", c.method, c.path)
+	}
+	code, body := get(t, s.url+"/metrics", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "duraflow_tasks_ready ")
+}

@@ -80,6 +80,15 @@ func addMetricsFlags(fs *pflag.FlagSet, c *hostConfig, def string, onAPI bool) {
 	}
 }
 
+// addMetricsTokenFlag adds --token to a command that serves no API
+// (worker), so that its --metrics-addr can be protected, and served on an
+// address other than loopback: a scrape needs a token with the metrics
+// scope.
+func addMetricsTokenFlag(fs *pflag.FlagSet, c *hostConfig) {
+	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes" that may scrape --metrics-addr, which needs the metrics scope (or *); with tokens --metrics-addr may listen on any address (repeatable; the variable takes several separated by spaces or ';')`)
+	bindEnv(fs, "token", "DURAFLOW_TOKENS")
+}
+
 func addDatabaseFlags(fs *pflag.FlagSet, c *hostConfig, def string) {
 	fs.StringVar(&c.databaseURL, "db", def, "database URL: postgres://…, sqlite:path, a bare path, or sqlite::memory:")
 	bindEnv(fs, "db", "DURAFLOW_DATABASE_URL")
@@ -489,16 +498,23 @@ func (h *host) metricsWhere() string {
 	return strings.Join(where, ",")
 }
 
-// apiHandler is the API's handler, with /metrics beside it when the API
-// address serves the metrics (--metrics).
+// apiHandler is the API's handler, with GET /metrics beside it when the
+// API address serves the metrics (--metrics). It is no http.ServeMux: a
+// ServeMux cleans paths and redirects "/x/./y" and "/x/../y" with a 301,
+// which would change what the API answers to such paths (and turn a
+// redirected POST into a GET); every other request reaches the API as it
+// came.
 func (h *host) apiHandler(api http.Handler) http.Handler {
 	if h.metrics == nil || !h.cfg.metricsOnAPI {
 		return api
 	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h.metrics)
-	mux.Handle("/", api)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			h.metrics.ServeHTTP(w, r)
+			return
+		}
+		api.ServeHTTP(w, r)
+	})
 }
 
 // apiURL is the base URL of the API routes.

@@ -1,13 +1,18 @@
 package cli_test
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/cli"
 )
 
 // get sends GET url with an optional bearer token and returns the status
@@ -83,4 +88,75 @@ func TestMetricsAddrNeedsLoopbackWithoutTokens(t *testing.T) {
 	r := run(t, nil, "worker", "--db", sqliteDB(t), "--metrics-addr", "0.0.0.0:0")
 	require.NotEqual(t, 0, r.code)
 	require.Contains(t, r.stderr, "--metrics-addr")
+}
+
+// TestWorkerMetricsWithTokens: worker, which serves no API, takes --token
+// for its --metrics-addr: a scrape then needs the metrics scope, and the
+// address may be other than loopback, as docs/metrics.md says.
+func TestWorkerMetricsWithTokens(t *testing.T) {
+	t.Parallel()
+	stderr := newLines()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, []string{"worker", "--db", sqliteDB(t), "--metrics-addr", "0.0.0.0:0",
+			"--token", "prom:scr4pe:metrics", "--token", "reader:r3ad:read", "--log-format", "json", "--log-level", "info"},
+			cli.WithOutput(newLines(), stderr), cli.WithLookupEnv(noEnv))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		require.Equal(t, cli.ExitOK, <-done, stderr.String())
+	})
+	line := stderr.waitLine(t, 30*time.Second, func(l string) bool {
+		_, ok := logLine(l, "serving the metrics")
+		return ok || strings.Contains(l, `"level":"ERROR"`)
+	})
+	m, ok := logLine(line, "serving the metrics")
+	require.True(t, ok, stderr.String())
+	u, err := url.Parse(m["url"].(string))
+	require.NoError(t, err)
+	_, port, err := net.SplitHostPort(u.Host)
+	require.NoError(t, err)
+	scrape := "http://127.0.0.1:" + port + "/metrics"
+
+	code, body := get(t, scrape, "")
+	require.Equal(t, http.StatusUnauthorized, code, body)
+	code, body = get(t, scrape, "r3ad")
+	require.Equal(t, http.StatusForbidden, code, body)
+	code, body = get(t, scrape, "scr4pe")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "duraflow_tasks_ready ")
+}
+
+// TestServeMetricsLeaveAPIPathsAlone: with /metrics on the API address, a
+// path the API answers itself is not cleaned or redirected on the way (a
+// ServeMux would answer "/x/." with a 301 to "/x/"), and only GET /metrics
+// is the metrics'.
+func TestServeMetricsLeaveAPIPathsAlone(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, []string{"serve", "--db", sqliteDB(t)})
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code         string
+	}{
+		{http.MethodGet, "/api/workflows/hello/instances/.", http.StatusBadRequest, "INVALID_INSTANCE_ID"},
+		{http.MethodGet, "/api/workflows/hello/instances/./history", http.StatusBadRequest, "INVALID_INSTANCE_ID"},
+		{http.MethodGet, "/api/workflows/../workflows", http.StatusNotFound, "NOT_FOUND"},
+		{http.MethodPost, "/metrics", http.StatusNotFound, "NOT_FOUND"},
+	} {
+		req, err := http.NewRequestWithContext(t.Context(), c.method, s.url+c.path, nil)
+		require.NoError(t, err)
+		resp, err := noRedirect.Do(req)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, c.status, resp.StatusCode, "%s %s: %s", c.method, c.path, body)
+		require.Contains(t, string(body), `"code":"`+c.code+`"`, "%s %s", c.method, c.path)
+	}
+	code, body := get(t, s.url+"/metrics", "")
+	require.Equal(t, http.StatusOK, code, body)
+	require.Contains(t, body, "duraflow_tasks_ready ")
 }

@@ -143,8 +143,9 @@ API. Start as many as the load needs, next to one or more serve processes on
 the same database. SIGTERM or SIGINT drain as for serve. A drain requested with
 duraflow workers drain (or POST /workers/:id/drain), seen at the worker's next
 heartbeat, drains it the same way, and the process then exits with status 0.
-With --metrics-addr it serves the Prometheus metrics at /metrics there (see
-docs/metrics.md).`,
+With --metrics-addr it serves the Prometheus metrics at /metrics there; with
+--token a scrape needs a token with the metrics scope, and the address may be
+other than loopback (see docs/metrics.md).`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, false)
@@ -154,6 +155,7 @@ docs/metrics.md).`,
 	addDatabaseFlags(fs, cfg, "./duraflow.db")
 	addRunnerFlags(fs, cfg)
 	addMetricsFlags(fs, cfg, "", false)
+	addMetricsTokenFlag(fs, cfg)
 	addLogFlags(fs, cfg, "info")
 	return cmd
 }

@@ -62,6 +62,9 @@ var (
 
 // AuthorizeFunc decides whether a request may do action. It is called by
 // every route except /healthz and /readyz, before the request body is read.
+// The events route asks it a second time, for ActionRead, once the event is
+// stored: a refusal there only leaves the instance's error and output out
+// of the answer.
 // It returns nil to allow the request; ErrUnauthorized (401) or ErrForbidden
 // (403), wrapped or not, to refuse it with that status and the error's text
 // as the message; any other error answers 500 INTERNAL and is logged.

@@ -35,7 +35,8 @@ const envelopeBytes = 64 << 10
 // anything is written, with the code the engine's own check answers.
 type Limits struct {
 	// MaxPayloadBytes bounds the params of a create (each instance of a
-	// batch) and the payload of an event: 413 PAYLOAD_TOO_LARGE.
+	// batch, and a trigger's), of a schedule, and the payload of an event:
+	// 413 PAYLOAD_TOO_LARGE.
 	//
 	// Defaults to workflow.MaxPayloadBytes (1 MiB).
 	MaxPayloadBytes int

@@ -25,7 +25,8 @@
 // life-cycle routes (pause, resume, terminate, restart, compensate), one
 // rule for all five: 200 with the instance as it is after the change. A
 // sent event answers 202 {"status": {…}}, the instance's status once the
-// event is stored (apiclient.EventSent); the tick {"processed": n, …}.
+// event is stored (apiclient.EventSent), its error and output only for a
+// caller that may also read (ActionRead); the tick {"processed": n, …}.
 // Every list (instances, history, schedules, flows, workers) pages the same
 // way: pageSize and cursor in the query, "cursor" (absent on the last page)
 // and "hasNextPage" in the answer; limit= on GET /workers is a deprecated

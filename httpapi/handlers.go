@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -222,7 +223,29 @@ func (s *Server) sendEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return reply(c, http.StatusAccepted, apiclient.EventSent{Status: apiclient.DetailsOf(info)})
+	status := apiclient.DetailsOf(info)
+	if !s.mayRead(c) {
+		// The events scope sends events and reads nothing: the instance's
+		// error and output are for a caller that may read it.
+		status.Error, status.Output = nil, nil
+	}
+	return reply(c, http.StatusAccepted, apiclient.EventSent{Status: status})
+}
+
+// mayRead reports whether the request may also read instances
+// (ActionRead): always without authentication (the request reached the
+// route from a loopback host); with tokens when the token that authorized
+// it has the scope; else when the AuthorizeFunc allows ActionRead too.
+func (s *Server) mayRead(c echo.Context) bool {
+	switch {
+	case s.authorize == nil:
+		return true
+	case s.tokens != nil:
+		scopes, _ := c.Get(tokenScopesKey).([]Action)
+		return slices.Contains(scopes, ActionRead)
+	default:
+		return s.authorize(c.Request(), ActionRead) == nil
+	}
 }
 
 func (s *Server) history(c echo.Context) error {

@@ -9,7 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -99,4 +101,33 @@ func TestLimitsAreChecked(t *testing.T) {
 	require.Equal(t, int64(httpapi.DefaultMaxBodyBytes), cfg.MaxBodyBytes)
 	cfg = (&httpapi.Config{Client: h.Client, Limits: httpapi.Limits{MaxPayloadBytes: 1000}}).WithDefaults()
 	require.Equal(t, int64(1000+64<<10), cfg.MaxBodyBytes)
+}
+
+// TestLoweredPayloadLimitCoversTriggersAndSchedules: the params of a
+// trigger's instance and of a schedule (which starts instances with them)
+// are held to a lowered Limits.MaxPayloadBytes like a create's.
+func TestLoweredPayloadLimitCoversTriggersAndSchedules(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setupOn(t, backend, "", withSchedules(t, nil), withTriggers(httpapi.Trigger{Path: "/hooks/greet", Workflow: "greet"}),
+			func(c *httpapi.Config, _ *testharness.Harness) { c.Limits = httpapi.Limits{MaxPayloadBytes: 100} })
+		big := `{"name":"` + strings.Repeat("x", 100) + `"}`
+
+		b.call(t, "POST", "/hooks/greet", big).
+			requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge, "params is 111 bytes, the limit is 100")
+		list, err := b.h.Client.List(b.ctx, client.ListParams{WorkflowName: "greet"})
+		require.NoError(t, err)
+		require.Empty(t, list.Instances, "the refused trigger created nothing")
+		b.call(t, "POST", "/hooks/greet", `{"name":"ada"}`).requireOK(t, http.StatusAccepted, nil)
+
+		b.call(t, "POST", "/api/schedules", `{"id":"s","workflowName":"greet","cron":"@daily","params":`+big+`}`).
+			requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge, "params is 111 bytes")
+		b.call(t, "GET", "/api/schedules/s", "").requireError(t, http.StatusNotFound, apiclient.CodeScheduleNotFound)
+		b.call(t, "POST", "/api/schedules", `{"id":"s","workflowName":"greet","cron":"@daily","params":{"name":"ada"}}`).requireOK(t, http.StatusCreated, nil)
+		b.call(t, "PATCH", "/api/schedules/s", `{"params":`+big+`}`).
+			requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge, "params is 111 bytes")
+		var info schedule.Info
+		b.call(t, "GET", "/api/schedules/s", "").requireOK(t, http.StatusOK, &info)
+		require.JSONEq(t, `{"name":"ada"}`, string(info.Params), "the refused update changed nothing")
+	})
 }

@@ -76,6 +76,10 @@ func resolveNamespace(c echo.Context, allowed []string, tokenName string) error 
 // authorized the request when it is limited to namespaces.
 const limitedTokenKey = "duraflow.limitedToken"
 
+// tokenScopesKey holds (in the echo context) the scopes of the built-in
+// token that authorized the request.
+const tokenScopesKey = "duraflow.tokenScopes"
+
 // fleetWide wraps the handler of a route that acts outside any namespace on
 // the whole fleet (a queue's limits, a worker's drain): a token limited to
 // namespaces may not call it (403 FORBIDDEN), whatever its scopes, as it

@@ -58,6 +58,9 @@ func (s *Server) createSchedule(c echo.Context) error {
 	if err := s.decodeBody(c, &req, false); err != nil {
 		return err
 	}
+	if err := s.checkPayload("params", req.Params); err != nil {
+		return err
+	}
 	info, err := s.cfg.Schedules.Create(c.Request().Context(), req)
 	if err != nil {
 		return err
@@ -88,6 +91,9 @@ func (s *Server) updateSchedule(c echo.Context) error {
 	}
 	var req schedule.UpdateRequest
 	if err := s.decodeBody(c, &req, false); err != nil {
+		return err
+	}
+	if err := s.checkPayload("params", req.Params); err != nil {
 		return err
 	}
 	info, err := s.cfg.Schedules.Update(c.Request().Context(), id, req)

@@ -196,6 +196,7 @@ func (s *Server) authMiddleware(action Action) echo.MiddlewareFunc {
 					return err
 				}
 				namespaces, tokenName = tok.Namespaces, tok.Name
+				c.Set(tokenScopesKey, tok.Scopes)
 			} else if err := s.authorize(r, action); err != nil {
 				if errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrForbidden) {
 					return err

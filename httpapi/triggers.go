@@ -325,6 +325,9 @@ func (s *Server) trigger(t *compiledTrigger) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		if err := s.checkPayload("params", params); err != nil {
+			return err
+		}
 		info, err := s.client.Create(r.Context(), t.Workflow, workflow.CreateRequest{Params: params, Metadata: prov.Metadata()})
 		if err != nil {
 			return err

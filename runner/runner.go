@@ -46,6 +46,10 @@ type Runner struct {
 	wakeTimer *clock.Timer
 	wakeAt    time.Time
 
+	// observing is false when the Observer is the no-op one: the hot path
+	// then does not even read the clock for it.
+	observing bool
+
 	polls atomic.Int64
 	// claimed counts the tasks the runner claimed; eager counts the
 	// instances it started from an eager create (see ReserveEager).
@@ -82,6 +86,8 @@ func New(cfg *Config) (*Runner, error) {
 	if c.TracerProvider != nil {
 		r.tracer = c.TracerProvider.Tracer(tracing.ScopeName)
 	}
+	_, nop := c.Observer.(nopObserver)
+	r.observing = !nop
 	// The group commit is a capability of the store: without it every
 	// checkpoint commits on its own through Store.Checkpoint.
 	if batcher, ok := c.Store.(db.BatchCheckpointer); ok && c.GroupCommitMax > 1 {
@@ -375,7 +381,10 @@ func (r *Runner) claim(ctx context.Context, max int) ([]db.Claim, error) {
 		return nil, nil
 	}
 	now := r.now()
-	start := r.cfg.Clock.Now()
+	var start time.Time
+	if r.observing {
+		start = r.cfg.Clock.Now()
+	}
 	tasks, err := r.cfg.Store.TaskClaim(ctx, &db.TaskClaimParams{
 		Owner:         r.cfg.ID,
 		WorkflowNames: names,
@@ -390,7 +399,9 @@ func (r *Runner) claim(ctx context.Context, max int) ([]db.Claim, error) {
 		return nil, fmt.Errorf("claiming tasks: %w", err)
 	}
 	r.claimed.Add(int64(len(tasks)))
-	r.cfg.Observer.ObserveClaim(r.cfg.Clock.Since(start), len(tasks))
+	if r.observing {
+		r.cfg.Observer.ObserveClaim(r.cfg.Clock.Since(start), len(tasks))
+	}
 	return tasks, nil
 }
 

@@ -144,7 +144,9 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 	span := e.startStepSpan(key, db.StepTypeDo, attempt)
 	raw, runErr, aborted := e.attempt(key, fn, cfg, attempt, span)
 	if !aborted {
-		e.r.cfg.Observer.ObserveStep(e.inst.WorkflowName, e.r.now().Sub(started))
+		if e.r.observing {
+			e.r.cfg.Observer.ObserveStep(e.inst.WorkflowName, e.r.now().Sub(started))
+		}
 		endStepSpan(span, runErr)
 	} else if span != nil {
 		span.AddEvent("aborted")
@@ -460,7 +462,7 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 			res := st.Result
 			// The send completed the wait (DeliverAtSend) and made this
 			// task due: this pass is the resumption.
-			woken := !e.wokenAt.IsZero() && st.CompletedAt != nil && !st.CompletedAt.Before(e.wokenAt)
+			woken := e.r.observing && !e.wokenAt.IsZero() && st.CompletedAt != nil && !st.CompletedAt.Before(e.wokenAt)
 			e.mu.Unlock()
 			ev, err := decodeEvent(key, res)
 			if woken && err == nil {
@@ -490,7 +492,7 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 		return nil, err
 	}
 	if ev != nil {
-		if st != nil {
+		if st != nil && e.r.observing {
 			// The run waited (its row was recorded): the event woke it.
 			e.r.cfg.Observer.ObserveWake(e.inst.WorkflowName, e.r.now().Sub(ev.Timestamp))
 		}

@@ -669,7 +669,12 @@ func (r *run) restartDatabase(ctx context.Context) {
 	for _, inst := range insts {
 		ref := db.InstanceRef{WorkflowName: inst.WorkflowName, ID: inst.ID}
 		task, err := r.store.TaskGet(ctx, ref)
-		if err != nil || task.Status != db.TaskStatusProcessing || !live[task.LockOwner] {
+		// A lease that expired already is held by no live runner: its
+		// holder stopped heartbeating (it was stopped past its lease and
+		// has just been resumed), and the instance waits for a takeover,
+		// which is no restart's stall.
+		if err != nil || task.Status != db.TaskStatusProcessing || !live[task.LockOwner] ||
+			task.LockedUntil == nil || !task.LockedUntil.After(time.Now()) {
 			continue
 		}
 		if n, _, err := progress(ref); err == nil {
@@ -687,6 +692,7 @@ func (r *run) restartDatabase(ctx context.Context) {
 	r.mu.Unlock()
 	limit := 3*r.cfg.lease + 10*time.Second
 	var stalls []time.Duration
+	var slowest string
 	crashedHolder := 0
 	for len(before) > 0 && time.Since(back) < limit {
 		// The chaos waits for the restart, so a worker that left the fleet
@@ -704,17 +710,21 @@ func (r *run) restartDatabase(ctx context.Context) {
 			}
 			m, done, err := progress(ref)
 			if err == nil && (m > n || done) {
+				if d := time.Since(back); len(stalls) == 0 || d > slices.Max(stalls) {
+					slowest = ref.ID + " held by " + holder[ref]
+				}
 				stalls = append(stalls, time.Since(back))
 				delete(before, ref)
 			}
 		}
 		<-time.After(pollTick)
 	}
-	for range before {
+	for ref := range before {
 		stalls = append(stalls, limit)
+		slowest = ref.ID + " held by " + holder[ref] + " (no progress)"
 	}
 	slices.Sort(stalls)
-	st := restartStall{inFlight: len(stalls)}
+	st := restartStall{inFlight: len(stalls), slowest: slowest}
 	if len(stalls) > 0 {
 		st.max = stalls[len(stalls)-1]
 		st.median = stalls[len(stalls)/2]

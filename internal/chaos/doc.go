@@ -29,7 +29,7 @@
 // least 5 claims in workers that died since it last made progress.
 // Every self-crash must be counted and its worker replaced, not taken for a
 // test kill. And after each 2.5 s Postgres restart, every instance that was
-// running on a live runner must make progress within
+// running on a live runner, its lease current, must make progress within
 // DURAFLOW_CHAOS_MAX_STALL of the database's return, not a lease later
 // (instances whose worker crashed in the crash loop meanwhile are left out).
 //

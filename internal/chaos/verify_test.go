@@ -57,6 +57,8 @@ func readLedger(path string) ([]ledgerLine, error) {
 type restartStall struct {
 	inFlight    int
 	median, max time.Duration
+	// slowest names the instance that stalled longest and its holder.
+	slowest string
 }
 
 // summary is what one backend's run did and found.
@@ -318,8 +320,8 @@ func (r *run) verify(ctx context.Context) {
 	}
 	for i, st := range s.stalls {
 		if st.max > r.cfg.maxStall {
-			r.failf("postgres restart %d: in-flight instances stalled up to %s after the database was back (median %s, %d instances), want at most %s (defect 10)",
-				i+1, st.max.Round(10*time.Millisecond), st.median.Round(10*time.Millisecond), st.inFlight, r.cfg.maxStall)
+			r.failf("postgres restart %d: in-flight instances stalled up to %s after the database was back (median %s, %d instances; the slowest %s), want at most %s (defect 10)",
+				i+1, st.max.Round(10*time.Millisecond), st.median.Round(10*time.Millisecond), st.inFlight, st.slowest, r.cfg.maxStall)
 		}
 	}
 }

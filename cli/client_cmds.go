@@ -17,7 +17,6 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -176,27 +175,26 @@ error; --all follows every page.`,
 			for _, name := range names {
 				p.WorkflowName = name
 				p.Cursor = cursor
-				for {
+				items, next, err := listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*workflow.InstanceInfo, string, error) {
 					page, err := c.List(cmd.Context(), p)
 					if err != nil {
-						return err
+						return nil, "", err
 					}
-					out.Instances = append(out.Instances, page.Instances...)
-					if page.NextCursor == "" {
-						break
+					return page.Instances, page.NextCursor, nil
+				})
+				if err != nil {
+					return err
+				}
+				out.Instances = append(out.Instances, items...)
+				switch {
+				case next == "":
+				case len(a) == 1:
+					out.NextCursor = next
+				default:
+					if out.NextCursors == nil {
+						out.NextCursors = map[string]string{}
 					}
-					if !all {
-						if len(a) == 1 {
-							out.NextCursor = page.NextCursor
-						} else {
-							if out.NextCursors == nil {
-								out.NextCursors = map[string]string{}
-							}
-							out.NextCursors[name] = page.NextCursor
-						}
-						break
-					}
-					p.Cursor = page.NextCursor
+					out.NextCursors[name] = next
 				}
 			}
 			if len(names) > 1 {
@@ -235,9 +233,7 @@ error; --all follows every page.`,
 	}
 	fs := cmd.Flags()
 	fs.StringArrayVar(&statuses, "status", nil, "only instances with this status (repeatable, or comma-separated): queued, running, waiting, waitingForPause, paused, complete, errored, terminated")
-	fs.IntVar(&pageSize, "page-size", 0, fmt.Sprintf("instances per page, 1 to %d (default %d)", paging.MaxPageSize, paging.DefaultPageSize))
-	fs.StringVar(&cursor, "cursor", "", "continue after a previous page")
-	fs.BoolVar(&all, "all", false, "follow every page")
+	pageFlags(fs, "instances", &pageSize, &cursor, &all)
 	fs.StringVar(&queue, "queue", "", "only instances on this task queue (the namespace is --namespace)")
 	return cmd
 }

@@ -2,12 +2,12 @@ package apiclient
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
 
+	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -35,10 +35,7 @@ type WorkerList struct {
 // (JSON "cursor") is set: the paging shape of every list of the HTTP API.
 func (l WorkerList) MarshalJSON() ([]byte, error) {
 	type plain WorkerList
-	return json.Marshal(struct {
-		plain
-		HasNextPage bool `json:"hasNextPage"`
-	}{plain(l), l.NextCursor != ""})
+	return paging.MarshalPage(plain(l), l.NextCursor)
 }
 
 // ListWorkers returns a page of the registered workers (GET /workers).

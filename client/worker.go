@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -41,10 +40,7 @@ type WorkerListResult struct {
 // (JSON "cursor") is set: the paging shape of every list of the HTTP API.
 func (r WorkerListResult) MarshalJSON() ([]byte, error) {
 	type plain WorkerListResult
-	return json.Marshal(struct {
-		plain
-		HasNextPage bool `json:"hasNextPage"`
-	}{plain(r), r.NextCursor != ""})
+	return paging.MarshalPage(plain(r), r.NextCursor)
 }
 
 // ListWorkers returns a page of the registered workers (runners), ordered

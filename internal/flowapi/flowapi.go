@@ -134,10 +134,7 @@ type ListResult struct {
 // (JSON "cursor") is set: the paging shape of every list of the HTTP API.
 func (r ListResult) MarshalJSON() ([]byte, error) {
 	type plain ListResult
-	return json.Marshal(struct {
-		plain
-		HasNextPage bool `json:"hasNextPage"`
-	}{plain(r), r.NextCursor != ""})
+	return paging.MarshalPage(plain(r), r.NextCursor)
 }
 
 // VersionList is every version of one flow, lowest first.

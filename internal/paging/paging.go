@@ -1,7 +1,8 @@
 // Package paging owns the page sizes of every listing: instances (package
 // client), schedules (package schedule), flows (package flow) and the HTTP
 // API over them. The public names (schedule.DefaultPageSize,
-// flow.MaxPageSize, httpapi.MaxPageSize, …) are these constants.
+// flow.MaxPageSize, httpapi.MaxPageSize, …) are these constants, and
+// MarshalPage writes the "hasNextPage" of every page.
 package paging
 
 const (

@@ -115,7 +115,7 @@ const (
 	// DefaultReadHeaderTimeout bounds the reading of a request's headers.
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultBodyTimeout bounds the reading of a request's body: a body of
-	// DefaultMaxBodyBytes arrives within it at about 40 KB/s, a slow but
+	// DefaultMaxBodyBytes arrives within it at about 37 KB/s, a slow but
 	// real client.
 	DefaultBodyTimeout = 30 * time.Second
 	// DefaultWriteTimeout bounds a request from the end of its headers to

@@ -274,15 +274,15 @@ func (c *Client) createMetadata(ctx context.Context, workflowName string, md jso
 	return md, nil
 }
 
-// deadlineAt is the deadline of an instance of workflowName created at
-// now: the request's, else the workflow's (workflow.WithDeadline), else
-// none. A request deadline that is not in the future is ErrInvalidRequest.
-func (c *Client) deadlineAt(ctx context.Context, workflowName string, req time.Time, metadata json.RawMessage, now time.Time) (*time.Time, error) {
-	def, _ := c.registry.Definition(workflowName)
-	if def.SettingsFunc != nil && req.IsZero() {
-		s, err := def.SettingsFunc(ctx, metadata)
+// deadlineAt is the deadline of an instance of def created at now: the
+// request's, else the workflow's (workflow.WithDeadline, or its settings
+// function's for metadata), else none. A request deadline that is not in
+// the future is ErrInvalidRequest.
+func deadlineAt(ctx context.Context, def workflow.Definition, req time.Time, metadata json.RawMessage, now time.Time) (*time.Time, error) {
+	if req.IsZero() {
+		s, err := def.SettingsOf(ctx, metadata)
 		if err != nil {
-			return nil, fmt.Errorf("reading the settings of workflow %q: %w", workflowName, err)
+			return nil, fmt.Errorf("reading the settings of workflow %q: %w", def.Name, err)
 		}
 		def.Deadline = s.Deadline
 	}
@@ -350,11 +350,11 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 		return nil, err
 	}
 	now := c.now()
-	deadline, err := c.deadlineAt(ctx, workflowName, req.Deadline, metadata, *now)
+	def, _ := c.registry.Definition(workflowName)
+	deadline, err := deadlineAt(ctx, def, req.Deadline, metadata, *now)
 	if err != nil {
 		return nil, err
 	}
-	def, _ := c.registry.Definition(workflowName)
 	limits, err := c.limitSpecs(ctx, &def, at.Queue, params, metadata)
 	if err != nil {
 		return nil, err
@@ -479,7 +479,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 		case at.Queue != eagerQueue:
 			eagerQueue = ""
 		}
-		deadline, err := c.deadlineAt(ctx, workflowName, r.Deadline, metadata, *now)
+		deadline, err := deadlineAt(ctx, def, r.Deadline, metadata, *now)
 		if err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i, err)
 		}

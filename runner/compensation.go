@@ -305,9 +305,9 @@ func (e *execution) startRequestedSaga() chan runOutcome {
 // takeRequestAtStart notes, before the run starts, a compensation a caller
 // asked for: recorded in the run's steps (taken up by an earlier
 // execution), or carried by the pause request the instance was claimed
-// with, which it takes up here. It reports whether the run is to be
-// compensated.
-func (e *execution) takeRequestAtStart() bool {
+// with, which it takes up here; the run is then compensated
+// (saga.requested).
+func (e *execution) takeRequestAtStart() {
 	e.mu.Lock()
 	_, marked := e.steps[db.CompensationMarkerKey]
 	e.mu.Unlock()
@@ -320,7 +320,6 @@ func (e *execution) takeRequestAtStart() bool {
 		e.saga.requested = true
 		e.mu.Unlock()
 	}
-	return marked
 }
 
 // takeRequest takes up a compensation request carried by the pause request
@@ -347,7 +346,7 @@ func (e *execution) takeRequest() bool {
 	return took
 }
 
-// takeRequestAtBoundary is called when the run stops at a step boundary
+// takeRequestAtBoundaryLocked is called when the run stops at a step boundary
 // for a pause request (park): when the pause carried a compensation
 // request, it takes it up, and the run compensates instead of parking.
 // The caller holds mu; it is released and held again.

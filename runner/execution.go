@@ -370,7 +370,7 @@ func (e *execution) complete(out json.RawMessage, runErr error) {
 		e.finish(p)
 		return
 	}
-	e.finish(&db.CheckpointParams{Outcome: db.OutcomeError, ErrorName: workflow.ErrorName(runErr), ErrorMessage: runErr.Error()})
+	e.finish(errorEnd(runErr))
 }
 
 // retryRun is the checkpoint of a workflow retry of a run that failed with

@@ -132,7 +132,7 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 	}
 	e.active[key] = true
 	e.inflight++
-	started := e.r.now().UTC().Truncate(time.Microsecond)
+	started := e.r.now()
 	e.running[key] = db.RunningStep{Key: key, Attempt: attempt, StartedAt: started}
 	e.mu.Unlock()
 

@@ -77,7 +77,7 @@ func (e *execution) traceOutcome(p *db.CheckpointParams) {
 	e.span.SetAttributes(attribute.String(tracing.AttrOutcome, outcome))
 }
 
-// traceRelease records on the run span that the pass gave its task back
+// traceAbandon records on the run span that the pass gave its task back
 // without an outcome (a lost lease, a store failure, a stop).
 func (e *execution) traceAbandon(cause error) {
 	if e.span == nil {

@@ -53,29 +53,8 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if err != nil {
 			return err
 		}
-		if err := q.TaskInsert(ctx, pgsqlc.TaskInsertParams{
-			WorkflowName:     p.WorkflowName,
-			InstanceID:       p.ID,
-			Now:              p.Now,
-			Queue:            queue,
-			InstancePriority: int16(p.Priority),
-		}); err != nil {
-			return err
-		}
-		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
-			return err
-		}
-		inst = instanceFromRow(&row)
-		if err := setDeadline(ctx, q, p, inst); err != nil {
-			return err
-		}
-		if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst); err != nil {
-			return err
-		}
-		if err := setTraceContext(ctx, q, p, inst); err != nil {
-			return err
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
+		inst, err = s.createInserted(ctx, q, p, &plan, &row)
+		return err
 	})
 	if err != nil {
 		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
@@ -121,29 +100,9 @@ func (s *Store) instanceCreateDedupe(ctx context.Context, p *db.InstanceCreatePa
 			if err != nil {
 				return err
 			}
-			if err := q.TaskInsert(ctx, pgsqlc.TaskInsertParams{
-				WorkflowName:     p.WorkflowName,
-				InstanceID:       p.ID,
-				Now:              p.Now,
-				Queue:            queue,
-				InstancePriority: int16(p.Priority),
-			}); err != nil {
-				return err
-			}
-			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
-				return err
-			}
-			res = db.CreateResult{Instance: instanceFromRow(&row)}
-			if err := setDeadline(ctx, q, p, res.Instance); err != nil {
-				return err
-			}
-			if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, res.Instance); err != nil {
-				return err
-			}
-			if err := setTraceContext(ctx, q, p, res.Instance); err != nil {
-				return err
-			}
-			return s.notifyWake(ctx, q, p.WorkflowName)
+			inst, err := s.createInserted(ctx, q, p, &plan, &row)
+			res = db.CreateResult{Instance: inst}
+			return err
 		})
 		if err != nil {
 			return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
@@ -153,6 +112,37 @@ func (s *Store) instanceCreateDedupe(ctx context.Context, p *db.InstanceCreatePa
 		}
 	}
 	return db.CreateResult{}, fmt.Errorf("creating instance: the holder of dedupe key %q kept changing", p.DedupeKey)
+}
+
+// createInserted completes a create whose instance row has just been
+// inserted (row), in the caller's transaction: the first task (kind run,
+// due now, in the row's queue), the create hook entry when plan says so,
+// the deadline, parent and trace context, and the wake notification. It
+// returns the instance.
+func (s *Store) createInserted(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateParams, plan *transition.CreatePlan, row *pgsqlc.WorkflowInstance) (*db.Instance, error) {
+	if err := q.TaskInsert(ctx, pgsqlc.TaskInsertParams{
+		WorkflowName:     p.WorkflowName,
+		InstanceID:       p.ID,
+		Now:              p.Now,
+		Queue:            row.Queue,
+		InstancePriority: int16(row.Priority),
+	}); err != nil {
+		return nil, err
+	}
+	if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
+		return nil, err
+	}
+	inst := instanceFromRow(row)
+	if err := setDeadline(ctx, q, p, inst); err != nil {
+		return nil, err
+	}
+	if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst); err != nil {
+		return nil, err
+	}
+	if err := setTraceContext(ctx, q, p, inst); err != nil {
+		return nil, err
+	}
+	return inst, s.notifyWake(ctx, q, p.WorkflowName)
 }
 
 // instanceCreateLimited is InstanceCreate of an instance with limited

@@ -497,9 +497,26 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	if len(p.Instances) == 0 {
 		return []db.CreateResult{}, nil
 	}
+	var created []db.CreateResult
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		var err error
+		created, err = s.createMany(ctx, q, p, "")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
+	}
+	return created, nil
+}
+
+// createMany is InstanceCreateMany in the caller's transaction, with
+// defaultQueue the queue of an item without one (then
+// workflow.DefaultQueue): createLimited when an item has limits (and the
+// Lease is then ignored).
+func (s *Store) createMany(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string) ([]db.CreateResult, error) {
 	for i := range p.Instances {
 		if len(p.Instances[i].Limits) > 0 {
-			return s.instanceCreateManyLimited(ctx, p)
+			return s.createLimited(ctx, q, p, defaultQueue)
 		}
 	}
 	started := []string{}
@@ -509,106 +526,80 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 			started[i] = p.Instances[i].ID
 		}
 	}
-	var created []db.CreateResult
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		var (
-			n   int
-			err error
-		)
-		created, n, err = insertMany(ctx, q, p, "", p.Now, started)
-		if err != nil || n == 0 {
-			return err
-		}
-		newIDs := make([]string, 0, n)
-		newQueues := make([]string, 0, n)
-		newPriorities := make([]int16, 0, n)
-		for _, c := range created {
-			if !c.Deduplicated {
-				newIDs = append(newIDs, c.Instance.ID)
-				newQueues = append(newQueues, c.Instance.Queue)
-				newPriorities = append(newPriorities, int16(c.Instance.Priority))
-			}
-		}
-		if err := setDeadlines(ctx, q, p, created); err != nil {
-			return err
-		}
-		if err := setTraceContexts(ctx, q, p, created); err != nil {
-			return err
-		}
-		leased := 0
-		if len(started) == 0 {
-			if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
-				WorkflowName:       p.WorkflowName,
-				Now:                p.Now,
-				InstanceIds:        newIDs,
-				Queues:             newQueues,
-				InstancePriorities: newPriorities,
-			}); err != nil {
-				return err
-			}
-		} else {
-			tasks, err := q.TaskInsertManyLeased(ctx, pgsqlc.TaskInsertManyLeasedParams{
-				WorkflowName: p.WorkflowName,
-				Now:          p.Now,
-				LockOwner:    p.Lease.Owner,
-				LockedUntil:  p.Lease.LockedUntil,
-				LeasedIds:    started,
-				InstanceIds:  newIDs,
-				Queues:       newQueues,
-
-				InstancePriorities: newPriorities,
-			})
-			if err != nil {
-				return err
-			}
-			taskIDs := make(map[string]int64, len(tasks))
-			for _, t := range tasks {
-				taskIDs[t.InstanceID] = t.ID
-			}
-			for i := range created {
-				if created[i].Deduplicated {
-					continue
-				}
-				if id, ok := taskIDs[created[i].Instance.ID]; ok {
-					created[i].LeasedTask = leasedTask(id, created[i].Instance, p.Lease)
-					leased++
-				}
-			}
-		}
-		if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
-			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
-				Reason:       string(h.Reason),
-				Now:          p.Now,
-				InstanceIds:  newIDs,
-				WorkflowName: p.WorkflowName,
-			}); err != nil {
-				return err
-			}
-		}
-		if leased == len(newIDs) {
-			return nil // every task is leased: there is nothing to claim
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
+	created, n, err := insertMany(ctx, q, p, defaultQueue, p.Now, started)
+	if err != nil || n == 0 {
+		return created, err
 	}
-	return created, nil
-}
-
-// instanceCreateManyLimited is InstanceCreateMany of a batch with limited
-// items: createLimited in one transaction. A Lease is ignored.
-func (s *Store) instanceCreateManyLimited(ctx context.Context, p *db.InstanceCreateManyParams) ([]db.CreateResult, error) {
-	var created []db.CreateResult
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		var err error
-		created, err = s.createLimited(ctx, q, p, "")
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
+	newIDs := make([]string, 0, n)
+	newQueues := make([]string, 0, n)
+	newPriorities := make([]int16, 0, n)
+	for _, c := range created {
+		if !c.Deduplicated {
+			newIDs = append(newIDs, c.Instance.ID)
+			newQueues = append(newQueues, c.Instance.Queue)
+			newPriorities = append(newPriorities, int16(c.Instance.Priority))
+		}
 	}
-	return created, nil
+	if err := setDeadlines(ctx, q, p, created); err != nil {
+		return nil, err
+	}
+	if err := setTraceContexts(ctx, q, p, created); err != nil {
+		return nil, err
+	}
+	leased := 0
+	if len(started) == 0 {
+		if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
+			WorkflowName:       p.WorkflowName,
+			Now:                p.Now,
+			InstanceIds:        newIDs,
+			Queues:             newQueues,
+			InstancePriorities: newPriorities,
+		}); err != nil {
+			return nil, err
+		}
+	} else {
+		tasks, err := q.TaskInsertManyLeased(ctx, pgsqlc.TaskInsertManyLeasedParams{
+			WorkflowName: p.WorkflowName,
+			Now:          p.Now,
+			LockOwner:    p.Lease.Owner,
+			LockedUntil:  p.Lease.LockedUntil,
+			LeasedIds:    started,
+			InstanceIds:  newIDs,
+			Queues:       newQueues,
+
+			InstancePriorities: newPriorities,
+		})
+		if err != nil {
+			return nil, err
+		}
+		taskIDs := make(map[string]int64, len(tasks))
+		for _, t := range tasks {
+			taskIDs[t.InstanceID] = t.ID
+		}
+		for i := range created {
+			if created[i].Deduplicated {
+				continue
+			}
+			if id, ok := taskIDs[created[i].Instance.ID]; ok {
+				created[i].LeasedTask = leasedTask(id, created[i].Instance, p.Lease)
+				leased++
+			}
+		}
+	}
+	if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
+		if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
+			Reason:       string(h.Reason),
+			Now:          p.Now,
+			InstanceIds:  newIDs,
+			WorkflowName: p.WorkflowName,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if leased == len(newIDs) {
+		return created, nil // every task is leased: there is nothing to claim
+	}
+	return created, s.notifyWake(ctx, q, p.WorkflowName)
 }
 
 // InstanceGet returns one instance or db.ErrNotFound.

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -157,71 +158,79 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	if len(p.Instances) == 0 {
 		return []db.CreateResult{}, nil
 	}
-	namespace, _ := db.CreatePlacement(p.Namespace, "")
 	var created []db.CreateResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
 			return err
 		}
-		created = make([]db.CreateResult, 0, len(p.Instances))
-		for i, item := range p.Instances {
-			at := newPlacement(namespace, item.Queue, item.Priority)
-			if item.DedupeKey != "" {
-				held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, item.DedupeKey)
-				if err != nil {
-					return err
-				}
-				if ok {
-					if held.Instance.ID != item.ID {
-						created = append(created, held)
-					}
-					continue
-				}
-			}
-			if len(item.Limits) > 0 {
-				inst, ok, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, true)
-				if err != nil {
-					return err
-				}
-				if ok {
-					if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
-						return err
-					}
-					if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
-						return err
-					}
-					created = append(created, inst)
-				}
-				continue
-			}
-			plan := transition.Create(p.Lease != nil && i < p.Lease.Max, p.RecordHooks)
-			var lease *db.CreateLease
-			if plan.Leased {
-				lease = p.Lease
-			}
-			inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, at, now, lease)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue // the id is taken
-			}
-			if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
-				return err
-			}
-			if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
-				return err
-			}
-			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
-				return err
-			}
-			created = append(created, inst)
-		}
-		return nil
+		created, err = createMany(ctx, q, p, "", now)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
+	}
+	return created, nil
+}
+
+// createMany is InstanceCreateMany in the caller's transaction at now,
+// with defaultQueue the queue of an item without one (then
+// workflow.DefaultQueue).
+func createMany(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string, now int64) ([]db.CreateResult, error) {
+	namespace, _ := db.CreatePlacement(p.Namespace, "")
+	created := make([]db.CreateResult, 0, len(p.Instances))
+	for i, item := range p.Instances {
+		at := newPlacement(namespace, cmp.Or(item.Queue, defaultQueue), item.Priority)
+		if item.DedupeKey != "" {
+			held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, item.DedupeKey)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if held.Instance.ID != item.ID {
+					created = append(created, held)
+				}
+				continue
+			}
+		}
+		if len(item.Limits) > 0 {
+			inst, ok, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, true)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
+					return nil, err
+				}
+				if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
+					return nil, err
+				}
+				created = append(created, inst)
+			}
+			continue
+		}
+		plan := transition.Create(p.Lease != nil && i < p.Lease.Max, p.RecordHooks)
+		var lease *db.CreateLease
+		if plan.Leased {
+			lease = p.Lease
+		}
+		inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, at, now, lease)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // the id is taken
+		}
+		if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
+			return nil, err
+		}
+		if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
+			return nil, err
+		}
+		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
+			return nil, err
+		}
+		created = append(created, inst)
 	}
 	return created, nil
 }

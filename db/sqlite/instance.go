@@ -42,7 +42,8 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 	var inst db.CreateResult
 	at := newPlacement(p.Namespace, p.Queue, p.Priority)
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
-		if err := s.instanceCreateTx(ctx, q, p, at, &inst); err != nil {
+		var err error
+		if inst, err = s.instanceCreateTx(ctx, q, p, at); err != nil {
 			return err
 		}
 		if inst.Deduplicated {
@@ -60,74 +61,67 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 }
 
 // instanceCreateTx is InstanceCreate inside the caller's write transaction.
-func (s *Store) instanceCreateTx(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateParams, at placement, out *db.CreateResult) error {
-	var inst db.CreateResult
-	defer func() { *out = inst }()
-	return func() error {
-		now, err := txNow(ctx, q, p.Now)
+func (s *Store) instanceCreateTx(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateParams, at placement) (db.CreateResult, error) {
+	now, err := txNow(ctx, q, p.Now)
+	if err != nil {
+		return db.CreateResult{}, err
+	}
+	if p.DedupeKey != "" {
+		held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, p.DedupeKey)
+		if err != nil || ok {
+			return held, err
+		}
+	}
+	item := db.InstanceCreateItem{ID: p.ID, Params: p.Params, Metadata: p.Metadata, DedupeKey: p.DedupeKey, Limits: p.Limits}
+	if len(p.Limits) > 0 {
+		inst, _, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, false)
 		if err != nil {
-			return err
+			return inst, err
 		}
-		if p.DedupeKey != "" {
-			held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, p.DedupeKey)
-			if err != nil || ok {
-				inst = held
-				return err
-			}
-		}
-		item := db.InstanceCreateItem{ID: p.ID, Params: p.Params, Metadata: p.Metadata, DedupeKey: p.DedupeKey, Limits: p.Limits}
-		if len(p.Limits) > 0 {
-			created, _, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, false)
-			if err != nil {
-				return err
-			}
-			inst = created
-			return setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
-		}
-		plan := transition.Create(p.Lease != nil && p.DedupeKey == "", p.RecordHooks)
-		if plan.Leased {
-			started, ok, err := insertLeased(ctx, q, p.WorkflowName, &item, at, now, p.Lease)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return db.ErrAlreadyExists
-			}
-			inst = started
-			if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt); err != nil {
-				return err
-			}
-			return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now)
-		}
-		row, err := q.InstanceInsert(ctx, litesqlc.InstanceInsertParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			Params:       jsonArg(p.Params),
-			Metadata:     jsonArg(p.Metadata),
-			Now:          now,
-			Namespace:    at.namespace,
-			Queue:        at.queue,
-			Priority:     at.priority,
-			DedupeKey:    textArg(p.DedupeKey),
-		})
+		return inst, setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
+	}
+	plan := transition.Create(p.Lease != nil && p.DedupeKey == "", p.RecordHooks)
+	if plan.Leased {
+		inst, ok, err := insertLeased(ctx, q, p.WorkflowName, &item, at, now, p.Lease)
 		if err != nil {
-			return err
+			return inst, err
 		}
-		if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
-			WorkflowName:     p.WorkflowName,
-			InstanceID:       p.ID,
-			Now:              now,
-			Queue:            at.queue,
-			InstancePriority: at.priority,
-		}); err != nil {
-			return err
+		if !ok {
+			return inst, db.ErrAlreadyExists
 		}
-		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now); err != nil {
-			return err
+		if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt); err != nil {
+			return inst, err
 		}
-		inst = db.CreateResult{Instance: instanceFromRow(&row)}
-		return setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
-	}()
+		return inst, recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now)
+	}
+	row, err := q.InstanceInsert(ctx, litesqlc.InstanceInsertParams{
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.ID,
+		Params:       jsonArg(p.Params),
+		Metadata:     jsonArg(p.Metadata),
+		Now:          now,
+		Namespace:    at.namespace,
+		Queue:        at.queue,
+		Priority:     at.priority,
+		DedupeKey:    textArg(p.DedupeKey),
+	})
+	if err != nil {
+		return db.CreateResult{}, err
+	}
+	if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
+		WorkflowName:     p.WorkflowName,
+		InstanceID:       p.ID,
+		Now:              now,
+		Queue:            at.queue,
+		InstancePriority: at.priority,
+	}); err != nil {
+		return db.CreateResult{}, err
+	}
+	if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now); err != nil {
+		return db.CreateResult{}, err
+	}
+	inst := db.CreateResult{Instance: instanceFromRow(&row)}
+	return inst, setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
 }
 
 // dedupeHolder returns the active instance of the namespace and workflow

@@ -53,29 +53,8 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if err != nil {
 			return err
 		}
-		if err := q.TaskInsert(ctx, pgsqlc.TaskInsertParams{
-			WorkflowName:     p.WorkflowName,
-			InstanceID:       p.ID,
-			Now:              p.Now,
-			Queue:            queue,
-			InstancePriority: int16(p.Priority),
-		}); err != nil {
-			return err
-		}
-		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
-			return err
-		}
-		inst = instanceFromRow(&row)
-		if err := setDeadline(ctx, q, p, inst); err != nil {
-			return err
-		}
-		if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst); err != nil {
-			return err
-		}
-		if err := setTraceContext(ctx, q, p, inst); err != nil {
-			return err
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
+		inst, err = s.createInserted(ctx, q, p, &plan, &row)
+		return err
 	})
 	if err != nil {
 		return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
@@ -121,29 +100,9 @@ func (s *Store) instanceCreateDedupe(ctx context.Context, p *db.InstanceCreatePa
 			if err != nil {
 				return err
 			}
-			if err := q.TaskInsert(ctx, pgsqlc.TaskInsertParams{
-				WorkflowName:     p.WorkflowName,
-				InstanceID:       p.ID,
-				Now:              p.Now,
-				Queue:            queue,
-				InstancePriority: int16(p.Priority),
-			}); err != nil {
-				return err
-			}
-			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
-				return err
-			}
-			res = db.CreateResult{Instance: instanceFromRow(&row)}
-			if err := setDeadline(ctx, q, p, res.Instance); err != nil {
-				return err
-			}
-			if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, res.Instance); err != nil {
-				return err
-			}
-			if err := setTraceContext(ctx, q, p, res.Instance); err != nil {
-				return err
-			}
-			return s.notifyWake(ctx, q, p.WorkflowName)
+			inst, err := s.createInserted(ctx, q, p, &plan, &row)
+			res = db.CreateResult{Instance: inst}
+			return err
 		})
 		if err != nil {
 			return db.CreateResult{}, fmt.Errorf("creating instance: %w", interpretError(err))
@@ -153,6 +112,37 @@ func (s *Store) instanceCreateDedupe(ctx context.Context, p *db.InstanceCreatePa
 		}
 	}
 	return db.CreateResult{}, fmt.Errorf("creating instance: the holder of dedupe key %q kept changing", p.DedupeKey)
+}
+
+// createInserted completes a create whose instance row has just been
+// inserted (row), in the caller's transaction: the first task (kind run,
+// due now, in the row's queue), the create hook entry when plan says so,
+// the deadline, parent and trace context, and the wake notification. It
+// returns the instance.
+func (s *Store) createInserted(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateParams, plan *transition.CreatePlan, row *pgsqlc.WorkflowInstance) (*db.Instance, error) {
+	if err := q.TaskInsert(ctx, pgsqlc.TaskInsertParams{
+		WorkflowName:     p.WorkflowName,
+		InstanceID:       p.ID,
+		Now:              p.Now,
+		Queue:            row.Queue,
+		InstancePriority: int16(row.Priority),
+	}); err != nil {
+		return nil, err
+	}
+	if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now); err != nil {
+		return nil, err
+	}
+	inst := instanceFromRow(row)
+	if err := setDeadline(ctx, q, p, inst); err != nil {
+		return nil, err
+	}
+	if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst); err != nil {
+		return nil, err
+	}
+	if err := setTraceContext(ctx, q, p, inst); err != nil {
+		return nil, err
+	}
+	return inst, s.notifyWake(ctx, q, p.WorkflowName)
 }
 
 // instanceCreateLimited is InstanceCreate of an instance with limited
@@ -195,76 +185,36 @@ func (s *Store) instanceCreateLimited(ctx context.Context, p *db.InstanceCreateP
 func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string) ([]db.CreateResult, error) {
 	items, workflowName := p.Instances, p.WorkflowName
 	at := limitNow(p.Now)
-	namespace, _ := db.CreatePlacement(p.Namespace, "")
-	ids := make([]string, len(items))
-	params := make([][]byte, len(items))
-	metadata := make([][]byte, len(items))
-	keys := make([]string, len(items))
-	queues := make([]string, len(items))
-	priorities := make([]int32, len(items))
-	dedupe := false
+	created, n, err := insertMany(ctx, q, p, defaultQueue, &at, []string{})
+	if err != nil || n == 0 {
+		return created, err
+	}
+	limits := make(map[string][]db.LimitSpec, len(items)) // of the first item of each id, the one created
 	for i := range items {
-		ids[i], params[i], metadata[i] = items[i].ID, jsonArg(items[i].Params), jsonArg(items[i].Metadata)
-		keys[i] = items[i].DedupeKey
-		_, queues[i] = db.CreatePlacement("", cmp.Or(items[i].Queue, defaultQueue))
-		priorities[i] = int32(items[i].Priority)
-		dedupe = dedupe || keys[i] != ""
-	}
-	rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
-		WorkflowName: workflowName, StartedIds: []string{}, Now: &at,
-		InstanceIds: ids, Params: params, Metadata: metadata,
-		DedupeKeys: keys, Queues: queues, Priorities: priorities, Namespace: namespace,
-	})
-	if err != nil {
-		return nil, err
-	}
-	var held map[string]*db.Instance
-	if dedupe && len(rows) < len(ids) {
-		// Items skipped for a held key return the holder.
-		found, err := q.InstanceGetByDedupeKeys(ctx, pgsqlc.InstanceGetByDedupeKeysParams{
-			Namespace: namespace, WorkflowName: workflowName, DedupeKeys: keys,
-		})
-		if err != nil {
-			return nil, err
+		if _, seen := limits[items[i].ID]; !seen {
+			limits[items[i].ID] = items[i].Limits
 		}
-		held = make(map[string]*db.Instance, len(found))
-		for i := range found {
-			held[deref(found[i].DedupeKey)] = instanceFromRow(&found[i])
-		}
-	}
-	if len(rows) == 0 {
-		return dedupedOnly(items, held), nil
-	}
-	byID := make(map[string]*pgsqlc.WorkflowInstance, len(rows))
-	for i := range rows {
-		byID[rows[i].InstanceID] = &rows[i]
 	}
 	var (
-		created = make([]db.CreateResult, 0, len(rows))
 		limited []admission.Item
 		dueNow  []string
 		later   []string
 		laterAt []time.Time
-		newIDs  []string
+		newIDs  = make([]string, 0, n)
 	)
-	for i := range items {
-		row, ok := byID[items[i].ID]
-		if !ok {
-			if h := held[keys[i]]; keys[i] != "" && h != nil && h.ID != items[i].ID {
-				created = append(created, db.CreateResult{Instance: h, Deduplicated: true})
-			}
+	for _, c := range created {
+		if c.Deduplicated {
 			continue
 		}
-		delete(byID, items[i].ID)
-		in := instanceFromRow(row)
-		created = append(created, db.CreateResult{Instance: in})
+		in := c.Instance
 		newIDs = append(newIDs, in.ID)
-		if len(items[i].Limits) == 0 {
+		specs := limits[in.ID]
+		if len(specs) == 0 {
 			dueNow = append(dueNow, in.ID)
 			continue
 		}
 		in.Limited = true
-		limited = append(limited, admission.Item{Ref: db.InstanceRef{WorkflowName: workflowName, ID: in.ID}, Specs: items[i].Limits})
+		limited = append(limited, admission.Item{Ref: db.InstanceRef{WorkflowName: workflowName, ID: in.ID}, Specs: specs})
 	}
 	if err := setDeadlines(ctx, q, p, created); err != nil {
 		return nil, err
@@ -312,6 +262,67 @@ func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.Inst
 		}
 	}
 	return created, nil
+}
+
+// insertMany inserts, in the caller's transaction and in one statement, the
+// items of p whose ids are free and whose dedupe keys no active instance
+// holds, placed as InstanceCreateMany places them (an item without a queue
+// takes defaultQueue, then workflow.DefaultQueue), with the ids in started
+// marked started. It returns the created instances, and the holders of the
+// dedupe keys of skipped items, in input order, and how many it created.
+func insertMany(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string, now *time.Time, started []string) ([]db.CreateResult, int, error) {
+	items := p.Instances
+	namespace, _ := db.CreatePlacement(p.Namespace, "")
+	ids := make([]string, len(items))
+	params := make([][]byte, len(items))
+	metadata := make([][]byte, len(items))
+	keys := make([]string, len(items))
+	queues := make([]string, len(items))
+	priorities := make([]int32, len(items))
+	dedupe := false
+	for i := range items {
+		ids[i], params[i], metadata[i] = items[i].ID, jsonArg(items[i].Params), jsonArg(items[i].Metadata)
+		keys[i] = items[i].DedupeKey
+		_, queues[i] = db.CreatePlacement("", cmp.Or(items[i].Queue, defaultQueue))
+		priorities[i] = int32(items[i].Priority)
+		dedupe = dedupe || keys[i] != ""
+	}
+	rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
+		WorkflowName: p.WorkflowName, StartedIds: started, Now: now,
+		InstanceIds: ids, Params: params, Metadata: metadata,
+		DedupeKeys: keys, Queues: queues, Priorities: priorities, Namespace: namespace,
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	var held map[string]*db.Instance
+	if dedupe && len(rows) < len(ids) {
+		// Items skipped for a held key return the holder.
+		found, err := q.InstanceGetByDedupeKeys(ctx, pgsqlc.InstanceGetByDedupeKeysParams{
+			Namespace: namespace, WorkflowName: p.WorkflowName, DedupeKeys: keys,
+		})
+		if err != nil {
+			return nil, 0, err
+		}
+		held = make(map[string]*db.Instance, len(found))
+		for i := range found {
+			held[deref(found[i].DedupeKey)] = instanceFromRow(&found[i])
+		}
+	}
+	byID := make(map[string]*pgsqlc.WorkflowInstance, len(rows))
+	for i := range rows {
+		byID[rows[i].InstanceID] = &rows[i]
+	}
+	created := make([]db.CreateResult, 0, len(rows))
+	for i, id := range ids {
+		if row, ok := byID[id]; ok {
+			created = append(created, db.CreateResult{Instance: instanceFromRow(row)})
+			delete(byID, id)
+		} else if h := held[keys[i]]; keys[i] != "" && h != nil && h.ID != id {
+			created = append(created, db.CreateResult{Instance: h, Deduplicated: true})
+		}
+	}
+	return created, len(rows), nil
 }
 
 // instanceCreateLeased is InstanceCreate of an eager start: the instance
@@ -486,146 +497,11 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	if len(p.Instances) == 0 {
 		return []db.CreateResult{}, nil
 	}
-	for i := range p.Instances {
-		if len(p.Instances[i].Limits) > 0 {
-			return s.instanceCreateManyLimited(ctx, p)
-		}
-	}
-	ids := make([]string, len(p.Instances))
-	params := make([][]byte, len(p.Instances))
-	metadata := make([][]byte, len(p.Instances))
-	keys := make([]string, len(p.Instances))
-	queues := make([]string, len(p.Instances))
-	priorities := make([]int32, len(p.Instances))
-	dedupe := false
-	namespace, _ := db.CreatePlacement(p.Namespace, "")
-	for i, item := range p.Instances {
-		ids[i] = item.ID
-		params[i] = jsonArg(item.Params)
-		metadata[i] = jsonArg(item.Metadata)
-		keys[i] = item.DedupeKey
-		_, queues[i] = db.CreatePlacement("", item.Queue)
-		priorities[i] = int32(item.Priority)
-		dedupe = dedupe || item.DedupeKey != ""
-	}
-	started := []string{}
-	if p.Lease != nil {
-		started = ids[:min(max(p.Lease.Max, 0), len(ids))]
-	}
 	var created []db.CreateResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
-			WorkflowName: p.WorkflowName,
-			StartedIds:   started,
-			Now:          p.Now,
-			InstanceIds:  ids,
-			Params:       params,
-			Metadata:     metadata,
-			DedupeKeys:   keys,
-			Queues:       queues,
-			Priorities:   priorities,
-			Namespace:    namespace,
-		})
-		if err != nil {
-			return err
-		}
-		var held map[string]*db.Instance
-		if dedupe && len(rows) < len(ids) {
-			// Items skipped for a held key return the holder.
-			found, err := q.InstanceGetByDedupeKeys(ctx, pgsqlc.InstanceGetByDedupeKeysParams{
-				Namespace: namespace, WorkflowName: p.WorkflowName, DedupeKeys: keys,
-			})
-			if err != nil {
-				return err
-			}
-			held = make(map[string]*db.Instance, len(found))
-			for i := range found {
-				held[deref(found[i].DedupeKey)] = instanceFromRow(&found[i])
-			}
-		}
-		if len(rows) == 0 {
-			created = dedupedOnly(p.Instances, held)
-			return nil
-		}
-		byID := make(map[string]*pgsqlc.WorkflowInstance, len(rows))
-		for i := range rows {
-			byID[rows[i].InstanceID] = &rows[i]
-		}
-		created = make([]db.CreateResult, 0, len(rows))
-		newIDs := make([]string, 0, len(rows))
-		newQueues := make([]string, 0, len(rows))
-		newPriorities := make([]int16, 0, len(rows))
-		for i, id := range ids {
-			if row, ok := byID[id]; ok {
-				created = append(created, db.CreateResult{Instance: instanceFromRow(row)})
-				newIDs = append(newIDs, id)
-				newQueues = append(newQueues, row.Queue)
-				newPriorities = append(newPriorities, int16(row.Priority))
-				delete(byID, id)
-			} else if h := held[keys[i]]; keys[i] != "" && h != nil && h.ID != id {
-				created = append(created, db.CreateResult{Instance: h, Deduplicated: true})
-			}
-		}
-		if err := setDeadlines(ctx, q, p, created); err != nil {
-			return err
-		}
-		if err := setTraceContexts(ctx, q, p, created); err != nil {
-			return err
-		}
-		leased := 0
-		if len(started) == 0 {
-			if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
-				WorkflowName:       p.WorkflowName,
-				Now:                p.Now,
-				InstanceIds:        newIDs,
-				Queues:             newQueues,
-				InstancePriorities: newPriorities,
-			}); err != nil {
-				return err
-			}
-		} else {
-			tasks, err := q.TaskInsertManyLeased(ctx, pgsqlc.TaskInsertManyLeasedParams{
-				WorkflowName: p.WorkflowName,
-				Now:          p.Now,
-				LockOwner:    p.Lease.Owner,
-				LockedUntil:  p.Lease.LockedUntil,
-				LeasedIds:    started,
-				InstanceIds:  newIDs,
-				Queues:       newQueues,
-
-				InstancePriorities: newPriorities,
-			})
-			if err != nil {
-				return err
-			}
-			taskIDs := make(map[string]int64, len(tasks))
-			for _, t := range tasks {
-				taskIDs[t.InstanceID] = t.ID
-			}
-			for i := range created {
-				if created[i].Deduplicated {
-					continue
-				}
-				if id, ok := taskIDs[created[i].Instance.ID]; ok {
-					created[i].LeasedTask = leasedTask(id, created[i].Instance, p.Lease)
-					leased++
-				}
-			}
-		}
-		if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
-			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
-				Reason:       string(h.Reason),
-				Now:          p.Now,
-				InstanceIds:  newIDs,
-				WorkflowName: p.WorkflowName,
-			}); err != nil {
-				return err
-			}
-		}
-		if leased == len(newIDs) {
-			return nil // every task is leased: there is nothing to claim
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
+		var err error
+		created, err = s.createMany(ctx, q, p, "")
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
@@ -633,19 +509,97 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	return created, nil
 }
 
-// instanceCreateManyLimited is InstanceCreateMany of a batch with limited
-// items: createLimited in one transaction. A Lease is ignored.
-func (s *Store) instanceCreateManyLimited(ctx context.Context, p *db.InstanceCreateManyParams) ([]db.CreateResult, error) {
-	var created []db.CreateResult
-	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		var err error
-		created, err = s.createLimited(ctx, q, p, "")
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
+// createMany is InstanceCreateMany in the caller's transaction, with
+// defaultQueue the queue of an item without one (then
+// workflow.DefaultQueue): createLimited when an item has limits (and the
+// Lease is then ignored).
+func (s *Store) createMany(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string) ([]db.CreateResult, error) {
+	for i := range p.Instances {
+		if len(p.Instances[i].Limits) > 0 {
+			return s.createLimited(ctx, q, p, defaultQueue)
+		}
 	}
-	return created, nil
+	started := []string{}
+	if p.Lease != nil {
+		started = make([]string, min(max(p.Lease.Max, 0), len(p.Instances)))
+		for i := range started {
+			started[i] = p.Instances[i].ID
+		}
+	}
+	created, n, err := insertMany(ctx, q, p, defaultQueue, p.Now, started)
+	if err != nil || n == 0 {
+		return created, err
+	}
+	newIDs := make([]string, 0, n)
+	newQueues := make([]string, 0, n)
+	newPriorities := make([]int16, 0, n)
+	for _, c := range created {
+		if !c.Deduplicated {
+			newIDs = append(newIDs, c.Instance.ID)
+			newQueues = append(newQueues, c.Instance.Queue)
+			newPriorities = append(newPriorities, int16(c.Instance.Priority))
+		}
+	}
+	if err := setDeadlines(ctx, q, p, created); err != nil {
+		return nil, err
+	}
+	if err := setTraceContexts(ctx, q, p, created); err != nil {
+		return nil, err
+	}
+	leased := 0
+	if len(started) == 0 {
+		if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
+			WorkflowName:       p.WorkflowName,
+			Now:                p.Now,
+			InstanceIds:        newIDs,
+			Queues:             newQueues,
+			InstancePriorities: newPriorities,
+		}); err != nil {
+			return nil, err
+		}
+	} else {
+		tasks, err := q.TaskInsertManyLeased(ctx, pgsqlc.TaskInsertManyLeasedParams{
+			WorkflowName: p.WorkflowName,
+			Now:          p.Now,
+			LockOwner:    p.Lease.Owner,
+			LockedUntil:  p.Lease.LockedUntil,
+			LeasedIds:    started,
+			InstanceIds:  newIDs,
+			Queues:       newQueues,
+
+			InstancePriorities: newPriorities,
+		})
+		if err != nil {
+			return nil, err
+		}
+		taskIDs := make(map[string]int64, len(tasks))
+		for _, t := range tasks {
+			taskIDs[t.InstanceID] = t.ID
+		}
+		for i := range created {
+			if created[i].Deduplicated {
+				continue
+			}
+			if id, ok := taskIDs[created[i].Instance.ID]; ok {
+				created[i].LeasedTask = leasedTask(id, created[i].Instance, p.Lease)
+				leased++
+			}
+		}
+	}
+	if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
+		if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
+			Reason:       string(h.Reason),
+			Now:          p.Now,
+			InstanceIds:  newIDs,
+			WorkflowName: p.WorkflowName,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if leased == len(newIDs) {
+		return created, nil // every task is leased: there is nothing to claim
+	}
+	return created, s.notifyWake(ctx, q, p.WorkflowName)
 }
 
 // InstanceGet returns one instance or db.ErrNotFound.
@@ -861,18 +815,6 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 		return nil, fmt.Errorf("%s: %w", doing, interpretError(err))
 	}
 	return inst, nil
-}
-
-// dedupedOnly is the answer of a batch create that created nothing: the
-// holders of the items' dedupe keys, in input order.
-func dedupedOnly(items []db.InstanceCreateItem, held map[string]*db.Instance) []db.CreateResult {
-	out := []db.CreateResult{}
-	for _, item := range items {
-		if h := held[item.DedupeKey]; item.DedupeKey != "" && h != nil && h.ID != item.ID {
-			out = append(out, db.CreateResult{Instance: h, Deduplicated: true})
-		}
-	}
-	return out
 }
 
 // limitChange applies a management change's consequences on a limited

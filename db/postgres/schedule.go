@@ -144,88 +144,14 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		if len(p.Instances) == 0 {
 			return nil
 		}
-		for i := range p.Instances {
-			if len(p.Instances[i].Limits) > 0 {
-				// A limited workflow's instances are admitted as a create's are.
-				now := p.Now
-				created, err := s.createLimited(ctx, q, &db.InstanceCreateManyParams{
-					WorkflowName: p.WorkflowName, Instances: p.Instances, Now: &now, RecordHooks: p.RecordHooks,
-				}, p.Queue)
-				for _, c := range created {
-					res.Created = append(res.Created, c.Instance)
-				}
-				return err
-			}
-		}
-		ids := make([]string, len(p.Instances))
-		params := make([][]byte, len(p.Instances))
-		metadata := make([][]byte, len(p.Instances))
-		for i, item := range p.Instances {
-			ids[i] = item.ID
-			params[i] = jsonArg(item.Params)
-			metadata[i] = jsonArg(item.Metadata)
-		}
 		now := p.Now
-		namespace, queue := db.CreatePlacement("", p.Queue)
-		queues := make([]string, len(ids))
-		for i := range queues {
-			queues[i] = queue
+		created, err := s.createMany(ctx, q, &db.InstanceCreateManyParams{
+			WorkflowName: p.WorkflowName, Instances: p.Instances, Now: &now, RecordHooks: p.RecordHooks,
+		}, p.Queue)
+		for _, c := range created {
+			res.Created = append(res.Created, c.Instance)
 		}
-		rows, err := q.InstanceInsertMany(ctx, pgsqlc.InstanceInsertManyParams{
-			WorkflowName: p.WorkflowName,
-			Now:          &now,
-			InstanceIds:  ids,
-			Params:       params,
-			Metadata:     metadata,
-			DedupeKeys:   make([]string, len(ids)),
-			Queues:       queues,
-			Priorities:   make([]int32, len(ids)),
-			Namespace:    namespace,
-		})
-		if err != nil {
-			return err
-		}
-		if len(rows) == 0 {
-			return nil
-		}
-		byID := make(map[string]*pgsqlc.WorkflowInstance, len(rows))
-		for i := range rows {
-			byID[rows[i].InstanceID] = &rows[i]
-		}
-		newIDs := make([]string, 0, len(rows))
-		created := make([]db.CreateResult, 0, len(rows))
-		for _, id := range ids {
-			if row, ok := byID[id]; ok {
-				inst := instanceFromRow(row)
-				res.Created = append(res.Created, inst)
-				created = append(created, db.CreateResult{Instance: inst})
-				newIDs = append(newIDs, id)
-				delete(byID, id)
-			}
-		}
-		if err := setDeadlines(ctx, q, &db.InstanceCreateManyParams{WorkflowName: p.WorkflowName, Instances: p.Instances}, created); err != nil {
-			return err
-		}
-		if err := q.TaskInsertMany(ctx, pgsqlc.TaskInsertManyParams{
-			WorkflowName:       p.WorkflowName,
-			Now:                &now,
-			InstanceIds:        newIDs,
-			Queues:             queues[:len(newIDs)],
-			InstancePriorities: make([]int16, len(newIDs)),
-		}); err != nil {
-			return err
-		}
-		if h := plan.Create.Hook; h.Record() {
-			if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
-				Reason:       string(h.Reason),
-				Now:          &now,
-				InstanceIds:  newIDs,
-				WorkflowName: p.WorkflowName,
-			}); err != nil {
-				return err
-			}
-		}
-		return s.notifyWake(ctx, q, p.WorkflowName)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("firing schedule: %w", interpretError(err))

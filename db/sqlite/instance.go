@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -41,7 +42,8 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 	var inst db.CreateResult
 	at := newPlacement(p.Namespace, p.Queue, p.Priority)
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
-		if err := s.instanceCreateTx(ctx, q, p, at, &inst); err != nil {
+		var err error
+		if inst, err = s.instanceCreateTx(ctx, q, p, at); err != nil {
 			return err
 		}
 		if inst.Deduplicated {
@@ -59,74 +61,67 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 }
 
 // instanceCreateTx is InstanceCreate inside the caller's write transaction.
-func (s *Store) instanceCreateTx(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateParams, at placement, out *db.CreateResult) error {
-	var inst db.CreateResult
-	defer func() { *out = inst }()
-	return func() error {
-		now, err := txNow(ctx, q, p.Now)
+func (s *Store) instanceCreateTx(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateParams, at placement) (db.CreateResult, error) {
+	now, err := txNow(ctx, q, p.Now)
+	if err != nil {
+		return db.CreateResult{}, err
+	}
+	if p.DedupeKey != "" {
+		held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, p.DedupeKey)
+		if err != nil || ok {
+			return held, err
+		}
+	}
+	item := db.InstanceCreateItem{ID: p.ID, Params: p.Params, Metadata: p.Metadata, DedupeKey: p.DedupeKey, Limits: p.Limits}
+	if len(p.Limits) > 0 {
+		inst, _, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, false)
 		if err != nil {
-			return err
+			return inst, err
 		}
-		if p.DedupeKey != "" {
-			held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, p.DedupeKey)
-			if err != nil || ok {
-				inst = held
-				return err
-			}
-		}
-		item := db.InstanceCreateItem{ID: p.ID, Params: p.Params, Metadata: p.Metadata, DedupeKey: p.DedupeKey, Limits: p.Limits}
-		if len(p.Limits) > 0 {
-			created, _, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, false)
-			if err != nil {
-				return err
-			}
-			inst = created
-			return setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
-		}
-		plan := transition.Create(p.Lease != nil && p.DedupeKey == "", p.RecordHooks)
-		if plan.Leased {
-			started, ok, err := insertLeased(ctx, q, p.WorkflowName, &item, at, now, p.Lease)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return db.ErrAlreadyExists
-			}
-			inst = started
-			if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt); err != nil {
-				return err
-			}
-			return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now)
-		}
-		row, err := q.InstanceInsert(ctx, litesqlc.InstanceInsertParams{
-			WorkflowName: p.WorkflowName,
-			InstanceID:   p.ID,
-			Params:       jsonArg(p.Params),
-			Metadata:     jsonArg(p.Metadata),
-			Now:          now,
-			Namespace:    at.namespace,
-			Queue:        at.queue,
-			Priority:     at.priority,
-			DedupeKey:    textArg(p.DedupeKey),
-		})
+		return inst, setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
+	}
+	plan := transition.Create(p.Lease != nil && p.DedupeKey == "", p.RecordHooks)
+	if plan.Leased {
+		inst, ok, err := insertLeased(ctx, q, p.WorkflowName, &item, at, now, p.Lease)
 		if err != nil {
-			return err
+			return inst, err
 		}
-		if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
-			WorkflowName:     p.WorkflowName,
-			InstanceID:       p.ID,
-			Now:              now,
-			Queue:            at.queue,
-			InstancePriority: at.priority,
-		}); err != nil {
-			return err
+		if !ok {
+			return inst, db.ErrAlreadyExists
 		}
-		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now); err != nil {
-			return err
+		if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt); err != nil {
+			return inst, err
 		}
-		inst = db.CreateResult{Instance: instanceFromRow(&row)}
-		return setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
-	}()
+		return inst, recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now)
+	}
+	row, err := q.InstanceInsert(ctx, litesqlc.InstanceInsertParams{
+		WorkflowName: p.WorkflowName,
+		InstanceID:   p.ID,
+		Params:       jsonArg(p.Params),
+		Metadata:     jsonArg(p.Metadata),
+		Now:          now,
+		Namespace:    at.namespace,
+		Queue:        at.queue,
+		Priority:     at.priority,
+		DedupeKey:    textArg(p.DedupeKey),
+	})
+	if err != nil {
+		return db.CreateResult{}, err
+	}
+	if err := q.TaskInsert(ctx, litesqlc.TaskInsertParams{
+		WorkflowName:     p.WorkflowName,
+		InstanceID:       p.ID,
+		Now:              now,
+		Queue:            at.queue,
+		InstancePriority: at.priority,
+	}); err != nil {
+		return db.CreateResult{}, err
+	}
+	if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now); err != nil {
+		return db.CreateResult{}, err
+	}
+	inst := db.CreateResult{Instance: instanceFromRow(&row)}
+	return inst, setDeadline(ctx, q, p.WorkflowName, inst.Instance, p.DeadlineAt)
 }
 
 // dedupeHolder returns the active instance of the namespace and workflow
@@ -157,71 +152,79 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 	if len(p.Instances) == 0 {
 		return []db.CreateResult{}, nil
 	}
-	namespace, _ := db.CreatePlacement(p.Namespace, "")
 	var created []db.CreateResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		now, err := txNow(ctx, q, p.Now)
 		if err != nil {
 			return err
 		}
-		created = make([]db.CreateResult, 0, len(p.Instances))
-		for i, item := range p.Instances {
-			at := newPlacement(namespace, item.Queue, item.Priority)
-			if item.DedupeKey != "" {
-				held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, item.DedupeKey)
-				if err != nil {
-					return err
-				}
-				if ok {
-					if held.Instance.ID != item.ID {
-						created = append(created, held)
-					}
-					continue
-				}
-			}
-			if len(item.Limits) > 0 {
-				inst, ok, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, true)
-				if err != nil {
-					return err
-				}
-				if ok {
-					if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
-						return err
-					}
-					if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
-						return err
-					}
-					created = append(created, inst)
-				}
-				continue
-			}
-			plan := transition.Create(p.Lease != nil && i < p.Lease.Max, p.RecordHooks)
-			var lease *db.CreateLease
-			if plan.Leased {
-				lease = p.Lease
-			}
-			inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, at, now, lease)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue // the id is taken
-			}
-			if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
-				return err
-			}
-			if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
-				return err
-			}
-			if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
-				return err
-			}
-			created = append(created, inst)
-		}
-		return nil
+		created, err = createMany(ctx, q, p, "", now)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating instances: %w", interpretError(err))
+	}
+	return created, nil
+}
+
+// createMany is InstanceCreateMany in the caller's transaction at now,
+// with defaultQueue the queue of an item without one (then
+// workflow.DefaultQueue).
+func createMany(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string, now int64) ([]db.CreateResult, error) {
+	namespace, _ := db.CreatePlacement(p.Namespace, "")
+	created := make([]db.CreateResult, 0, len(p.Instances))
+	for i, item := range p.Instances {
+		at := newPlacement(namespace, cmp.Or(item.Queue, defaultQueue), item.Priority)
+		if item.DedupeKey != "" {
+			held, ok, err := dedupeHolder(ctx, q, at.namespace, p.WorkflowName, item.DedupeKey)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if held.Instance.ID != item.ID {
+					created = append(created, held)
+				}
+				continue
+			}
+		}
+		if len(item.Limits) > 0 {
+			inst, ok, err := insertLimited(ctx, q, p.WorkflowName, &item, at, now, p.RecordHooks, true)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
+					return nil, err
+				}
+				if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
+					return nil, err
+				}
+				created = append(created, inst)
+			}
+			continue
+		}
+		plan := transition.Create(p.Lease != nil && i < p.Lease.Max, p.RecordHooks)
+		var lease *db.CreateLease
+		if plan.Leased {
+			lease = p.Lease
+		}
+		inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, at, now, lease)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue // the id is taken
+		}
+		if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
+			return nil, err
+		}
+		if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
+			return nil, err
+		}
+		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
+			return nil, err
+		}
+		created = append(created, inst)
 	}
 	return created, nil
 }

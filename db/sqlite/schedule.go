@@ -170,38 +170,13 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			return err
 		}
 		res.Schedule = scheduleFromRow(&row)
-		for _, item := range p.Instances {
-			pl := newPlacement("", p.Queue, item.Priority)
-			if len(item.Limits) > 0 {
-				// A limited workflow's instance is admitted as a create's is.
-				inst, ok, err := insertLimited(ctx, q, p.WorkflowName, &item, pl, now, p.RecordHooks, true)
-				if err != nil {
-					return err
-				}
-				if ok {
-					if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
-						return err
-					}
-					res.Created = append(res.Created, inst.Instance)
-				}
-				continue
-			}
-			inst, ok, err := insertIfAbsent(ctx, q, p.WorkflowName, &item, pl, now, nil)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				continue // this due time fired before
-			}
-			if err := setDeadline(ctx, q, p.WorkflowName, inst.Instance, item.DeadlineAt); err != nil {
-				return err
-			}
-			if err := recordHook(ctx, q, plan.Create.Hook, p.WorkflowName, item.ID, now); err != nil {
-				return err
-			}
-			res.Created = append(res.Created, inst.Instance)
+		created, err := createMany(ctx, q, &db.InstanceCreateManyParams{
+			WorkflowName: p.WorkflowName, Instances: p.Instances, RecordHooks: p.RecordHooks,
+		}, p.Queue, now)
+		for _, c := range created {
+			res.Created = append(res.Created, c.Instance)
 		}
-		return nil
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("firing schedule: %w", interpretError(err))

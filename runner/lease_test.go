@@ -162,3 +162,76 @@ func TestPayloadLimitsInsideRuns(t *testing.T) {
 		require.Contains(t, info.Error.Message, "workflow output")
 	})
 }
+
+// heartbeatlessStore fails every heartbeat, as a database the runner cannot
+// reach would, while its other calls go through.
+type heartbeatlessStore struct {
+	db.Store
+	beats atomic.Int32
+}
+
+func (s *heartbeatlessStore) TaskHeartbeat(context.Context, *db.TaskHeartbeatParams) error {
+	s.beats.Add(1)
+	return errors.New("heartbeat refused by the test")
+}
+
+// TestNoStepStartsPastTheLease: a runner whose lease ran out while a step
+// ran (its heartbeats failed, or the process was stopped) records the step
+// that finished, but starts no other: another runner may hold the instance
+// by then. The next claim runs the rest, once.
+func TestNoStepStartsPastTheLease(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		base := testharness.New(t, testharness.WithBackend(b))
+		store := &heartbeatlessStore{Store: base.Store}
+		h := testharness.New(t, testharness.WithStore(store))
+		var aRuns, bRuns atomic.Int32
+		workflow.MustRegister(h.Registry, "late", workflow.Func[any, int](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				a, err := workflow.Do(step, "a", func(context.Context) (int, error) {
+					aRuns.Add(1)
+					// The step outlives the lease, and no heartbeat renews it.
+					h.Advance(runner.DefaultLeaseDuration + time.Second)
+					return 1, nil
+				})
+				if err != nil {
+					return 0, err
+				}
+				return workflow.Do(step, "b", func(context.Context) (int, error) {
+					bRuns.Add(1)
+					return a + 1, nil
+				})
+			}))
+		_, err := h.Client.Create(h.Context(), "late", workflow.CreateRequest{ID: "l"})
+		require.NoError(t, err)
+		h.RunDue()
+		require.Positive(t, store.beats.Load(), "a heartbeat was due while step a ran")
+		require.Equal(t, int32(1), aRuns.Load())
+		require.Zero(t, bRuns.Load(), "step b started after the lease had run out")
+		st, ok := stepByKey(t, h, "late", "l")["a"]
+		require.True(t, ok, "step a, which finished, is recorded")
+		require.Equal(t, db.StepStatusComplete, st.Status)
+
+		h.RunUntilIdle()
+		var out int
+		h.RequireOutput("late", "l", &out)
+		require.Equal(t, 2, out)
+		require.Equal(t, int32(1), aRuns.Load(), "step a ran once")
+		require.Equal(t, int32(1), bRuns.Load(), "step b ran once")
+	})
+}
+
+// stepByKey returns the steps of the instance's current run by name.
+func stepByKey(t *testing.T, h *testharness.Harness, wf, id string) map[string]*db.Step {
+	t.Helper()
+	ref := db.InstanceRef{WorkflowName: wf, ID: id}
+	inst, err := h.Store.InstanceGet(h.Context(), ref)
+	require.NoError(t, err)
+	steps, err := h.Store.StepList(h.Context(), &db.StepListParams{WorkflowName: wf, InstanceID: id, RunNumber: inst.RunNumber})
+	require.NoError(t, err)
+	out := map[string]*db.Step{}
+	for _, s := range steps {
+		out[s.Key] = s
+	}
+	return out
+}

@@ -130,9 +130,19 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 		})
 		return nil, workflow.ErrSuspended
 	}
+	started := e.r.now()
+	if !started.Before(e.leaseDeadline()) {
+		// The lease this runner last wrote has run out (its heartbeats
+		// failed, or the process was stopped and has just resumed): another
+		// runner may hold the instance now, so no attempt starts here. The
+		// run is dropped as when a heartbeat finds the lease lost.
+		e.mu.Unlock()
+		e.log.Info("lease expired before a step started; dropping the run", "step", key, "lease_until", e.leaseDeadline())
+		e.cancel(errCauseLeaseLost)
+		return nil, workflow.ErrSuspended
+	}
 	e.active[key] = true
 	e.inflight++
-	started := e.r.now()
 	e.running[key] = db.RunningStep{Key: key, Attempt: attempt, StartedAt: started}
 	e.mu.Unlock()
 

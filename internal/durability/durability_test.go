@@ -1,3 +1,5 @@
+//go:build !windows
+
 package durability_test
 
 import (
@@ -13,6 +15,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +23,8 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/db/postgres/pgtest"
 	"github.com/duraflow/duraflow/db/sqlite"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
@@ -29,8 +34,15 @@ import (
 const (
 	// envHelper set to "1" turns TestHelperProcess into the host program.
 	envHelper = "DURAFLOW_DURABILITY_HELPER"
-	// envDB is the SQLite file the host runs on.
+	// envDB is the database the host runs on: an SQLite file, or a
+	// Postgres URL whose search_path is the test's schema.
 	envDB = "DURAFLOW_DURABILITY_DB"
+	// envWakeChannel is the wake channel of the test's Postgres schema.
+	envWakeChannel = "DURAFLOW_DURABILITY_WAKE_CHANNEL"
+	// envKillAfterChild set to "1" makes the host kill itself with
+	// SIGKILL as soon as the first child an Invoke step starts is stored,
+	// before the parent's runner records that it started it.
+	envKillAfterChild = "DURAFLOW_DURABILITY_KILL_AFTER_CHILD"
 	// envLog is the side-effect log the step callbacks append to.
 	envLog = "DURAFLOW_DURABILITY_LOG"
 	// envWorkflow names the workflow of the instances.
@@ -45,6 +57,9 @@ const (
 const (
 	sleeperWorkflow = "sleeper"
 	slowWorkflow    = "slow"
+	sagaWorkflow    = "saga"
+	parentWorkflow  = "parent"
+	kidWorkflow     = "kid"
 
 	// napFor is the sleep of the sleeper workflow. The host is killed during
 	// it, so it must outlast starting a -race binary and running step a on a
@@ -118,19 +133,8 @@ func register(reg *workflow.Registry, logPath string) {
 				return slowOutput{}, err
 			}
 			slow, err := workflow.Do(step, "slow", recorded(logPath, func(ctx context.Context) (int, error) {
-				// The attempt number cannot tell the first start: an attempt
-				// cut short by a crash left no record. The log can.
-				lines, err := readLog(logPath)
-				if err != nil {
+				if err := blockFirstStart(ctx, logPath); err != nil {
 					return 0, err
-				}
-				info, _ := workflow.StepInfoFromContext(ctx)
-				if count(lines, info.InstanceID, "slow", "start") == 1 {
-					select {
-					case <-ctx.Done():
-						return 0, ctx.Err()
-					case <-time.After(slowBlock):
-					}
 				}
 				return a + 1, nil
 			}))
@@ -145,6 +149,99 @@ func register(reg *workflow.Registry, logPath string) {
 			}
 			return slowOutput{A: a, Slow: slow, C: c}, nil
 		}))
+
+	// saga: steps s1 to s5, each undone by a compensation. Step s4 fails
+	// for good, so the compensations of s3, s2 and s1 run, in that order;
+	// the first start of s2's blocks for slowBlock.
+	workflow.MustRegister(reg, sagaWorkflow, workflow.Func[params, int](
+		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (int, error) {
+			for i := 1; i <= 5; i++ {
+				_, err := workflow.DoWithCompensation(step, fmt.Sprintf("s%d", i),
+					recorded(logPath, func(context.Context) (int, error) {
+						if i == 4 {
+							return 0, workflow.NonRetryable(errors.New("s4 failed for good"))
+						}
+						return ev.Payload.N*10 + i, nil
+					}),
+					recordedUndo(logPath, func(ctx context.Context, _ int) error {
+						if i == 2 {
+							return blockFirstStart(ctx, logPath)
+						}
+						return nil
+					}))
+				if err != nil {
+					return 0, err
+				}
+			}
+			return 0, errors.New("unreachable: s4 fails")
+		}))
+
+	// parent: step a, then an Invoke of kid, then step b on the child's
+	// output.
+	workflow.MustRegister(reg, parentWorkflow, workflow.Func[params, parentOutput](
+		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (parentOutput, error) {
+			a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
+				return ev.Payload.N * 10, nil
+			}))
+			if err != nil {
+				return parentOutput{}, err
+			}
+			kid, err := workflow.Invoke[int](step, "kid", workflow.InvokeOptions{Workflow: kidWorkflow, Params: params{N: a}})
+			if err != nil {
+				return parentOutput{}, err
+			}
+			b, err := workflow.Do(step, "b", recorded(logPath, func(context.Context) (int, error) {
+				return kid + 1, nil
+			}))
+			if err != nil {
+				return parentOutput{}, err
+			}
+			return parentOutput{A: a, Kid: kid, B: b}, nil
+		}))
+	// kid: one step, k, on the parent's number.
+	workflow.MustRegister(reg, kidWorkflow, workflow.Func[params, int](
+		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (int, error) {
+			return workflow.Do(step, "k", recorded(logPath, func(context.Context) (int, error) {
+				return ev.Payload.N * 10, nil
+			}))
+		}))
+}
+
+type parentOutput struct {
+	A   int `json:"a"`
+	Kid int `json:"kid"`
+	B   int `json:"b"`
+}
+
+// blockFirstStart blocks the first start of the calling step for slowBlock,
+// or until ctx ends; any later start returns at once. The attempt number
+// cannot tell the first start, since an attempt cut short by a crash left no
+// record; the side-effect log can.
+func blockFirstStart(ctx context.Context, logPath string) error {
+	lines, err := readLog(logPath)
+	if err != nil {
+		return err
+	}
+	info, _ := workflow.StepInfoFromContext(ctx)
+	if count(lines, info.InstanceID, info.Step, "start") != 1 {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(slowBlock):
+		return nil
+	}
+}
+
+// recordedUndo is recorded for a compensation.
+func recordedUndo[T any](logPath string, fn func(ctx context.Context, result T) error) func(ctx context.Context, result T) error {
+	return func(ctx context.Context, result T) error {
+		_, err := recorded(logPath, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, fn(ctx, result)
+		})(ctx)
+		return err
+	}
 }
 
 // recorded wraps a step callback so that it appends "<instance> <step>
@@ -190,7 +287,10 @@ func appendLine(path, line string) error {
 	return f.Close()
 }
 
-// logLine is one line of the side-effect log.
+// logLine is one line of the side-effect log: "<instance> <step> start",
+// "<instance> <step> done <attempt>", or "<parent> <step> created" for the
+// child an Invoke step started, written before a host kills itself after
+// storing it.
 type logLine struct {
 	instance, step, what string
 	// attempt is set on "done" lines.
@@ -213,8 +313,8 @@ func readLog(path string) ([]logLine, error) {
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		switch {
-		case len(fields) == 3 && fields[2] == "start":
-			lines = append(lines, logLine{instance: fields[0], step: fields[1], what: "start"})
+		case len(fields) == 3 && (fields[2] == "start" || fields[2] == "created"):
+			lines = append(lines, logLine{instance: fields[0], step: fields[1], what: fields[2]})
 		case len(fields) == 4 && fields[2] == "done":
 			attempt, err := strconv.Atoi(fields[3])
 			if err != nil {
@@ -257,10 +357,11 @@ func doneAttempts(lines []logLine, instance, step string) []int {
 
 // TestHelperProcess is the host program the durability tests start, kill and
 // start again: it is this test binary re-executed with envHelper set. It
-// opens and migrates the SQLite file, builds a host (duraflow.New) as a real
-// host program does, creates the instances when envCreate asks
-// it to, and runs until every instance has ended. Without envHelper it does
-// nothing.
+// opens the database (migrating an SQLite file; the test migrated its
+// Postgres schema), builds a host (duraflow.New) as a real host program does,
+// creates the instances when envCreate asks it to, and runs until every
+// instance has ended. With envKillAfterChild it kills itself once the first
+// child of an Invoke step is stored. Without envHelper it does nothing.
 func TestHelperProcess(t *testing.T) {
 	if os.Getenv(envHelper) != "1" {
 		return
@@ -268,10 +369,22 @@ func TestHelperProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), helperLifetime)
 	defer cancel()
 
-	store, err := sqlite.Open(ctx, os.Getenv(envDB))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, store.Close()) }()
-	require.NoError(t, sqlite.Migrate(ctx, store))
+	var store db.Store
+	if dsn := os.Getenv(envDB); strings.HasPrefix(dsn, "postgres") {
+		pg, err := postgres.Open(ctx, dsn, postgres.WithWakeChannel(os.Getenv(envWakeChannel)))
+		require.NoError(t, err)
+		defer func() { require.NoError(t, pg.Close()) }()
+		store = pg
+	} else {
+		lite, err := sqlite.Open(ctx, dsn)
+		require.NoError(t, err)
+		defer func() { require.NoError(t, lite.Close()) }()
+		require.NoError(t, sqlite.Migrate(ctx, lite))
+		store = lite
+	}
+	if os.Getenv(envKillAfterChild) == "1" {
+		store = &killAfterChild{Store: store, logPath: os.Getenv(envLog)}
+	}
 
 	reg := workflow.NewRegistry()
 	register(reg, os.Getenv(envLog))
@@ -295,12 +408,16 @@ func TestHelperProcess(t *testing.T) {
 	name := os.Getenv(envWorkflow)
 	ids := strings.Split(os.Getenv(envInstances), ",")
 	if os.Getenv(envCreate) == "1" {
+		// One batch, so that every instance exists before any runs (a host
+		// that kills itself may do so as soon as the first one runs).
+		reqs := make([]workflow.CreateRequest, len(ids))
 		for i, id := range ids {
 			p, err := json.Marshal(params{N: i + 1})
 			require.NoError(t, err)
-			_, err = c.Create(ctx, name, workflow.CreateRequest{ID: id, Params: p})
-			require.NoError(t, err)
+			reqs[i] = workflow.CreateRequest{ID: id, Params: p}
 		}
+		_, err := c.CreateBatch(ctx, name, reqs)
+		require.NoError(t, err)
 	}
 
 	tick := time.NewTicker(waitTick)
@@ -323,36 +440,93 @@ func TestHelperProcess(t *testing.T) {
 	}
 }
 
-// testBundle is one scenario's database file, side-effect log and instances.
-type testBundle struct {
-	dir      string
-	dbPath   string
-	logPath  string
-	store    *sqlite.Store
-	workflow string
-	ids      []string
-	helpers  int
+// killAfterChild is a store that kills its process with SIGKILL as soon as
+// it has stored the first child of an Invoke step: the parent's runner
+// started the child and dies before it records that it did. It writes
+// "<parent> <step> created" to the side-effect log first.
+type killAfterChild struct {
+	db.Store
+	logPath string
 }
 
-// setup creates and migrates a fresh SQLite file and opens it for reading
-// beside the helper processes, which WAL mode allows.
-func setup(t *testing.T, workflowName string) *testBundle {
+func (s *killAfterChild) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) (db.CreateResult, error) {
+	res, err := s.Store.InstanceCreate(ctx, p)
+	if err == nil && p.Parent != nil {
+		if err := appendLine(s.logPath, fmt.Sprintf("%s %s created", p.Parent.InstanceID, p.Parent.StepKey)); err != nil {
+			return res, err
+		}
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {} // SIGKILL is not delivered synchronously; nothing may run after it
+	}
+	return res, err
+}
+
+// backend is a database the scenarios run on.
+type backend struct {
+	name string
+	// open returns a fresh, migrated database for the test: a store on it
+	// for the test's own reads, the DSN a helper process opens, and for
+	// Postgres the wake channel.
+	open func(t *testing.T, dir string) (store db.Store, dsn, wakeChannel string)
+}
+
+var backends = []backend{
+	{name: "sqlite", open: func(t *testing.T, dir string) (db.Store, string, string) {
+		// The test reads the file beside the helper processes, which WAL
+		// mode allows.
+		path := filepath.Join(dir, "duraflow.db")
+		store, err := sqlite.Open(t.Context(), path)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, store.Close()) })
+		require.NoError(t, sqlite.Migrate(t.Context(), store))
+		return store, path, ""
+	}},
+	{name: "postgres", open: func(t *testing.T, _ string) (db.Store, string, string) {
+		s := pgtest.NewSchema(t)
+		return s.Store, s.URL, s.WakeChannel
+	}},
+}
+
+// forEachBackend runs scenario on each backend, in parallel subtests.
+func forEachBackend(t *testing.T, scenario func(t *testing.T, be backend)) {
+	t.Helper()
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			scenario(t, be)
+		})
+	}
+}
+
+// testBundle is one scenario's database, side-effect log and instances.
+type testBundle struct {
+	dir         string
+	dsn         string
+	wakeChannel string
+	logPath     string
+	store       db.Store
+	workflow    string
+	ids         []string
+	helpers     int
+	// killAfterChild makes the next helper kill itself after storing the
+	// first child of an Invoke step.
+	killAfterChild bool
+}
+
+// setup creates a fresh database on be and opens it for reading beside the
+// helper processes.
+func setup(t *testing.T, be backend, workflowName string) *testBundle {
 	t.Helper()
 	dir := t.TempDir()
 	b := &testBundle{
 		dir:      dir,
-		dbPath:   filepath.Join(dir, "duraflow.db"),
 		logPath:  filepath.Join(dir, "side-effects.log"),
 		workflow: workflowName,
 	}
 	for i := range instancesPerScenario {
 		b.ids = append(b.ids, fmt.Sprintf("%s-%d", workflowName, i+1))
 	}
-	store, err := sqlite.Open(t.Context(), b.dbPath)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, store.Close()) })
-	require.NoError(t, sqlite.Migrate(t.Context(), store))
-	b.store = store
+	b.store, b.dsn, b.wakeChannel = be.open(t, dir)
 	return b
 }
 
@@ -375,7 +549,7 @@ type helper struct {
 	exited chan struct{}
 }
 
-// startHelper starts a host process on the bundle's file. With create it
+// startHelper starts a host process on the bundle's database. With create it
 // creates the instances; without, it only recovers what the file holds. The
 // process is killed when the test ends, and its output logged if the test
 // failed.
@@ -392,9 +566,15 @@ func (b *testBundle) startHelper(t *testing.T, create bool) *helper {
 		createFlag = "1"
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.v")
+	kill := "0"
+	if b.killAfterChild {
+		kill = "1"
+	}
 	cmd.Env = append(os.Environ(),
 		envHelper+"=1",
-		envDB+"="+b.dbPath,
+		envDB+"="+b.dsn,
+		envWakeChannel+"="+b.wakeChannel,
+		envKillAfterChild+"="+kill,
 		envLog+"="+b.logPath,
 		envWorkflow+"="+b.workflow,
 		envInstances+"="+strings.Join(b.ids, ","),
@@ -485,12 +665,8 @@ func (b *testBundle) requireComplete(t *testing.T, id string, want any) {
 // want, by name and type, each once and complete, and returns them by name.
 func (b *testBundle) requireSteps(t *testing.T, id string, want map[string]db.StepType) map[string]*db.Step {
 	t.Helper()
-	steps, err := b.store.StepList(t.Context(), &db.StepListParams{WorkflowName: b.workflow, InstanceID: id, RunNumber: 1})
-	require.NoError(t, err)
-	byKey := map[string]*db.Step{}
-	for _, s := range steps {
-		require.NotContains(t, byKey, s.Key, "%s: step %q recorded twice", id, s.Key)
-		byKey[s.Key] = s
+	byKey := b.requireStepsOf(t, id)
+	for _, s := range byKey {
 		require.Equal(t, want[s.Key], s.Type, "%s: type of step %q", id, s.Key)
 		require.Equal(t, db.StepStatusComplete, s.Status, "%s: status of step %q", id, s.Key)
 	}
@@ -498,27 +674,35 @@ func (b *testBundle) requireSteps(t *testing.T, id string, want map[string]db.St
 	return byKey
 }
 
-// TestSurvivesSIGKILL kills a host running on an SQLite file with SIGKILL,
-// once while its instances sleep and once while a step runs, starts it
-// again, and requires that every instance finishes with the right output and
-// that no step that had completed before the kill runs again.
+// TestSurvivesSIGKILL kills a host process with SIGKILL, on an SQLite file
+// and on Postgres: while its instances sleep, while a step runs, inside a
+// saga's compensation, and between an Invoke step's start of its child and
+// the parent's record of it. It starts the host again and requires, from the
+// database and the side-effect log, that every instance ends as it should
+// and that nothing that had completed before the kill runs again.
 func TestSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS == "windows" {
 		t.Skip("Windows has no SIGKILL")
 	}
-	t.Run("while instances sleep", func(t *testing.T) {
-		t.Parallel()
-		testKillWhileSleeping(t)
-	})
-	t.Run("while a step runs", func(t *testing.T) {
-		t.Parallel()
-		testKillWhileStepRuns(t)
-	})
+	for _, sc := range []struct {
+		name string
+		run  func(t *testing.T, be backend)
+	}{
+		{"while instances sleep", testKillWhileSleeping},
+		{"while a step runs", testKillWhileStepRuns},
+		{"inside a compensation", testKillInsideCompensation},
+		{"after an invoke starts its child", testKillAfterChildStarted},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			t.Parallel()
+			forEachBackend(t, sc.run)
+		})
+	}
 }
 
-func testKillWhileSleeping(t *testing.T) {
-	b := setup(t, sleeperWorkflow)
+func testKillWhileSleeping(t *testing.T, be backend) {
+	b := setup(t, be, sleeperWorkflow)
 
 	first := b.startHelper(t, true)
 	first.waitFor(t, "every instance to sleep after step a", func() error {
@@ -575,8 +759,8 @@ func testKillWhileSleeping(t *testing.T) {
 	}
 }
 
-func testKillWhileStepRuns(t *testing.T) {
-	b := setup(t, slowWorkflow)
+func testKillWhileStepRuns(t *testing.T, be backend) {
+	b := setup(t, be, slowWorkflow)
 
 	first := b.startHelper(t, true)
 	first.waitFor(t, "the slow step to start in every instance", func() error {
@@ -631,4 +815,168 @@ func testKillWhileStepRuns(t *testing.T) {
 			"%s: step slow records the attempt that completed it", id)
 		require.Equal(t, 1, steps["c"].Attempts, "%s: attempts of step c", id)
 	}
+}
+
+// testKillInsideCompensation kills the host inside the compensation of s2:
+// s4 failed for good, the compensation of s3 completed, and that of s2 has
+// started. After the restart the compensations of s2 and s1 run, in that
+// order, and each compensation and step completes exactly once.
+func testKillInsideCompensation(t *testing.T, be backend) {
+	b := setup(t, be, sagaWorkflow)
+
+	first := b.startHelper(t, true)
+	first.waitFor(t, "the compensation of s2 to start in every instance", func() error {
+		lines, err := readLog(b.logPath)
+		if err != nil {
+			return err
+		}
+		for _, id := range b.ids {
+			if n := count(lines, id, "compensate:s2", "start"); n != 1 {
+				return fmt.Errorf("%s: compensation of s2 started %d times", id, n)
+			}
+		}
+		return nil
+	})
+	first.kill(t)
+
+	before := b.readLog(t)
+	for _, id := range b.ids {
+		require.Equal(t, []int{1}, doneAttempts(before, id, "compensate:s3"), "%s: the compensation of s3 completed before the kill", id)
+		require.Empty(t, doneAttempts(before, id, "compensate:s2"), "%s: the compensation of s2 completed before the kill", id)
+		require.Zero(t, count(before, id, "compensate:s1", "start"), "%s: the compensation of s1 started before the kill", id)
+		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
+		require.NoError(t, err)
+		require.False(t, inst.Status.Terminal(), "%s: status at the kill: %s", id, inst.Status)
+	}
+
+	second := b.startHelper(t, false)
+	second.waitExit(t)
+
+	after := b.readLog(t)
+	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
+	for _, id := range b.ids {
+		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
+		require.NoError(t, err)
+		require.Equal(t, workflow.StatusErrored, inst.Status, "%s", id)
+		require.Equal(t, "NonRetryableError", inst.ErrorName, "%s: the original error is kept", id)
+		require.Contains(t, inst.ErrorMessage, "s4 failed for good", "%s", id)
+
+		for _, st := range []string{"s1", "s2", "s3"} {
+			require.Equal(t, 1, count(after, id, st, "start"), "%s: step %s starts", id, st)
+			require.Equal(t, []int{1}, doneAttempts(after, id, st), "%s: step %s completions", id, st)
+		}
+		require.Equal(t, 1, count(after, id, "s4", "start"), "%s: step s4 starts (it fails for good)", id)
+		require.Zero(t, count(after, id, "s5", "start"), "%s: step s5 never starts", id)
+		require.Equal(t, 1, count(after, id, "compensate:s3", "start"), "%s: the compensation of s3 starts", id)
+		require.Equal(t, 2, count(after, id, "compensate:s2", "start"), "%s: the compensation of s2 starts, before and after the kill", id)
+		require.Equal(t, 1, count(after, id, "compensate:s1", "start"), "%s: the compensation of s1 starts", id)
+		var order []string
+		for _, l := range after {
+			if l.instance == id && l.what == "done" && strings.HasPrefix(l.step, workflow.CompensationStepPrefix) {
+				order = append(order, l.step)
+			}
+		}
+		require.Equal(t, []string{"compensate:s3", "compensate:s2", "compensate:s1"}, order, "%s: compensations complete once each, in reverse order", id)
+
+		steps := b.requireStepsOf(t, id)
+		for _, key := range []string{"compensate:s3", "compensate:s2", "compensate:s1"} {
+			require.Contains(t, steps, key, "%s", id)
+			require.Equal(t, db.StepStatusComplete, steps[key].Status, "%s: %s", id, key)
+		}
+	}
+}
+
+// testKillAfterChildStarted has the host kill itself right after the Invoke
+// step of a parent stored its child, before the parent's runner recorded
+// that it did. After the restart the parent's replay finds that child
+// instead of starting another: every parent has exactly one child, and
+// completes with its output.
+func testKillAfterChildStarted(t *testing.T, be backend) {
+	b := setup(t, be, parentWorkflow)
+	b.killAfterChild = true
+	first := b.startHelper(t, true)
+	first.waitKilled(t)
+	b.killAfterChild = false
+
+	// Other parents' Invoke steps may have stored their children too
+	// before the signal landed; none of them got further (the store never
+	// answers them).
+	before := b.readLog(t)
+	var killedIn []string
+	for _, l := range before {
+		if l.what == "created" {
+			killedIn = append(killedIn, l.instance)
+		}
+	}
+	require.NotEmpty(t, killedIn, "the host killed itself after storing a child: %v", before)
+	for _, id := range killedIn {
+		steps := b.requireStepsOf(t, id)
+		require.NotContains(t, steps, "kid", "%s: the parent recorded its invoke step before the kill", id)
+		kids, err := b.store.InstanceChildren(t.Context(), b.ref(id))
+		require.NoError(t, err)
+		require.Len(t, kids, 1, "%s: the child stored before the kill", id)
+	}
+	// Step a of a parent that was not at its Invoke yet may have run
+	// without its checkpoint committing; it runs again. One recorded
+	// complete must not.
+	aRecorded := map[string]bool{}
+	for _, id := range b.ids {
+		if st, ok := b.requireStepsOf(t, id)["a"]; ok && st.Status == db.StepStatusComplete {
+			aRecorded[id] = true
+		}
+	}
+	for _, id := range killedIn {
+		require.True(t, aRecorded[id], "%s: step a recorded before its Invoke started the child", id)
+	}
+
+	second := b.startHelper(t, false)
+	second.waitExit(t)
+
+	after := b.readLog(t)
+	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
+	restarted := after[len(before):]
+	for i, id := range b.ids {
+		n := i + 1
+		b.requireComplete(t, id, parentOutput{A: n * 10, Kid: n * 100, B: n*100 + 1})
+		if aRecorded[id] {
+			require.Empty(t, doneAttempts(restarted, id, "a"), "%s: step a, recorded before the kill, ran again", id)
+		}
+		require.Equal(t, []int{1}, doneAttempts(after, id, "b"), "%s: step b completions", id)
+
+		kids, err := b.store.InstanceChildren(t.Context(), b.ref(id))
+		require.NoError(t, err)
+		require.Len(t, kids, 1, "%s: one child, not two", id)
+		kid := kids[0]
+		require.Equal(t, kidWorkflow, kid.WorkflowName)
+		require.Equal(t, workflow.StatusComplete, kid.Status, "%s: its child %s", id, kid.ID)
+		require.Equal(t, 1, count(after, kid.ID, "k", "start"), "%s: step k of its child starts", id)
+	}
+}
+
+// requireStepsOf returns the steps of the instance's first run by name,
+// requiring that none is recorded twice.
+func (b *testBundle) requireStepsOf(t *testing.T, id string) map[string]*db.Step {
+	t.Helper()
+	steps, err := b.store.StepList(t.Context(), &db.StepListParams{WorkflowName: b.workflow, InstanceID: id, RunNumber: 1})
+	require.NoError(t, err)
+	byKey := map[string]*db.Step{}
+	for _, s := range steps {
+		require.NotContains(t, byKey, s.Key, "%s: step %q recorded twice", id, s.Key)
+		byKey[s.Key] = s
+	}
+	return byKey
+}
+
+// waitKilled waits until the host, which kills itself, is gone, and requires
+// that SIGKILL ended it.
+func (h *helper) waitKilled(t *testing.T) {
+	t.Helper()
+	select {
+	case <-h.exited:
+	case <-time.After(waitTimeout):
+		t.Fatalf("helper process %d did not kill itself within %s", h.cmd.Process.Pid, waitTimeout)
+	}
+	ws, ok := h.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
+		"helper process ended (%s), not by SIGKILL", h.cmd.ProcessState)
 }

@@ -78,7 +78,12 @@ func DatabaseURL() string {
 // "key=value" (such as the store's pool_max_conns): appended to the query of
 // a URL, or to a keyword/value connection string.
 func DatabaseURLWith(params ...string) string {
-	conn := DatabaseURL()
+	return withParams(DatabaseURL(), params...)
+}
+
+// withParams appends connection parameters, each "key=value", to conn: to
+// the query of a URL, or to a keyword/value connection string.
+func withParams(conn string, params ...string) string {
 	if !strings.Contains(conn, "://") {
 		return strings.Join(append([]string{conn}, params...), " ")
 	}
@@ -96,9 +101,35 @@ func DatabaseURLWith(params ...string) string {
 // notifications, unlike tables, are shared by every schema of the database.
 func NewStore(t testing.TB, opts ...Option) *postgres.Store {
 	t.Helper()
+	return NewSchema(t, opts...).Store
+}
+
+// Schema is a fresh, migrated test schema: a store on it, and what another
+// process needs to open a store on the same schema.
+type Schema struct {
+	// Store is a postgres.Store over a pool of its own (as NewStore's).
+	Store *postgres.Store
+	// URL is the database's URL (or connection string) with the schema as
+	// its search_path: a store opened on it (postgres.Open) uses the schema.
+	URL string
+	// WakeChannel is the store's wake channel, to pass to
+	// postgres.WithWakeChannel where the store is opened on URL.
+	WakeChannel string
+}
+
+// NewSchema is NewStore, also returning the URL and the wake channel with
+// which another process, such as one a crash test kills, opens a store on
+// the same schema. The schema is dropped when the test ends.
+func NewSchema(t testing.TB, opts ...Option) *Schema {
+	t.Helper()
+	o := buildOptions(opts)
 	pool, schema := newPool(t, opts)
 	channel := postgres.WakeChannel + "_" + strings.TrimPrefix(schema, schemaPrefix)
-	return postgres.New(pool, postgres.WithWakeChannel(channel))
+	return &Schema{
+		Store:       postgres.New(pool, postgres.WithWakeChannel(channel)),
+		URL:         withParams(o.url(), "search_path="+schema),
+		WakeChannel: channel,
+	}
 }
 
 // NewPool returns a pool whose search_path is a fresh schema with the Duraflow
@@ -111,20 +142,31 @@ func NewPool(t testing.TB, opts ...Option) *pgxpool.Pool {
 	return pool
 }
 
+// buildOptions applies opts to the defaults.
+func buildOptions(opts []Option) options {
+	o := options{maxConns: 10}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// url is the database the options name: WithDatabaseURL's, or DatabaseURL.
+func (o *options) url() string {
+	if o.databaseURL != "" {
+		return o.databaseURL
+	}
+	return DatabaseURL()
+}
+
 // schemaPrefix starts the name of every test schema.
 const schemaPrefix = "duraflow_test_"
 
 // newPool is NewPool, also returning the name of the test schema.
 func newPool(t testing.TB, opts []Option) (*pgxpool.Pool, string) {
 	t.Helper()
-	o := options{maxConns: 10}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	url := o.databaseURL
-	if url == "" {
-		url = DatabaseURL()
-	}
+	o := buildOptions(opts)
+	url := o.url()
 	requireReachable(t, url)
 
 	schema := schemaPrefix + randomHex(t, 8)

@@ -66,11 +66,10 @@ func (c *Client) SetQueueLimits(ctx context.Context, name string, l QueueLimits)
 	if l.MaxRunning < 0 {
 		return nil, fmt.Errorf("%w: max running must be positive, got %d", workflow.ErrInvalidLimit, l.MaxRunning)
 	}
-	if !l.Rate.IsZero() && (l.Rate.Limit <= 0 || l.Rate.Period <= 0) {
-		return nil, fmt.Errorf("%w: a rate limit needs a positive limit and period, got %d per %s", workflow.ErrInvalidLimit, l.Rate.Limit, l.Rate.Period)
-	}
-	if !l.Rate.IsZero() && l.Rate.Period < time.Millisecond {
-		return nil, fmt.Errorf("%w: a rate limit's period is at least 1ms", workflow.ErrInvalidLimit)
+	if !l.Rate.IsZero() {
+		if err := l.Rate.Validate(); err != nil {
+			return nil, err
+		}
 	}
 	q, err := c.store.QueueLimitSet(ctx, &db.QueueLimitSetParams{
 		Name: name, MaxRunning: l.MaxRunning, RateLimit: l.Rate.Limit, RatePeriod: l.Rate.Period, Now: c.now(),

@@ -31,7 +31,9 @@ type RateLimit struct {
 // IsZero reports whether r sets no limit.
 func (r RateLimit) IsZero() bool { return r.Limit == 0 && r.Period == 0 }
 
-func (r RateLimit) validate() error {
+// Validate reports, as ErrInvalidLimit, a rate limit that is not positive in
+// both its limit and period, or whose period is under a millisecond.
+func (r RateLimit) Validate() error {
 	if r.Limit <= 0 || r.Period <= 0 {
 		return fmt.Errorf("%w: a rate limit needs a positive limit and period, got %d per %s", ErrInvalidLimit, r.Limit, r.Period)
 	}
@@ -103,7 +105,7 @@ func WithMaxRunning(n int) Option {
 func WithRateLimit(n int, period time.Duration) Option {
 	return func(d *Definition) error {
 		r := RateLimit{Limit: n, Period: period}
-		if err := r.validate(); err != nil {
+		if err := r.Validate(); err != nil {
 			return err
 		}
 		d.Limits.Rate = r
@@ -133,7 +135,7 @@ func WithConcurrencyKey(key KeyFunc, max int) Option {
 func WithKeyRateLimit(n int, period time.Duration) Option {
 	return func(d *Definition) error {
 		r := RateLimit{Limit: n, Period: period}
-		if err := r.validate(); err != nil {
+		if err := r.Validate(); err != nil {
 			return err
 		}
 		d.Limits.KeyRate = r

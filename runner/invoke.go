@@ -182,13 +182,9 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 	if err != nil {
 		return &childRefusedError{name: workflow.ErrorNameInvokeRefused, err: err}
 	}
-	id := opts.ID
-	if id == "" {
-		id = childID(e.inst, key)
-	}
-	engine, err := e.r.cfg.Registry.Engine()
+	id, engine, err := e.child(key, opts)
 	if err != nil {
-		return fmt.Errorf("invoke step %q: %w", key, err)
+		return err
 	}
 	req := workflow.CreateRequest{
 		ID: id, Params: params, Metadata: opts.Metadata, Queue: opts.Queue, Priority: opts.Priority,
@@ -235,13 +231,9 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 // fails is retried while the lease holds; then the run is given back, and
 // its replay terminates the child again before it records the timeout.
 func (e *execution) terminateChild(key string, opts workflow.InvokeOptions) error {
-	id := opts.ID
-	if id == "" {
-		id = childID(e.inst, key)
-	}
-	engine, err := e.r.cfg.Registry.Engine()
+	id, engine, err := e.child(key, opts)
 	if err != nil {
-		return fmt.Errorf("invoke step %q: %w", key, err)
+		return err
 	}
 	err = e.r.retryStore(e.ctx, e.leaseDeadline, "terminating a child", e.log, func() error {
 		_, err := engine.Terminate(e.ctx, opts.Workflow, id)
@@ -255,6 +247,20 @@ func (e *execution) terminateChild(key string, opts workflow.InvokeOptions) erro
 		return workflow.ErrSuspended
 	}
 	return nil
+}
+
+// child returns the id of the child of the Invoke step key (opts.ID, or
+// the one childID derives) and the engine that starts and ends it.
+func (e *execution) child(key string, opts workflow.InvokeOptions) (string, workflow.Engine, error) {
+	id := opts.ID
+	if id == "" {
+		id = childID(e.inst, key)
+	}
+	engine, err := e.r.cfg.Registry.Engine()
+	if err != nil {
+		return "", nil, fmt.Errorf("invoke step %q: %w", key, err)
+	}
+	return id, engine, nil
 }
 
 // childRefusedError is a start of a child that can never succeed: the

@@ -254,22 +254,19 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 	}
 	// The instances run on the workflow's queue, in the default namespace,
 	// under its deadline.
-	def, registered := s.cfg.Registry.Definition(sched.WorkflowName)
-	if registered {
+	var deadline *time.Time
+	if def, registered := s.cfg.Registry.Definition(sched.WorkflowName); registered {
 		p.Queue = def.Queue
+		// Every instance of the firing is created at now: one deadline.
+		if deadline, err = workflow.DeadlineAt(def, time.Time{}, now); err != nil {
+			return fmt.Errorf("schedule %q: %w", sched.ID, err)
+		}
 	}
 	for _, t := range due {
 		prov := &workflow.Provenance{
 			Type: workflow.TriggerCron, Source: "schedule " + sched.ID, ScheduledFor: &t, ReceivedAt: now,
 		}
-		item := db.InstanceCreateItem{ID: InstanceID(sched.ID, t), Params: params, Metadata: prov.Metadata()}
-		if registered {
-			deadline, err := workflow.DeadlineAt(def, time.Time{}, now)
-			if err != nil {
-				return fmt.Errorf("schedule %q: %w", sched.ID, err)
-			}
-			item.DeadlineAt = deadline
-		}
+		item := db.InstanceCreateItem{ID: InstanceID(sched.ID, t), Params: params, Metadata: prov.Metadata(), DeadlineAt: deadline}
 		if s.cfg.LimitsFunc != nil {
 			limits, err := s.cfg.LimitsFunc(ctx, sched.WorkflowName, item.Params, item.Metadata)
 			if err != nil {

@@ -258,6 +258,9 @@ func (c *Console) workflowPage(w http.ResponseWriter, rq *request) {
 			return
 		}
 		v.Definition = prettyJSON(v.Selected.Definition)
+	} else if q.Has("version") {
+		c.renderError(w, rq.Request, rq.sess, fmt.Errorf("%w: %q is a Go workflow: it has no versions", workflow.ErrInvalidRequest, name))
+		return
 	}
 	c.render(w, rq, "workflow", name, v)
 }

@@ -30,7 +30,7 @@ var funcs = template.FuncMap{
 		}
 		return fmt.Sprint(t)
 	},
-	"dur": func(a, b time.Time) string { return b.Sub(a).Round(time.Millisecond).String() },
+	"dur":  func(a, b time.Time) string { return b.Sub(a).Round(time.Millisecond).String() },
 	"path": url.PathEscape,
 	"q":    url.QueryEscape,
 	// nsv is the namespace a link carries: none for the default one.

@@ -150,7 +150,7 @@ func TestActions(t *testing.T) {
 
 		// An event: confirmed, received, consumed, and the instance ends.
 		ev := url.Values{"type": {"approval"}, "payload": {`{"by":"ada"}`}}
-		conf = br.get("/ui/instances/approve/a1/confirm?action=event&" + ev.Encode()).requireStatus(t, http.StatusOK)
+		conf = br.get("/ui/instances/approve/a1/confirm?action=event&"+ev.Encode()).requireStatus(t, http.StatusOK)
 		require.Contains(t, conf.body, `&#34;by&#34;:&#34;ada&#34;`)
 		require.Equal(t, http.StatusSeeOther, br.act("approve", "a1", "event", ev).status)
 		b.h.RunUntilIdle()

@@ -424,6 +424,11 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			if p := strings.TrimSuffix(cfg.prefix, "/"); p == console.Path || strings.HasPrefix(p, console.Path+"/") {
 				return nil, usageError(fmt.Errorf("--api-prefix %q collides with the web console at %s (choose another prefix or --console=false)", cfg.prefix, console.Path))
 			}
+			for _, tr := range triggers {
+				if tr.Path == console.Path || strings.HasPrefix(tr.Path, console.Path+"/") {
+					return nil, usageError(fmt.Errorf("trigger %s collides with the web console at %s (choose another path or --console=false)", tr.Path, console.Path))
+				}
+			}
 			h.console, err = console.New(&console.Config{
 				Client: h.client, Tokens: tokens, Authorize: o.Authorize,
 				Schedules: h.scheduler, Flows: h.flows, Stats: h.store, Logger: log,

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -64,10 +65,15 @@ func setup(t *testing.T, backend testharness.Backend, tokens ...httpapi.Token) *
 			}
 			return workflow.WaitForEvent[approval](step, "wait for approval", workflow.WaitOptions{Type: "approval"})
 		}))
-	failures := map[string]int{}
+	var (
+		mu       sync.Mutex
+		failures = map[string]int{}
+	)
 	workflow.MustRegister(h.Registry, "flaky", workflow.Func[json.RawMessage, int](
 		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (int, error) {
 			return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+				mu.Lock()
+				defer mu.Unlock()
 				if failures[ev.InstanceID] < 1 {
 					failures[ev.InstanceID]++
 					return 0, errors.New("service unavailable")

@@ -1,6 +1,7 @@
 package console_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/console"
+	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -195,4 +198,38 @@ func mustURL(t *testing.T, s string) *url.URL {
 	u, err := url.Parse(s)
 	require.NoError(t, err)
 	return u
+}
+
+func TestAuthorizeFunc(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		authorize := func(r *http.Request, action httpapi.Action) error {
+			switch r.Header.Get("Authorization") {
+			case "Bearer ops":
+				return nil
+			case "Bearer viewer":
+				if action == httpapi.ActionRead {
+					return nil
+				}
+				return fmt.Errorf("%w: viewers only read", httpapi.ErrForbidden)
+			}
+			return httpapi.ErrUnauthorized
+		}
+		b := setupWith(t, backend, func(cfg *console.Config) { cfg.Authorize = authorize })
+		b.create(t, "approve", "a1")
+		b.h.RunUntilIdle()
+
+		viewer := b.browser(t)
+		require.Equal(t, http.StatusUnauthorized, viewer.login("stranger").status)
+		require.Equal(t, http.StatusSeeOther, viewer.login("viewer").status)
+		require.NotContains(t, viewer.get("/ui/instances/approve/a1").requireStatus(t, http.StatusOK).body, `id="actions"`)
+		csrf := viewer.csrf("/ui/")
+		require.Contains(t, viewer.post("/ui/instances/approve/a1/action", url.Values{"csrf": {csrf}, "action": {"pause"}}).requireStatus(t, http.StatusForbidden).body, "viewers only read")
+		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+
+		ops := b.browser(t)
+		require.Equal(t, http.StatusSeeOther, ops.login("ops").status)
+		require.Equal(t, http.StatusSeeOther, ops.act("approve", "a1", "pause", nil).status)
+		b.h.RequireStatus("approve", "a1", workflow.StatusPaused)
+	})
 }

@@ -53,6 +53,12 @@ type testBundle struct {
 // a scheduler and a flow registry; tokens, when given, turn login on.
 func setup(t *testing.T, backend testharness.Backend, tokens ...httpapi.Token) *testBundle {
 	t.Helper()
+	return setupWith(t, backend, func(cfg *console.Config) { cfg.Tokens = tokens })
+}
+
+// setupWith is setup with the console's config changed by configure.
+func setupWith(t *testing.T, backend testharness.Backend, configure func(*console.Config)) *testBundle {
+	t.Helper()
 	h := testharness.New(t, testharness.WithBackend(backend))
 	workflow.MustRegister(h.Registry, "greet", workflow.Func[json.RawMessage, string](
 		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
@@ -86,9 +92,9 @@ func setup(t *testing.T, backend testharness.Backend, tokens ...httpapi.Token) *
 	require.NoError(t, err)
 	flows, err := flow.New(&flow.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: quiet})
 	require.NoError(t, err)
-	c, err := console.New(&console.Config{
-		Client: h.Client, Tokens: tokens, Schedules: sched, Flows: flows, Stats: h.Store, Clock: h.Clock, Logger: quiet,
-	})
+	cfg := &console.Config{Client: h.Client, Schedules: sched, Flows: flows, Stats: h.Store, Clock: h.Clock, Logger: quiet}
+	configure(cfg)
+	c, err := console.New(cfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(c.Handler())
 	t.Cleanup(srv.Close)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/console"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/dburl"
 	"github.com/duraflow/duraflow/db/postgres"
@@ -67,6 +68,7 @@ type hostConfig struct {
 	logLevel        string
 	metricsOnAPI    bool   // serve: /metrics on the API address
 	metricsAddr     string // a listen address of its own for /metrics; "" for none
+	console         bool   // dev, serve: the web console at /ui
 }
 
 // addMetricsFlags adds --metrics-addr (with its default) and, when onAPI,
@@ -108,6 +110,8 @@ func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[,key=source...]": a request to the path (at the root) starts the workflow with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x; credential headers and query parameters (Authorization, Cookie, token, api_key, …) only with a trailing ",allowCredentialHeaders" (repeatable; needs the create scope)`)
 	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","params":{key: source},"allowCredentialHeaders":false}]`)
 	bindEnv(fs, "triggers-file", "DURAFLOW_TRIGGERS_FILE")
+	fs.BoolVar(&c.console, "console", true, "serve the web console at /ui on the API address (same tokens and scopes as the API)")
+	bindEnv(fs, "console", "DURAFLOW_CONSOLE")
 	addTimeoutFlags(fs, c)
 	addLimitFlags(fs, c)
 }
@@ -221,6 +225,7 @@ type host struct {
 	flows     *flow.Registry
 	stub      *devstub.Server // dev
 	api       *httpapi.Server
+	console   *console.Console // nil when --console=false
 	listener  net.Listener
 	url       string // the API's base URL, "" without HTTP
 
@@ -415,6 +420,23 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		if err != nil {
 			return nil, usageError(err)
 		}
+		if cfg.console {
+			if p := strings.TrimSuffix(cfg.prefix, "/"); p == console.Path || strings.HasPrefix(p, console.Path+"/") {
+				return nil, usageError(fmt.Errorf("--api-prefix %q collides with the web console at %s (choose another prefix or --console=false)", cfg.prefix, console.Path))
+			}
+			for _, tr := range triggers {
+				if tr.Path == console.Path || strings.HasPrefix(tr.Path, console.Path+"/") {
+					return nil, usageError(fmt.Errorf("trigger %s collides with the web console at %s (choose another path or --console=false)", tr.Path, console.Path))
+				}
+			}
+			h.console, err = console.New(&console.Config{
+				Client: h.client, Tokens: tokens, Authorize: o.Authorize,
+				Schedules: h.scheduler, Flows: h.flows, Stats: h.store, Logger: log,
+			})
+			if err != nil {
+				return nil, usageError(err)
+			}
+		}
 		h.listener, err = net.Listen("tcp", cfg.addr)
 		if err != nil {
 			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.addr, err))
@@ -445,7 +467,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	log.Info("started",
 		"database", redactURL(cfg.databaseURL), "backend", string(h.backend),
 		"workflows", strings.Join(h.registry.Names(), ","),
-		"runner", cfg.runner, "notify", h.core.Listening() != nil, "hooks", h.core.Hooks() != nil, "api", h.url, "auth", auth,
+		"runner", cfg.runner, "notify", h.core.Listening() != nil, "hooks", h.core.Hooks() != nil, "api", h.url, "console", h.consoleURL(), "auth", auth,
 		"triggers", len(triggers), "flows", len(h.flowNames()), "metrics", h.metricsWhere(), "tracing", h.tracer != nil)
 	return h, nil
 }
@@ -505,16 +527,29 @@ func (h *host) metricsWhere() string {
 // redirected POST into a GET); every other request reaches the API as it
 // came.
 func (h *host) apiHandler(api http.Handler) http.Handler {
-	if h.metrics == nil || !h.cfg.metricsOnAPI {
+	metricsOn := h.metrics != nil && h.cfg.metricsOnAPI
+	if !metricsOn && h.console == nil {
 		return api
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+		p := r.URL.Path
+		switch {
+		case metricsOn && p == "/metrics" && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 			h.metrics.ServeHTTP(w, r)
-			return
+		case h.console != nil && (p == console.Path || strings.HasPrefix(p, console.Path+"/")):
+			h.console.Handler().ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
 		}
-		api.ServeHTTP(w, r)
 	})
+}
+
+// consoleURL is the web console's URL, "" when it is off.
+func (h *host) consoleURL() string {
+	if h.console == nil || h.url == "" {
+		return ""
+	}
+	return h.url + console.Path + "/"
 }
 
 // apiURL is the base URL of the API routes.

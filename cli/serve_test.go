@@ -97,6 +97,8 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"BadQueueFromEnvironment", []string{"worker"}, map[string]string{"DURAFLOW_QUEUES": "-x"}, `queue "-x"`},
 		{"EveryQueueAndAnother", []string{"worker", "--queues", "*,default"}, nil, `queue "*"`},
 		{"BadWorkflowName", []string{"worker", "--workflows", "-bad"}, nil, `"-bad"`},
+		{"APIPrefixOnTheConsole", []string{"serve", "--addr", "127.0.0.1:0", "--api-prefix", "/ui"}, nil, "collides with the web console"},
+		{"TriggerOnTheConsole", []string{"serve", "--addr", "127.0.0.1:0", "--trigger", "/ui/orders=hello"}, nil, "collides with the web console"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -32,8 +32,10 @@ the example flows (examples/flows) on a loopback port of its own, which http
 steps reach as http://stub.localhost; no other internal address is reachable
 from them unless --http-allow lists it.
 
-dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
-(--metrics-addr; "" turns them off). See docs/metrics.md.`,
+dev serves the web console at http://127.0.0.1:8080/ui (--console=false
+turns it off; see docs/console.md) and the Prometheus metrics at
+http://127.0.0.1:9464/metrics (--metrics-addr; "" turns them off). See
+docs/metrics.md.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(o.Stderr, cfg.logFormat, cfg.logLevel)
@@ -62,6 +64,9 @@ dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
 func printDevBanner(w io.Writer, name string, h *host) {
 	names := h.registry.Names()
 	fmt.Fprintf(w, "Duraflow dev server: %s (database %s)\n", h.apiURL(), redactURL(h.cfg.databaseURL))
+	if u := h.consoleURL(); u != "" {
+		fmt.Fprintf(w, "Web console: %s\n", u)
+	}
 	if h.metricsURL != "" {
 		fmt.Fprintf(w, "Prometheus metrics: %s\n", h.metricsURL)
 	}
@@ -113,7 +118,9 @@ queue for another runner, and the worker deregisters. A drain requested with
 duraflow workers drain stops the runner the same way; serve then goes on
 serving the API alone until it is stopped.
 
-serve also serves the Prometheus metrics at /metrics on the API address
+serve also serves the web console at /ui on the API address, with the
+same tokens and scopes as the API (--console=false turns it off; see
+docs/console.md), and the Prometheus metrics at /metrics on the API address
 (--metrics=false turns it off), and with --metrics-addr on an address of
 their own; with tokens, a scrape needs the metrics scope (see
 docs/metrics.md).`,

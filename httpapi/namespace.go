@@ -3,7 +3,6 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
-	"slices"
 
 	"github.com/labstack/echo/v4"
 
@@ -56,17 +55,9 @@ func RequestNamespace(r *http.Request) (string, error) {
 // workflow.DefaultNamespace. A token limited to namespaces may select only
 // those (403 FORBIDDEN otherwise).
 func resolveNamespace(c echo.Context, allowed []string, tokenName string) error {
-	ns, err := RequestNamespace(c.Request())
+	ns, err := namespaceFor(c.Request(), allowed, tokenName)
 	if err != nil {
 		return err
-	}
-	switch {
-	case ns == "" && len(allowed) > 0:
-		ns = allowed[0]
-	case ns == "":
-		ns = workflow.DefaultNamespace
-	case len(allowed) > 0 && !slices.Contains(allowed, ns):
-		return fmt.Errorf("%w: token %q may not use namespace %q", ErrForbidden, tokenName, ns)
 	}
 	c.Set(namespaceKey, ns)
 	return nil

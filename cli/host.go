@@ -317,6 +317,23 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		}
 	}
 
+	// Bind the listen addresses before the database is opened, so that a
+	// busy port fails the start before anything is created or migrated.
+	if serveHTTP {
+		h.listener, err = net.Listen("tcp", cfg.addr)
+		if err != nil {
+			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.addr, err))
+		}
+		h.url = "http://" + h.listener.Addr().String()
+	}
+	if cfg.metricsAddr != "" {
+		h.metricsListener, err = net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.metricsAddr, err))
+		}
+		h.metricsURL = "http://" + h.metricsListener.Addr().String() + "/metrics"
+	}
+
 	h.store, h.backend, err = openStore(ctx, cfg.databaseURL, cfg.wakeChannel)
 	if err != nil {
 		return nil, err
@@ -415,18 +432,6 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		if err != nil {
 			return nil, usageError(err)
 		}
-		h.listener, err = net.Listen("tcp", cfg.addr)
-		if err != nil {
-			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.addr, err))
-		}
-		h.url = "http://" + h.listener.Addr().String()
-	}
-	if cfg.metricsAddr != "" {
-		h.metricsListener, err = net.Listen("tcp", cfg.metricsAddr)
-		if err != nil {
-			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.metricsAddr, err))
-		}
-		h.metricsURL = "http://" + h.metricsListener.Addr().String() + "/metrics"
 	}
 
 	auth := "none (loopback only)"

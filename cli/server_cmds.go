@@ -6,6 +6,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -61,7 +63,7 @@ dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
 // printDevBanner says where the API is and how to try it.
 func printDevBanner(w io.Writer, name string, h *host) {
 	names := h.registry.Names()
-	fmt.Fprintf(w, "Duraflow dev server: %s (database %s)\n", h.apiURL(), redactURL(h.cfg.databaseURL))
+	fmt.Fprintf(w, "%s dev server: %s (database %s)\n", displayName(name), h.apiURL(), redactURL(h.cfg.databaseURL))
 	if h.metricsURL != "" {
 		fmt.Fprintf(w, "Prometheus metrics: %s\n", h.metricsURL)
 	}
@@ -92,6 +94,16 @@ func printDevBanner(w io.Writer, name string, h *host) {
 		fmt.Fprintf(w, "(from a checkout of Duraflow: go run ./cmd/duraflow instances create %s --params '%s'%s)\n", wf, params, server)
 	}
 	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
+}
+
+// displayName is the command's name as a banner starts with it: "Duraflow"
+// for duraflow, "Acme" for a binary built with WithName("acme").
+func displayName(name string) string {
+	r, size := utf8.DecodeRuneInString(name)
+	if r == utf8.RuneError {
+		return name
+	}
+	return string(unicode.ToUpper(r)) + name[size:]
 }
 
 func newServeCommand(o *Options) *cobra.Command {

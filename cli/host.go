@@ -48,6 +48,7 @@ type hostConfig struct {
 	flowRefresh     time.Duration
 	flowsDir        string // dev
 	stub            bool   // dev
+	stubAddr        string // dev
 	tick            bool
 	runner          bool
 	lease           time.Duration

@@ -30,9 +30,12 @@ back, and everything is kept in the file for the next start.
 --flows <folder> applies every *.json flow definition in the folder at start
 (a file that does not validate, or that changes a stored version, is
 reported on standard error and skipped). dev also serves the stub service of
-the example flows (examples/flows) on a loopback port of its own, which http
-steps reach as http://stub.localhost; no other internal address is reachable
-from them unless --http-allow lists it.
+the example flows (examples/flows) on a loopback address of its own
+(--stub-addr, a free port by default), which http steps reach as
+http://stub.localhost; no other internal address is reachable from them
+unless --http-allow lists it. With the stub off (--stub=false, or
+--stub-addr ""), flow files whose http steps call it are reported and not
+applied.
 
 dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
 (--metrics-addr; "" turns them off). See docs/metrics.md.`,

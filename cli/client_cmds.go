@@ -101,6 +101,8 @@ func newInstancesCommand(o *Options) *cobra.Command {
 		newInstancesListCommand(o, cf),
 		newInstancesGetCommand(o, cf),
 		newInstancesCreateCommand(o, cf),
+		newInstancesResultCommand(o, cf),
+		newInstancesExecuteCommand(o, cf),
 		newInstancesHistoryCommand(o, cf),
 		newInstancesChangeCommand(o, cf, "pause", "Pause an instance (at its next step boundary when it is running)", (*apiclient.Client).Pause),
 		newInstancesChangeCommand(o, cf, "resume", "Resume a paused instance", (*apiclient.Client).Resume),
@@ -347,7 +349,9 @@ func newInstancesCreateCommand(o *Options, cf *clientFlags) *cobra.Command {
 It then waits up to --wait (default 2 seconds) for the instance to settle,
 that is, to be neither queued nor running, and shows it: a short workflow is
 complete with its output, one that sleeps or waits for an event is waiting.
---wait 0 shows it as created.
+--wait 0 shows it as created. When the instance it shows ended errored the
+command exits 8, terminated 9 (see instances execute and result to wait
+until the instance ends).
 
 --deadline sets the instance's deadline, overriding the workflow's: a
 duration from now ("30 minutes", "2h") or an RFC 3339 time. When it passes
@@ -375,12 +379,17 @@ the instance errors with DeadlineExceeded, even while it sleeps or waits.`,
 			if err != nil {
 				return err
 			}
-			if wait > 0 {
-				if info, err = waitSettled(cmd.Context(), c, info, wait); err != nil {
-					return err
-				}
+			if wait <= 0 {
+				return printInstance(o.Stdout, cf.json, info)
 			}
-			return printInstance(o.Stdout, cf.json, info)
+			if info, err = waitSettled(cmd.Context(), c, info, wait); err != nil {
+				return err
+			}
+			if err := printInstance(o.Stdout, cf.json, info); err != nil {
+				return err
+			}
+			// Scripts can tell an instance that ended badly within --wait.
+			return terminalError(info)
 		},
 	}
 	fs := cmd.Flags()

@@ -34,40 +34,43 @@ import (
 // hostConfig is the configuration of dev, serve and worker, filled from
 // flags and DURAFLOW_* variables.
 type hostConfig struct {
-	databaseURL     string
-	migrate         bool
-	addr            string // "" serves no HTTP (worker)
-	prefix          string
-	tokens          []string
-	triggers        []string
-	triggersFile    string
-	httpAllow       []string
-	timeouts        httpTimeouts
-	limits          httpapi.Limits
-	maxBodyBytes    int64
-	flowRefresh     time.Duration
-	flowsDir        string // dev
-	stub            bool   // dev
-	stubAddr        string // dev
-	tick            bool
-	runner          bool
-	lease           time.Duration
-	pollInterval    time.Duration
-	concurrency     int
-	maxLeaseLosses  int
-	maxInvokeDepth  int
-	eagerStart      bool
-	queues          []string
-	workflows       []string
-	notify          bool
-	wakeChannel     string
-	shutdownTimeout time.Duration
-	workerHeartbeat time.Duration
-	offlineAfter    time.Duration
-	logFormat       string
-	logLevel        string
-	metricsOnAPI    bool   // serve: /metrics on the API address
-	metricsAddr     string // a listen address of its own for /metrics; "" for none
+	databaseURL  string
+	migrate      bool
+	addr         string // "" serves no HTTP (worker)
+	prefix       string
+	tokens       []string
+	triggers     []string
+	triggersFile string
+	httpAllow    []string
+	timeouts     httpTimeouts
+	limits       httpapi.Limits
+	maxBodyBytes int64
+	flowRefresh  time.Duration
+	flowsDir     string // dev
+	stub         bool   // dev
+	// activityInterval is how often dev logs its activity summary; 0 for
+	// never (serve, worker).
+	activityInterval time.Duration
+	stubAddr         string // dev
+	tick             bool
+	runner           bool
+	lease            time.Duration
+	pollInterval     time.Duration
+	concurrency      int
+	maxLeaseLosses   int
+	maxInvokeDepth   int
+	eagerStart       bool
+	queues           []string
+	workflows        []string
+	notify           bool
+	wakeChannel      string
+	shutdownTimeout  time.Duration
+	workerHeartbeat  time.Duration
+	offlineAfter     time.Duration
+	logFormat        string
+	logLevel         string
+	metricsOnAPI     bool   // serve: /metrics on the API address
+	metricsAddr      string // a listen address of its own for /metrics; "" for none
 }
 
 // addMetricsFlags adds --metrics-addr (with its default) and, when onAPI,
@@ -221,6 +224,7 @@ type host struct {
 	scheduler *schedule.Scheduler
 	flows     *flow.Registry
 	stub      *devstub.Server // dev
+	activity  *activity       // dev, nil when --activity-interval is 0
 	api       *httpapi.Server
 	listener  net.Listener
 	url       string // the API's base URL, "" without HTTP
@@ -391,6 +395,10 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			return nil, usageError(fmt.Errorf("--token: %w", err))
 		}
 		coreCfg.Observer = m
+	}
+	if cfg.activityInterval > 0 {
+		h.activity = &activity{next: coreCfg.Observer}
+		coreCfg.Observer = h.activity
 	}
 	if h.tracer, err = newTracerProvider(ctx); err != nil {
 		return nil, usageError(err)

@@ -1,11 +1,14 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -38,7 +41,13 @@ unless --http-allow lists it. With the stub off (--stub=false, or
 applied.
 
 dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
-(--metrics-addr; "" turns them off). See docs/metrics.md.`,
+(--metrics-addr; "" turns them off). See docs/metrics.md.
+
+dev logs on standard error, at warn by default: each failed step attempt
+that is retried, each step that fails for good and each instance that
+errors, with its workflow, instance, step, attempt and error; and every
+--activity-interval in which something happened, a one-line summary of the
+instances created, completed and errored and of the retries.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(o.Stderr, cfg.logFormat, cfg.logLevel)
@@ -50,6 +59,11 @@ dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
 				return hostError(err)
 			}
 			printDevBanner(o.Stdout, o.Name, h)
+			stopSummary, err := h.startActivitySummary(o)
+			if err != nil {
+				return err
+			}
+			defer stopSummary()
 			return hostError(h.serve(cmd.Context()))
 		},
 	}
@@ -60,7 +74,33 @@ dev serves the Prometheus metrics at http://127.0.0.1:9464/metrics
 	addDevFlowFlags(fs, cfg)
 	addMetricsFlags(fs, cfg, DefaultDevMetricsAddr, false)
 	addLogFlags(fs, cfg, "warn")
+	fs.Var(newDurationValue(&cfg.activityInterval, 10*time.Second), "activity-interval", `how often to log a one-line summary of the activity (instances created, completed and errored, step retries), only when there was some; 0 turns it off`)
+	bindEnv(fs, "activity-interval", "DURAFLOW_ACTIVITY_INTERVAL")
 	return cmd
+}
+
+// startActivitySummary starts dev's activity summary (see
+// activity.summarize) and returns the function that stops it. The summary
+// is an info line shown at dev's default level (warn) and at info or
+// debug; --log-level error hides it.
+func (h *host) startActivitySummary(o *Options) (stop func(), err error) {
+	var lvl slog.Level
+	if h.activity == nil || lvl.UnmarshalText([]byte(h.cfg.logLevel)) != nil || lvl > slog.LevelWarn {
+		return func() {}, nil
+	}
+	log, err := newLogger(o.Stderr, h.cfg.logFormat, slog.LevelInfo.String())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(h.cfg.activityInterval)
+		defer tick.Stop()
+		h.activity.summarize(ctx, log, h.cfg.activityInterval, tick.C)
+	}()
+	return func() { cancel(); <-done }, nil
 }
 
 // printDevBanner says where the API is and how to try it.

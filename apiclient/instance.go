@@ -188,4 +188,27 @@ func (p *HistoryPage) history() *client.History {
 // The event is durable; its delivery to the workflow comes later.
 type EventSent struct {
 	Status InstanceDetails `json:"status"`
+	// Delivery says whether a waiting step took the event ("delivered") or
+	// it was buffered ("buffered"): no step of the instance's current run
+	// waits for its type now, and the first WaitForEvent of the type will
+	// receive it, if one ever asks. Empty from a server older than this
+	// field.
+	Delivery EventDelivery `json:"delivery,omitempty"`
+	// Step is the step that received the event as it was stored, when it
+	// did then (else the woken run takes it when it resumes); left out
+	// unless the token may also read the instance (the read scope).
+	Step string `json:"step,omitempty"`
 }
+
+// EventDelivery is what became of a sent event (EventSent.Delivery).
+type EventDelivery string
+
+// The deliveries of an event.
+const (
+	// EventDelivered: the instance was waiting for an event of the type; a
+	// waiting step takes it.
+	EventDelivered EventDelivery = "delivered"
+	// EventBuffered: nothing waits for the type now; the event is kept for
+	// the first WaitForEvent of its type in the current run.
+	EventBuffered EventDelivery = "buffered"
+)

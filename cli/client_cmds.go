@@ -679,21 +679,28 @@ func newEventsCommand(o *Options) *cobra.Command {
 		Long: `send sends an event of a type to an instance, with a JSON payload (--payload,
 or @file, or - for standard input). The event is buffered: the first
 WaitForEvent of that type in the instance's current run receives it, now if
-the instance waits for it, or when it gets there.`,
+the instance waits for it, or when it gets there. send says which: the event
+was delivered (a waiting step took it), or it was buffered because no step
+waits for its type now; then, when the instance waits for events of other
+types, it warns on standard error (a mistyped type is kept, never refused).`,
 		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			raw, err := readJSONArg("--payload", payload, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			st, err := cf.client().SendEventStatus(cmd.Context(), a[0], a[1], a[2], raw)
+			c := cf.client()
+			sent, err := c.SendEventAnswer(cmd.Context(), a[0], a[1], a[2], raw)
 			if err != nil {
 				return err
 			}
-			if cf.json {
-				return writeJSON(o.Stdout, apiclient.EventSent{Status: *st})
+			if sent.Delivery == apiclient.EventBuffered {
+				warnOtherWait(cmd.Context(), o, c, a[0], a[1], a[2])
 			}
-			fmt.Fprintf(o.Stdout, "sent %s to %s/%s (now %s)\n", a[2], a[0], a[1], st.Status)
+			if cf.json {
+				return writeJSON(o.Stdout, sent)
+			}
+			fmt.Fprintf(o.Stdout, "sent %s to %s/%s (now %s)%s\n", a[2], a[0], a[1], sent.Status.Status, deliveryText(sent, a[2]))
 			return nil
 		},
 	}

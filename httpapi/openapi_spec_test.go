@@ -252,7 +252,7 @@ func apiOperations() []apiOp {
 			description: "Stores an event for the instance: a step waiting for its type consumes it, now or when it reaches the wait. The answer comes once the event is durable.",
 			scope:       httpapi.ActionEvents, params: instanceParams,
 			body: apiclient.SendEventRequest{}, bodyRequired: true, bodyExample: obj{"type": "approval", "payload": obj{"by": "ada"}},
-			ok:   []okResp{{status: 202, description: "The event is stored: the instance's status from then on (a workflow the event woke may have moved on already). Its error and output are left out unless the token may also read (the read scope).", body: apiclient.EventSent{}, example: obj{"status": obj{"status": "running"}}}},
+			ok:   []okResp{{status: 202, description: "The event is stored: the instance's status from then on (a workflow the event woke may have moved on already), and whether a waiting step took the event (delivered) or it was buffered for a later WaitForEvent of its type. Its error, output and the receiving step are left out unless the token may also read (the read scope).", body: apiclient.EventSent{}, example: obj{"status": obj{"status": "running"}, "delivery": "delivered", "step": "wait for approval"}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound, apiclient.CodeInvalidInstanceID, apiclient.CodeInvalidEventType, apiclient.CodeInstanceTerminal},
 		},
 		{

@@ -87,3 +87,21 @@ func TestInstancesResultAndExecute(t *testing.T) {
 		c.run(cli.ExitNotFound, "instances", "execute", "nope")
 	})
 }
+
+// TestCreateRefusesParamsThatDoNotDecode: params the workflow cannot
+// decode are refused when the instance is created (exit 5, the decoder's
+// message), not discovered when it runs.
+func TestCreateRefusesParamsThatDoNotDecode(t *testing.T) {
+	t.Parallel()
+	forEachBackend(t, func(t *testing.T, dbArgs []string) {
+		s := startServer(t, append([]string{"dev"}, dbArgs...))
+		c := s.client(t)
+		for _, cmd := range []string{"create", "execute"} {
+			r := c.run(cli.ExitInvalid, "instances", cmd, "hello", "h-"+cmd, "--params", `"Ada"`)
+			require.Empty(t, r.stdout)
+			require.Contains(t, r.stderr, `INVALID_REQUEST (HTTP 400)`)
+			require.Contains(t, r.stderr, `decoding params of workflow "hello": json: cannot unmarshal string into Go value of type demo.HelloParams`)
+			c.run(cli.ExitNotFound, "instances", "get", "hello", "h-"+cmd)
+		}
+	})
+}

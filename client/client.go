@@ -305,11 +305,19 @@ func NewInstanceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func normalizeParams(p json.RawMessage) (json.RawMessage, error) {
+// normalizeParams checks the params of an instance of workflowName: a
+// valid payload that, when the workflow is registered in this process,
+// decodes into its params type (else ErrInvalidRequest with the decoder's
+// message, rather than an instance that errors when it runs). Empty params
+// are null.
+func (c *Client) normalizeParams(workflowName string, p json.RawMessage) (json.RawMessage, error) {
 	if len(p) == 0 {
 		return json.RawMessage("null"), nil
 	}
 	if err := workflow.ValidatePayload("params", p); err != nil {
+		return nil, err
+	}
+	if err := wfcore.CheckParams(c.registry, workflowName, p); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -345,7 +353,7 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	if err != nil {
 		return nil, err
 	}
-	params, err := normalizeParams(req.Params)
+	params, err := c.normalizeParams(workflowName, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +462,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 			return nil, fmt.Errorf("%w: instance id %q appears twice in the batch", workflow.ErrInvalidRequest, id)
 		}
 		seen[id] = true
-		params, err := normalizeParams(r.Params)
+		params, err := c.normalizeParams(workflowName, r.Params)
 		if err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i, err)
 		}

@@ -1,6 +1,7 @@
 package apiclient
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -278,6 +279,13 @@ func (c *Client) Health(ctx context.Context) error {
 // that is not answers a 503 *APIError with code NOT_READY and the reason.
 func (c *Client) Ready(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
+}
+
+// Index calls GET <prefix>: the server's version, its routes and where its
+// OpenAPI document and documentation are.
+func (c *Client) Index(ctx context.Context) (*APIIndex, error) {
+	var out APIIndex
+	return &out, c.do(ctx, http.MethodGet, cmp.Or(c.prefix, "/"), nil, nil, &out)
 }
 
 func (c *Client) api(path string) string { return c.prefix + path }

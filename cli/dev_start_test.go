@@ -3,6 +3,8 @@ package cli_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"net"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/cli"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
 	"github.com/duraflow/duraflow/examples/demo"
@@ -67,4 +70,23 @@ func TestDevBusyPortCreatesNothing(t *testing.T) {
 			`SELECT count(*) FROM information_schema.tables WHERE table_schema = $1`, schema).Scan(&tables))
 		require.Zero(t, tables, "nothing was migrated")
 	})
+}
+
+// TestDevIndex: the URL dev prints answers the index, with the binary's
+// version.
+func TestDevIndex(t *testing.T) {
+	t.Parallel()
+	s := startServer(t, []string{"dev", "--db", sqliteDB(t)}, cli.WithVersion("v1.2.3"))
+	line := s.stdout.waitLine(t, 10*time.Second, func(l string) bool { return strings.HasPrefix(l, "Duraflow dev server: ") })
+	printed := strings.Fields(strings.TrimPrefix(line, "Duraflow dev server: "))[0]
+	require.Equal(t, s.url+"/api", printed)
+	resp, err := http.Get(printed)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var idx apiclient.APIIndex
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&idx))
+	require.Equal(t, "v1.2.3", idx.Version)
+	require.Equal(t, "/api/openapi.json", idx.OpenAPI)
+	require.NotEmpty(t, idx.Routes)
 }

@@ -432,7 +432,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			Ready: h.ready, Logger: log, Schedules: h.scheduler, Triggers: triggers, Flows: h.flows,
 			ReadHeaderTimeout: cfg.timeouts.readHeader, BodyTimeout: cfg.timeouts.body,
 			WriteTimeout: cfg.timeouts.write, IdleTimeout: cfg.timeouts.idle,
-			Limits: cfg.limits, MaxBodyBytes: cfg.maxBodyBytes,
+			Limits: cfg.limits, MaxBodyBytes: cfg.maxBodyBytes, Version: o.Version,
 		}
 		if cfg.tick {
 			apiCfg.Tick = h.tickFunc(dispatcher.TickFunc(h.runner))

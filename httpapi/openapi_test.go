@@ -338,6 +338,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.fails("readyz, not ready", apiclient.CodeNotReady, func() error { return api.Ready(ctx) })
 		notReady.Store(false)
 		c.raw("openapi.json", adminToken, "GET", "/api/openapi.json", "", 200, "", false)
+		c.ok("index", func() error { _, err := api.Index(ctx); return err })
+		c.raw("index, trailing slash", adminToken, "GET", "/api/", "", 200, "", false)
 
 		// Workflows and instances.
 		c.ok("workflows", func() error { _, err := api.Workflows(ctx); return err })

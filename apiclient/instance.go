@@ -51,6 +51,9 @@ type Instance struct {
 	DeadlineAt   *time.Time           `json:"deadlineAt,omitempty"`
 	RunAttempt   int                  `json:"runAttempt,omitempty"`
 	WaitingFor   *workflow.WaitingFor `json:"waitingFor,omitempty"`
+	// Pending are the steps a waiting or paused instance waits on (get
+	// only).
+	Pending []*workflow.PendingStep `json:"pending,omitempty"`
 }
 
 // NewInstance returns the wire form of info; nil for nil.
@@ -80,6 +83,7 @@ func NewInstance(info *workflow.InstanceInfo) *Instance {
 		DeadlineAt:   info.DeadlineAt,
 		RunAttempt:   info.RunAttempt,
 		WaitingFor:   info.WaitingFor,
+		Pending:      info.Pending,
 	}
 }
 
@@ -117,6 +121,7 @@ func (in *Instance) Info() *workflow.InstanceInfo {
 		DeadlineAt:   in.DeadlineAt,
 		RunAttempt:   in.RunAttempt,
 		WaitingFor:   in.WaitingFor,
+		Pending:      in.Pending,
 	}
 }
 

@@ -326,6 +326,7 @@ func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
 	if i.WaitingFor != nil {
 		t.row("Waiting for:", formatWaitingFor(i.WaitingFor))
 	}
+	printPending(t, i)
 	return t.flush()
 }
 

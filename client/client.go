@@ -541,6 +541,9 @@ func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.In
 	if err := c.fillDepth(ctx, info); err != nil {
 		return nil, err
 	}
+	if err := c.fillPending(ctx, info); err != nil {
+		return nil, err
+	}
 	return info, nil
 }
 

@@ -424,6 +424,13 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 		c.v.take()
 		b.h.RunUntilIdle()
+		c.ok("get, waiting: its pending step", func() error {
+			info, err := api.Get(ctx, "approve", "a-1")
+			if err == nil && (len(info.Pending) != 1 || info.Pending[0].Kind != workflow.PendingEvent) {
+				err = fmt.Errorf("pending: %+v", info.Pending)
+			}
+			return err
+		})
 		c.ok("event", func() error { return api.SendEvent(ctx, "approve", "a-1", "approval", json.RawMessage(`{"by":"ada"}`)) })
 		c.fails("event, bad type", apiclient.CodeInvalidEventType, func() error { return api.SendEvent(ctx, "approve", "a-1", "no way", nil) })
 		c.raw("event, no type", adminToken, "POST", "/api/workflows/approve/instances/a-1/events", `{"payload":1}`, 400, "", true)

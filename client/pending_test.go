@@ -72,7 +72,7 @@ func TestGetShowsPendingSteps(t *testing.T) {
 		p = get("sleep").Pending[0]
 		require.Equal(t, workflow.PendingSleep, p.Kind)
 		require.Equal(t, "nap", p.Step)
-		require.WithinDuration(t, *at(2*time.Hour), *p.Until, time.Second)
+		require.WithinDuration(t, *at(2 * time.Hour), *p.Until, time.Second)
 
 		p = get("retry").Pending[0]
 		require.Equal(t, workflow.PendingRetry, p.Kind)

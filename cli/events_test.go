@@ -19,9 +19,9 @@ func TestEventsSendSaysDelivered(t *testing.T) {
 		c := s.client(t)
 		c.run(cli.ExitOK, "instances", "create", "approval", "a1", "--params", `{"amount":120,"timeout":"1 hour"}`)
 
-		r := c.run(cli.ExitOK, "events", "send", "approval", "a1", "aproval", "--payload", `{"approved":true}`)
-		require.Equal(t, "sent aproval to approval/a1 (now waiting): buffered, no step waits for aproval now\n", r.stdout)
-		require.Equal(t, "duraflow: warning: approval/a1 waits for an event of type approval, not aproval: the event is buffered until a step waits for aproval\n", r.stderr)
+		r := c.run(cli.ExitOK, "events", "send", "approval", "a1", "approvl", "--payload", `{"approved":true}`)
+		require.Equal(t, "sent approvl to approval/a1 (now waiting): buffered, no step waits for approvl now\n", r.stdout)
+		require.Equal(t, "duraflow: warning: approval/a1 waits for an event of type approval, not approvl: the event is buffered until a step waits for approvl\n", r.stderr)
 
 		var sent struct {
 			Delivery string

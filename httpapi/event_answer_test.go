@@ -108,7 +108,7 @@ func TestEventAnswerSaysDelivered(t *testing.T) {
 		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
 
 		// A mistyped type: stored, buffered, nothing woken.
-		got := send("b0th", "a1", "aproval")
+		got := send("b0th", "a1", "approvl")
 		require.Equal(t, apiclient.EventBuffered, got.Delivery)
 		require.Empty(t, got.Step)
 		require.Equal(t, workflow.StatusWaiting, got.Status.Status)
@@ -116,7 +116,7 @@ func TestEventAnswerSaysDelivered(t *testing.T) {
 		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
 		hist := b.h.History("approve", "a1")
 		require.Len(t, hist.Events, 1, "the buffered event is kept")
-		require.Equal(t, "aproval", hist.Events[0].Type)
+		require.Equal(t, "approvl", hist.Events[0].Type)
 
 		// The right type: delivered to the waiting step.
 		got = send("b0th", "a1", "approval")
@@ -129,7 +129,7 @@ func TestEventAnswerSaysDelivered(t *testing.T) {
 		got = send("s3nd", "a2", "approval")
 		require.Equal(t, apiclient.EventDelivered, got.Delivery)
 		require.Empty(t, got.Step, "the step is for readers")
-		got = send("s3nd", "a2", "aproval")
+		got = send("s3nd", "a2", "approvl")
 		require.Equal(t, apiclient.EventBuffered, got.Delivery, "a2's wait took the first event")
 	})
 }

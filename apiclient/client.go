@@ -2,6 +2,7 @@ package apiclient
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -211,6 +212,17 @@ func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType stri
 // SendEventStatus is SendEvent that returns the status of the instance
 // once the event was stored, as the server answers it.
 func (c *Client) SendEventStatus(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) (*InstanceDetails, error) {
+	out, err := c.SendEventAnswer(ctx, workflowName, id, eventType, payload)
+	if err != nil {
+		return nil, err
+	}
+	return &out.Status, nil
+}
+
+// SendEventAnswer is SendEvent that returns the server's whole answer: the
+// instance's status, and whether a waiting step took the event or it was
+// buffered (EventSent.Delivery).
+func (c *Client) SendEventAnswer(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) (*EventSent, error) {
 	path, err := c.instancePath(workflowName, id, "/events")
 	if err != nil {
 		return nil, err
@@ -219,7 +231,7 @@ func (c *Client) SendEventStatus(ctx context.Context, workflowName, id, eventTyp
 	if err := c.do(ctx, http.MethodPost, path, nil, SendEventRequest{Type: eventType, Payload: payload}, &out); err != nil {
 		return nil, err
 	}
-	return &out.Status, nil
+	return &out, nil
 }
 
 // History returns a page of the steps and events of a run of an instance
@@ -267,6 +279,13 @@ func (c *Client) Health(ctx context.Context) error {
 // that is not answers a 503 *APIError with code NOT_READY and the reason.
 func (c *Client) Ready(ctx context.Context) error {
 	return c.do(ctx, http.MethodGet, "/readyz", nil, nil, nil)
+}
+
+// Index calls GET <prefix>: the server's version, its routes and where its
+// OpenAPI document and documentation are.
+func (c *Client) Index(ctx context.Context) (*APIIndex, error) {
+	var out APIIndex
+	return &out, c.do(ctx, http.MethodGet, cmp.Or(c.prefix, "/"), nil, nil, &out)
 }
 
 func (c *Client) api(path string) string { return c.prefix + path }

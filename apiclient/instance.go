@@ -51,6 +51,9 @@ type Instance struct {
 	DeadlineAt   *time.Time           `json:"deadlineAt,omitempty"`
 	RunAttempt   int                  `json:"runAttempt,omitempty"`
 	WaitingFor   *workflow.WaitingFor `json:"waitingFor,omitempty"`
+	// Pending are the steps a waiting or paused instance waits on (get
+	// only).
+	Pending []*workflow.PendingStep `json:"pending,omitempty"`
 }
 
 // NewInstance returns the wire form of info; nil for nil.
@@ -80,6 +83,7 @@ func NewInstance(info *workflow.InstanceInfo) *Instance {
 		DeadlineAt:   info.DeadlineAt,
 		RunAttempt:   info.RunAttempt,
 		WaitingFor:   info.WaitingFor,
+		Pending:      info.Pending,
 	}
 }
 
@@ -117,6 +121,7 @@ func (in *Instance) Info() *workflow.InstanceInfo {
 		DeadlineAt:   in.DeadlineAt,
 		RunAttempt:   in.RunAttempt,
 		WaitingFor:   in.WaitingFor,
+		Pending:      in.Pending,
 	}
 }
 
@@ -188,4 +193,27 @@ func (p *HistoryPage) history() *client.History {
 // The event is durable; its delivery to the workflow comes later.
 type EventSent struct {
 	Status InstanceDetails `json:"status"`
+	// Delivery says whether a waiting step took the event ("delivered") or
+	// it was buffered ("buffered"): no step of the instance's current run
+	// waits for its type now, and the first WaitForEvent of the type will
+	// receive it, if one ever asks. Empty from a server older than this
+	// field.
+	Delivery EventDelivery `json:"delivery,omitempty"`
+	// Step is the step that received the event as it was stored, when it
+	// did then (else the woken run takes it when it resumes); left out
+	// unless the token may also read the instance (the read scope).
+	Step string `json:"step,omitempty"`
 }
+
+// EventDelivery is what became of a sent event (EventSent.Delivery).
+type EventDelivery string
+
+// The deliveries of an event.
+const (
+	// EventDelivered: the instance was waiting for an event of the type; a
+	// waiting step takes it.
+	EventDelivered EventDelivery = "delivered"
+	// EventBuffered: nothing waits for the type now; the event is kept for
+	// the first WaitForEvent of its type in the current run.
+	EventBuffered EventDelivery = "buffered"
+)

@@ -27,6 +27,8 @@ func fullInfo(t *testing.T) *workflow.InstanceInfo {
 		Children:   []*workflow.ChildRef{{WorkflowName: "c", ID: "ci", Status: workflow.StatusComplete, RunNumber: 1, StepKey: "s"}},
 		DeadlineAt: &later, RunAttempt: 3,
 		WaitingFor: &workflow.WaitingFor{Kind: "concurrency", Scope: "queue", Name: "q", Max: 1},
+		Pending: []*workflow.PendingStep{{Step: "call", Kind: workflow.PendingRetry, Until: &later, Attempt: 2, MaxAttempts: 3,
+			Error: &workflow.ErrorInfo{Name: "Error", Message: "no"}}},
 	}
 	v := reflect.ValueOf(info).Elem()
 	for i := range v.NumField() {

@@ -120,3 +120,29 @@ type TickResult struct {
 type HealthStatus struct {
 	Status string `json:"status"`
 }
+
+// APIIndex is the answer of GET <prefix> (and <prefix>/): what the server
+// is and where to go next.
+type APIIndex struct {
+	// Name is "Duraflow".
+	Name string `json:"name"`
+	// Version is the server's version (httpapi.Config.Version).
+	Version string `json:"version"`
+	// OpenAPI is the path of the server's OpenAPI document.
+	OpenAPI string `json:"openapi"`
+	// Docs is the address of the documentation.
+	Docs string `json:"docs"`
+	// Console is the path of the web console, when the host mounts one.
+	Console string `json:"console,omitempty"`
+	// Routes are the routes the server serves (httpapi.Server.Routes).
+	Routes []IndexRoute `json:"routes"`
+}
+
+// IndexRoute is one route of an APIIndex.
+type IndexRoute struct {
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Scope is the token scope the route needs; empty for /healthz and
+	// /readyz, which need none.
+	Scope string `json:"scope,omitempty"`
+}

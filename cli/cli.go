@@ -203,14 +203,16 @@ Run the engine:
 
 Talk to a running server over HTTP (--server, --token):
   workflows list
-  instances list|get|create|history|pause|resume|terminate|restart
+  instances list|get|create|result|execute|history|pause|resume|terminate|restart
   events send
   schedules create|list|get|update|enable|disable|delete
   queues list|get|set
   flows apply|list|get|versions
 
 Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 conflict (exists or
-terminal), 5 invalid input, 6 unauthorized or forbidden, 7 server unreachable.`,
+terminal), 5 invalid input, 6 unauthorized or forbidden, 7 server unreachable;
+for an instance a command waited for: 8 it errored, 9 it was terminated,
+10 the wait ran out before it ended.`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

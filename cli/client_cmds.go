@@ -101,6 +101,8 @@ func newInstancesCommand(o *Options) *cobra.Command {
 		newInstancesListCommand(o, cf),
 		newInstancesGetCommand(o, cf),
 		newInstancesCreateCommand(o, cf),
+		newInstancesResultCommand(o, cf),
+		newInstancesExecuteCommand(o, cf),
 		newInstancesHistoryCommand(o, cf),
 		newInstancesChangeCommand(o, cf, "pause", "Pause an instance (at its next step boundary when it is running)", (*apiclient.Client).Pause),
 		newInstancesChangeCommand(o, cf, "resume", "Resume a paused instance", (*apiclient.Client).Resume),
@@ -324,6 +326,7 @@ func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
 	if i.WaitingFor != nil {
 		t.row("Waiting for:", formatWaitingFor(i.WaitingFor))
 	}
+	printPending(t, i)
 	return t.flush()
 }
 
@@ -347,7 +350,9 @@ func newInstancesCreateCommand(o *Options, cf *clientFlags) *cobra.Command {
 It then waits up to --wait (default 2 seconds) for the instance to settle,
 that is, to be neither queued nor running, and shows it: a short workflow is
 complete with its output, one that sleeps or waits for an event is waiting.
---wait 0 shows it as created.
+--wait 0 shows it as created. When the instance it shows ended errored the
+command exits 8, terminated 9 (see instances execute and result to wait
+until the instance ends).
 
 --deadline sets the instance's deadline, overriding the workflow's: a
 duration from now ("30 minutes", "2h") or an RFC 3339 time. When it passes
@@ -375,12 +380,17 @@ the instance errors with DeadlineExceeded, even while it sleeps or waits.`,
 			if err != nil {
 				return err
 			}
-			if wait > 0 {
-				if info, err = waitSettled(cmd.Context(), c, info, wait); err != nil {
-					return err
-				}
+			if wait <= 0 {
+				return printInstance(o.Stdout, cf.json, info)
 			}
-			return printInstance(o.Stdout, cf.json, info)
+			if info, err = waitSettled(cmd.Context(), c, info, wait); err != nil {
+				return err
+			}
+			if err := printInstance(o.Stdout, cf.json, info); err != nil {
+				return err
+			}
+			// Scripts can tell an instance that ended badly within --wait.
+			return terminalError(info)
 		},
 	}
 	fs := cmd.Flags()
@@ -670,21 +680,28 @@ func newEventsCommand(o *Options) *cobra.Command {
 		Long: `send sends an event of a type to an instance, with a JSON payload (--payload,
 or @file, or - for standard input). The event is buffered: the first
 WaitForEvent of that type in the instance's current run receives it, now if
-the instance waits for it, or when it gets there.`,
+the instance waits for it, or when it gets there. send says which: the event
+was delivered (a waiting step took it), or it was buffered because no step
+waits for its type now; then, when the instance waits for events of other
+types, it warns on standard error (a mistyped type is kept, never refused).`,
 		Args: args(cobra.ExactArgs(3)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			raw, err := readJSONArg("--payload", payload, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			st, err := cf.client().SendEventStatus(cmd.Context(), a[0], a[1], a[2], raw)
+			c := cf.client()
+			sent, err := c.SendEventAnswer(cmd.Context(), a[0], a[1], a[2], raw)
 			if err != nil {
 				return err
 			}
-			if cf.json {
-				return writeJSON(o.Stdout, apiclient.EventSent{Status: *st})
+			if sent.Delivery == apiclient.EventBuffered {
+				warnOtherWait(cmd.Context(), o, c, a[0], a[1], a[2])
 			}
-			fmt.Fprintf(o.Stdout, "sent %s to %s/%s (now %s)\n", a[2], a[0], a[1], st.Status)
+			if cf.json {
+				return writeJSON(o.Stdout, sent)
+			}
+			fmt.Fprintf(o.Stdout, "sent %s to %s/%s (now %s)%s\n", a[2], a[0], a[1], sent.Status.Status, deliveryText(sent, a[2]))
 			return nil
 		},
 	}

@@ -64,7 +64,7 @@ func TestClientCommands(t *testing.T) {
 		r := c.run(cli.ExitOK, "instances", "create", "approval", "a1", "--params", `{"amount":120,"timeout":"1 hour"}`)
 		require.Regexp(t, `(?m)^Status:\s+waiting$`, r.stdout)
 		r = c.run(cli.ExitOK, "events", "send", "approval", "a1", "approval", "--payload", `{"approved":true}`)
-		require.Regexp(t, `^sent approval to approval/a1 \(now (waiting|queued|running|complete)\)\n$`, r.stdout)
+		require.Regexp(t, `^sent approval to approval/a1 \(now (waiting|queued|running|complete)\): delivered to (step "wait for approval"|a waiting step)\n$`, r.stdout)
 		info := c.waitStatus("approval", "a1", "complete")
 		out, _ := json.Marshal(info["details"].(map[string]any)["output"])
 		require.JSONEq(t, `{"approved":true,"amount":120}`, string(out))

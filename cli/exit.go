@@ -46,6 +46,17 @@ const (
 	// ExitUnavailable means the server could not be reached: connection
 	// refused, DNS failure, timeout.
 	ExitUnavailable = 7
+	// ExitInstanceErrored means the instance a command waited for ended
+	// errored (instances result and execute, and instances create when it
+	// saw the instance end within --wait). The command prints the instance,
+	// and its error on standard error.
+	ExitInstanceErrored = 8
+	// ExitInstanceTerminated means the instance a command waited for was
+	// terminated.
+	ExitInstanceTerminated = 9
+	// ExitWaitTimeout means the instance was not terminal when the wait of
+	// instances result or execute (--wait) ran out; it goes on running.
+	ExitWaitTimeout = 10
 )
 
 // exitError is an error with the exit code the command ends with.

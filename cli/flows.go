@@ -40,17 +40,23 @@ func addFlowFlags(fs *pflag.FlagSet, c *hostConfig) {
 func addDevFlowFlags(fs *pflag.FlagSet, c *hostConfig) {
 	fs.StringVar(&c.flowsDir, "flows", "", "folder of flow definitions (*.json) to apply at start; a file that does not validate is reported and skipped")
 	bindEnv(fs, "flows", "DURAFLOW_FLOWS")
-	fs.BoolVar(&c.stub, "stub", true, "serve the stub service of the example flows on a loopback port of its own; http steps reach it as http://"+devstub.Host)
+	fs.BoolVar(&c.stub, "stub", true, "serve the stub service of the example flows on a loopback address of its own (--stub-addr); http steps reach it as http://"+devstub.Host+` (--stub=false turns it off: flows that call it are not applied)`)
+	bindEnv(fs, "stub", "DURAFLOW_STUB")
+	fs.StringVar(&c.stubAddr, "stub-addr", "127.0.0.1:0", `loopback address of the stub service (port 0: a free one; "" turns the stub off, as --stub=false does)`)
+	bindEnv(fs, "stub-addr", "DURAFLOW_STUB_ADDR")
 }
+
+// stubOn reports whether dev serves the stub.
+func (c *hostConfig) stubOn() bool { return c.stub && c.stubAddr != "" }
 
 // flowHandlers returns the step types the host's flows run with: the
 // built-ins, the http handler under --http-allow (dev's pointing at its
 // stub, which it starts), and Options.FlowHandlers.
 func (h *host) flowHandlers() (*flow.Handlers, error) {
-	if h.cfg.stub {
-		stub, err := devstub.Start("127.0.0.1:0")
+	if h.cfg.stubOn() {
+		stub, err := devstub.Start(h.cfg.stubAddr)
 		if err != nil {
-			return nil, err
+			return nil, usageError(fmt.Errorf("--stub-addr: %w", err))
 		}
 		h.stub = stub
 	}
@@ -92,6 +98,11 @@ func (h *host) applyFlowFiles(ctx context.Context) error {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			h.reportFlowFile(file, err)
+			continue
+		}
+		if h.stub == nil && devstub.UsesStub(data) {
+			h.skippedFlowFiles = append(h.skippedFlowFiles, filepath.Base(file))
+			fmt.Fprintf(h.opts.Stderr, "%s: warning: not applied: its http steps call the stub service (http://%s), which is off (--stub=false or --stub-addr \"\")\n", file, devstub.Host)
 			continue
 		}
 		res, err := h.flows.Apply(ctx, data)

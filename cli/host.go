@@ -35,40 +35,44 @@ import (
 // hostConfig is the configuration of dev, serve and worker, filled from
 // flags and DURAFLOW_* variables.
 type hostConfig struct {
-	databaseURL     string
-	migrate         bool
-	addr            string // "" serves no HTTP (worker)
-	prefix          string
-	tokens          []string
-	triggers        []string
-	triggersFile    string
-	httpAllow       []string
-	timeouts        httpTimeouts
-	limits          httpapi.Limits
-	maxBodyBytes    int64
-	flowRefresh     time.Duration
-	flowsDir        string // dev
-	stub            bool   // dev
-	tick            bool
-	runner          bool
-	lease           time.Duration
-	pollInterval    time.Duration
-	concurrency     int
-	maxLeaseLosses  int
-	maxInvokeDepth  int
-	eagerStart      bool
-	queues          []string
-	workflows       []string
-	notify          bool
-	wakeChannel     string
-	shutdownTimeout time.Duration
-	workerHeartbeat time.Duration
-	offlineAfter    time.Duration
-	logFormat       string
-	logLevel        string
-	metricsOnAPI    bool   // serve: /metrics on the API address
-	metricsAddr     string // a listen address of its own for /metrics; "" for none
-	console         bool   // dev, serve: the web console at /ui
+	databaseURL  string
+	migrate      bool
+	addr         string // "" serves no HTTP (worker)
+	prefix       string
+	tokens       []string
+	triggers     []string
+	triggersFile string
+	httpAllow    []string
+	timeouts     httpTimeouts
+	limits       httpapi.Limits
+	maxBodyBytes int64
+	flowRefresh  time.Duration
+	flowsDir     string // dev
+	stub         bool   // dev
+	// activityInterval is how often dev logs its activity summary; 0 for
+	// never (serve, worker).
+	activityInterval time.Duration
+	stubAddr         string // dev
+	tick             bool
+	runner           bool
+	lease            time.Duration
+	pollInterval     time.Duration
+	concurrency      int
+	maxLeaseLosses   int
+	maxInvokeDepth   int
+	eagerStart       bool
+	queues           []string
+	workflows        []string
+	notify           bool
+	wakeChannel      string
+	shutdownTimeout  time.Duration
+	workerHeartbeat  time.Duration
+	offlineAfter     time.Duration
+	logFormat        string
+	logLevel         string
+	metricsOnAPI     bool   // serve: /metrics on the API address
+	metricsAddr      string // a listen address of its own for /metrics; "" for none
+	console          bool   // dev, serve: the web console at /ui
 }
 
 // addMetricsFlags adds --metrics-addr (with its default) and, when onAPI,
@@ -224,6 +228,7 @@ type host struct {
 	scheduler *schedule.Scheduler
 	flows     *flow.Registry
 	stub      *devstub.Server // dev
+	activity  *activity       // dev, nil when --activity-interval is 0
 	api       *httpapi.Server
 	console   *console.Console // nil when --console=false
 	listener  net.Listener
@@ -320,6 +325,33 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		if triggers, err = loadTriggers(cfg); err != nil {
 			return nil, err
 		}
+		if cfg.console {
+			if p := strings.TrimSuffix(cfg.prefix, "/"); p == console.Path || strings.HasPrefix(p, console.Path+"/") {
+				return nil, usageError(fmt.Errorf("--api-prefix %q collides with the web console at %s (choose another prefix or --console=false)", cfg.prefix, console.Path))
+			}
+			for _, tr := range triggers {
+				if tr.Path == console.Path || strings.HasPrefix(tr.Path, console.Path+"/") {
+					return nil, usageError(fmt.Errorf("trigger %s collides with the web console at %s (choose another path or --console=false)", tr.Path, console.Path))
+				}
+			}
+		}
+	}
+
+	// Bind the listen addresses before the database is opened, so that a
+	// busy port fails the start before anything is created or migrated.
+	if serveHTTP {
+		h.listener, err = net.Listen("tcp", cfg.addr)
+		if err != nil {
+			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.addr, err))
+		}
+		h.url = "http://" + h.listener.Addr().String()
+	}
+	if cfg.metricsAddr != "" {
+		h.metricsListener, err = net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.metricsAddr, err))
+		}
+		h.metricsURL = "http://" + h.metricsListener.Addr().String() + "/metrics"
 	}
 
 	h.store, h.backend, err = openStore(ctx, cfg.databaseURL, cfg.wakeChannel)
@@ -379,6 +411,10 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		}
 		coreCfg.Observer = m
 	}
+	if cfg.activityInterval > 0 {
+		h.activity = &activity{next: coreCfg.Observer}
+		coreCfg.Observer = h.activity
+	}
 	if h.tracer, err = newTracerProvider(ctx); err != nil {
 		return nil, usageError(err)
 	}
@@ -411,7 +447,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			Ready: h.ready, Logger: log, Schedules: h.scheduler, Triggers: triggers, Flows: h.flows,
 			ReadHeaderTimeout: cfg.timeouts.readHeader, BodyTimeout: cfg.timeouts.body,
 			WriteTimeout: cfg.timeouts.write, IdleTimeout: cfg.timeouts.idle,
-			Limits: cfg.limits, MaxBodyBytes: cfg.maxBodyBytes,
+			Limits: cfg.limits, MaxBodyBytes: cfg.maxBodyBytes, Version: o.Version,
 		}
 		if cfg.tick {
 			apiCfg.Tick = h.tickFunc(dispatcher.TickFunc(h.runner))
@@ -421,14 +457,6 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			return nil, usageError(err)
 		}
 		if cfg.console {
-			if p := strings.TrimSuffix(cfg.prefix, "/"); p == console.Path || strings.HasPrefix(p, console.Path+"/") {
-				return nil, usageError(fmt.Errorf("--api-prefix %q collides with the web console at %s (choose another prefix or --console=false)", cfg.prefix, console.Path))
-			}
-			for _, tr := range triggers {
-				if tr.Path == console.Path || strings.HasPrefix(tr.Path, console.Path+"/") {
-					return nil, usageError(fmt.Errorf("trigger %s collides with the web console at %s (choose another path or --console=false)", tr.Path, console.Path))
-				}
-			}
 			h.console, err = console.New(&console.Config{
 				Client: h.client, Tokens: tokens, Authorize: o.Authorize,
 				Schedules: h.scheduler, Flows: h.flows, Stats: h.store, Logger: log,
@@ -437,18 +465,6 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 				return nil, usageError(err)
 			}
 		}
-		h.listener, err = net.Listen("tcp", cfg.addr)
-		if err != nil {
-			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.addr, err))
-		}
-		h.url = "http://" + h.listener.Addr().String()
-	}
-	if cfg.metricsAddr != "" {
-		h.metricsListener, err = net.Listen("tcp", cfg.metricsAddr)
-		if err != nil {
-			return nil, withCode(ExitError, fmt.Errorf("listening on %s: %w", cfg.metricsAddr, err))
-		}
-		h.metricsURL = "http://" + h.metricsListener.Addr().String() + "/metrics"
 	}
 
 	auth := "none (loopback only)"

@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 )
@@ -28,14 +33,23 @@ back, and everything is kept in the file for the next start.
 --flows <folder> applies every *.json flow definition in the folder at start
 (a file that does not validate, or that changes a stored version, is
 reported on standard error and skipped). dev also serves the stub service of
-the example flows (examples/flows) on a loopback port of its own, which http
-steps reach as http://stub.localhost; no other internal address is reachable
-from them unless --http-allow lists it.
+the example flows (examples/flows) on a loopback address of its own
+(--stub-addr, a free port by default), which http steps reach as
+http://stub.localhost; no other internal address is reachable from them
+unless --http-allow lists it. With the stub off (--stub=false, or
+--stub-addr ""), flow files whose http steps call it are reported and not
+applied.
 
 dev serves the web console at http://127.0.0.1:8080/ui (--console=false
 turns it off; see docs/console.md) and the Prometheus metrics at
 http://127.0.0.1:9464/metrics (--metrics-addr; "" turns them off). See
-docs/metrics.md.`,
+docs/metrics.md.
+
+dev logs on standard error, at warn by default: each failed step attempt
+that is retried, each step that fails for good and each instance that
+errors, with its workflow, instance, step, attempt and error; and every
+--activity-interval in which something happened, a one-line summary of the
+instances created, completed and errored and of the retries.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := newLogger(o.Stderr, cfg.logFormat, cfg.logLevel)
@@ -47,6 +61,11 @@ docs/metrics.md.`,
 				return hostError(err)
 			}
 			printDevBanner(o.Stdout, o.Name, h)
+			stopSummary, err := h.startActivitySummary(o)
+			if err != nil {
+				return err
+			}
+			defer stopSummary()
 			return hostError(h.serve(cmd.Context()))
 		},
 	}
@@ -57,13 +76,39 @@ docs/metrics.md.`,
 	addDevFlowFlags(fs, cfg)
 	addMetricsFlags(fs, cfg, DefaultDevMetricsAddr, false)
 	addLogFlags(fs, cfg, "warn")
+	fs.Var(newDurationValue(&cfg.activityInterval, 10*time.Second), "activity-interval", `how often to log a one-line summary of the activity (instances created, completed and errored, step retries), only when there was some; 0 turns it off`)
+	bindEnv(fs, "activity-interval", "DURAFLOW_ACTIVITY_INTERVAL")
 	return cmd
+}
+
+// startActivitySummary starts dev's activity summary (see
+// activity.summarize) and returns the function that stops it. The summary
+// is an info line shown at dev's default level (warn) and at info or
+// debug; --log-level error hides it.
+func (h *host) startActivitySummary(o *Options) (stop func(), err error) {
+	var lvl slog.Level
+	if h.activity == nil || lvl.UnmarshalText([]byte(h.cfg.logLevel)) != nil || lvl > slog.LevelWarn {
+		return func() {}, nil
+	}
+	log, err := newLogger(o.Stderr, h.cfg.logFormat, slog.LevelInfo.String())
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(h.cfg.activityInterval)
+		defer tick.Stop()
+		h.activity.summarize(ctx, log, h.cfg.activityInterval, tick.C)
+	}()
+	return func() { cancel(); <-done }, nil
 }
 
 // printDevBanner says where the API is and how to try it.
 func printDevBanner(w io.Writer, name string, h *host) {
 	names := h.registry.Names()
-	fmt.Fprintf(w, "Duraflow dev server: %s (database %s)\n", h.apiURL(), redactURL(h.cfg.databaseURL))
+	fmt.Fprintf(w, "%s dev server: %s (database %s)\n", displayName(name), h.apiURL(), redactURL(h.cfg.databaseURL))
 	if u := h.consoleURL(); u != "" {
 		fmt.Fprintf(w, "Web console: %s\n", u)
 	}
@@ -97,6 +142,16 @@ func printDevBanner(w io.Writer, name string, h *host) {
 		fmt.Fprintf(w, "(from a checkout of Duraflow: go run ./cmd/duraflow instances create %s --params '%s'%s)\n", wf, params, server)
 	}
 	fmt.Fprintf(w, "\nPress Ctrl-C to stop.\n")
+}
+
+// displayName is the command's name as a banner starts with it: "Duraflow"
+// for duraflow, "Acme" for a binary built with WithName("acme").
+func displayName(name string) string {
+	r, size := utf8.DecodeRuneInString(name)
+	if r == utf8.RuneError {
+		return name
+	}
+	return string(unicode.ToUpper(r)) + name[size:]
 }
 
 func newServeCommand(o *Options) *cobra.Command {

@@ -305,11 +305,19 @@ func NewInstanceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-func normalizeParams(p json.RawMessage) (json.RawMessage, error) {
+// normalizeParams checks the params of an instance of workflowName: a
+// valid payload that, when the workflow is registered in this process,
+// decodes into its params type (else ErrInvalidRequest with the decoder's
+// message, rather than an instance that errors when it runs). Empty params
+// are null.
+func (c *Client) normalizeParams(workflowName string, p json.RawMessage) (json.RawMessage, error) {
 	if len(p) == 0 {
 		return json.RawMessage("null"), nil
 	}
 	if err := workflow.ValidatePayload("params", p); err != nil {
+		return nil, err
+	}
+	if err := wfcore.CheckParams(c.registry, workflowName, p); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -345,7 +353,7 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	if err != nil {
 		return nil, err
 	}
-	params, err := normalizeParams(req.Params)
+	params, err := c.normalizeParams(workflowName, req.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +462,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 			return nil, fmt.Errorf("%w: instance id %q appears twice in the batch", workflow.ErrInvalidRequest, id)
 		}
 		seen[id] = true
-		params, err := normalizeParams(r.Params)
+		params, err := c.normalizeParams(workflowName, r.Params)
 		if err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i, err)
 		}
@@ -533,6 +541,9 @@ func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.In
 	if err := c.fillDepth(ctx, info); err != nil {
 		return nil, err
 	}
+	if err := c.fillPending(ctx, info); err != nil {
+		return nil, err
+	}
 	return info, nil
 }
 
@@ -593,17 +604,37 @@ func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflo
 // leased to it by the send itself), otherwise through the queue and the
 // client's WakeFunc.
 func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) error {
+	_, err := c.SendEventDelivery(ctx, workflowName, id, eventType, payload)
+	return err
+}
+
+// EventDelivery says what became of a sent event (see SendEventDelivery).
+type EventDelivery struct {
+	// Delivered is true when the instance's current run was waiting for an
+	// event of the type: a waiting step takes the event (at once, or when
+	// the woken run resumes). False means the event is buffered until a
+	// WaitForEvent of its type asks for it, which may be never.
+	Delivered bool
+	// Step is the key of the step that received the event in the send's
+	// own transaction, or "" when the resumed run consumes it (or it is
+	// buffered).
+	Step string
+}
+
+// SendEventDelivery is SendEvent that also says whether a waiting step
+// took the event or it was buffered.
+func (c *Client) SendEventDelivery(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) (*EventDelivery, error) {
 	if err := c.checkInstance(workflowName, id); err != nil {
-		return err
+		return nil, err
 	}
 	if err := workflow.ValidateEventType(eventType); err != nil {
-		return err
+		return nil, err
 	}
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
 	if err := workflow.ValidatePayload("event payload", payload); err != nil {
-		return err
+		return nil, err
 	}
 	resumer, _ := c.eager.(EagerResumer)
 	var lease *db.CreateLease
@@ -622,12 +653,12 @@ func (c *Client) SendEvent(ctx context.Context, workflowName, id, eventType stri
 		resumer.ResumeEager(lease, task)
 	}
 	if err != nil {
-		return mapError(err, workflowName, id)
+		return nil, mapError(err, workflowName, id)
 	}
 	if res.Woken && res.LeasedTask == nil {
 		c.wake(workflowName)
 	}
-	return nil
+	return &EventDelivery{Delivered: res.Woken || res.DeliveredTo != "", Step: res.DeliveredTo}, nil
 }
 
 // ListParams select a page of instances.

@@ -245,6 +245,17 @@ type Config struct {
 	//
 	// Defaults to DefaultIdleTimeout (120 seconds).
 	IdleTimeout time.Duration
+	// Version is the version the index at GET <prefix> reports
+	// (apiclient.APIIndex).
+	//
+	// Defaults to the main module's version in the binary's build
+	// information, or "dev" when it has none.
+	Version string
+	// ConsolePath is the path of a web console the host mounts beside the
+	// API, which the index links to.
+	//
+	// Defaults to "": no console, and the index has no console link.
+	ConsolePath string
 }
 
 // WithDefaults returns a copy of the config with zero fields filled in.
@@ -255,6 +266,7 @@ func (c *Config) WithDefaults() *Config {
 		out.Prefix = strings.TrimSuffix(out.Prefix, "/")
 	}
 	out.MaxConcurrentTicks = cmp.Or(out.MaxConcurrentTicks, 1)
+	out.Version = cmp.Or(out.Version, buildVersion())
 	out.Limits = out.Limits.withDefaults()
 	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, int64(out.Limits.MaxPayloadBytes)+envelopeBytes)
 	out.ReadHeaderTimeout = cmp.Or(out.ReadHeaderTimeout, DefaultReadHeaderTimeout)

@@ -126,8 +126,9 @@ func TestPayloadTooLarge(t *testing.T) {
 	_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "over2", Params: json.RawMessage(over)})
 	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 
-	// Exactly 1 MiB of params is fine.
-	limit := `"` + strings.Repeat("z", workflow.MaxPayloadBytes-2) + `"`
+	// Exactly 1 MiB of params is fine (an object greet's params decode
+	// from).
+	limit := `{"name":"` + strings.Repeat("z", workflow.MaxPayloadBytes-11) + `"}`
 	b.call(t, http.MethodPost, inst, `{"id":"limit","params":`+limit+`}`).requireOK(t, http.StatusCreated, nil)
 
 	for _, id := range []string{"huge", "over", "over2"} {

@@ -83,3 +83,53 @@ func TestEventAnswerShowsErrorAndOutputOnlyToReaders(t *testing.T) {
 		}
 	})
 }
+
+// TestEventAnswerSaysDelivered: the answer says whether a waiting step took
+// the event (delivered, naming the step for a reader) or it was buffered
+// because nothing waits for its type; a buffered event is kept and
+// delivered once a step waits for its type.
+func TestEventAnswerSaysDelivered(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setupOn(t, backend, "", withTokens("sender:s3nd:events", "both:b0th:read,events,create"))
+		send := func(secret, id, eventType string) apiclient.EventSent {
+			t.Helper()
+			var out apiclient.EventSent
+			b.call(t, http.MethodPost, "/api/workflows/approve/instances/"+id+"/events",
+				`{"type":"`+eventType+`","payload":{"approved":true}}`, "Authorization: Bearer "+secret).
+				requireOK(t, http.StatusAccepted, &out)
+			return out
+		}
+		for _, id := range []string{"a1", "a2"} {
+			_, err := b.h.Client.Create(b.ctx, "approve", workflow.CreateRequest{ID: id})
+			require.NoError(t, err)
+		}
+		b.h.RunUntilIdle()
+		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+
+		// A mistyped type: stored, buffered, nothing woken.
+		got := send("b0th", "a1", "approvl")
+		require.Equal(t, apiclient.EventBuffered, got.Delivery)
+		require.Empty(t, got.Step)
+		require.Equal(t, workflow.StatusWaiting, got.Status.Status)
+		b.h.RunUntilIdle()
+		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		hist := b.h.History("approve", "a1")
+		require.Len(t, hist.Events, 1, "the buffered event is kept")
+		require.Equal(t, "approvl", hist.Events[0].Type)
+
+		// The right type: delivered to the waiting step.
+		got = send("b0th", "a1", "approval")
+		require.Equal(t, apiclient.EventDelivered, got.Delivery)
+		require.Equal(t, "wait for approval", got.Step)
+		b.h.RunUntilIdle()
+		b.h.RequireStatus("approve", "a1", workflow.StatusComplete)
+
+		// An events-only token learns the delivery, not the step.
+		got = send("s3nd", "a2", "approval")
+		require.Equal(t, apiclient.EventDelivered, got.Delivery)
+		require.Empty(t, got.Step, "the step is for readers")
+		got = send("s3nd", "a2", "approvl")
+		require.Equal(t, apiclient.EventBuffered, got.Delivery, "a2's wait took the first event")
+	})
+}

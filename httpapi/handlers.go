@@ -214,7 +214,8 @@ func (s *Server) sendEvent(c echo.Context) error {
 		return err
 	}
 	cl := s.scoped(c)
-	if err := cl.SendEvent(c.Request().Context(), name, id, req.Type, req.Payload); err != nil {
+	delivery, err := cl.SendEventDelivery(c.Request().Context(), name, id, req.Type, req.Payload)
+	if err != nil {
 		return err
 	}
 	// The event is stored: the answer is the instance's status from now on
@@ -223,13 +224,16 @@ func (s *Server) sendEvent(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	status := apiclient.DetailsOf(info)
+	out := apiclient.EventSent{Status: apiclient.DetailsOf(info), Delivery: apiclient.EventBuffered, Step: delivery.Step}
+	if delivery.Delivered {
+		out.Delivery = apiclient.EventDelivered
+	}
 	if !s.mayRead(c) {
 		// The events scope sends events and reads nothing: the instance's
-		// error and output are for a caller that may read it.
-		status.Error, status.Output = nil, nil
+		// error, output and steps are for a caller that may read it.
+		out.Status.Error, out.Status.Output, out.Step = nil, nil, ""
 	}
-	return reply(c, http.StatusAccepted, apiclient.EventSent{Status: status})
+	return reply(c, http.StatusAccepted, out)
 }
 
 // mayRead reports whether the request may also read instances

@@ -98,6 +98,8 @@ func (s *Server) buildOpenAPI() ([]byte, error) {
 		served := p
 		if rest, ok := strings.CutPrefix(p, openAPIPrefix+"/"); ok {
 			served = s.prefixed("/" + rest)
+		} else if p == openAPIPrefix {
+			served = strings.TrimSuffix(s.prefixed(""), "/")
 		}
 		kept := map[string]any{}
 		for k, v := range ops {

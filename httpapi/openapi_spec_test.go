@@ -190,6 +190,20 @@ func apiOperations() []apiOp {
 			ok:          []okResp{{status: 200, description: "The OpenAPI 3.1 document.", body: obj{"type": "object", "required": []any{"openapi", "info", "paths"}}}},
 		},
 		{
+			method: "GET", path: "/api", id: "index", tag: "health", summary: "Index",
+			description: "What the server is and where to go next: its version, the routes it serves with the scope each needs, the paths of the OpenAPI document and of the web console (when the host mounts one) and the documentation's address. JSON, or an HTML page when the request accepts text/html. Behind the read scope like the rest of the API.",
+			scope:       httpapi.ActionRead,
+			ok: []okResp{{status: 200, description: "The index.", body: apiclient.APIIndex{},
+				example: obj{"name": "Duraflow", "version": "v1.4.0", "openapi": "/api/openapi.json", "docs": httpapi.DocsURL,
+					"routes": []any{obj{"method": "GET", "path": "/api/workflows", "scope": "read"}, obj{"method": "GET", "path": "/healthz"}}}}},
+		},
+		{
+			method: "GET", path: "/api/", id: "indexSlash", tag: "health", summary: "Index (trailing slash)",
+			description: "The index, as GET /api answers it.",
+			scope:       httpapi.ActionRead,
+			ok:          []okResp{{status: 200, description: "The index.", body: apiclient.APIIndex{}}},
+		},
+		{
 			method: "GET", path: "/api/workflows", id: "listWorkflows", tag: "workflows", summary: "List workflows",
 			description: "Every registered workflow: Go workflows compiled into the server and the flows of the flow registry, by name.",
 			scope:       httpapi.ActionRead,
@@ -252,7 +266,7 @@ func apiOperations() []apiOp {
 			description: "Stores an event for the instance: a step waiting for its type consumes it, now or when it reaches the wait. The answer comes once the event is durable.",
 			scope:       httpapi.ActionEvents, params: instanceParams,
 			body: apiclient.SendEventRequest{}, bodyRequired: true, bodyExample: obj{"type": "approval", "payload": obj{"by": "ada"}},
-			ok:   []okResp{{status: 202, description: "The event is stored: the instance's status from then on (a workflow the event woke may have moved on already). Its error and output are left out unless the token may also read (the read scope).", body: apiclient.EventSent{}, example: obj{"status": obj{"status": "running"}}}},
+			ok:   []okResp{{status: 202, description: "The event is stored: the instance's status from then on (a workflow the event woke may have moved on already), and whether a waiting step took the event (delivered) or it was buffered for a later WaitForEvent of its type. Its error, output and the receiving step are left out unless the token may also read (the read scope).", body: apiclient.EventSent{}, example: obj{"status": obj{"status": "running"}, "delivery": "delivered", "step": "wait for approval"}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound, apiclient.CodeInvalidInstanceID, apiclient.CodeInvalidEventType, apiclient.CodeInstanceTerminal},
 		},
 		{

@@ -338,6 +338,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.fails("readyz, not ready", apiclient.CodeNotReady, func() error { return api.Ready(ctx) })
 		notReady.Store(false)
 		c.raw("openapi.json", adminToken, "GET", "/api/openapi.json", "", 200, "", false)
+		c.ok("index", func() error { _, err := api.Index(ctx); return err })
+		c.raw("index, trailing slash", adminToken, "GET", "/api/", "", 200, "", false)
 
 		// Workflows and instances.
 		c.ok("workflows", func() error { _, err := api.Workflows(ctx); return err })
@@ -422,6 +424,13 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 		c.v.take()
 		b.h.RunUntilIdle()
+		c.ok("get, waiting: its pending step", func() error {
+			info, err := api.Get(ctx, "approve", "a-1")
+			if err == nil && (len(info.Pending) != 1 || info.Pending[0].Kind != workflow.PendingEvent) {
+				err = fmt.Errorf("pending: %+v", info.Pending)
+			}
+			return err
+		})
 		c.ok("event", func() error { return api.SendEvent(ctx, "approve", "a-1", "approval", json.RawMessage(`{"by":"ada"}`)) })
 		c.fails("event, bad type", apiclient.CodeInvalidEventType, func() error { return api.SendEvent(ctx, "approve", "a-1", "no way", nil) })
 		c.raw("event, no type", adminToken, "POST", "/api/workflows/approve/instances/a-1/events", `{"payload":1}`, 400, "", true)

@@ -82,6 +82,12 @@ func New(cfg *Config) (*Server, error) {
 	// like the rest of it (on loopback it needs no token when
 	// authentication is off).
 	route(http.MethodGet, "/openapi.json", s.serveOpenAPI, ActionRead)
+	// The index, at the prefix itself (the URL dev prints), with and
+	// without its trailing slash.
+	if prefix != "" {
+		route(http.MethodGet, "", s.serveIndex, ActionRead)
+	}
+	route(http.MethodGet, "/", s.serveIndex, ActionRead)
 	route(http.MethodGet, "/workflows", s.listWorkflows, ActionRead)
 	route(http.MethodGet, "/workflows/:name/instances", s.listInstances, ActionRead)
 	route(http.MethodPost, "/workflows/:name/instances", s.createInstance, ActionCreate)

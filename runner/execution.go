@@ -414,7 +414,7 @@ func (e *execution) retryRun(runErr error) *db.CheckpointParams {
 	}
 	e.mu.Unlock()
 	slices.Sort(reset)
-	e.log.Info("retrying the failed run", "run_attempt", attempt+1, "at", next, "error", name)
+	e.log.Warn("retrying the failed run", "run_attempt", attempt+1, "at", next, "error", name)
 	return &db.CheckpointParams{
 		Outcome: db.OutcomeSuspend, NextRunAt: next, NextKind: db.TaskKindRetry,
 		RetryRun: &db.RunRetry{ResetSteps: reset, ErrorName: name, ErrorMessage: runErr.Error()},
@@ -449,6 +449,9 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	}
 	e.r.countRun(p.Outcome)
 	e.r.observeEnd(e.inst.WorkflowName, p)
+	if p.Outcome == db.OutcomeError {
+		e.log.Warn("instance errored", "run", e.inst.RunNumber, "error_name", p.ErrorName, "error", p.ErrorMessage)
+	}
 	e.traceOutcome(p)
 	// The waiting instances the end of a limited run admitted have tasks
 	// due now (those leased to this runner excepted): tell the runners.

@@ -30,6 +30,15 @@ type Observer interface {
 	ObserveWake(workflowName string, d time.Duration)
 }
 
+// RetryObserver is an Observer that is also told of step retries. The
+// runner calls ObserveRetry when a Do step attempt failed and its next
+// attempt is scheduled (before the checkpoint that records it commits).
+type RetryObserver interface {
+	// ObserveRetry reports a failed attempt of a step of workflowName that
+	// will be retried.
+	ObserveRetry(workflowName string)
+}
+
 // nopObserver is the Observer of a runner configured without one.
 type nopObserver struct{}
 

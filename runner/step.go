@@ -187,6 +187,8 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 	write.ErrorName, write.ErrorMessage = workflow.ErrorName(runErr), runErr.Error()
 	if workflow.IsNonRetryable(runErr) || policy.IsNonRetryable(write.ErrorName) || policy.Exhausted(attempt) {
 		write.Status = db.StepStatusErrored
+		e.log.Warn("step failed", "step", key, "attempt", attempt, "max_attempts", policy.MaxAttempts(),
+			"error_name", write.ErrorName, "error", write.ErrorMessage)
 		if err := e.commitStep(key, write); err != nil {
 			return nil, err
 		}
@@ -196,6 +198,11 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 	// reads it, never draws again.
 	next := e.r.now().Add(policy.NextDelay(attempt, e.r.jitter()))
 	write.Status, write.NextRetryAt = db.StepStatusRetrying, &next
+	e.log.Warn("step attempt failed; retrying", "step", key, "attempt", attempt, "max_attempts", policy.MaxAttempts(),
+		"next_attempt_at", next, "error_name", write.ErrorName, "error", write.ErrorMessage)
+	if ro, ok := e.r.cfg.Observer.(RetryObserver); ok {
+		ro.ObserveRetry(e.inst.WorkflowName)
+	}
 	e.mu.Lock()
 	e.endLocked(key, false)
 	return nil, e.blockLocked(&wait{at: next, kind: db.TaskKindRetry}, &write)

@@ -84,6 +84,48 @@ type InstanceInfo struct {
 	// WaitingFor, on a queued instance of a limited workflow, says which
 	// concurrency or rate limit holds it back (docs/limits.md).
 	WaitingFor *WaitingFor `json:"waitingFor,omitempty"`
+	// Pending are the steps a waiting or paused instance waits on: an
+	// event, a sleep, a step's next attempt, a child. Filled by a Get of
+	// one instance, not by lists.
+	Pending []*PendingStep `json:"pending,omitempty"`
+}
+
+// PendingKind is what a pending step waits for.
+type PendingKind string
+
+// The kinds of pending steps.
+const (
+	// PendingEvent: a WaitForEvent waits for an event of EventType, until
+	// Until (its timeout) when it has one.
+	PendingEvent PendingKind = "event"
+	// PendingSleep: a Sleep or SleepUntil wakes at Until.
+	PendingSleep PendingKind = "sleep"
+	// PendingRetry: a Do step failed and its attempt Attempt runs at Until.
+	PendingRetry PendingKind = "retry"
+	// PendingChild: an Invoke step waits for its child Child to end, until
+	// Until (its timeout) when it has one.
+	PendingChild PendingKind = "child"
+)
+
+// PendingStep is a step of the current run that the instance waits on
+// (InstanceInfo.Pending).
+type PendingStep struct {
+	// Step is the step's name.
+	Step string      `json:"step"`
+	Kind PendingKind `json:"kind"`
+	// EventType is the type a PendingEvent step waits for.
+	EventType string `json:"eventType,omitempty"`
+	// Until is when the wait ends: the event's or the child's timeout, the
+	// sleep's wake time, the next attempt's time; nil when it has no end.
+	Until *time.Time `json:"until,omitempty"`
+	// Attempt is the next attempt of a PendingRetry step, and MaxAttempts
+	// its limit (UnlimitedAttempts for none).
+	Attempt     int `json:"attempt,omitempty"`
+	MaxAttempts int `json:"maxAttempts,omitempty"`
+	// Error is the error of a PendingRetry step's last attempt.
+	Error *ErrorInfo `json:"error,omitempty"`
+	// Child is the instance a PendingChild step waits for.
+	Child *ChildRef `json:"child,omitempty"`
 }
 
 // CreateRequest is one untyped instance to create.

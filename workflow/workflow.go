@@ -48,14 +48,30 @@ type runnable[P, O any] struct {
 // Name implements wfhook.Runnable.
 func (r *runnable[P, O]) Name() string { return r.name }
 
+// decodeParams decodes an instance's params into P, as Run receives them.
+func (r *runnable[P, O]) decodeParams(raw json.RawMessage) (P, error) {
+	var params P
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &params); err != nil {
+			return params, fmt.Errorf("decoding params of workflow %q: %w", r.name, err)
+		}
+	}
+	return params, nil
+}
+
+// CheckParams implements wfhook.ParamsChecker: it decodes params as Execute
+// would, so that a create can refuse params the workflow could not run with.
+func (r *runnable[P, O]) CheckParams(params json.RawMessage) error {
+	_, err := r.decodeParams(params)
+	return err
+}
+
 // Execute implements wfhook.Runnable; step is a Step or nil.
 func (r *runnable[P, O]) Execute(ctx context.Context, raw wfhook.RawEvent, step any) (json.RawMessage, error) {
 	s, _ := step.(Step)
-	var params P
-	if len(raw.Payload) > 0 {
-		if err := json.Unmarshal(raw.Payload, &params); err != nil {
-			return nil, NonRetryable(fmt.Errorf("decoding params of workflow %q: %w", r.name, err))
-		}
+	params, err := r.decodeParams(raw.Payload)
+	if err != nil {
+		return nil, NonRetryable(err)
 	}
 	out, err := r.wf.Run(ctx, Event[P]{
 		Payload:      params,

@@ -125,6 +125,8 @@ func onWorker(suffix string) func(t *testing.T, s *server) (string, string) {
 func routeCases() []routeCase {
 	return []routeCase{
 		{"GET", "/openapi.json", "read", 200, fixed("/api/openapi.json", "")},
+		{"GET", "", "read", 200, fixed("/api", "")},
+		{"GET", "/", "read", 200, fixed("/api/", "")},
 		{"GET", "/workflows", "read", 200, fixed("/api/workflows", "")},
 		{"GET", "/workflows/:name/instances", "read", 200, fixed("/api/workflows/approval/instances", "")},
 		{"POST", "/workflows/:name/instances", "create", 201, func(*testing.T, *server) (string, string) {

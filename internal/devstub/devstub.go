@@ -23,6 +23,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -192,4 +193,42 @@ func (resolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.
 		return []netip.Addr{stubIP}, nil
 	}
 	return net.DefaultResolver.LookupNetIP(ctx, network, host)
+}
+
+// UsesStub reports whether a flow definition (JSON) has an http step whose
+// URL names Host, so that it cannot run where the stub is not served.
+// Definitions that do not decode report false: validation says why.
+func UsesStub(definition []byte) bool {
+	var v any
+	if json.Unmarshal(definition, &v) != nil {
+		return false
+	}
+	return usesStub(v)
+}
+
+func usesStub(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if t, _ := v["type"].(string); t == "http" {
+			if cfg, ok := v["config"].(map[string]any); ok {
+				if raw, ok := cfg["url"].(string); ok {
+					if u, err := url.Parse(raw); err == nil && strings.EqualFold(strings.TrimSuffix(u.Hostname(), "."), Host) {
+						return true
+					}
+				}
+			}
+		}
+		for _, x := range v {
+			if usesStub(x) {
+				return true
+			}
+		}
+	case []any:
+		for _, x := range v {
+			if usesStub(x) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -104,3 +104,19 @@ func TestHTTPHandlerConfig(t *testing.T) {
 	require.Equal(t, flow.ErrorNameHTTP, httpErr.ErrorName(), "the teapot answered")
 	require.Nil(t, out)
 }
+
+func TestUsesStub(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, def string
+		want      bool
+	}{
+		{"HTTPStepToTheStub", `{"steps":{"a":{"type":"http","config":{"url":"http://stub.localhost/inventory/reserve"}}}}`, true},
+		{"HostInAnyCase", `{"steps":{"a":{"type":"http","config":{"url":"http://STUB.localhost./x"}}}}`, true},
+		{"ElsewhereOnly", `{"steps":{"a":{"type":"http","config":{"url":"https://example.com/stub.localhost"}}}}`, false},
+		{"NamedInTextOnly", `{"description":"calls http://stub.localhost in dev","steps":{"a":{"type":"transform","config":{"expression":"1"}}}}`, false},
+		{"NotJSON", `{`, false},
+	} {
+		require.Equal(t, tc.want, devstub.UsesStub([]byte(tc.def)), tc.name)
+	}
+}

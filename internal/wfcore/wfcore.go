@@ -40,6 +40,26 @@ func Override(r *workflow.Registry, name string, w Runnable) {
 	wfhook.OverrideFunc(r, name, w)
 }
 
+// CheckParams decodes params as the workflow registered under name would
+// when it runs, and returns an error wrapping workflow.ErrInvalidRequest
+// with the decoder's message when they do not decode. A workflow that is
+// not registered in r, or that cannot check its params (a flow, a mock),
+// passes.
+func CheckParams(r *workflow.Registry, name string, params json.RawMessage) error {
+	w, ok := wfhook.LookupFunc(r, name)
+	if !ok {
+		return nil
+	}
+	pc, ok := w.(wfhook.ParamsChecker)
+	if !ok {
+		return nil
+	}
+	if err := pc.CheckParams(params); err != nil {
+		return fmt.Errorf("%w: %v", workflow.ErrInvalidRequest, err)
+	}
+	return nil
+}
+
 // Registered reports whether a workflow is registered under name.
 func Registered(r *workflow.Registry, name string) bool {
 	_, ok := wfhook.LookupFunc(r, name)

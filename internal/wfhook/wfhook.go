@@ -34,6 +34,13 @@ type Runnable interface {
 	Execute(ctx context.Context, event RawEvent, step any) (json.RawMessage, error)
 }
 
+// ParamsChecker is a Runnable that can check an instance's params before
+// it runs: CheckParams decodes them as Execute would and returns the
+// decoder's error. Go workflows (workflow.Func and the like) implement it.
+type ParamsChecker interface {
+	CheckParams(params json.RawMessage) error
+}
+
 // LookupFunc returns the workflow registered under name in registry, a
 // *workflow.Registry. Package workflow sets it at init.
 var LookupFunc func(registry any, name string) (Runnable, bool)

@@ -1,0 +1,63 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// fillPending sets info.Pending on a waiting or paused instance: the steps
+// of its current run that wait (an event, a sleep, a child) or that wait
+// for their next attempt, read from its step rows. Other instances have
+// none, and nothing is read for them.
+func (c *Client) fillPending(ctx context.Context, info *workflow.InstanceInfo) error {
+	switch info.Status {
+	case workflow.StatusWaiting, workflow.StatusPaused, workflow.StatusWaitingForPause:
+	default:
+		return nil
+	}
+	steps, err := c.store.StepList(ctx, &db.StepListParams{
+		WorkflowName: info.WorkflowName, InstanceID: info.ID, RunNumber: info.RunNumber,
+	})
+	if err != nil {
+		return fmt.Errorf("listing steps: %w", err)
+	}
+	for _, s := range steps {
+		if p := pendingStep(info, s); p != nil {
+			info.Pending = append(info.Pending, p)
+		}
+	}
+	return nil
+}
+
+// pendingStep is what step s of info's current run waits on, or nil when
+// it waits on nothing.
+func pendingStep(info *workflow.InstanceInfo, s *db.Step) *workflow.PendingStep {
+	switch {
+	case s.Status == db.StepStatusRetrying:
+		p := &workflow.PendingStep{
+			Step: s.Key, Kind: workflow.PendingRetry, Until: s.NextRetryAt,
+			Attempt: s.Attempts + 1, MaxAttempts: s.MaxAttempts,
+		}
+		if s.ErrorName != "" || s.ErrorMessage != "" {
+			p.Error = &workflow.ErrorInfo{Name: s.ErrorName, Message: s.ErrorMessage}
+		}
+		return p
+	case s.Status != db.StepStatusWaiting:
+		return nil
+	case s.Type == db.StepTypeSleep:
+		return &workflow.PendingStep{Step: s.Key, Kind: workflow.PendingSleep, Until: s.WakeAt}
+	case s.Type == db.StepTypeInvoke:
+		p := &workflow.PendingStep{Step: s.Key, Kind: workflow.PendingChild, Until: s.WakeAt}
+		for _, ch := range info.Children {
+			if ch.RunNumber == info.RunNumber && ch.StepKey == s.Key {
+				p.Child = ch
+			}
+		}
+		return p
+	default:
+		return &workflow.PendingStep{Step: s.Key, Kind: workflow.PendingEvent, EventType: s.WaitEventType, Until: s.WakeAt}
+	}
+}

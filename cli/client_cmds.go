@@ -17,6 +17,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -36,9 +37,9 @@ type clientFlags struct {
 // subcommands.
 func addClientFlags(cmd *cobra.Command, cf *clientFlags) {
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&cf.server, "server", "http://127.0.0.1:8080", "base URL of the Duraflow server")
+	fs.StringVar(&cf.server, "server", "http://127.0.0.1:8080", "the Duraflow server: a base URL, or host:port for http://host:port, or a port alone for http://127.0.0.1:port")
 	bindEnv(fs, "server", "DURAFLOW_SERVER")
-	fs.StringVar(&cf.token, "token", "", "bearer token (the secret of a token the server accepts)")
+	fs.StringVar(&cf.token, "token", "", "bearer token: the secret of a token the server accepts; its scopes ("+strings.Join(httpapi.Scopes(), ", ")+") decide which commands it may run")
 	bindEnv(fs, "token", "DURAFLOW_TOKEN")
 	fs.StringVar(&cf.prefix, "api-prefix", "/api", "path the server mounts its API under")
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")

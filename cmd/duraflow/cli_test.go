@@ -1,0 +1,250 @@
+//go:build unix
+
+package main_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/db/postgres/pgtest"
+	"github.com/duraflow/duraflow/httpapi"
+)
+
+// The command-line tests run the real binary against a real dev server,
+// on SQLite and on Postgres.
+
+// ran is what one run of the binary printed, and its exit code.
+type ran struct {
+	stdout, stderr string
+	code           int
+}
+
+// runBinary runs the binary once with args and no DURAFLOW_* variables.
+func runBinary(t *testing.T, args ...string) ran {
+	t.Helper()
+	cmd := exec.Command(duraflowBinary(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = cleanEnv()
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return ran{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// requireCode runs the binary and requires the exit code.
+func requireCode(t *testing.T, code int, args ...string) ran {
+	t.Helper()
+	r := runBinary(t, args...)
+	require.Equal(t, code, r.code, "%v\nstdout:\n%s\nstderr:\n%s", args, r.stdout, r.stderr)
+	return r
+}
+
+// databases returns the database URL of each backend: a fresh SQLite file
+// and a fresh Postgres schema (skipped when Postgres is unreachable, unless
+// DURAFLOW_REQUIRE_POSTGRES=1).
+func databases(t *testing.T) map[string]func(t *testing.T) string {
+	return map[string]func(t *testing.T) string{
+		"SQLite": func(t *testing.T) string {
+			return "sqlite:" + filepath.Join(t.TempDir(), "duraflow.db")
+		},
+		"Postgres": func(t *testing.T) string {
+			pool := pgtest.NewPool(t, pgtest.WithMaxConns(1))
+			schema := pool.Config().ConnConfig.RuntimeParams["search_path"]
+			require.NotEmpty(t, schema)
+			u, err := url.Parse(pgtest.DatabaseURL())
+			require.NoError(t, err)
+			q := u.Query()
+			q.Set("search_path", schema)
+			u.RawQuery = q.Encode()
+			return u.String()
+		},
+	}
+}
+
+// startDev starts `duraflow dev` on db with the extra args and returns the
+// base URL it serves, as it logged it.
+func startDev(t *testing.T, db string, args ...string) (*proc, string) {
+	t.Helper()
+	all := append([]string{"dev", "--db", db, "--metrics-addr", "", "--log-format", "json", "--log-level", "info"}, args...)
+	if !containsArg(args, "--addr") {
+		all = append(all, "--addr", "127.0.0.1:0")
+	}
+	p := start(t, "dev", all...)
+	m := p.out.waitLog(t, p.name, "serving the HTTP API")
+	return p, m["url"].(string)
+}
+
+func containsArg(args []string, a string) bool {
+	for _, x := range args {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// freePort returns a TCP port that was free on loopback a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	return port
+}
+
+// TestServerFlagTakesHostPort: --server takes a URL, host:port, :port or a
+// port alone; what is no server address is a usage error (exit 2).
+func TestServerFlagTakesHostPort(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, base := startDev(t, db(t))
+			u, err := url.Parse(base)
+			require.NoError(t, err)
+			port := u.Port()
+			for _, server := range []string{base, "127.0.0.1:" + port, "localhost:" + port, ":" + port, port} {
+				r := requireCode(t, 0, "workflows", "list", "--server", server)
+				require.Regexp(t, `(?m)^hello\s+go\s+-$`, r.stdout, "--server %s", server)
+			}
+			r := requireCode(t, 0, "instances", "create", "hello", "ada", "--params", `{"name":"Ada"}`, "--server", "127.0.0.1:"+port)
+			require.Regexp(t, `(?m)^Status:\s+complete$`, r.stdout)
+
+			for _, bad := range []string{"ftp://127.0.0.1:" + port, "http://", "127.0.0.1:http", "http://u:p@127.0.0.1:" + port, ""} {
+				r := requireCode(t, 2, "workflows", "list", "--server", bad)
+				require.Contains(t, r.stderr, "duraflow: --server: ", "--server %q", bad)
+				require.Contains(t, r.stderr, "Run 'duraflow workflows list --help' for usage.")
+			}
+		})
+	}
+}
+
+// TestAddrTakesAPort: dev --addr 18202 listens on 127.0.0.1:18202, the
+// loopback interface, not every interface.
+func TestAddrTakesAPort(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			port := freePort(t)
+			_, base := startDev(t, db(t), "--addr", port)
+			require.Equal(t, "http://127.0.0.1:"+port, base)
+			r := requireCode(t, 0, "workflows", "list", "--server", port)
+			require.Contains(t, r.stdout, "hello")
+		})
+	}
+	r := requireCode(t, 2, "dev", "--db", "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "--addr", "99999999")
+	require.Contains(t, r.stderr, "--addr")
+}
+
+// TestUsageErrorsExitTwo: unknown commands and flags, flag values that do
+// not parse and missing arguments exit 2 with one line saying what, and a
+// mistyped subcommand gets suggestions at every level.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"instnces", "list"}, "Did you mean this?\n\tinstances\n"},
+		{[]string{"instances", "lst"}, "Did you mean this?\n\tlist"},
+		{[]string{"flows", "aply"}, "Did you mean this?\n\tapply"},
+		{[]string{"schedules", "lst"}, "Did you mean this?\n\tlist"},
+		{[]string{"instances", "list", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"instances", "list", "--page-size", "many"}, `invalid argument "many" for "--page-size"`},
+		{[]string{"instances", "list", "--timeout", "soon"}, `invalid argument "soon" for "--timeout"`},
+		{[]string{"instances", "get", "hello"}, "accepts 2 arg(s), received 1"},
+		{[]string{"dev", "--concurrency", "x"}, `invalid argument "x" for "--concurrency"`},
+		{[]string{"version", "extra"}, `unknown command "extra" for "duraflow version"`},
+	} {
+		r := requireCode(t, 2, tt.args...)
+		require.Contains(t, r.stderr, tt.want, "%v", tt.args)
+		require.True(t, strings.HasPrefix(r.stderr, "duraflow: "), "%v: %s", tt.args, r.stderr)
+	}
+}
+
+// TestVersionCommand: version prints the binary's version, commit and Go
+// version; --json the same as an object; --version one line.
+func TestVersionCommand(t *testing.T) {
+	t.Parallel()
+	r := requireCode(t, 0, "version")
+	require.Regexp(t, `(?m)^duraflow:\s+dev$`, r.stdout)
+	require.Regexp(t, `(?m)^Commit:\s+\S+`, r.stdout)
+	require.Regexp(t, `(?m)^Go:\s+`+regexpQuote(runtime.Version())+`$`, r.stdout)
+	require.Regexp(t, `(?m)^Platform:\s+`+runtime.GOOS+"/"+runtime.GOARCH+`$`, r.stdout)
+
+	var v struct {
+		Version, Module, Duraflow, Go, Platform string
+		Modified                                bool
+	}
+	r = requireCode(t, 0, "version", "--json")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	require.Equal(t, "dev", v.Version)
+	require.Equal(t, "github.com/duraflow/duraflow", v.Module)
+	require.Equal(t, runtime.Version(), v.Go)
+
+	r = requireCode(t, 0, "--version")
+	require.True(t, strings.HasPrefix(r.stdout, "duraflow version dev"), r.stdout)
+}
+
+func regexpQuote(s string) string {
+	return strings.NewReplacer(".", `\.`, "+", `\+`).Replace(s)
+}
+
+// TestCompletion: completion prints a script for bash, zsh and fish that
+// completes the binary's commands.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for shell, want := range map[string]string{
+		"bash": "# bash completion V2 for duraflow",
+		"zsh":  "#compdef duraflow",
+		"fish": "# fish completion for duraflow",
+	} {
+		r := requireCode(t, 0, "completion", shell)
+		require.True(t, strings.HasPrefix(r.stdout, want), "%s: %.200s", shell, r.stdout)
+	}
+	// The scripts call the binary back for the candidates.
+	r := requireCode(t, 0, "__complete", "inst")
+	require.Contains(t, r.stdout, "instances")
+	r = requireCode(t, 0, "__complete", "instances", "")
+	for _, sub := range []string{"list", "get", "create", "history"} {
+		require.Contains(t, r.stdout, sub+"\t")
+	}
+}
+
+// TestTokenHelpListsEveryScope: the help of serve's --token and of the
+// client commands' --token lists every scope the server accepts.
+func TestTokenHelpListsEveryScope(t *testing.T) {
+	t.Parallel()
+	scopes := httpapi.Scopes()
+	require.Contains(t, scopes, "tick")
+	for _, args := range [][]string{{"serve", "--help"}, {"dev", "--help"}, {"instances", "--help"}, {"flows", "apply", "--help"}} {
+		r := requireCode(t, 0, args...)
+		line := ""
+		for l := range strings.SplitSeq(r.stdout, "\n") {
+			if strings.Contains(l, "--token") {
+				line = l
+			}
+		}
+		require.NotEmpty(t, line, "%v has no --token", args)
+		require.Contains(t, line, strings.Join(scopes, ", "), "%v", args)
+	}
+}

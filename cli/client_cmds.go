@@ -463,9 +463,40 @@ func readJSONArg(flag, v string, in io.Reader) (json.RawMessage, error) {
 		return nil, withCode(ExitInvalid, fmt.Errorf("%s: %w", flag, err))
 	}
 	if !json.Valid(b) {
-		return nil, withCode(ExitInvalid, fmt.Errorf("%s: not valid JSON: %s", flag, compactJSON(b, 80)))
+		return nil, withCode(ExitInvalid, fmt.Errorf("%s: %w", flag, describeJSONError(b)))
 	}
 	return json.RawMessage(b), nil
+}
+
+// describeJSONError says where and why b, which is not valid JSON, goes
+// wrong: "invalid JSON at byte 16: invalid character '}' looking for
+// beginning of object key string, at {"name": "Ada",⟨here⟩}", where byte
+// counts from 1 and ⟨here⟩ marks the byte the decoder stopped at.
+func describeJSONError(b []byte) error {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		// Offset is the number of bytes read, the bad one included; at the
+		// end of the input nothing is bad but what is missing.
+		pos := int(se.Offset) - 1
+		if se.Offset >= int64(len(b)) && strings.Contains(se.Error(), "end of JSON input") {
+			pos = len(b)
+		}
+		return fmt.Errorf("invalid JSON at byte %d: %s, at %s", se.Offset, se.Error(), near(b, pos))
+	case err != nil:
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return errors.New("invalid JSON")
+}
+
+// near is the text of b around index pos, on one line, with "⟨here⟩" at
+// pos.
+func near(b []byte, pos int) string {
+	pos = min(max(pos, 0), len(b))
+	s := string(b[max(0, pos-24):pos]) + "⟨here⟩" + string(b[pos:min(len(b), pos+24)])
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func newInstancesHistoryCommand(o *Options, cf *clientFlags) *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -246,5 +247,42 @@ func TestTokenHelpListsEveryScope(t *testing.T) {
 		}
 		require.NotEmpty(t, line, "%v has no --token", args)
 		require.Contains(t, line, strings.Join(scopes, ", "), "%v", args)
+	}
+}
+
+// TestFlowApplyListsEveryProblem: flows apply lists every problem of a
+// definition on standard error, unknown fields with the others, and exits
+// 5; bad JSON in --params and --payload says at which byte and why, exits
+// 5 and creates nothing.
+func TestFlowApplyListsEveryProblem(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, base := startDev(t, db(t))
+			file := filepath.Join(t.TempDir(), "broken.json")
+			require.NoError(t, os.WriteFile(file, []byte(`{"id": "broken", "version": "1.0.0", "initialStepId": "nowhere", "colour": "red",
+			  "steps": {"a": {"id": "a", "type": "teleport", "retrys": 3, "timeOut": "1s"}}}`), 0o600))
+			r := requireCode(t, 5, "flows", "apply", "-f", file, "--server", base)
+			for _, want := range []string{
+				`  colour: unknown field "colour"`,
+				`  initialStepId: no step "nowhere" (steps: a)`,
+				`  steps.a.retrys: unknown field "retrys"`,
+				`  steps.a.timeOut: unknown field "timeOut"`,
+				`  steps.a.type: unknown step type "teleport"`,
+				file + ": the flow is invalid (5 problems, above)",
+			} {
+				require.Contains(t, r.stderr, want)
+			}
+			requireCode(t, 3, "flows", "get", "broken", "--server", base)
+
+			r = requireCode(t, 5, "instances", "create", "hello", "bad", "--params", `{"name": "Ada",}`, "--server", base)
+			require.Equal(t, "duraflow: --params: invalid JSON at byte 16: invalid character '}' looking for beginning of object key string, at {\"name\": \"Ada\",⟨here⟩}\n", r.stderr)
+			r = requireCode(t, 5, "instances", "create", "hello", "bad", "--params", `{"name": "Ada"`, "--server", base)
+			require.Contains(t, r.stderr, "--params: invalid JSON at byte 14: unexpected end of JSON input, at {\"name\": \"Ada\"⟨here⟩\n")
+			r = requireCode(t, 5, "events", "send", "hello", "bad", "approval", "--payload", `[1, 2 3]`, "--server", base)
+			require.Contains(t, r.stderr, "--payload: invalid JSON at byte 7: invalid character '3' after array element, at [1, 2 ⟨here⟩3]")
+			requireCode(t, 3, "instances", "get", "hello", "bad", "--server", base)
+		})
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -112,23 +111,12 @@ func newInstancesCommand(o *Options) *cobra.Command {
 	return cmd
 }
 
-// listOutput is what instances list gathers; its JSON is listJSON.
-type listOutput struct {
-	Instances []*workflow.InstanceInfo
-	// NextCursor continues a one-workflow listing.
-	NextCursor string
-	// NextCursors continue, per workflow, a listing of every workflow.
-	NextCursors map[string]string
-}
-
 // listJSON is the JSON of instances list: the API's page
-// (apiclient.InstancePage), and for a listing of every workflow the cursor
-// of each workflow that has more.
+// (apiclient.InstancePage).
 type listJSON struct {
 	Instances   []*apiclient.Instance `json:"instances"`
 	Cursor      string                `json:"cursor,omitempty"`
 	HasNextPage bool                  `json:"hasNextPage"`
-	Cursors     map[string]string     `json:"cursors,omitempty"`
 }
 
 func newInstancesListCommand(o *Options, cf *clientFlags) *cobra.Command {
@@ -144,12 +132,16 @@ func newInstancesListCommand(o *Options, cf *clientFlags) *cobra.Command {
 		Short: "List instances, newest update first",
 		Long: `list lists the instances of a workflow, or of every workflow when none is
 named, newest update first, one page at a time (--page-size, default 50).
-When there are more, it prints the --cursor of the next page on standard
-error; --all follows every page.`,
+It reads the database, so it lists the instances of workflows the server does
+not run too. When there are more, it prints the --cursor of the next page on
+standard error; --all follows every page.`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c := cf.client()
 			p := client.ListParams{PageSize: pageSize, Cursor: cursor, Queue: queue}
+			if len(a) == 1 {
+				p.WorkflowName = a[0]
+			}
 			for _, s := range statuses {
 				for st := range strings.SplitSeq(s, ",") {
 					if st = strings.TrimSpace(st); st != "" {
@@ -157,60 +149,21 @@ error; --all follows every page.`,
 					}
 				}
 			}
-			var names []string
-			if len(a) == 1 {
-				names = a
-			} else {
-				if cursor != "" {
-					return usageError(errors.New("--cursor needs a workflow argument: a cursor continues one workflow's list"))
-				}
-				list, err := c.Workflows(cmd.Context())
+			items, next, err := listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*workflow.InstanceInfo, string, error) {
+				page, err := c.List(cmd.Context(), p)
 				if err != nil {
-					return err
+					return nil, "", err
 				}
-				for _, w := range list.Workflows {
-					names = append(names, w.Name)
-				}
-			}
-			out := listOutput{Instances: []*workflow.InstanceInfo{}}
-			for _, name := range names {
-				p.WorkflowName = name
-				p.Cursor = cursor
-				items, next, err := listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*workflow.InstanceInfo, string, error) {
-					page, err := c.List(cmd.Context(), p)
-					if err != nil {
-						return nil, "", err
-					}
-					return page.Instances, page.NextCursor, nil
-				})
-				if err != nil {
-					return err
-				}
-				out.Instances = append(out.Instances, items...)
-				switch {
-				case next == "":
-				case len(a) == 1:
-					out.NextCursor = next
-				default:
-					if out.NextCursors == nil {
-						out.NextCursors = map[string]string{}
-					}
-					out.NextCursors[name] = next
-				}
-			}
-			if len(names) > 1 {
-				slices.SortStableFunc(out.Instances, func(x, y *workflow.InstanceInfo) int {
-					return y.UpdatedAt.Compare(x.UpdatedAt)
-				})
+				return page.Instances, page.NextCursor, nil
+			})
+			if err != nil {
+				return err
 			}
 			if cf.json {
-				return writeJSON(o.Stdout, listJSON{
-					Instances: apiclient.NewInstances(out.Instances), Cursor: out.NextCursor,
-					HasNextPage: out.NextCursor != "" || len(out.NextCursors) > 0, Cursors: out.NextCursors,
-				})
+				return writeJSON(o.Stdout, listJSON{Instances: apiclient.NewInstances(items), Cursor: next, HasNextPage: next != ""})
 			}
 			t := newTable(o.Stdout, "WORKFLOW", "ID", "STATUS", "RUN", "QUEUE", "PRIORITY", "CREATED", "UPDATED", "OUTPUT/ERROR")
-			for _, i := range out.Instances {
+			for _, i := range items {
 				queue := orDash(i.Queue)
 				if i.Unserved {
 					queue += " (unserved)"
@@ -221,13 +174,10 @@ error; --all follows every page.`,
 			if err := t.flush(); err != nil {
 				return err
 			}
-			if out.NextCursor != "" {
-				fmt.Fprintf(o.Stderr, "more: %s instances list %s --cursor %s (or --all)\n", o.Name, a[0], out.NextCursor)
-			}
-			for _, name := range names {
-				if cur := out.NextCursors[name]; cur != "" {
-					fmt.Fprintf(o.Stderr, "more %s instances: %s instances list %s --cursor %s (or --all)\n", name, o.Name, name, cur)
-				}
+			if next != "" {
+				again := []string{o.Name, "instances", "list"}
+				again = append(again, a...)
+				fmt.Fprintf(o.Stderr, "more: %s --cursor %s (or --all)\n", strings.Join(again, " "), next)
 			}
 			return nil
 		},

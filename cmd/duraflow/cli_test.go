@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net"
@@ -14,11 +15,15 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db/dburl"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
 	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // The command-line tests run the real binary against a real dev server,
@@ -283,6 +288,129 @@ func TestFlowApplyListsEveryProblem(t *testing.T) {
 			r = requireCode(t, 5, "events", "send", "hello", "bad", "approval", "--payload", `[1, 2 3]`, "--server", base)
 			require.Contains(t, r.stderr, "--payload: invalid JSON at byte 7: invalid character '3' after array element, at [1, 2 ⟨here⟩3]")
 			requireCode(t, 3, "instances", "get", "hello", "bad", "--server", base)
+		})
+	}
+}
+
+// seedBilling stores instances of "billing", a workflow the duraflow binary
+// does not register, as another deployment would: created with a client
+// whose registry has it, and left queued (no runner here runs it). The
+// database is migrated already (by the dev server).
+func seedBilling(t *testing.T, dbURL string, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := dburl.Open(ctx, dbURL)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, store.Close()) }()
+	reg := workflow.NewRegistry()
+	workflow.MustRegister(reg, "billing", workflow.Func[any, any](
+		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil }))
+	c, err := client.New(&client.Config{Store: store, Registry: reg})
+	require.NoError(t, err)
+	for _, id := range ids {
+		_, err := c.Create(ctx, "billing", workflow.CreateRequest{ID: id, Params: json.RawMessage(`{"customer":"cus_1"}`)})
+		require.NoError(t, err)
+	}
+}
+
+// TestListGetHistoryOfUnregisteredWorkflows: the instances of a workflow
+// the server does not run are listed (alone and among every workflow's),
+// shown and their history read; creating one is still refused, and a name
+// that is neither registered nor stored is still unknown.
+func TestListGetHistoryOfUnregisteredWorkflows(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := db(t)
+			_, base := startDev(t, url)
+			seedBilling(t, url, "inv-1", "inv-2")
+			requireCode(t, 0, "instances", "create", "hello", "h1", "--server", base)
+
+			r := requireCode(t, 0, "instances", "list", "billing", "--server", base)
+			require.Regexp(t, `(?m)^billing\s+inv-2\s+queued\s`, r.stdout)
+			require.Regexp(t, `(?m)^billing\s+inv-1\s+queued\s`, r.stdout)
+			r = requireCode(t, 0, "instances", "list", "--server", base)
+			require.Regexp(t, `(?m)^hello\s+h1\s+complete\s`, r.stdout)
+			require.Regexp(t, `(?m)^billing\s+inv-1\s+queued\s`, r.stdout)
+			r = requireCode(t, 0, "instances", "list", "billing", "--status", "complete", "--server", base)
+			require.Equal(t, 1, strings.Count(r.stdout, "\n"), "only the header: %s", r.stdout)
+
+			r = requireCode(t, 0, "instances", "get", "billing", "inv-1", "--server", base)
+			require.Regexp(t, `(?m)^Status:\s+queued$`, r.stdout)
+			require.Regexp(t, `(?m)^Params:\s+\{"customer":"cus_1"\}$`, r.stdout)
+			r = requireCode(t, 0, "instances", "history", "billing", "inv-1", "--server", base)
+			require.True(t, strings.HasPrefix(r.stdout, "billing/inv-1 run 1: queued\n"), r.stdout)
+
+			requireCode(t, 3, "instances", "get", "billing", "inv-9", "--server", base)
+			r = requireCode(t, 3, "instances", "create", "billing", "inv-3", "--server", base)
+			require.Contains(t, r.stderr, "WORKFLOW_NOT_FOUND")
+			r = requireCode(t, 3, "instances", "list", "biling", "--server", base)
+			require.Contains(t, r.stderr, "WORKFLOW_NOT_FOUND")
+			r = requireCode(t, 3, "instances", "get", "biling", "inv-1", "--server", base)
+			require.Contains(t, r.stderr, "WORKFLOW_NOT_FOUND")
+		})
+	}
+}
+
+// TestListEveryWorkflowHasOneCursor: instances list without a workflow
+// pages through every workflow's instances in one order, newest update
+// first, with one cursor, and --all follows it.
+func TestListEveryWorkflowHasOneCursor(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := db(t)
+			_, base := startDev(t, url)
+			seedBilling(t, url, "inv-1")
+			for _, id := range []string{"h1", "h2"} {
+				requireCode(t, 0, "instances", "create", "hello", id, "--server", base)
+			}
+			requireCode(t, 0, "instances", "create", "sleeper", "s1", "--params", `{"duration":"1 hour"}`, "--server", base)
+
+			type page struct {
+				Instances []struct {
+					ID        string
+					UpdatedAt time.Time
+				}
+				Cursor      string
+				HasNextPage bool
+				Cursors     map[string]string
+			}
+			list := func(args ...string) page {
+				r := requireCode(t, 0, append([]string{"instances", "list", "--json", "--server", base}, args...)...)
+				var p page
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
+				require.Nil(t, p.Cursors, "one cursor, no map of them")
+				return p
+			}
+			var seen []string
+			args := []string{"--page-size", "1"}
+			for {
+				p := list(args...)
+				require.Len(t, p.Instances, 1)
+				seen = append(seen, p.Instances[0].ID)
+				r := requireCode(t, 0, append([]string{"instances", "list", "--server", base}, args...)...)
+				if !p.HasNextPage {
+					require.Empty(t, p.Cursor)
+					require.NotContains(t, r.stderr, "more")
+					break
+				}
+				require.Equal(t, "more: duraflow instances list --cursor "+p.Cursor+" (or --all)\n", r.stderr, "one cursor for every workflow")
+				args = []string{"--page-size", "1", "--cursor", p.Cursor}
+			}
+			require.ElementsMatch(t, []string{"inv-1", "h1", "h2", "s1"}, seen)
+			all := list("--all", "--page-size", "2")
+			var ids []string
+			for i, inst := range all.Instances {
+				ids = append(ids, inst.ID)
+				if i > 0 {
+					require.False(t, inst.UpdatedAt.After(all.Instances[i-1].UpdatedAt), "newest update first")
+				}
+			}
+			require.Equal(t, seen, ids)
+			require.Equal(t, "inv-1", ids[len(ids)-1], "billing was seeded first")
 		})
 	}
 }

@@ -126,6 +126,7 @@ func routeCases() []routeCase {
 	return []routeCase{
 		{"GET", "/openapi.json", "read", 200, fixed("/api/openapi.json", "")},
 		{"GET", "/workflows", "read", 200, fixed("/api/workflows", "")},
+		{"GET", "/instances", "read", 200, fixed("/api/instances", "")},
 		{"GET", "/workflows/:name/instances", "read", 200, fixed("/api/workflows/approval/instances", "")},
 		{"POST", "/workflows/:name/instances", "create", 201, func(*testing.T, *server) (string, string) {
 			return "/api/workflows/hello/instances", fmt.Sprintf(`{"id":%q,"params":{"name":"Ada"}}`, uniqueID("route"))

@@ -2,6 +2,7 @@
 #
 #   make test       go test -race ./... (Postgres tests skip when it is unreachable)
 #   make generate   regenerate the sqlc code (installs sqlc when missing) and httpapi/openapi.json
+#   make cli-transcript  rerun the commands of the transcript in docs/cli.md and rewrite their output
 #   make verify     gofmt, go vet (with the attack and chaos tags), generated code and the OpenAPI document in sync, make lint
 #   make lint       golangci-lint (.golangci.yml): depguard's import direction, vet, staticcheck... (installs it when missing)
 #   make tidy-check go.mod and go.sum tidy
@@ -40,7 +41,7 @@ BENCH_DB ?= $(DURAFLOW_TEST_DATABASE_URL)
 BENCH_ARGS ?= --ceiling
 BENCH_BIN ?= $(or $(TMPDIR),/tmp)/duraflow-bench
 
-.PHONY: test generate sqlc sqlc-diff openapi openapi-diff verify lint golangci-lint tidy-check bench bench-go bench-run examples attack fuzz chaos
+.PHONY: test generate sqlc sqlc-diff openapi openapi-diff cli-transcript verify lint golangci-lint tidy-check bench bench-go bench-run examples attack fuzz chaos
 
 test:
 	$(GO) test -race $(TESTFLAGS) ./...
@@ -59,6 +60,12 @@ openapi:
 
 openapi-diff:
 	$(GO) test -count=1 -run '^TestOpenAPIDocument$$' ./httpapi
+
+# cli-transcript reruns the commands of the transcript in docs/cli.md
+# against a dev server and rewrites their output there; make test fails
+# when it is stale (internal/clitranscript).
+cli-transcript:
+	$(GO) test -count=1 -run '^TestTranscript$$' ./internal/clitranscript -update
 
 # sqlc installs sqlc $(SQLC_VERSION) unless $(SQLC) is that version already.
 # It builds with cgo and takes a couple of minutes the first time.

@@ -79,11 +79,13 @@ func (c *Client) Workflows(ctx context.Context) (*WorkflowList, error) {
 	return &out, c.do(ctx, http.MethodGet, c.api("/workflows"), nil, nil, &out)
 }
 
-// List returns a page of the instances of p.WorkflowName, which is required
-// over HTTP (GET /workflows/:name/instances).
+// List returns a page of the instances of p.WorkflowName (GET
+// /workflows/:name/instances), or with no name of every workflow stored, in
+// one order with one cursor (GET /instances).
 func (c *Client) List(ctx context.Context, p client.ListParams) (*InstanceList, error) {
-	if p.WorkflowName == "" {
-		return nil, fmt.Errorf("%w: listing over HTTP needs a workflow name", workflow.ErrInvalidRequest)
+	path := "/instances"
+	if p.WorkflowName != "" {
+		path = "/workflows/" + url.PathEscape(p.WorkflowName) + "/instances"
 	}
 	q := url.Values{}
 	if len(p.Statuses) > 0 {
@@ -106,7 +108,7 @@ func (c *Client) List(ctx context.Context, p client.ListParams) (*InstanceList, 
 		q.Set("namespace", p.Namespace)
 	}
 	var page InstancePage
-	if err := c.do(ctx, http.MethodGet, c.api("/workflows/"+url.PathEscape(p.WorkflowName)+"/instances"), q, nil, &page); err != nil {
+	if err := c.do(ctx, http.MethodGet, c.api(path), q, nil, &page); err != nil {
 		return nil, err
 	}
 	return &InstanceList{Instances: infosOf(page.Instances), NextCursor: page.Cursor}, nil

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -25,9 +26,11 @@ type Options struct {
 	//
 	// Defaults to "duraflow".
 	Name string
-	// Version is printed by --version.
+	// Version is printed by --version and the version command.
 	//
-	// Defaults to "dev".
+	// Defaults to the main module's version in the binary's build
+	// information (set by go install module@version) with the commit it was
+	// built from, or "dev" for a build from a checkout.
 	Version string
 	// Register registers the workflows that dev, serve and worker run.
 	//
@@ -59,6 +62,9 @@ type Options struct {
 	//
 	// Defaults to os.LookupEnv.
 	LookupEnv func(key string) (string, bool)
+
+	// explicitVersion is the Version given, before the default.
+	explicitVersion string
 }
 
 // Option changes Options.
@@ -121,7 +127,10 @@ func newOptions(opts []Option) *Options {
 		}
 	}
 	o.Name = cmp.Or(o.Name, "duraflow")
-	o.Version = cmp.Or(o.Version, "dev")
+	o.explicitVersion = o.Version
+	if o.Version == "" {
+		o.Version = readBuildVersion("").short()
+	}
 	if o.Stdout == nil {
 		o.Stdout = os.Stdout
 	}
@@ -209,6 +218,9 @@ Talk to a running server over HTTP (--server, --token):
   queues list|get|set
   flows apply|list|get|versions
 
+And: version (this binary's version and commit), completion bash|zsh|fish
+(a shell completion script; see '` + o.Name + ` completion --help').
+
 Exit codes: 0 ok, 1 error, 2 usage, 3 not found, 4 conflict (exists or
 terminal), 5 invalid input, 6 unauthorized or forbidden, 7 server unreachable;
 for an instance a command waited for: 8 it errored, 9 it was terminated,
@@ -216,13 +228,15 @@ for an instance a command waited for: 8 it errored, 9 it was terminated,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			return applyEnv(cmd, o.LookupEnv)
+			if err := applyEnv(cmd, o.LookupEnv); err != nil {
+				return err
+			}
+			return normalizeFlags(cmd)
 		},
 	}
 	root.SetOut(o.Stdout)
 	root.SetErr(o.Stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
-	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		newDevCommand(o),
 		newServeCommand(o),
@@ -236,6 +250,7 @@ for an instance a command waited for: 8 it errored, 9 it was terminated,
 		newWorkersCommand(o),
 		newFlowsCommand(o),
 		newBenchCommand(o),
+		newVersionCommand(o),
 	)
 	return root
 }
@@ -244,6 +259,16 @@ for an instance a command waited for: 8 it errored, 9 it was terminated,
 func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, a []string) error {
 		if err := check(cmd, a); err != nil {
+			// A group's argument is a mistyped subcommand: suggest the
+			// nearest ones, as cobra does for the root's.
+			if len(a) > 0 && cmd.HasAvailableSubCommands() {
+				if cmd.SuggestionsMinimumDistance <= 0 {
+					cmd.SuggestionsMinimumDistance = 2
+				}
+				if s := cmd.SuggestionsFor(a[0]); len(s) > 0 {
+					err = fmt.Errorf("%w\n\nDid you mean this?\n\t%s", err, strings.Join(s, "\n\t"))
+				}
+			}
 			return usageError(err)
 		}
 		return nil

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -36,9 +36,9 @@ type clientFlags struct {
 // subcommands.
 func addClientFlags(cmd *cobra.Command, cf *clientFlags) {
 	fs := cmd.PersistentFlags()
-	fs.StringVar(&cf.server, "server", "http://127.0.0.1:8080", "base URL of the Duraflow server")
+	fs.StringVar(&cf.server, "server", "http://127.0.0.1:8080", "the Duraflow server: a base URL, or host:port for http://host:port, or a port alone for http://127.0.0.1:port")
 	bindEnv(fs, "server", "DURAFLOW_SERVER")
-	fs.StringVar(&cf.token, "token", "", "bearer token (the secret of a token the server accepts)")
+	fs.StringVar(&cf.token, "token", "", "bearer token: the secret of a token the server accepts; its scopes ("+strings.Join(httpapi.Scopes(), ", ")+") decide which commands it may run")
 	bindEnv(fs, "token", "DURAFLOW_TOKEN")
 	fs.StringVar(&cf.prefix, "api-prefix", "/api", "path the server mounts its API under")
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
@@ -113,23 +113,12 @@ func newInstancesCommand(o *Options) *cobra.Command {
 	return cmd
 }
 
-// listOutput is what instances list gathers; its JSON is listJSON.
-type listOutput struct {
-	Instances []*workflow.InstanceInfo
-	// NextCursor continues a one-workflow listing.
-	NextCursor string
-	// NextCursors continue, per workflow, a listing of every workflow.
-	NextCursors map[string]string
-}
-
 // listJSON is the JSON of instances list: the API's page
-// (apiclient.InstancePage), and for a listing of every workflow the cursor
-// of each workflow that has more.
+// (apiclient.InstancePage).
 type listJSON struct {
 	Instances   []*apiclient.Instance `json:"instances"`
 	Cursor      string                `json:"cursor,omitempty"`
 	HasNextPage bool                  `json:"hasNextPage"`
-	Cursors     map[string]string     `json:"cursors,omitempty"`
 }
 
 func newInstancesListCommand(o *Options, cf *clientFlags) *cobra.Command {
@@ -145,12 +134,16 @@ func newInstancesListCommand(o *Options, cf *clientFlags) *cobra.Command {
 		Short: "List instances, newest update first",
 		Long: `list lists the instances of a workflow, or of every workflow when none is
 named, newest update first, one page at a time (--page-size, default 50).
-When there are more, it prints the --cursor of the next page on standard
-error; --all follows every page.`,
+It reads the database, so it lists the instances of workflows the server does
+not run too. When there are more, it prints the --cursor of the next page on
+standard error; --all follows every page.`,
 		Args: args(cobra.MaximumNArgs(1)),
 		RunE: func(cmd *cobra.Command, a []string) error {
 			c := cf.client()
 			p := client.ListParams{PageSize: pageSize, Cursor: cursor, Queue: queue}
+			if len(a) == 1 {
+				p.WorkflowName = a[0]
+			}
 			for _, s := range statuses {
 				for st := range strings.SplitSeq(s, ",") {
 					if st = strings.TrimSpace(st); st != "" {
@@ -158,60 +151,21 @@ error; --all follows every page.`,
 					}
 				}
 			}
-			var names []string
-			if len(a) == 1 {
-				names = a
-			} else {
-				if cursor != "" {
-					return usageError(errors.New("--cursor needs a workflow argument: a cursor continues one workflow's list"))
-				}
-				list, err := c.Workflows(cmd.Context())
+			items, next, err := listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*workflow.InstanceInfo, string, error) {
+				page, err := c.List(cmd.Context(), p)
 				if err != nil {
-					return err
+					return nil, "", err
 				}
-				for _, w := range list.Workflows {
-					names = append(names, w.Name)
-				}
-			}
-			out := listOutput{Instances: []*workflow.InstanceInfo{}}
-			for _, name := range names {
-				p.WorkflowName = name
-				p.Cursor = cursor
-				items, next, err := listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*workflow.InstanceInfo, string, error) {
-					page, err := c.List(cmd.Context(), p)
-					if err != nil {
-						return nil, "", err
-					}
-					return page.Instances, page.NextCursor, nil
-				})
-				if err != nil {
-					return err
-				}
-				out.Instances = append(out.Instances, items...)
-				switch {
-				case next == "":
-				case len(a) == 1:
-					out.NextCursor = next
-				default:
-					if out.NextCursors == nil {
-						out.NextCursors = map[string]string{}
-					}
-					out.NextCursors[name] = next
-				}
-			}
-			if len(names) > 1 {
-				slices.SortStableFunc(out.Instances, func(x, y *workflow.InstanceInfo) int {
-					return y.UpdatedAt.Compare(x.UpdatedAt)
-				})
+				return page.Instances, page.NextCursor, nil
+			})
+			if err != nil {
+				return err
 			}
 			if cf.json {
-				return writeJSON(o.Stdout, listJSON{
-					Instances: apiclient.NewInstances(out.Instances), Cursor: out.NextCursor,
-					HasNextPage: out.NextCursor != "" || len(out.NextCursors) > 0, Cursors: out.NextCursors,
-				})
+				return writeJSON(o.Stdout, listJSON{Instances: apiclient.NewInstances(items), Cursor: next, HasNextPage: next != ""})
 			}
 			t := newTable(o.Stdout, "WORKFLOW", "ID", "STATUS", "RUN", "QUEUE", "PRIORITY", "CREATED", "UPDATED", "OUTPUT/ERROR")
-			for _, i := range out.Instances {
+			for _, i := range items {
 				queue := orDash(i.Queue)
 				if i.Unserved {
 					queue += " (unserved)"
@@ -222,13 +176,10 @@ error; --all follows every page.`,
 			if err := t.flush(); err != nil {
 				return err
 			}
-			if out.NextCursor != "" {
-				fmt.Fprintf(o.Stderr, "more: %s instances list %s --cursor %s (or --all)\n", o.Name, a[0], out.NextCursor)
-			}
-			for _, name := range names {
-				if cur := out.NextCursors[name]; cur != "" {
-					fmt.Fprintf(o.Stderr, "more %s instances: %s instances list %s --cursor %s (or --all)\n", name, o.Name, name, cur)
-				}
+			if next != "" {
+				again := []string{o.Name, "instances", "list"}
+				again = append(again, a...)
+				fmt.Fprintf(o.Stderr, "more: %s --cursor %s (or --all)\n", strings.Join(again, " "), next)
 			}
 			return nil
 		},
@@ -472,9 +423,40 @@ func readJSONArg(flag, v string, in io.Reader) (json.RawMessage, error) {
 		return nil, withCode(ExitInvalid, fmt.Errorf("%s: %w", flag, err))
 	}
 	if !json.Valid(b) {
-		return nil, withCode(ExitInvalid, fmt.Errorf("%s: not valid JSON: %s", flag, compactJSON(b, 80)))
+		return nil, withCode(ExitInvalid, fmt.Errorf("%s: %w", flag, describeJSONError(b)))
 	}
 	return json.RawMessage(b), nil
+}
+
+// describeJSONError says where and why b, which is not valid JSON, goes
+// wrong: "invalid JSON at byte 16: invalid character '}' looking for
+// beginning of object key string, at {"name": "Ada",⟨here⟩}", where byte
+// counts from 1 and ⟨here⟩ marks the byte the decoder stopped at.
+func describeJSONError(b []byte) error {
+	var v any
+	err := json.Unmarshal(b, &v)
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &se):
+		// Offset is the number of bytes read, the bad one included; at the
+		// end of the input nothing is bad but what is missing.
+		pos := int(se.Offset) - 1
+		if se.Offset >= int64(len(b)) && strings.Contains(se.Error(), "end of JSON input") {
+			pos = len(b)
+		}
+		return fmt.Errorf("invalid JSON at byte %d: %s, at %s", se.Offset, se.Error(), near(b, pos))
+	case err != nil:
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return errors.New("invalid JSON")
+}
+
+// near is the text of b around index pos, on one line, with "⟨here⟩" at
+// pos.
+func near(b []byte, pos int) string {
+	pos = min(max(pos, 0), len(b))
+	s := string(b[max(0, pos-24):pos]) + "⟨here⟩" + string(b[pos:min(len(b), pos+24)])
+	return strings.Join(strings.Fields(s), " ")
 }
 
 func newInstancesHistoryCommand(o *Options, cf *clientFlags) *cobra.Command {

@@ -156,13 +156,13 @@ func TestClientCommands(t *testing.T) {
 			{"EventForTerminal", cli.ExitConflict, []string{"events", "send", "flaky", "done", "x"}, "INSTANCE_TERMINAL"},
 			{"BadID", cli.ExitInvalid, []string{"instances", "create", "hello", "bad id"}, "INVALID_INSTANCE_ID"},
 			{"BadEventType", cli.ExitInvalid, []string{"events", "send", "hello", "dup", "bad type"}, "INVALID_EVENT_TYPE"},
-			{"BadParamsJSON", cli.ExitInvalid, []string{"instances", "create", "hello", "--params", "{bad"}, "not valid JSON"},
+			{"BadParamsJSON", cli.ExitInvalid, []string{"instances", "create", "hello", "--params", "{bad"}, "--params: invalid JSON at byte 2: invalid character 'b' looking for beginning of object key string, at {⟨here⟩bad"},
 			{"BadStatus", cli.ExitInvalid, []string{"instances", "list", "hello", "--status", "sleepy"}, "INVALID_REQUEST"},
 			{"ParamsTooLarge", cli.ExitInvalid, []string{"instances", "create", "hello", "--params", `"` + strings.Repeat("x", 1<<20) + `"`}, "PAYLOAD_TOO_LARGE"},
 			{"UnknownCommand", cli.ExitUsage, []string{"instances", "bogus"}, `unknown command "bogus"`},
 			{"UnknownFlag", cli.ExitUsage, []string{"instances", "list", "--bogus"}, "unknown flag"},
 			{"MissingArgument", cli.ExitUsage, []string{"instances", "get", "hello"}, "accepts 2 arg(s)"},
-			{"CursorWithoutWorkflow", cli.ExitUsage, []string{"instances", "list", "--cursor", "x"}, "--cursor needs a workflow"},
+			{"MalformedCursor", cli.ExitInvalid, []string{"instances", "list", "--cursor", "x"}, "malformed cursor"},
 			{"BadDuration", cli.ExitUsage, []string{"instances", "create", "hello", "--wait", "soon"}, "invalid duration"},
 			{"Unreachable", cli.ExitUnavailable, []string{"workflows", "list", "--server", "http://127.0.0.1:1"}, "connection refused"},
 		}
@@ -195,7 +195,6 @@ func TestInstancesListPaginates(t *testing.T) {
 		}
 		Cursor      string
 		HasNextPage bool
-		Cursors     map[string]string
 	}
 	ids := func(l list) []string {
 		var out []string
@@ -221,19 +220,30 @@ func TestInstancesListPaginates(t *testing.T) {
 	require.ElementsMatch(t, []string{"h1", "h2", "h3"}, ids(all))
 	require.Empty(t, all.Cursor)
 
-	// Without a workflow, every workflow's instances.
+	// Without a workflow, every workflow's instances, newest update first,
+	// in pages with one cursor.
 	c.json(&all, "instances", "list")
+	require.Equal(t, "s1", ids(all)[0], "the sleeper was created (and updated) last")
 	require.ElementsMatch(t, []string{"h1", "h2", "h3", "s1"}, ids(all))
-	c.json(&all, "instances", "list", "--page-size", "2")
-	require.Len(t, all.Instances, 3)
-	require.Contains(t, all.Cursors, "hello")
-	require.True(t, all.HasNextPage)
+	var first, rest list
+	c.json(&first, "instances", "list", "--page-size", "3")
+	require.Len(t, first.Instances, 3)
+	require.True(t, first.HasNextPage)
+	require.NotEmpty(t, first.Cursor)
+	c.json(&rest, "instances", "list", "--page-size", "3", "--cursor", first.Cursor)
+	require.Len(t, rest.Instances, 1)
+	require.False(t, rest.HasNextPage)
+	require.Equal(t, ids(all), append(ids(first), ids(rest)...))
+	r := c.run(cli.ExitOK, "instances", "list", "--page-size", "3")
+	require.Equal(t, "more: duraflow instances list --cursor "+first.Cursor+" (or --all)\n", r.stderr, "one cursor, one line")
+	c.json(&rest, "instances", "list", "--page-size", "1", "--all")
+	require.Equal(t, ids(all), ids(rest))
 
 	c.json(&all, "instances", "list", "--status", "waiting")
 	require.Equal(t, []string{"s1"}, ids(all))
 
 	// The table, and the next page's hint on stderr.
-	r := c.run(cli.ExitOK, "instances", "list", "hello", "--page-size", "2")
+	r = c.run(cli.ExitOK, "instances", "list", "hello", "--page-size", "2")
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 	require.Len(t, lines, 3)
 	require.Regexp(t, `^WORKFLOW\s+ID\s+STATUS\s+RUN\s+QUEUE\s+PRIORITY\s+CREATED\s+UPDATED\s+OUTPUT/ERROR$`, lines[0])

@@ -103,9 +103,9 @@ func addDatabaseFlags(fs *pflag.FlagSet, c *hostConfig, def string) {
 }
 
 func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
-	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address of the HTTP API; without --token only loopback addresses are allowed")
+	fs.StringVar(&c.addr, "addr", "127.0.0.1:8080", "listen address of the HTTP API: host:port, or a port alone for 127.0.0.1:port (\":port\" is every interface); without --token only loopback addresses are allowed")
 	bindEnv(fs, "addr", "DURAFLOW_ADDR")
-	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes", scopes from read,create,manage,events,flows,schedules,tick,metrics or * (repeatable; the variable takes several separated by spaces or ';')`)
+	fs.StringArrayVar(&c.tokens, "token", nil, `bearer token "name:secret:scopes" or "name:sha256=<hex>:scopes", scopes a comma-separated list from `+strings.Join(httpapi.Scopes(), ", ")+` ("*" is every scope but tick; "scopes@ns1,ns2" limits a token to namespaces) (repeatable; the variable takes several separated by spaces or ';')`)
 	bindEnv(fs, "token", "DURAFLOW_TOKENS")
 	fs.StringVar(&c.prefix, "api-prefix", "/api", "path the API routes are mounted under")
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")

@@ -114,7 +114,7 @@ func TestScheduleCommands(t *testing.T) {
 			{"Exists", cli.ExitConflict, []string{"schedules", "create", "nightly", "--workflow", "hello", "--cron", "@daily"}, "SCHEDULE_ALREADY_EXISTS"},
 			{"BadCron", cli.ExitInvalid, []string{"schedules", "create", "x", "--workflow", "hello", "--cron", "0 0 * *"}, "needs 5"},
 			{"BadZone", cli.ExitInvalid, []string{"schedules", "create", "x", "--workflow", "hello", "--cron", "@daily", "--tz", "Nowhere/City"}, "unknown time zone"},
-			{"BadParams", cli.ExitInvalid, []string{"schedules", "create", "x", "--workflow", "hello", "--cron", "@daily", "--params", "{"}, "not valid JSON"},
+			{"BadParams", cli.ExitInvalid, []string{"schedules", "create", "x", "--workflow", "hello", "--cron", "@daily", "--params", "{"}, "invalid JSON at byte 1: unexpected end of JSON input"},
 			{"UnknownWorkflow", cli.ExitNotFound, []string{"schedules", "create", "x", "--workflow", "nope", "--cron", "@daily"}, "WORKFLOW_NOT_FOUND"},
 			{"NoCron", cli.ExitUsage, []string{"schedules", "create", "x", "--workflow", "hello"}, `"cron" not set`},
 			{"NoID", cli.ExitUsage, []string{"schedules", "create", "--workflow", "hello", "--cron", "@daily"}, "accepts 1 arg"},

@@ -289,6 +289,27 @@ func deadlineAt(ctx context.Context, def workflow.Definition, req time.Time, met
 	return workflow.DeadlineAt(def, req, now)
 }
 
+// checkRead checks the workflow name of a read (Get, History, List): any
+// valid name will do, registered here or not, since the instances of a
+// workflow this process does not run are in the database all the same.
+// registered reports whether this process knows the workflow, so that a
+// read that finds nothing can say the workflow is unknown.
+func (c *Client) checkRead(name string) (registered bool, err error) {
+	if c.nsErr != nil {
+		return false, c.nsErr
+	}
+	if err := workflow.ValidateWorkflowName(name); err != nil {
+		return false, err
+	}
+	return c.lookupWorkflow(name) == nil, nil
+}
+
+// unknownWorkflow is the error of a read that found nothing of a workflow
+// that is neither registered here nor in the database.
+func unknownWorkflow(name string) error {
+	return fmt.Errorf("%w: %q (not registered here, and no instance of it is stored in this namespace)", workflow.ErrWorkflowNotFound, name)
+}
+
 func (c *Client) checkInstance(name, id string) error {
 	if err := c.checkWorkflow(name); err != nil {
 		return err
@@ -526,11 +547,22 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 
 // Get returns one instance.
 func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
-	if err := c.checkInstance(workflowName, id); err != nil {
+	registered, err := c.checkRead(workflowName)
+	if err != nil {
+		return nil, err
+	}
+	if err := workflow.ValidateInstanceID(id); err != nil {
 		return nil, err
 	}
 	inst, err := c.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id, Namespace: c.namespace})
 	if err != nil {
+		if errors.Is(err, db.ErrNotFound) && !registered {
+			if known, kerr := c.workflowStored(ctx, workflowName, c.namespace); kerr != nil {
+				return nil, kerr
+			} else if !known {
+				return nil, unknownWorkflow(workflowName)
+			}
+		}
 		return nil, mapError(err, workflowName, id)
 	}
 	info := InstanceInfo(inst)
@@ -689,10 +721,14 @@ type ListResult struct {
 
 // List returns a page of instances, newest update first.
 func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
+	registered := true
 	if p.WorkflowName != "" {
-		if err := c.checkWorkflow(p.WorkflowName); err != nil {
+		var err error
+		if registered, err = c.checkRead(p.WorkflowName); err != nil {
 			return nil, err
 		}
+	} else if c.nsErr != nil {
+		return nil, c.nsErr
 	}
 	if p.PageSize == 0 {
 		p.PageSize = paging.DefaultPageSize
@@ -733,11 +769,30 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 		last := rows[len(rows)-1]
 		res.NextCursor = encodeCursor(&db.InstanceCursor{UpdatedAt: last.UpdatedAt, WorkflowName: last.WorkflowName, ID: last.ID})
 	}
+	if len(rows) == 0 && !registered && p.Cursor == "" {
+		// Nothing of a workflow this process does not know: a typo, or a
+		// workflow with instances the filters left out.
+		if known, err := c.workflowStored(ctx, p.WorkflowName, ns); err != nil {
+			return nil, err
+		} else if !known {
+			return nil, unknownWorkflow(p.WorkflowName)
+		}
+	}
 	for _, r := range rows {
 		res.Instances = append(res.Instances, InstanceInfo(r))
 	}
 	c.markUnserved(ctx, res.Instances...)
 	return res, nil
+}
+
+// workflowStored reports whether the database holds an instance of the
+// workflow in namespace ns ("" for every namespace).
+func (c *Client) workflowStored(ctx context.Context, name, ns string) (bool, error) {
+	rows, err := c.store.InstanceList(ctx, &db.InstanceListParams{WorkflowName: name, Namespace: ns, Limit: 1})
+	if err != nil {
+		return false, fmt.Errorf("listing instances: %w", err)
+	}
+	return len(rows) > 0, nil
 }
 
 // StepInfo is one step of an instance's history.

@@ -3,8 +3,11 @@ package flow
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/duraflow/duraflow/workflow"
@@ -220,6 +223,56 @@ func Parse(b []byte) (*Definition, error) {
 		return nil, err
 	}
 	return &def, nil
+}
+
+// ParseAndValidate reads a definition as Parse does and checks it as
+// Validate does, and reports the problems of both at once: a definition
+// with an unknown field and a missing initial step gets both problems in
+// one *ValidationError, not the first alone. Validate checks what Parse
+// could decode; a problem of what it means at or under a path whose shape
+// was wrong already is left out, as it only repeats the first (a version
+// of the wrong type is not also "required"). The warnings are returned
+// with or without an error.
+func ParseAndValidate(b []byte, handlers *Handlers) (*Definition, []Problem, error) {
+	def, err := Parse(b)
+	if err == nil {
+		warnings, err := Validate(def, handlers)
+		if err != nil {
+			return nil, warnings, err
+		}
+		return def, warnings, nil
+	}
+	ve, ok := errors.AsType[*ValidationError](err)
+	if !ok || !json.Valid(b) || len(b) > MaxDefinitionBytes {
+		return nil, nil, err
+	}
+	// Parse refused the shape; decode what there is and check its meaning
+	// too, so that every problem is reported at once.
+	var partial Definition
+	_ = decodeStrict(b, &partial, "") // the same problems as Parse's
+	problems := slices.Clone(ve.Problems)
+	warnings, verr := Validate(&partial, handlers)
+	if more, ok := errors.AsType[*ValidationError](verr); ok {
+		for _, p := range more.Problems {
+			if !underAny(p.Path, ve.Problems) {
+				problems = append(problems, p)
+			}
+		}
+	} else if verr != nil {
+		return nil, nil, verr
+	}
+	return nil, warnings, newValidationError(problems, warnings)
+}
+
+// underAny reports whether path is one of the problems' paths or under one
+// of them.
+func underAny(path string, problems []Problem) bool {
+	for _, p := range problems {
+		if p.Path == "" || path == p.Path || strings.HasPrefix(path, p.Path+".") || strings.HasPrefix(path, p.Path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // StepName returns the durable step name of the visit-th visit (from 1) of

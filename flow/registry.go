@@ -166,7 +166,7 @@ func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, 
 	if err := workflow.ValidatePayloadDepth("the flow definition", definition, workflow.MaxPayloadDepth); err != nil {
 		return nil, err
 	}
-	def, err := Parse(definition)
+	def, warnings, err := ParseAndValidate(definition, r.cfg.Handlers)
 	if err != nil {
 		return nil, err
 	}
@@ -174,10 +174,6 @@ func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, 
 		return nil, &ValidationError{Problems: []Problem{{
 			Path: "id", Message: fmt.Sprintf("%q is the name of a Go workflow of this server; a flow needs an id of its own", def.ID),
 		}}}
-	}
-	warnings, err := Validate(def, r.cfg.Handlers)
-	if err != nil {
-		return nil, err
 	}
 	compiled, err := Compile(def, r.cfg.Handlers)
 	if err != nil {

@@ -51,6 +51,24 @@ const (
 	ActionMetrics Action = "metrics"
 )
 
+// Scopes returns every scope a token may carry, in the order the
+// documentation lists them: each Action, then "*", which grants all of them
+// but tick. Help texts and error messages are built from it, so they list
+// what ParseToken accepts.
+func Scopes() []string {
+	out := make([]string, 0, len(allActions)+1)
+	for _, a := range allActions {
+		out = append(out, string(a))
+	}
+	return append(out, "*")
+}
+
+// scopeList is Scopes as prose: "read, create, ..., metrics or *".
+func scopeList() string {
+	s := Scopes()
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
+}
+
 // allActions are the actions a token may name; wildcardActions are those
 // "*" grants; unscopedActions act outside any namespace, so a token limited
 // to namespaces may not carry them.
@@ -177,7 +195,7 @@ func parseScopes(list string) ([]Action, error) {
 		case s == "":
 			return nil, errors.New("empty scope")
 		default:
-			return nil, fmt.Errorf("unknown scope %q (want read, create, manage, events, flows, schedules, tick, metrics or *)", s)
+			return nil, fmt.Errorf("unknown scope %q (want %s)", s, scopeList())
 		}
 	}
 	return out, nil

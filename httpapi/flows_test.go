@@ -275,3 +275,32 @@ func TestFlowRoutesNeedARegistry(t *testing.T) {
 	_, err := b.api.ApplyFlow(b.ctx, []byte(doubler("1.0.0")))
 	require.True(t, errors.As(err, &apiErr) && apiErr.Code == apiclient.CodeNotFound)
 }
+
+// TestFlowApplyListsUnknownFieldsWithTheRest: a definition with unknown
+// fields and other problems is answered 400 INVALID_FLOW with all of them,
+// every unknown field included, and nothing is stored; on both backends.
+func TestFlowApplyListsUnknownFieldsWithTheRest(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setupOn(t, backend, "", withFlows(t, nil))
+		r := b.call(t, "POST", "/api/flows", `{"id": "broken", "version": "1.0.0", "initialStepId": "nowhere", "colour": "red",
+		  "steps": {"a": {"id": "a", "type": "set", "config": {"values": {"x": {"value": 1}}}, "retrys": 3}}}`)
+		require.Equal(t, http.StatusBadRequest, r.status, "body: %s", r.body)
+		var body flowErrorBody
+		require.NoError(t, json.Unmarshal(r.body, &body))
+		require.Equal(t, "INVALID_FLOW", body.Error.Code)
+		paths := map[string]string{}
+		for _, p := range body.Error.Problems {
+			paths[p.Path] = p.Message
+		}
+		require.Equal(t, map[string]string{
+			"colour":         `unknown field "colour"`,
+			"steps.a.retrys": `unknown field "retrys"`,
+			"initialStepId":  `no step "nowhere" (steps: a)`,
+		}, paths)
+		for _, p := range []string{"colour", "retrys", "initialStepId"} {
+			require.Contains(t, body.Error.Message, p, "the message lists every problem too")
+		}
+		b.call(t, "GET", "/api/flows/broken", "").requireError(t, http.StatusNotFound, apiclient.CodeFlowNotFound)
+	})
+}

@@ -64,6 +64,19 @@ func (s *Server) listInstances(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if name == "" {
+		return fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
+	}
+	return s.list(c, name)
+}
+
+// listAllInstances lists the instances of every workflow stored, registered
+// here or not, in one order (newest update first) with one cursor.
+func (s *Server) listAllInstances(c echo.Context) error { return s.list(c, "") }
+
+// list answers a list of the instances of workflow name, or of every
+// workflow for "".
+func (s *Server) list(c echo.Context, name string) error {
 	q, err := query(c, []string{"status", "pageSize", "cursor", "queue"}, "status")
 	if err != nil {
 		return err
@@ -78,9 +91,6 @@ func (s *Server) listInstances(c echo.Context) error {
 				p.Statuses = append(p.Statuses, workflow.InstanceStatus(st))
 			}
 		}
-	}
-	if name == "" {
-		return fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
 	}
 	res, err := s.scoped(c).List(c.Request().Context(), p)
 	if err != nil {

@@ -211,8 +211,19 @@ func apiOperations() []apiOp {
 				example: obj{"workflows": []any{obj{"name": "greet", "kind": "go"}, obj{"name": "orders", "kind": "flow", "version": "1.2.0"}}}}},
 		},
 		{
+			method: "GET", path: "/api/instances", id: "listAllInstances", tag: "instances", summary: "List the instances of every workflow",
+			description: "A page of the instances of every workflow stored in the request's namespace, whether this server runs the workflow or not, most recently updated first, in one order with one cursor. While `hasNextPage` is true, pass `cursor` back for the next page.",
+			scope:       httpapi.ActionRead,
+			params: []any{
+				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": obj{"type": "string"}}, "style": "form", "explode": true,
+					"description": "Only instances with these statuses: repeat the parameter or separate them with commas (`status=queued,running`)."},
+				obj{"name": "queue", "in": "query", "schema": obj{"type": "string"}, "description": "Only instances of this task queue."},
+				"pageSize", "cursor"},
+			ok: []okResp{{status: 200, description: "A page of instances.", body: apiclient.InstancePage{}}},
+		},
+		{
 			method: "GET", path: "/api/workflows/{name}/instances", id: "listInstances", tag: "instances", summary: "List instances",
-			description: "A page of the workflow's instances in the request's namespace, most recently updated first. While `hasNextPage` is true, pass `cursor` back for the next page.",
+			description: "A page of the workflow's instances in the request's namespace, most recently updated first, whether this server runs the workflow or not: the workflow is unknown (404) only when it is neither registered nor stored. While `hasNextPage` is true, pass `cursor` back for the next page.",
 			scope:       httpapi.ActionRead,
 			params: []any{"workflowName",
 				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": obj{"type": "string"}}, "style": "form", "explode": true,

@@ -392,6 +392,18 @@ func TestOpenAPIConformance(t *testing.T) {
 			_, err := api.List(ctx, client.ListParams{WorkflowName: "greet", PageSize: 1, Cursor: page.NextCursor})
 			return err
 		})
+		c.ok("list every workflow", func() error {
+			_, err := api.List(ctx, client.ListParams{Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusComplete}, PageSize: 2})
+			return err
+		})
+		allPage, err := api.List(ctx, client.ListParams{PageSize: 1})
+		require.NoError(t, err)
+		require.NotEmpty(t, allPage.NextCursor)
+		c.ok("list every workflow, next page", func() error {
+			_, err := api.List(ctx, client.ListParams{PageSize: 1, Cursor: allPage.NextCursor})
+			return err
+		})
+		c.raw("list every workflow, unknown parameter", adminToken, "GET", "/api/instances?workflow=greet", "", 400, apiclient.CodeInvalidRequest, false)
 		c.raw("list, two statuses", adminToken, "GET", "/api/workflows/greet/instances?status=queued&status=running", "", 200, "", false)
 		c.raw("list, unknown parameter", adminToken, "GET", "/api/workflows/greet/instances?bogus=1", "", 400, apiclient.CodeInvalidRequest, false)
 		c.raw("list, page size out of range", adminToken, "GET", "/api/workflows/greet/instances?pageSize=0", "", 400, apiclient.CodeInvalidRequest, true)

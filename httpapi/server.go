@@ -89,6 +89,7 @@ func New(cfg *Config) (*Server, error) {
 	}
 	route(http.MethodGet, "/", s.serveIndex, ActionRead)
 	route(http.MethodGet, "/workflows", s.listWorkflows, ActionRead)
+	route(http.MethodGet, "/instances", s.listAllInstances, ActionRead)
 	route(http.MethodGet, "/workflows/:name/instances", s.listInstances, ActionRead)
 	route(http.MethodPost, "/workflows/:name/instances", s.createInstance, ActionCreate)
 	route(http.MethodPost, "/workflows/:name/instances/batch", s.createBatch, ActionCreate)

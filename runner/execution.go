@@ -71,6 +71,9 @@ type execution struct {
 	steps   map[string]*db.Step
 	active  map[string]bool
 	counted map[string]bool
+	// used are the step names workflow code reached in this pass (see
+	// useName).
+	used map[string]bool
 	// running are the step attempts in progress, which the lease heartbeat
 	// reports for history (db.TaskHeartbeatParams.RunningSteps).
 	running map[string]db.RunningStep

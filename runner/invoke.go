@@ -43,6 +43,19 @@ func (s *step) Invoke(name string, opts workflow.InvokeOptions) (json.RawMessage
 	if timeout < 0 || timeout > workflow.MaxSleep {
 		return nil, fmt.Errorf("%w: invoke step %q: timeout %s must be positive and at most %s", workflow.ErrInvalidRequest, key, timeout, workflow.MaxSleep)
 	}
+	if !opts.NoWait {
+		// A NoWait call only looks at the child, and may look again in
+		// this pass (InvokeAll does); the call that waits uses the name.
+		if err := e.useName(key); err != nil {
+			return nil, err
+		}
+	}
+	return s.invoke(key, opts, timeout)
+}
+
+// invoke is Invoke once the name and options are checked.
+func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Duration) (json.RawMessage, error) {
+	e := s.e
 	eventType := workflow.InvokeEventType(e.inst.RunNumber, key)
 	e.mu.Lock()
 	if e.closed {

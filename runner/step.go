@@ -52,6 +52,9 @@ func (s *step) Do(name string, fn workflow.StepFunc, opts ...workflow.StepOption
 	if fn == nil {
 		return nil, fmt.Errorf("%w: step %q has no function", workflow.ErrInvalidRequest, key)
 	}
+	if err := s.e.useName(key); err != nil {
+		return nil, err
+	}
 	return s.do(key, fn, cfg, false)
 }
 
@@ -389,6 +392,9 @@ func (s *step) sleep(name string, until func(now time.Time) time.Time) error {
 	if err := checkUserStep(key, nil); err != nil {
 		return err
 	}
+	if err := e.useName(key); err != nil {
+		return err
+	}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -448,6 +454,9 @@ func (s *step) WaitForEvent(name string, opts workflow.WaitOptions) (*workflow.R
 	}
 	opts, err = opts.Resolved()
 	if err != nil {
+		return nil, err
+	}
+	if err := e.useName(key); err != nil {
 		return nil, err
 	}
 	e.mu.Lock()

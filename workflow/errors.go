@@ -46,6 +46,14 @@ var (
 	// ErrDuplicateStep means a step with the same name is already running
 	// concurrently in this run.
 	ErrDuplicateStep = errors.New("step name is already running concurrently")
+	// ErrStepNameReused means workflow code reached a step name a second time
+	// in one run, one call after the other, as a loop with a fixed name
+	// does. A step name is the step's identity: the second call would
+	// silently return the first one's recorded result. Give each iteration
+	// a name of its own: step.Do(fmt.Sprintf("charge-%d", i), …). The error
+	// is a *NonRetryableError named ErrorNameStepNameReused; two calls of
+	// one name running at the same time get ErrDuplicateStep instead.
+	ErrStepNameReused = errors.New("step name used twice in one run")
 	// ErrTooManySteps means the run exceeded MaxStepsPerRun.
 	ErrTooManySteps = errors.New("too many steps in one run")
 	// ErrStepTypeMismatch means a step name recorded as one kind of step (say a
@@ -72,6 +80,8 @@ const (
 	ErrorNameStepTimeout = "StepTimeoutError"
 	// ErrorNameEventTimeout is the recorded name of a waitForEvent timeout.
 	ErrorNameEventTimeout = "EventTimeoutError"
+	// ErrorNameStepNameReused is the recorded name of ErrStepNameReused.
+	ErrorNameStepNameReused = "StepNameReusedError"
 )
 
 // NonRetryableError marks a step failure that must not be retried: the step

@@ -128,6 +128,7 @@ func routeCases() []routeCase {
 		{"GET", "", "read", 200, fixed("/api", "")},
 		{"GET", "/", "read", 200, fixed("/api/", "")},
 		{"GET", "/workflows", "read", 200, fixed("/api/workflows", "")},
+		{"GET", "/instances", "read", 200, fixed("/api/instances", "")},
 		{"GET", "/workflows/:name/instances", "read", 200, fixed("/api/workflows/approval/instances", "")},
 		{"POST", "/workflows/:name/instances", "create", 201, func(*testing.T, *server) (string, string) {
 			return "/api/workflows/hello/instances", fmt.Sprintf(`{"id":%q,"params":{"name":"Ada"}}`, uniqueID("route"))

@@ -1,0 +1,416 @@
+//go:build unix
+
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/db/postgres/pgtest"
+	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/workflow"
+)
+
+// The command-line tests run the real binary against a real dev server,
+// on SQLite and on Postgres.
+
+// ran is what one run of the binary printed, and its exit code.
+type ran struct {
+	stdout, stderr string
+	code           int
+}
+
+// runBinary runs the binary once with args and no DURAFLOW_* variables.
+func runBinary(t *testing.T, args ...string) ran {
+	t.Helper()
+	cmd := exec.Command(duraflowBinary(t), args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = cleanEnv()
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return ran{stdout: stdout.String(), stderr: stderr.String(), code: code}
+}
+
+// requireCode runs the binary and requires the exit code.
+func requireCode(t *testing.T, code int, args ...string) ran {
+	t.Helper()
+	r := runBinary(t, args...)
+	require.Equal(t, code, r.code, "%v\nstdout:\n%s\nstderr:\n%s", args, r.stdout, r.stderr)
+	return r
+}
+
+// databases returns the database URL of each backend: a fresh SQLite file
+// and a fresh Postgres schema (skipped when Postgres is unreachable, unless
+// DURAFLOW_REQUIRE_POSTGRES=1).
+func databases(t *testing.T) map[string]func(t *testing.T) string {
+	return map[string]func(t *testing.T) string{
+		"SQLite": func(t *testing.T) string {
+			return "sqlite:" + filepath.Join(t.TempDir(), "duraflow.db")
+		},
+		"Postgres": func(t *testing.T) string {
+			pool := pgtest.NewPool(t, pgtest.WithMaxConns(1))
+			schema := pool.Config().ConnConfig.RuntimeParams["search_path"]
+			require.NotEmpty(t, schema)
+			u, err := url.Parse(pgtest.DatabaseURL())
+			require.NoError(t, err)
+			q := u.Query()
+			q.Set("search_path", schema)
+			u.RawQuery = q.Encode()
+			return u.String()
+		},
+	}
+}
+
+// startDev starts `duraflow dev` on db with the extra args and returns the
+// base URL it serves, as it logged it.
+func startDev(t *testing.T, db string, args ...string) (*proc, string) {
+	t.Helper()
+	all := append([]string{"dev", "--db", db, "--metrics-addr", "", "--log-format", "json", "--log-level", "info"}, args...)
+	if !containsArg(args, "--addr") {
+		all = append(all, "--addr", "127.0.0.1:0")
+	}
+	p := start(t, "dev", all...)
+	m := p.out.waitLog(t, p.name, "serving the HTTP API")
+	return p, m["url"].(string)
+}
+
+func containsArg(args []string, a string) bool {
+	for _, x := range args {
+		if x == a {
+			return true
+		}
+	}
+	return false
+}
+
+// freePort returns a TCP port that was free on loopback a moment ago.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	_, port, err := net.SplitHostPort(l.Addr().String())
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	return port
+}
+
+// TestServerFlagTakesHostPort: --server takes a URL, host:port, :port or a
+// port alone; what is no server address is a usage error (exit 2).
+func TestServerFlagTakesHostPort(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, base := startDev(t, db(t))
+			u, err := url.Parse(base)
+			require.NoError(t, err)
+			port := u.Port()
+			for _, server := range []string{base, "127.0.0.1:" + port, "localhost:" + port, ":" + port, port} {
+				r := requireCode(t, 0, "workflows", "list", "--server", server)
+				require.Regexp(t, `(?m)^hello\s+go\s+-$`, r.stdout, "--server %s", server)
+			}
+			r := requireCode(t, 0, "instances", "create", "hello", "ada", "--params", `{"name":"Ada"}`, "--server", "127.0.0.1:"+port)
+			require.Regexp(t, `(?m)^Status:\s+complete$`, r.stdout)
+
+			for _, bad := range []string{"ftp://127.0.0.1:" + port, "http://", "127.0.0.1:http", "http://u:p@127.0.0.1:" + port, ""} {
+				r := requireCode(t, 2, "workflows", "list", "--server", bad)
+				require.Contains(t, r.stderr, "duraflow: --server: ", "--server %q", bad)
+				require.Contains(t, r.stderr, "Run 'duraflow workflows list --help' for usage.")
+			}
+		})
+	}
+}
+
+// TestAddrTakesAPort: dev --addr 18202 listens on 127.0.0.1:18202, the
+// loopback interface, not every interface.
+func TestAddrTakesAPort(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			port := freePort(t)
+			_, base := startDev(t, db(t), "--addr", port)
+			require.Equal(t, "http://127.0.0.1:"+port, base)
+			r := requireCode(t, 0, "workflows", "list", "--server", port)
+			require.Contains(t, r.stdout, "hello")
+		})
+	}
+	r := requireCode(t, 2, "dev", "--db", "sqlite:"+filepath.Join(t.TempDir(), "x.db"), "--addr", "99999999")
+	require.Contains(t, r.stderr, "--addr")
+}
+
+// TestUsageErrorsExitTwo: unknown commands and flags, flag values that do
+// not parse and missing arguments exit 2 with one line saying what, and a
+// mistyped subcommand gets suggestions at every level.
+func TestUsageErrorsExitTwo(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"instnces", "list"}, "Did you mean this?\n\tinstances\n"},
+		{[]string{"instances", "lst"}, "Did you mean this?\n\tlist"},
+		{[]string{"flows", "aply"}, "Did you mean this?\n\tapply"},
+		{[]string{"schedules", "lst"}, "Did you mean this?\n\tlist"},
+		{[]string{"instances", "list", "--bogus"}, "unknown flag: --bogus"},
+		{[]string{"instances", "list", "--page-size", "many"}, `invalid argument "many" for "--page-size"`},
+		{[]string{"instances", "list", "--timeout", "soon"}, `invalid argument "soon" for "--timeout"`},
+		{[]string{"instances", "get", "hello"}, "accepts 2 arg(s), received 1"},
+		{[]string{"dev", "--concurrency", "x"}, `invalid argument "x" for "--concurrency"`},
+		{[]string{"version", "extra"}, `unknown command "extra" for "duraflow version"`},
+	} {
+		r := requireCode(t, 2, tt.args...)
+		require.Contains(t, r.stderr, tt.want, "%v", tt.args)
+		require.True(t, strings.HasPrefix(r.stderr, "duraflow: "), "%v: %s", tt.args, r.stderr)
+	}
+}
+
+// TestVersionCommand: version prints the binary's version, commit and Go
+// version; --json the same as an object; --version one line.
+func TestVersionCommand(t *testing.T) {
+	t.Parallel()
+	r := requireCode(t, 0, "version")
+	require.Regexp(t, `(?m)^duraflow:\s+dev$`, r.stdout)
+	require.Regexp(t, `(?m)^Commit:\s+\S+`, r.stdout)
+	require.Regexp(t, `(?m)^Go:\s+`+regexpQuote(runtime.Version())+`$`, r.stdout)
+	require.Regexp(t, `(?m)^Platform:\s+`+runtime.GOOS+"/"+runtime.GOARCH+`$`, r.stdout)
+
+	var v struct {
+		Version, Module, Duraflow, Go, Platform string
+		Modified                                bool
+	}
+	r = requireCode(t, 0, "version", "--json")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	require.Equal(t, "dev", v.Version)
+	require.Equal(t, "github.com/duraflow/duraflow", v.Module)
+	require.Equal(t, runtime.Version(), v.Go)
+
+	r = requireCode(t, 0, "--version")
+	require.True(t, strings.HasPrefix(r.stdout, "duraflow version dev"), r.stdout)
+}
+
+func regexpQuote(s string) string {
+	return strings.NewReplacer(".", `\.`, "+", `\+`).Replace(s)
+}
+
+// TestCompletion: completion prints a script for bash, zsh and fish that
+// completes the binary's commands.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for shell, want := range map[string]string{
+		"bash": "# bash completion V2 for duraflow",
+		"zsh":  "#compdef duraflow",
+		"fish": "# fish completion for duraflow",
+	} {
+		r := requireCode(t, 0, "completion", shell)
+		require.True(t, strings.HasPrefix(r.stdout, want), "%s: %.200s", shell, r.stdout)
+	}
+	// The scripts call the binary back for the candidates.
+	r := requireCode(t, 0, "__complete", "inst")
+	require.Contains(t, r.stdout, "instances")
+	r = requireCode(t, 0, "__complete", "instances", "")
+	for _, sub := range []string{"list", "get", "create", "history"} {
+		require.Contains(t, r.stdout, sub+"\t")
+	}
+}
+
+// TestTokenHelpListsEveryScope: the help of serve's --token and of the
+// client commands' --token lists every scope the server accepts.
+func TestTokenHelpListsEveryScope(t *testing.T) {
+	t.Parallel()
+	scopes := httpapi.Scopes()
+	require.Contains(t, scopes, "tick")
+	for _, args := range [][]string{{"serve", "--help"}, {"dev", "--help"}, {"instances", "--help"}, {"flows", "apply", "--help"}} {
+		r := requireCode(t, 0, args...)
+		line := ""
+		for l := range strings.SplitSeq(r.stdout, "\n") {
+			if strings.Contains(l, "--token") {
+				line = l
+			}
+		}
+		require.NotEmpty(t, line, "%v has no --token", args)
+		require.Contains(t, line, strings.Join(scopes, ", "), "%v", args)
+	}
+}
+
+// TestFlowApplyListsEveryProblem: flows apply lists every problem of a
+// definition on standard error, unknown fields with the others, and exits
+// 5; bad JSON in --params and --payload says at which byte and why, exits
+// 5 and creates nothing.
+func TestFlowApplyListsEveryProblem(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			_, base := startDev(t, db(t))
+			file := filepath.Join(t.TempDir(), "broken.json")
+			require.NoError(t, os.WriteFile(file, []byte(`{"id": "broken", "version": "1.0.0", "initialStepId": "nowhere", "colour": "red",
+			  "steps": {"a": {"id": "a", "type": "teleport", "retrys": 3, "timeOut": "1s"}}}`), 0o600))
+			r := requireCode(t, 5, "flows", "apply", "-f", file, "--server", base)
+			for _, want := range []string{
+				`  colour: unknown field "colour"`,
+				`  initialStepId: no step "nowhere" (steps: a)`,
+				`  steps.a.retrys: unknown field "retrys"`,
+				`  steps.a.timeOut: unknown field "timeOut"`,
+				`  steps.a.type: unknown step type "teleport"`,
+				file + ": the flow is invalid (5 problems, above)",
+			} {
+				require.Contains(t, r.stderr, want)
+			}
+			requireCode(t, 3, "flows", "get", "broken", "--server", base)
+
+			r = requireCode(t, 5, "instances", "create", "hello", "bad", "--params", `{"name": "Ada",}`, "--server", base)
+			require.Equal(t, "duraflow: --params: invalid JSON at byte 16: invalid character '}' looking for beginning of object key string, at {\"name\": \"Ada\",⟨here⟩}\n", r.stderr)
+			r = requireCode(t, 5, "instances", "create", "hello", "bad", "--params", `{"name": "Ada"`, "--server", base)
+			require.Contains(t, r.stderr, "--params: invalid JSON at byte 14: unexpected end of JSON input, at {\"name\": \"Ada\"⟨here⟩\n")
+			r = requireCode(t, 5, "events", "send", "hello", "bad", "approval", "--payload", `[1, 2 3]`, "--server", base)
+			require.Contains(t, r.stderr, "--payload: invalid JSON at byte 7: invalid character '3' after array element, at [1, 2 ⟨here⟩3]")
+			requireCode(t, 3, "instances", "get", "hello", "bad", "--server", base)
+		})
+	}
+}
+
+// seedBilling stores instances of "billing", a workflow the duraflow binary
+// does not register, as another deployment would: created with a client
+// whose registry has it, and left queued (no runner here runs it). The
+// database is migrated already (by the dev server).
+func seedBilling(t *testing.T, dbURL string, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := dburl.Open(ctx, dbURL)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, store.Close()) }()
+	reg := workflow.NewRegistry()
+	workflow.MustRegister(reg, "billing", workflow.Func[any, any](
+		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil }))
+	c, err := client.New(&client.Config{Store: store, Registry: reg})
+	require.NoError(t, err)
+	for _, id := range ids {
+		_, err := c.Create(ctx, "billing", workflow.CreateRequest{ID: id, Params: json.RawMessage(`{"customer":"cus_1"}`)})
+		require.NoError(t, err)
+	}
+}
+
+// TestListGetHistoryOfUnregisteredWorkflows: the instances of a workflow
+// the server does not run are listed (alone and among every workflow's),
+// shown and their history read; creating one is still refused, and a name
+// that is neither registered nor stored is still unknown.
+func TestListGetHistoryOfUnregisteredWorkflows(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := db(t)
+			_, base := startDev(t, url)
+			seedBilling(t, url, "inv-1", "inv-2")
+			requireCode(t, 0, "instances", "create", "hello", "h1", "--server", base)
+
+			r := requireCode(t, 0, "instances", "list", "billing", "--server", base)
+			require.Regexp(t, `(?m)^billing\s+inv-2\s+queued\s`, r.stdout)
+			require.Regexp(t, `(?m)^billing\s+inv-1\s+queued\s`, r.stdout)
+			r = requireCode(t, 0, "instances", "list", "--server", base)
+			require.Regexp(t, `(?m)^hello\s+h1\s+complete\s`, r.stdout)
+			require.Regexp(t, `(?m)^billing\s+inv-1\s+queued\s`, r.stdout)
+			r = requireCode(t, 0, "instances", "list", "billing", "--status", "complete", "--server", base)
+			require.Equal(t, 1, strings.Count(r.stdout, "\n"), "only the header: %s", r.stdout)
+
+			r = requireCode(t, 0, "instances", "get", "billing", "inv-1", "--server", base)
+			require.Regexp(t, `(?m)^Status:\s+queued$`, r.stdout)
+			require.Regexp(t, `(?m)^Params:\s+\{"customer":"cus_1"\}$`, r.stdout)
+			r = requireCode(t, 0, "instances", "history", "billing", "inv-1", "--server", base)
+			require.True(t, strings.HasPrefix(r.stdout, "billing/inv-1 run 1: queued\n"), r.stdout)
+
+			requireCode(t, 3, "instances", "get", "billing", "inv-9", "--server", base)
+			r = requireCode(t, 3, "instances", "create", "billing", "inv-3", "--server", base)
+			require.Contains(t, r.stderr, "WORKFLOW_NOT_FOUND")
+			r = requireCode(t, 3, "instances", "list", "biling", "--server", base)
+			require.Contains(t, r.stderr, "WORKFLOW_NOT_FOUND")
+			r = requireCode(t, 3, "instances", "get", "biling", "inv-1", "--server", base)
+			require.Contains(t, r.stderr, "WORKFLOW_NOT_FOUND")
+		})
+	}
+}
+
+// TestListEveryWorkflowHasOneCursor: instances list without a workflow
+// pages through every workflow's instances in one order, newest update
+// first, with one cursor, and --all follows it.
+func TestListEveryWorkflowHasOneCursor(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			url := db(t)
+			_, base := startDev(t, url)
+			seedBilling(t, url, "inv-1")
+			for _, id := range []string{"h1", "h2"} {
+				requireCode(t, 0, "instances", "create", "hello", id, "--server", base)
+			}
+			requireCode(t, 0, "instances", "create", "sleeper", "s1", "--params", `{"duration":"1 hour"}`, "--server", base)
+
+			type page struct {
+				Instances []struct {
+					ID        string
+					UpdatedAt time.Time
+				}
+				Cursor      string
+				HasNextPage bool
+				Cursors     map[string]string
+			}
+			list := func(args ...string) page {
+				r := requireCode(t, 0, append([]string{"instances", "list", "--json", "--server", base}, args...)...)
+				var p page
+				require.NoError(t, json.Unmarshal([]byte(r.stdout), &p), r.stdout)
+				require.Nil(t, p.Cursors, "one cursor, no map of them")
+				return p
+			}
+			var seen []string
+			args := []string{"--page-size", "1"}
+			for {
+				p := list(args...)
+				require.Len(t, p.Instances, 1)
+				seen = append(seen, p.Instances[0].ID)
+				r := requireCode(t, 0, append([]string{"instances", "list", "--server", base}, args...)...)
+				if !p.HasNextPage {
+					require.Empty(t, p.Cursor)
+					require.NotContains(t, r.stderr, "more")
+					break
+				}
+				require.Equal(t, "more: duraflow instances list --cursor "+p.Cursor+" (or --all)\n", r.stderr, "one cursor for every workflow")
+				args = []string{"--page-size", "1", "--cursor", p.Cursor}
+			}
+			require.ElementsMatch(t, []string{"inv-1", "h1", "h2", "s1"}, seen)
+			all := list("--all", "--page-size", "2")
+			var ids []string
+			for i, inst := range all.Instances {
+				ids = append(ids, inst.ID)
+				if i > 0 {
+					require.False(t, inst.UpdatedAt.After(all.Instances[i-1].UpdatedAt), "newest update first")
+				}
+			}
+			require.Equal(t, seen, ids)
+			require.Equal(t, "inv-1", ids[len(ids)-1], "billing was seeded first")
+		})
+	}
+}

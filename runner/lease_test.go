@@ -164,14 +164,13 @@ func TestPayloadLimitsInsideRuns(t *testing.T) {
 }
 
 // heartbeatlessStore fails every heartbeat, as a database the runner cannot
-// reach would, while its other calls go through.
+// reach would, while its other calls go through: no heartbeat renews a
+// lease.
 type heartbeatlessStore struct {
 	db.Store
-	beats atomic.Int32
 }
 
 func (s *heartbeatlessStore) TaskHeartbeat(context.Context, *db.TaskHeartbeatParams) error {
-	s.beats.Add(1)
 	return errors.New("heartbeat refused by the test")
 }
 
@@ -205,7 +204,6 @@ func TestNoStepStartsPastTheLease(t *testing.T) {
 		_, err := h.Client.Create(h.Context(), "late", workflow.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		h.RunDue()
-		require.Positive(t, store.beats.Load(), "a heartbeat was due while step a ran")
 		require.Equal(t, int32(1), aRuns.Load())
 		require.Zero(t, bRuns.Load(), "step b started after the lease had run out")
 		st, ok := stepByKey(t, h, "late", "l")["a"]

@@ -132,6 +132,9 @@ type LifecycleStore interface {
 	// LifecyclePrune deletes up to p.Max events older than p.Before and
 	// returns how many it deleted.
 	LifecyclePrune(ctx context.Context, p *LifecyclePruneParams) (int, error)
+	// LifecycleLastID returns the id of the newest event, 0 when there is
+	// none: where a subscriber that wants only new events starts.
+	LifecycleLastID(ctx context.Context) (int64, error)
 	// LifecycleLogSet turns the writing of events on or off (on when the
 	// store is opened). While off, transitions run no statement for it.
 	LifecycleLogSet(on bool)

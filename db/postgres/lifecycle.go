@@ -153,3 +153,13 @@ func timeArg(t time.Time) *time.Time {
 	}
 	return &t
 }
+
+// LifecycleLastID returns the id of the newest lifecycle event, 0 when
+// there is none.
+func (s *Store) LifecycleLastID(ctx context.Context) (int64, error) {
+	id, err := s.queries.LifecycleLastID(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the last lifecycle event: %w", interpretError(err))
+	}
+	return id, nil
+}

@@ -118,3 +118,13 @@ func lifecycleLimit(limit int) int {
 	}
 	return limit
 }
+
+// LifecycleLastID returns the id of the newest lifecycle event, 0 when
+// there is none.
+func (s *Store) LifecycleLastID(ctx context.Context) (int64, error) {
+	id, err := s.queriesFor(ctx, false).LifecycleLastID(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("reading the last lifecycle event: %w", interpretError(err))
+	}
+	return id, nil
+}

@@ -341,11 +341,14 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		t.Parallel()
 		b := setup(t, newStore)
 		log := b.lifecycleLog(t)
+		last, err := log.LifecycleLastID(b.ctx)
+		require.NoError(t, err)
+		require.Zero(t, last, "an empty log")
 		for i, id := range []string{"x1", "x2", "x3"} {
 			b.createAt(t, workflowName, id, b.at(time.Duration(i)*time.Minute))
 		}
 		b.createAt(t, otherName, "y1", b.at(time.Minute))
-		_, err := b.store.InstanceTerminate(b.ctx, b.change("x2"))
+		_, err = b.store.InstanceTerminate(b.ctx, b.change("x2"))
 		require.NoError(t, err)
 
 		list := func(p db.LifecycleListParams) []string {
@@ -384,6 +387,9 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 			pages = append(pages, keys)
 			after = events[len(events)-1].ID
 		}
+		last, err = log.LifecycleLastID(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, after, last, "the last id is the newest event's")
 		require.Equal(t, [][]string{
 			{"instance.created x1", "instance.created x2"},
 			{"instance.created x3", "instance.created y1"},

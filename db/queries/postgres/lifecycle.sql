@@ -78,3 +78,7 @@ WHERE id = ANY(ARRAY(
     ORDER BY e.at
     LIMIT @max
 ));
+
+-- name: LifecycleLastID :one
+-- LifecycleLastID is the id of the newest event, 0 when there is none.
+SELECT coalesce(max(id), 0)::bigint AS id FROM lifecycle_event;

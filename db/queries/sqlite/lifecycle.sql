@@ -26,3 +26,7 @@ WHERE id IN (
     ORDER BY e.at
     LIMIT @max
 );
+
+-- name: LifecycleLastID :one
+-- LifecycleLastID is the id of the newest event, 0 when there is none.
+SELECT CAST(coalesce(max(id), 0) AS INTEGER) AS id FROM lifecycle_event;

@@ -146,6 +146,18 @@ func (q *Queries) LifecycleInsertSent(ctx context.Context, arg LifecycleInsertSe
 	return err
 }
 
+const lifecycleLastID = `-- name: LifecycleLastID :one
+SELECT coalesce(max(id), 0)::bigint AS id FROM lifecycle_event
+`
+
+// LifecycleLastID is the id of the newest event, 0 when there is none.
+func (q *Queries) LifecycleLastID(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, lifecycleLastID)
+	var id int64
+	err := row.Scan(&id)
+	return id, err
+}
+
 const lifecycleList = `-- name: LifecycleList :many
 SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
 WHERE e.id > $1

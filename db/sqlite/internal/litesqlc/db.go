@@ -153,6 +153,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.lifecycleInsertStmt, err = db.PrepareContext(ctx, lifecycleInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleInsert: %w", err)
 	}
+	if q.lifecycleLastIDStmt, err = db.PrepareContext(ctx, lifecycleLastID); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleLastID: %w", err)
+	}
 	if q.lifecycleListStmt, err = db.PrepareContext(ctx, lifecycleList); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleList: %w", err)
 	}
@@ -559,6 +562,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing lifecycleInsertStmt: %w", cerr)
 		}
 	}
+	if q.lifecycleLastIDStmt != nil {
+		if cerr := q.lifecycleLastIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleLastIDStmt: %w", cerr)
+		}
+	}
 	if q.lifecycleListStmt != nil {
 		if cerr := q.lifecycleListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lifecycleListStmt: %w", cerr)
@@ -951,6 +959,7 @@ type Queries struct {
 	instanceTouchStmt                 *sql.Stmt
 	instanceTransitionStmt            *sql.Stmt
 	lifecycleInsertStmt               *sql.Stmt
+	lifecycleLastIDStmt               *sql.Stmt
 	lifecycleListStmt                 *sql.Stmt
 	lifecyclePruneStmt                *sql.Stmt
 	limitDefineStmt                   *sql.Stmt
@@ -1062,6 +1071,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceTouchStmt:                 q.instanceTouchStmt,
 		instanceTransitionStmt:            q.instanceTransitionStmt,
 		lifecycleInsertStmt:               q.lifecycleInsertStmt,
+		lifecycleLastIDStmt:               q.lifecycleLastIDStmt,
 		lifecycleListStmt:                 q.lifecycleListStmt,
 		lifecyclePruneStmt:                q.lifecyclePruneStmt,
 		limitDefineStmt:                   q.limitDefineStmt,

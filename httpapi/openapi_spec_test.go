@@ -630,7 +630,7 @@ func buildOpenAPI(t *testing.T) []byte {
 		"schedules": "Cron schedules that start workflows.", "queues": "Concurrency and rate limits of task queues.",
 		"flows": "JSON flow definitions, versioned.", "workers": "The registry of runners, and draining them.",
 		"lifecycle": "The lifecycle event log: what happened to instances, listed and streamed.",
-		"triggers": "The host's HTTP triggers (present in a server's own document only).",
+		"triggers":  "The host's HTTP triggers (present in a server's own document only).",
 	}
 	tags["triggers"] = true
 	for _, name := range []string{"health", "workflows", "instances", "runner", "schedules", "queues", "flows", "workers", "lifecycle", "triggers"} {

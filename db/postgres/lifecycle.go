@@ -42,8 +42,6 @@ func (a *lifecycleArrays) add(events ...db.LifecycleEvent) {
 	}
 }
 
-func (a *lifecycleArrays) empty() bool { return len(a.types) == 0 }
-
 func (a *lifecycleArrays) insertParams(now *time.Time) pgsqlc.LifecycleInsertParams {
 	return pgsqlc.LifecycleInsertParams{
 		Now: now, Types: a.types, WorkflowNames: a.workflowNames, InstanceIds: a.instanceIDs,

@@ -337,6 +337,11 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		l.requireNext(t, "on again", "instance.created o3")
 	})
 
+	t.Run("TerminateCascade", func(t *testing.T) {
+		t.Parallel()
+		testLifecycleLogCascade(t, newStore)
+	})
+
 	t.Run("ListFiltersAndPages", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
@@ -419,4 +424,28 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Len(t, events, 1)
 		require.Equal(t, "new", events[0].InstanceID, "the newer event is kept")
 	})
+}
+
+// testLifecycleLogCascade: a terminate that ends its children (policy
+// terminate, recursively) logs one instance.terminated per instance, in
+// the same transaction.
+func testLifecycleLogCascade(t *testing.T, newStore func(t *testing.T) db.Store) {
+	b := setup(t, newStore)
+	l := b.tail(t)
+	b.create(t, "parent")
+	for _, id := range []string{"child", "grandchild"} {
+		parent := map[string]string{"child": "parent", "grandchild": "child"}[id]
+		_, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+			WorkflowName: workflowName, ID: id, Now: new(b.now),
+			Parent: &db.ParentLink{WorkflowName: workflowName, InstanceID: parent, RunNumber: 1, StepKey: "sub", Policy: db.ParentPolicyTerminate},
+		})
+		require.NoError(t, err)
+	}
+	l.next(t)
+	_, err := b.store.InstanceTerminate(b.ctx, b.change("parent"))
+	require.NoError(t, err)
+	got := l.requireNext(t, "the cascade", "instance.terminated parent", "instance.terminated child", "instance.terminated grandchild")
+	for _, e := range got {
+		require.Equal(t, 1, e.RunNumber)
+	}
 }

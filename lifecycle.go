@@ -21,9 +21,6 @@ const (
 	// lifecyclePruneBatch is how many events one prune statement deletes:
 	// small, so no prune holds locks or the SQLite writer for long.
 	lifecyclePruneBatch = 1000
-	// lifecyclePruneBatches bounds the batches of one pass; the rest waits
-	// for the next pass.
-	lifecyclePruneBatches = 100
 	// subscriberPollInterval is how often a subscriber looks for new
 	// events without a wake-up.
 	subscriberPollInterval = time.Second
@@ -52,7 +49,8 @@ func (h *Host) clock() clock.Clock {
 }
 
 // PruneLifecycle deletes the lifecycle events older than the retention
-// (Config.LifecycleRetention) in batches, and returns how many it deleted.
+// (Config.LifecycleRetention) in batches of 1000 until none is left, and
+// returns how many it deleted.
 // A host running in the background calls it every
 // Config.LifecyclePruneInterval; it is exported for hosts that run on
 // demand.
@@ -67,7 +65,10 @@ func (h *Host) PruneLifecycle(ctx context.Context) (int, error) {
 	}
 	before := h.clock().Now().Add(-retention)
 	total := 0
-	for range lifecyclePruneBatches {
+	for ctx.Err() == nil {
+		// Batch after batch, each its own short transaction, until one
+		// finds fewer than a batch: a busy engine writes thousands of
+		// events a second, so a capped pass would fall behind.
 		n, err := ls.LifecyclePrune(ctx, &db.LifecyclePruneParams{Before: before, Max: lifecyclePruneBatch})
 		total += n
 		if err != nil {

@@ -15,19 +15,34 @@ var _ db.LifecycleStore = (*Store)(nil)
 // store is opened). While off, no transition runs a statement for it.
 func (s *Store) LifecycleLogSet(on bool) { s.lifecycleOff.Store(!on) }
 
-// logLifecycle writes events in the caller's write transaction, each with
-// the prepared LifecycleInsert; an event without a time takes now (the
-// transaction's). It writes nothing while the log is off.
+// logLifecycle writes events in the caller's write transaction with the
+// prepared inserts, two at a time (LifecycleInsertPair: a step's start and
+// outcome, the common case, in one statement); an event without a time
+// takes now (the transaction's). It writes nothing while the log is off.
 func (s *Store) logLifecycle(ctx context.Context, q *litesqlc.Queries, now int64, events ...db.LifecycleEvent) error {
 	if s.lifecycleOff.Load() {
 		return nil
 	}
-	for i := range events {
-		e := &events[i]
-		at := now
-		if !e.At.IsZero() {
-			at = micros(e.At)
+	at := func(e *db.LifecycleEvent) int64 {
+		if e.At.IsZero() {
+			return now
 		}
+		return micros(e.At)
+	}
+	for len(events) >= 2 {
+		a, b := &events[0], &events[1]
+		if err := q.LifecycleInsertPair(ctx, litesqlc.LifecycleInsertPairParams{
+			Type1: string(a.Type), WorkflowName1: a.WorkflowName, InstanceId1: a.InstanceID, RunNumber1: int64(a.RunNumber),
+			StepKey1: textArg(a.StepKey), Attempt1: int64(a.Attempt), Detail1: textArg(a.Detail), At1: at(a),
+			Type2: string(b.Type), WorkflowName2: b.WorkflowName, InstanceId2: b.InstanceID, RunNumber2: int64(b.RunNumber),
+			StepKey2: textArg(b.StepKey), Attempt2: int64(b.Attempt), Detail2: textArg(b.Detail), At2: at(b),
+		}); err != nil {
+			return fmt.Errorf("logging %s and %s: %w", a.Type, b.Type, err)
+		}
+		events = events[2:]
+	}
+	if len(events) == 1 {
+		e := &events[0]
 		if err := q.LifecycleInsert(ctx, litesqlc.LifecycleInsertParams{
 			Type:         string(e.Type),
 			WorkflowName: e.WorkflowName,
@@ -36,7 +51,7 @@ func (s *Store) logLifecycle(ctx context.Context, q *litesqlc.Queries, now int64
 			StepKey:      textArg(e.StepKey),
 			Attempt:      int64(e.Attempt),
 			Detail:       textArg(e.Detail),
-			At:           at,
+			At:           at(e),
 		}); err != nil {
 			return fmt.Errorf("logging %s: %w", e.Type, err)
 		}

@@ -30,3 +30,11 @@ WHERE id IN (
 -- name: LifecycleLastID :one
 -- LifecycleLastID is the id of the newest event, 0 when there is none.
 SELECT CAST(coalesce(max(id), 0) AS INTEGER) AS id FROM lifecycle_event;
+
+-- name: LifecycleInsertPair :exec
+-- LifecycleInsertPair writes two lifecycle events in one statement: a
+-- step's start and its outcome, the common pair of a checkpoint, for half
+-- the statements of two LifecycleInserts.
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+VALUES (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1),
+    (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2);

@@ -153,6 +153,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.lifecycleInsertStmt, err = db.PrepareContext(ctx, lifecycleInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleInsert: %w", err)
 	}
+	if q.lifecycleInsertPairStmt, err = db.PrepareContext(ctx, lifecycleInsertPair); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleInsertPair: %w", err)
+	}
 	if q.lifecycleLastIDStmt, err = db.PrepareContext(ctx, lifecycleLastID); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleLastID: %w", err)
 	}
@@ -562,6 +565,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing lifecycleInsertStmt: %w", cerr)
 		}
 	}
+	if q.lifecycleInsertPairStmt != nil {
+		if cerr := q.lifecycleInsertPairStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleInsertPairStmt: %w", cerr)
+		}
+	}
 	if q.lifecycleLastIDStmt != nil {
 		if cerr := q.lifecycleLastIDStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lifecycleLastIDStmt: %w", cerr)
@@ -959,6 +967,7 @@ type Queries struct {
 	instanceTouchStmt                 *sql.Stmt
 	instanceTransitionStmt            *sql.Stmt
 	lifecycleInsertStmt               *sql.Stmt
+	lifecycleInsertPairStmt           *sql.Stmt
 	lifecycleLastIDStmt               *sql.Stmt
 	lifecycleListStmt                 *sql.Stmt
 	lifecyclePruneStmt                *sql.Stmt
@@ -1071,6 +1080,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceTouchStmt:                 q.instanceTouchStmt,
 		instanceTransitionStmt:            q.instanceTransitionStmt,
 		lifecycleInsertStmt:               q.lifecycleInsertStmt,
+		lifecycleInsertPairStmt:           q.lifecycleInsertPairStmt,
 		lifecycleLastIDStmt:               q.lifecycleLastIDStmt,
 		lifecycleListStmt:                 q.lifecycleListStmt,
 		lifecyclePruneStmt:                q.lifecyclePruneStmt,

@@ -41,6 +41,56 @@ func (q *Queries) LifecycleInsert(ctx context.Context, arg LifecycleInsertParams
 	return err
 }
 
+const lifecycleInsertPair = `-- name: LifecycleInsertPair :exec
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8),
+    (?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+`
+
+type LifecycleInsertPairParams struct {
+	Type1         string
+	WorkflowName1 string
+	InstanceId1   string
+	RunNumber1    int64
+	StepKey1      *string
+	Attempt1      int64
+	Detail1       *string
+	At1           int64
+	Type2         string
+	WorkflowName2 string
+	InstanceId2   string
+	RunNumber2    int64
+	StepKey2      *string
+	Attempt2      int64
+	Detail2       *string
+	At2           int64
+}
+
+// LifecycleInsertPair writes two lifecycle events in one statement: a
+// step's start and its outcome, the common pair of a checkpoint, for half
+// the statements of two LifecycleInserts.
+func (q *Queries) LifecycleInsertPair(ctx context.Context, arg LifecycleInsertPairParams) error {
+	_, err := q.exec(ctx, q.lifecycleInsertPairStmt, lifecycleInsertPair,
+		arg.Type1,
+		arg.WorkflowName1,
+		arg.InstanceId1,
+		arg.RunNumber1,
+		arg.StepKey1,
+		arg.Attempt1,
+		arg.Detail1,
+		arg.At1,
+		arg.Type2,
+		arg.WorkflowName2,
+		arg.InstanceId2,
+		arg.RunNumber2,
+		arg.StepKey2,
+		arg.Attempt2,
+		arg.Detail2,
+		arg.At2,
+	)
+	return err
+}
+
 const lifecycleLastID = `-- name: LifecycleLastID :one
 SELECT CAST(coalesce(max(id), 0) AS INTEGER) AS id FROM lifecycle_event
 `

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/benbjohnson/clock"
 	"go.opentelemetry.io/otel/trace"
@@ -125,7 +126,28 @@ type Config struct {
 	// Defaults to nil: tracing is off, no span is started and no trace
 	// context is stored.
 	TracerProvider trace.TracerProvider
+	// DisableLifecycleLog turns the lifecycle event log off (see
+	// docs/events.md): New tells the store (db.LifecycleStore), whose
+	// transitions then run no statement for it. The setting is the
+	// store's, so it holds for every host over the same store value.
+	//
+	// Defaults to false: the log is on.
+	DisableLifecycleLog bool
+	// LifecycleRetention is how long lifecycle events are kept. A host
+	// whose runner runs in the background (RunBackground) prunes older
+	// events every LifecyclePruneInterval, in batches of 1000.
+	//
+	// Defaults to 30 days (DefaultLifecycleRetention).
+	LifecycleRetention time.Duration
+	// LifecyclePruneInterval is how often the host prunes the lifecycle
+	// event log.
+	//
+	// Defaults to 1 minute.
+	LifecyclePruneInterval time.Duration
 }
+
+// DefaultLifecycleRetention is Config.LifecycleRetention's default: 30 days.
+const DefaultLifecycleRetention = 30 * 24 * time.Hour
 
 // Observer is what a host reports to (see Config.Observer): the runner's
 // observations and the client's.
@@ -178,6 +200,12 @@ func (c *Config) validate() error {
 			"Store": f.Store != nil, "Registry": f.Registry != nil, "Clock": f.Clock != nil,
 			"Logger": f.Logger != nil, "WakeFunc": f.WakeFunc != nil,
 		})...)
+	}
+	if c.LifecycleRetention < 0 {
+		errs = append(errs, fmt.Errorf("Config.LifecycleRetention %s is negative", c.LifecycleRetention))
+	}
+	if c.LifecyclePruneInterval < 0 {
+		errs = append(errs, fmt.Errorf("Config.LifecyclePruneInterval %s is negative", c.LifecyclePruneInterval))
 	}
 	return errors.Join(errs...)
 }

@@ -40,6 +40,12 @@ type Host struct {
 	listenDone  chan struct{}
 	loopRunning bool // the runner's and the scheduler's loops run (RunBackground)
 
+	// subs are the lifecycle subscribers' wake channels; stopPrune and
+	// pruneDone stop and await the lifecycle prune loop.
+	subs      subscribers
+	stopPrune context.CancelFunc
+	pruneDone chan struct{}
+
 	mu      sync.Mutex
 	started bool
 	stopped bool
@@ -64,6 +70,9 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	}
 	h := &Host{cfg: *cfg, store: store}
 	recordHooks := cfg.Hooks != nil
+	if ls := h.lifecycleStore(); ls != nil {
+		ls.LifecycleLogSet(!cfg.DisableLifecycleLog)
+	}
 
 	if cfg.Hooks != nil {
 		hc := *cfg.Hooks
@@ -167,6 +176,7 @@ func (h *Host) wake(workflowName string) {
 	if h.flows != nil {
 		h.flows.Notify(workflowName)
 	}
+	h.wakeSubscribers()
 }
 
 // Client returns the management client: create, inspect and control
@@ -249,6 +259,11 @@ func (h *Host) Start(ctx context.Context) (err error) {
 			}
 		}
 	}
+	if h.loopRunning && h.lifecycleStore() != nil {
+		pruneCtx, cancel := context.WithCancel(bg)
+		h.stopPrune, h.pruneDone = cancel, make(chan struct{})
+		go h.pruneLoop(pruneCtx)
+	}
 	if h.listener != nil {
 		listenCtx, cancel := context.WithCancel(bg)
 		h.stopListen, h.listenDone = cancel, make(chan struct{})
@@ -314,6 +329,11 @@ func (h *Host) stop(ctx context.Context) error {
 		if err := h.hooks.Stop(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("stopping the hook deliverer: %w", err))
 		}
+	}
+	if h.stopPrune != nil {
+		h.stopPrune()
+		<-h.pruneDone
+		h.stopPrune = nil
 	}
 	if h.stopListen != nil {
 		h.stopListen()

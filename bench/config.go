@@ -119,6 +119,11 @@ type Config struct {
 	// runner at once when it has a free slot. Worker processes create
 	// nothing, so it does not concern them.
 	NoEagerStart bool
+	// NoLifecycleLog turns the lifecycle event log off in the bench
+	// process's store (duraflow.Config.DisableLifecycleLog), as
+	// --event-log=false does for duraflow worker, to measure what the log
+	// costs. Worker processes (Runners > 1) keep theirs on.
+	NoLifecycleLog bool
 	// Metrics gives the bench process's host the Prometheus metrics'
 	// observer (package metrics), as duraflow serve and worker have when
 	// they serve /metrics, to measure what the observations cost. Nothing

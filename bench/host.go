@@ -28,6 +28,7 @@ type hostOptions struct {
 	concurrency  int
 	pollInterval time.Duration
 	noEager      bool
+	noLog        bool
 	metrics      bool
 	logger       *slog.Logger
 	// tracer, when set, counts the statements of the store (Postgres).
@@ -65,7 +66,10 @@ func startHost(ctx context.Context, opts hostOptions) (_ *host, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := &duraflow.Config{Registry: clientReg, Logger: opts.logger, RunMode: duraflow.RunNone, DisableScheduler: true}
+	cfg := &duraflow.Config{
+		Registry: clientReg, Logger: opts.logger, RunMode: duraflow.RunNone, DisableScheduler: true,
+		DisableLifecycleLog: opts.noLog,
+	}
 	if opts.runner {
 		// The runner's registry lacks the create workload's workflow, and
 		// the host's client shares it; the create workload has a client of

@@ -45,6 +45,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if s.NoEagerStart {
 		b.WriteString(", eager start off")
 	}
+	if s.NoLifecycleLog {
+		b.WriteString(", lifecycle log off")
+	}
 	if s.PoolMaxConns > 0 {
 		fmt.Fprintf(&b, ", pool %d connections", s.PoolMaxConns)
 	}

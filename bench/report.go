@@ -76,6 +76,7 @@ type Settings struct {
 	InFlight        int      `json:"in_flight"`
 	PollIntervalMs  float64  `json:"poll_interval_ms"`
 	NoEagerStart    bool     `json:"no_eager_start,omitempty"`
+	NoLifecycleLog  bool     `json:"no_lifecycle_log,omitempty"`
 	SoakSeconds     float64  `json:"soak_s,omitempty"`
 	IntervalSeconds float64  `json:"interval_s,omitempty"`
 	// MaintenanceSeconds is Config.Maintenance; MaintenanceVacuums and
@@ -154,7 +155,7 @@ func newReport(cfg *Config) *Report {
 			Workloads: cfg.ordered(), N: cfg.N, Concurrency: cfg.Concurrency, Runners: cfg.Runners,
 			ExternalRunners: cfg.ExternalRunners, Batch: cfg.Batch, InFlight: cfg.InFlight,
 			PollIntervalMs: ms(cfg.PollInterval), MaintenanceSeconds: cfg.Maintenance.Seconds(),
-			NoEagerStart: cfg.NoEagerStart,
+			NoEagerStart: cfg.NoEagerStart, NoLifecycleLog: cfg.NoLifecycleLog,
 		},
 	}
 	for _, w := range cfg.Workloads {
@@ -324,6 +325,9 @@ func (r *Report) writeHeader(b *strings.Builder) {
 	}
 	if s.NoEagerStart {
 		pool += ", eager start off"
+	}
+	if s.NoLifecycleLog {
+		pool += ", lifecycle log off"
 	}
 	fmt.Fprintf(b, "runners:  %d (%s), concurrency %d each, batch %d, in flight ≤ %d, poll %s%s\n",
 		s.Runners, where, s.Concurrency, s.Batch, s.InFlight, time.Duration(s.PollIntervalMs*float64(time.Millisecond)), pool)

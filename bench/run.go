@@ -63,7 +63,7 @@ func Run(ctx context.Context, cfg *Config) (rep *Report, err error) {
 	}
 	r.host, err = startHost(ctx, hostOptions{
 		backend: d.backend, url: d.url, wakeChannel: d.wakeChannel, runner: !c.ExternalRunners,
-		concurrency: c.Concurrency, pollInterval: c.PollInterval, noEager: c.NoEagerStart, metrics: c.Metrics, logger: c.Logger, tracer: r.tracer,
+		concurrency: c.Concurrency, pollInterval: c.PollInterval, noEager: c.NoEagerStart, noLog: c.NoLifecycleLog, metrics: c.Metrics, logger: c.Logger, tracer: r.tracer,
 	})
 	if err != nil {
 		return rep, fmt.Errorf("starting the in-process host: %w", err)

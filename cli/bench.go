@@ -21,7 +21,7 @@ func newBenchCommand(o *Options) *cobra.Command {
 	cfg := &bench.Config{}
 	var (
 		workloads, jsonPath, mdPath, cpuProfile string
-		quiet, eagerStart                       bool
+		quiet, eagerStart, eventLog             bool
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -67,6 +67,7 @@ as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 				cfg.Progress = o.Stderr
 			}
 			cfg.NoEagerStart = !eagerStart
+			cfg.NoLifecycleLog = !eventLog
 			cfg.WorkerCommand, err = workerCommand(cmd)
 			if err != nil {
 				return err
@@ -117,6 +118,7 @@ as the store opens its own (WAL, synchronous=NORMAL, one write connection).`,
 	fs.IntVar(&cfg.InFlight, "in-flight", 0, "most unfinished instances at once; creation waits above it (default 4 × concurrency × runners, at least 200)")
 	fs.Var(newDurationValue(&cfg.PollInterval, time.Second), "poll-interval", "each runner's poll interval")
 	fs.BoolVar(&eagerStart, "eager-start", true, "start instances on the in-process runner at once when it has a free slot, as duraflow worker does (--eager-start=false: queue every one for a claim)")
+	fs.BoolVar(&eventLog, "event-log", true, "keep the lifecycle event log in the bench process (--event-log=false: off, to measure what it costs)")
 	fs.BoolVar(&cfg.Metrics, "metrics", false, "give the in-process host the Prometheus metrics' observer, as serve and worker have with /metrics on, to measure its cost (nothing scrapes)")
 	fs.BoolVar(&cfg.Ceiling, "ceiling", false, "measure the database's ceiling first and show ratios to it: pgbench on Postgres, the same SQL shapes through database/sql on SQLite")
 	fs.Var(newDurationValue(&cfg.CeilingDuration, 5*time.Second), "ceiling-duration", "how long each ceiling script (pgbench) or shape (SQLite) runs")

@@ -650,11 +650,16 @@ func newEventsCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "events",
 		Aliases: []string{"event"},
-		Short:   "Send events to instances",
-		Args:    args(cobra.NoArgs),
-		RunE:    groupHelp,
+		Short:   "List lifecycle events (and follow them); send events to instances",
+		Long: `events lists the lifecycle event log (as "events list" does, with the same
+flags) and, with "events send", sends a workflow event to an instance.`,
+		Args: args(cobra.NoArgs),
 	}
 	addClientFlags(cmd, cf)
+	lf := &lifecycleFlags{}
+	lf.add(cmd.Flags())
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return runLifecycleList(cmd, o, cf, lf) }
+	cmd.AddCommand(newLifecycleListCommand(o, cf, &lifecycleFlags{}))
 	var payload string
 	send := &cobra.Command{
 		Use:   "send <workflow> <id> <type>",

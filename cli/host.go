@@ -68,6 +68,8 @@ type hostConfig struct {
 	shutdownTimeout  time.Duration
 	workerHeartbeat  time.Duration
 	offlineAfter     time.Duration
+	eventLog         bool
+	eventRetention   time.Duration
 	logFormat        string
 	logLevel         string
 	metricsOnAPI     bool   // serve: /metrics on the API address
@@ -198,6 +200,10 @@ func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "worker-heartbeat", "DURAFLOW_WORKER_HEARTBEAT")
 	fs.Var(newDurationValue(&c.offlineAfter, 0), "offline-after", "how old a worker's last heartbeat may be before it is marked offline and its tasks are released (0: three --worker-heartbeat intervals)")
 	bindEnv(fs, "offline-after", "DURAFLOW_OFFLINE_AFTER")
+	fs.BoolVar(&c.eventLog, "event-log", true, "keep the lifecycle event log (docs/events.md; --event-log=false: write none)")
+	bindEnv(fs, "event-log", "DURAFLOW_EVENT_LOG")
+	fs.Var(newDurationValue(&c.eventRetention, duraflow.DefaultLifecycleRetention), "event-retention", "how long lifecycle events are kept; the runner prunes older ones in the background")
+	bindEnv(fs, "event-retention", "DURAFLOW_EVENT_RETENTION")
 	fs.Var(newDurationValue(&c.shutdownTimeout, 30*time.Second), "shutdown-timeout", "on SIGTERM or SIGINT, or a drain (duraflow workers drain), how long running work may take to finish before it is handed back")
 	bindEnv(fs, "shutdown-timeout", "DURAFLOW_SHUTDOWN_TIMEOUT")
 	addFlowFlags(fs, c)
@@ -380,8 +386,9 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	}
 	coreCfg := &duraflow.Config{
 		Registry: h.registry, Logger: log, RunMode: duraflow.RunNone, PollOnly: !cfg.notify,
-		Flows:     &flow.Config{Handlers: handlers, RefreshInterval: cfg.flowRefresh},
-		Scheduler: &schedule.Config{PollInterval: cfg.pollInterval},
+		Flows:               &flow.Config{Handlers: handlers, RefreshInterval: cfg.flowRefresh},
+		Scheduler:           &schedule.Config{PollInterval: cfg.pollInterval},
+		DisableLifecycleLog: !cfg.eventLog, LifecycleRetention: cfg.eventRetention,
 	}
 	if cfg.runner || (serveHTTP && cfg.tick) {
 		// Schedules fire wherever a runner runs its loop; a host driven by

@@ -77,6 +77,8 @@ type okResp struct {
 	body    any
 	headers []string // names of components/headers
 	example any
+	// contentType is the answer's media type; "" is application/json.
+	contentType string
 }
 
 func init() {
@@ -113,7 +115,7 @@ func init() {
 	} {
 		requestRequired[typeKey(r.typ)] = r.fields
 	}
-	for _, v := range []any{schedule.ListResult{}, flowapi.ListResult{}, apiclient.WorkerList{}} {
+	for _, v := range []any{schedule.ListResult{}, flowapi.ListResult{}, apiclient.WorkerList{}, apiclient.LifecycleList{}} {
 		pagedTypes[typeKey(reflect.TypeOf(v))] = true
 	}
 }
@@ -130,6 +132,12 @@ func sharedParameters() obj {
 			"description": "The page length, 1 to " + strconv.Itoa(httpapi.MaxPageSize) + "; the route's default when absent."},
 		"cursor": obj{"name": "cursor", "in": "query", "schema": str,
 			"description": "Continues a previous page: the cursor its answer gave."},
+		"lifecycleType": obj{"name": "type", "in": "query", "schema": obj{"type": "array", "items": str}, "style": "form", "explode": true,
+			"description": "Only events of these lifecycle types (repeat the parameter), such as instance.created or step.retrying; an unknown type is 400."},
+		"lifecycleSince": obj{"name": "since", "in": "query", "schema": obj{"type": "string", "format": "date-time"},
+			"description": "Only events at or after this RFC 3339 time."},
+		"lifecycleUntil": obj{"name": "until", "in": "query", "schema": obj{"type": "string", "format": "date-time"},
+			"description": "Only events before this RFC 3339 time; it must be after since."},
 		"namespaceQuery": obj{"name": "namespace", "in": "query", "schema": str,
 			"description": "The namespace the request acts in (as the Duraflow-Namespace header; given both, they must agree). Default: `default`, or the first namespace of a token limited to some."},
 		"namespaceHeader": obj{"name": apiclient.NamespaceHeader, "in": "header", "schema": str,
@@ -447,6 +455,41 @@ func apiOperations() []apiOp {
 			ok:   []okResp{{status: 200, description: "The worker, draining.", body: workflow.WorkerInfo{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkerNotFound, apiclient.CodeWorkerOffline},
 		},
+
+		// Lifecycle events.
+		{
+			method: "GET", path: "/api/events", id: "listLifecycleEvents", tag: "lifecycle", summary: "List lifecycle events",
+			description: "A page of the lifecycle event log of every namespace (docs/events.md), in id order: what happened to instances (created, step started, completed, failed, retrying, waiting, event received, paused, resumed, terminated, restarted, completed, errored). Fleet-wide: a token limited to namespaces may not call it.",
+			scope:       httpapi.ActionRead,
+			params: []any{
+				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
+				obj{"name": "instance", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this instance (with workflow)."},
+				"lifecycleType", "lifecycleSince", "lifecycleUntil", "pageSize", "cursor"},
+			ok:   []okResp{{status: 200, description: "A page of lifecycle events.", body: apiclient.LifecycleList{}}},
+			errs: []apiclient.Code{apiclient.CodeInvalidInstanceID},
+		},
+		{
+			method: "GET", path: "/api/events/stream", id: "streamLifecycleEvents", tag: "lifecycle", summary: "Stream lifecycle events",
+			description: "Server-sent events: each new lifecycle event that matches the filters, as a message whose `id` is the event's id and whose `data` is its JSON (the items of listLifecycleEvents). It starts after the `Last-Event-ID` header, else after `after`, else after the newest event, and sends a comment line as a heartbeat every " + httpapi.StreamHeartbeat.String() + ". Bad filters are answered 400 before the stream starts. Fleet-wide: a token limited to namespaces may not call it.",
+			scope:       httpapi.ActionRead,
+			params: []any{
+				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
+				obj{"name": "instance", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this instance (with workflow)."},
+				"lifecycleType",
+				obj{"name": "after", "in": "query", "schema": obj{"type": "integer", "minimum": 0}, "description": "Start after the event with this id."},
+				obj{"name": "Last-Event-ID", "in": "header", "schema": obj{"type": "string"}, "description": "Resume after the event with this id (sent by a reconnecting EventSource); it wins over after."}},
+			ok: []okResp{{status: 200, description: "The stream.", contentType: "text/event-stream",
+				body: obj{"type": "string", "description": "text/event-stream: `id: <event id>`, `event: lifecycle`, `data: <event JSON>` per event."}}},
+			errs: []apiclient.Code{apiclient.CodeInvalidInstanceID},
+		},
+		{
+			method: "GET", path: "/api/workflows/{name}/instances/{id}/lifecycle", id: "instanceLifecycle", tag: "lifecycle", summary: "List an instance's lifecycle events",
+			description: "A page of the lifecycle events of the instance, every run's, in id order.",
+			scope:       httpapi.ActionRead,
+			params:      []any{"workflowName", "instanceId", "lifecycleType", "lifecycleSince", "lifecycleUntil", "pageSize", "cursor"},
+			ok:          []okResp{{status: 200, description: "A page of lifecycle events.", body: apiclient.LifecycleList{}}},
+			errs:        []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound, apiclient.CodeInvalidInstanceID},
+		},
 	}
 }
 
@@ -560,7 +603,11 @@ func buildOpenAPI(t *testing.T) []byte {
 				if r.example != nil {
 					media["example"] = r.example
 				}
-				resp["content"] = obj{"application/json": media}
+				ct := r.contentType
+				if ct == "" {
+					ct = "application/json"
+				}
+				resp["content"] = obj{ct: media}
 			}
 			if len(r.headers) > 0 {
 				h := obj{}
@@ -607,10 +654,11 @@ func buildOpenAPI(t *testing.T) []byte {
 		"runner":    "Drive the runner from outside (a cron job, a serverless scheduler).",
 		"schedules": "Cron schedules that start workflows.", "queues": "Concurrency and rate limits of task queues.",
 		"flows": "JSON flow definitions, versioned.", "workers": "The registry of runners, and draining them.",
-		"triggers": "The host's HTTP triggers (present in a server's own document only).",
+		"lifecycle": "The lifecycle event log: what happened to instances, listed and streamed.",
+		"triggers":  "The host's HTTP triggers (present in a server's own document only).",
 	}
 	tags["triggers"] = true
-	for _, name := range []string{"health", "workflows", "instances", "runner", "schedules", "queues", "flows", "workers", "triggers"} {
+	for _, name := range []string{"health", "workflows", "instances", "runner", "schedules", "queues", "flows", "workers", "lifecycle", "triggers"} {
 		require.True(t, tags[name], name)
 		tagList = append(tagList, obj{"name": name, "description": tagDocs[name]})
 	}

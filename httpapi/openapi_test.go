@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +12,12 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -429,6 +433,62 @@ func TestOpenAPIConformance(t *testing.T) {
 			return err
 		})
 
+		// The lifecycle event log.
+		c.ok("lifecycle events", func() error {
+			_, err := api.ListLifecycleEvents(ctx, client.LifecycleListParams{WorkflowName: "greet", Types: []string{"instance.created", "instance.completed"}, PageSize: 1})
+			return err
+		})
+		events, err := api.ListLifecycleEvents(ctx, client.LifecycleListParams{PageSize: 1})
+		require.NoError(t, err)
+		require.NotEmpty(t, events.NextCursor)
+		c.ok("lifecycle events, next page", func() error {
+			_, err := api.ListLifecycleEvents(ctx, client.LifecycleListParams{PageSize: 1, Cursor: events.NextCursor})
+			return err
+		})
+		c.ok("instance lifecycle", func() error {
+			_, err := api.InstanceLifecycle(ctx, "greet", "g-1", client.LifecycleListParams{Since: time.Unix(0, 0), Until: time.Now().Add(time.Hour)})
+			return err
+		})
+		c.fails("instance lifecycle, unknown instance", apiclient.CodeInstanceNotFound, func() error {
+			_, err := api.InstanceLifecycle(ctx, "greet", "nobody", client.LifecycleListParams{})
+			return err
+		})
+		c.fails("instance lifecycle, unknown workflow", apiclient.CodeWorkflowNotFound, func() error {
+			_, err := api.InstanceLifecycle(ctx, "nope", "g-1", client.LifecycleListParams{})
+			return err
+		})
+		c.raw("instance lifecycle, bad id", adminToken, "GET", "/api/workflows/greet/instances/no%20way/lifecycle", "", 400, apiclient.CodeInvalidInstanceID, false)
+		for _, bad := range []struct{ what, query string }{
+			{"unknown type", "type=instance.exploded"},
+			{"bad since", "since=yesterday"},
+			{"bad until", "until=2030-13-01T00:00:00Z"},
+			{"inverted range", "since=2030-01-02T00:00:00Z&until=2030-01-01T00:00:00Z"},
+			{"bad cursor", "cursor=%21%21"},
+			{"cursor not a number", "cursor=" + base64.RawURLEncoding.EncodeToString([]byte("x1"))},
+			{"instance without workflow", "instance=g-1"},
+			{"unknown parameter", "status=complete"},
+			{"page size out of range", "pageSize=0"},
+		} {
+			c.raw("lifecycle events, "+bad.what, adminToken, "GET", "/api/events?"+bad.query, "", 400, apiclient.CodeInvalidRequest,
+				bad.what == "bad since" || bad.what == "bad until" || bad.what == "page size out of range")
+		}
+		c.raw("lifecycle events, bad instance id", adminToken, "GET", "/api/events?workflow=greet&instance=no%20way", "", 400, apiclient.CodeInvalidInstanceID, false)
+		for _, bad := range []struct{ what, query string }{
+			{"unknown type", "type=instance.exploded"},
+			{"bad after", "after=x"},
+			{"negative after", "after=-1"},
+			{"unknown parameter", "cursor=abc"},
+		} {
+			c.raw("lifecycle stream, "+bad.what, adminToken, "GET", "/api/events/stream?"+bad.query, "", 400, apiclient.CodeInvalidRequest,
+				bad.what == "bad after" || bad.what == "negative after")
+		}
+		// The stream never ends, so the validating transport (which reads
+		// the whole answer) cannot take it: it is read directly, and
+		// counted as answered.
+		first := readLifecycleStream(t, b.srv.URL+"/api/events/stream?workflow=greet&after=0", adminToken)
+		require.Equal(t, "greet", first.WorkflowName)
+		c.seen["GET /api/events/stream"] = append(c.seen["GET /api/events/stream"], http.StatusOK)
+
 		// Life cycle and events on "approve", which waits for an event.
 		for _, id := range []string{"a-1", "a-2", "a-3"} {
 			_, err := api.Create(ctx, "approve", workflow.CreateRequest{ID: id})
@@ -613,4 +673,36 @@ func concretePath(path string) string {
 		}
 	}
 	return strings.Join(segs, "/")
+}
+
+// readLifecycleStream opens the lifecycle stream at url and returns its
+// first event, checking the stream's framing.
+func readLifecycleStream(t *testing.T, url, token string) *workflow.LifecycleEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "text/event-stream", resp.Header.Get("Content-Type"))
+	sc := bufio.NewScanner(resp.Body)
+	var id string
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			id = strings.TrimPrefix(line, "id: ")
+		case strings.HasPrefix(line, "data: "):
+			var e workflow.LifecycleEvent
+			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &e))
+			require.Equal(t, strconv.FormatInt(e.ID, 10), id, "the message id is the event's")
+			return &e
+		}
+	}
+	t.Fatalf("the stream ended without an event: %v", sc.Err())
+	return nil
 }

@@ -111,6 +111,7 @@ func New(cfg *Config) (*Server, error) {
 	s.addQueueRoutes(route)
 	s.addFlowRoutes(route)
 	s.addWorkerRoutes(route)
+	s.addLifecycleRoutes(route)
 	// Triggers go last: they are checked against every route above.
 	if err := s.addTriggers(e); err != nil {
 		return nil, err

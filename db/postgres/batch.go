@@ -25,7 +25,7 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 	if len(ps) == 0 {
 		return []db.CheckpointBatchResult{}, nil
 	}
-	step, results, err := batchStatement(ctx, ps, false)
+	step, results, err := batchStatement(ctx, ps, false, s.logging())
 	if err != nil {
 		return nil, err
 	}
@@ -39,8 +39,10 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 // step (to run behind planSettings), and what reads the results once the
 // pipeline ran. alone says that ps is one checkpoint committed through
 // Checkpoint, which may record failed attempts (the statement that keeps
-// them goes before it in the same pipeline: failedAttemptsStep).
-func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone bool) (pipelineStep, func() []db.CheckpointBatchResult, error) {
+// them goes before it in the same pipeline: failedAttemptsStep). log binds
+// the items' lifecycle events (transition.CheckpointEvents), which the
+// statement writes for the items whose fence held.
+func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone, log bool) (pipelineStep, func() []db.CheckpointBatchResult, error) {
 	results := make([]db.CheckpointBatchResult, len(ps))
 	w := pgsqlc.CheckpointBatchParams{
 		WorkflowNames: make([]string, len(ps)),
@@ -53,6 +55,7 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone bool) 
 		ErrorNames:    make([]string, len(ps)),
 		ErrorMessages: make([]string, len(ps)),
 	}
+	var events lifecycleArrays
 	index := make(map[[2]string]int, len(ps))
 	var now time.Time // the latest of the items'; none is the database clock
 	for i, p := range ps {
@@ -84,9 +87,17 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone bool) 
 		for _, st := range p.Steps {
 			appendStep(&w, p, &st)
 		}
+		if log {
+			events.add(transition.CheckpointEvents(p, p.Steps, false)...)
+		}
 		results[i].Err = db.ErrLeaseLost // until its fence is seen to hold
 	}
 	w.Now = nowArg(now)
+	w.ETypes, w.EWorkflowNames, w.EInstanceIds, w.ERunNumbers = emptyIfNil(events.types), emptyIfNil(events.workflowNames), emptyIfNil(events.instanceIDs), events.runNumbers
+	w.EStepKeys, w.EAttempts, w.EDetails, w.EAts = emptyIfNil(events.stepKeys), events.attempts, emptyIfNil(events.details), events.ats
+	if w.ERunNumbers == nil {
+		w.ERunNumbers, w.EAttempts, w.EAts = []int32{}, []int32{}, []time.Time{}
+	}
 	var rows []pgsqlc.CheckpointBatchRow
 	step := func(q *pgsqlc.Queries) error {
 		var err error

@@ -104,12 +104,18 @@ func (s *Store) eventSendSteps(ctx context.Context, p *db.EventSendParams) ([]pi
 			}
 			return nil
 		},
-		func(q *pgsqlc.Queries) error {
-			var err error
-			woken, err = q.EventSendWake(ctx, wake)
-			return err
-		},
 	}
+	if s.logging() {
+		sent := pgsqlc.LifecycleInsertSentParams{
+			Type: p.Type, Now: now, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, Namespace: p.Namespace,
+		}
+		steps = append(steps, func(q *pgsqlc.Queries) error { return q.LifecycleInsertSent(ctx, sent) })
+	}
+	steps = append(steps, func(q *pgsqlc.Queries) error {
+		var err error
+		woken, err = q.EventSendWake(ctx, wake)
+		return err
+	})
 	return steps, func(err error) (*db.EventSendResult, error) {
 		return eventSendResult(p, err, &inst, instErr, &row, rowErr, woken)
 	}, nil

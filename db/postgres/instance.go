@@ -142,6 +142,9 @@ func (s *Store) createInserted(ctx context.Context, q *pgsqlc.Queries, p *db.Ins
 	if err := setTraceContext(ctx, q, p, inst); err != nil {
 		return nil, err
 	}
+	if err := s.logCreated(ctx, q, p.WorkflowName, p.Now, []db.CreateResult{{Instance: inst}}); err != nil {
+		return nil, err
+	}
 	return inst, s.notifyWake(ctx, q, p.WorkflowName)
 }
 
@@ -248,6 +251,9 @@ func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.Inst
 		if err := q.LimitTaskInsertMany(ctx, pgsqlc.LimitTaskInsertManyParams{WorkflowName: workflowName, InstanceIds: ids, RunAts: runAts}); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.logCreated(ctx, q, workflowName, &at, created); err != nil {
+		return nil, err
 	}
 	if h := transition.Create(false, p.RecordHooks).Hook; h.Record() && len(newIDs) > 0 {
 		if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
@@ -366,10 +372,13 @@ func (s *Store) instanceCreateLeased(ctx context.Context, p *db.InstanceCreatePa
 		if err := setTraceContext(ctx, q, p, inst); err != nil {
 			return err
 		}
+		if err := s.logCreated(ctx, q, p.WorkflowName, p.Now, []db.CreateResult{res}); err != nil {
+			return err
+		}
 		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, p.Now)
 	}
 	var err error
-	if plan.Hook.Record() || p.DeadlineAt != nil || p.Parent != nil || p.TraceContext != "" {
+	if plan.Hook.Record() || p.DeadlineAt != nil || p.Parent != nil || p.TraceContext != "" || s.logging() {
 		err = s.inTx(ctx, create)
 	} else {
 		// One statement is its own transaction: no BEGIN and COMMIT round trips.
@@ -586,6 +595,9 @@ func (s *Store) createMany(ctx context.Context, q *pgsqlc.Queries, p *db.Instanc
 			}
 		}
 	}
+	if err := s.logCreated(ctx, q, p.WorkflowName, p.Now, created); err != nil {
+		return nil, err
+	}
 	if h := transition.Create(false, p.RecordHooks).Hook; h.Record() {
 		if err := q.OutboxRecordMany(ctx, pgsqlc.OutboxRecordManyParams{
 			Reason:       string(h.Reason),
@@ -795,6 +807,11 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 			DeadlineAt: applied.DeadlineAt, RunAttempt: applied.RunAttempt,
 		})
 		inst.Parent = parentFromRow(&row)
+		if e, ok := transition.ChangeEvent(&plan, p.WorkflowName, p.ID, inst.RunNumber, time.Time{}); ok {
+			if err := s.logLifecycle(ctx, q, p.Now, e); err != nil {
+				return err
+			}
+		}
 		switch {
 		case plan.Status == workflow.StatusTerminated:
 			if n := db.TerminatedChildNotify(inst, p.RecordHooks); n != nil {

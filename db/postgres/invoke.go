@@ -119,6 +119,11 @@ func (s *Store) terminateChildren(ctx context.Context, q *pgsqlc.Queries, p *db.
 			}); err != nil {
 				return err
 			}
+			if e, ok := transition.ChangeEvent(&plan, c.WorkflowName, c.InstanceID, int(row.RunNumber), time.Time{}); ok {
+				if err := s.logLifecycle(ctx, q, p.Now, e); err != nil {
+					return err
+				}
+			}
 			if row.Limited {
 				cp := &db.InstanceChangeParams{WorkflowName: c.WorkflowName, ID: c.InstanceID, Now: p.Now}
 				if err := s.limitChange(ctx, q, cp, workflow.InstanceStatus(row.Status), &plan); err != nil {

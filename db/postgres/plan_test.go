@@ -340,6 +340,8 @@ func TestCheckpointBatchPlanIsPrimaryKeyLookups(t *testing.T) {
 		'{w,w}', '{i3,i7}', '{1,1}', '{s1,s1}', '{do,do}', '{complete,complete}', '{1,1}', '{3,3}', '{0,0}',
 		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}', '{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}',
 		'{"",""}', '{1,2}', '{"",""}', '{"",""}',
+		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}',
+		'{step.completed,instance.completed}', '{w,w}', '{i3,i7}', '{1,1}', '{s1,""}', '{1,0}', '{"",""}',
 		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}')`, now.Format(time.RFC3339))
 	explain := func(what, mode string) {
 		t.Helper()
@@ -359,6 +361,7 @@ func TestCheckpointBatchPlanIsPrimaryKeyLookups(t *testing.T) {
 			"Insert on workflow_step (actual rows=2 loops=1)",
 			"Delete on workflow_task t_2 (actual rows=1 loops=1)",
 			"Update on workflow_instance i_2 (actual rows=1 loops=1)",
+			"Insert on lifecycle_event (actual rows=2 loops=1)",
 		} {
 			require.Contains(t, plan, w, "%s (%s):\n%s", what, mode, plan)
 		}

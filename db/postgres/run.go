@@ -139,7 +139,7 @@ func (s *Store) checkpointStatements(ctx context.Context, p *db.CheckpointParams
 			rest.ResetLeaseLosses = false
 			item = &rest
 		}
-		step, results, err := batchStatement(ctx, []*db.CheckpointParams{item}, true)
+		step, results, err := batchStatement(ctx, []*db.CheckpointParams{item}, true, s.logging())
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -205,6 +205,10 @@ func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams, p
 	if len(p.Steps) > 0 {
 		w := checkpointStepsParams(p, now)
 		steps = append(steps, func(q *pgsqlc.Queries) error { return q.CheckpointSteps(ctx, w) })
+	}
+	if log := s.heldLifecycleStep(ctx, p.Task, now, transition.CheckpointEvents(p, p.Steps, false)); log != nil {
+		// Before the outcome's statement, while the task is still processing.
+		steps = append(steps, log)
 	}
 	task, req := &plan.Task, plan.Requested
 	if plan.MayBeDue {
@@ -440,6 +444,13 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 		complete := stepCompleteWithEventParams(p, result, now)
 		steps = append(steps, func(q *pgsqlc.Queries) error { return q.StepCompleteWithEvent(ctx, complete) })
 		rest.Steps = transition.Steps(p, true)
+		consumed := &db.CheckpointParams{
+			WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: p.RunNumber, Now: p.Now,
+			ConsumeEvent: p.ConsumeEvent, Outcome: db.OutcomeContinue,
+		}
+		if log := s.heldLifecycleStep(ctx, p.Task, now, transition.CheckpointEvents(consumed, nil, true)); log != nil {
+			steps = append(steps, log)
+		}
 	}
 	// The settings the first round trip made hold for the transaction.
 	more, result, _, err := s.checkpointStatements(ctx, &rest)

@@ -33,6 +33,9 @@ type Store struct {
 	// txBound is set once BindTx was called: until then no call looks for
 	// a caller's transaction in its context.
 	txBound atomic.Bool
+	// lifecycleOff is set while the lifecycle event log is off
+	// (LifecycleLogSet).
+	lifecycleOff atomic.Bool
 }
 
 var (

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
@@ -22,7 +23,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 	var res *db.EventSendResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		var err error
-		res, err = eventSendTx(ctx, q, p)
+		res, err = s.eventSendTx(ctx, q, p)
 		return err
 	})
 	if err != nil {
@@ -34,7 +35,7 @@ func (s *Store) EventSend(ctx context.Context, p *db.EventSendParams) (*db.Event
 // eventSendTx is EventSend inside the caller's write transaction: the send
 // on its own, or the delivery of a child's end to its parent in the
 // transaction of the child's last checkpoint.
-func eventSendTx(ctx context.Context, q *litesqlc.Queries, p *db.EventSendParams) (*db.EventSendResult, error) {
+func (s *Store) eventSendTx(ctx context.Context, q *litesqlc.Queries, p *db.EventSendParams) (*db.EventSendResult, error) {
 	var res *db.EventSendResult
 	err := func() error {
 		now, err := txNow(ctx, q, p.Now)
@@ -66,6 +67,9 @@ func eventSendTx(ctx context.Context, q *litesqlc.Queries, p *db.EventSendParams
 			return err
 		}
 		res = &db.EventSendResult{Event: eventFromRow(&row)}
+		if err := s.logLifecycle(ctx, q, now, transition.SendEvent(p.WorkflowName, p.InstanceID, int(inst.RunNumber), p.Type, time.Time{})); err != nil {
+			return err
+		}
 		if !plan.Wake {
 			return nil
 		}

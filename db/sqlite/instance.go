@@ -49,6 +49,9 @@ func (s *Store) InstanceCreate(ctx context.Context, p *db.InstanceCreateParams) 
 		if inst.Deduplicated {
 			return nil
 		}
+		if err := s.logCreated(ctx, q, p.WorkflowName, &inst, micros(inst.Instance.CreatedAt)); err != nil {
+			return err
+		}
 		if err := setParent(ctx, q, p.WorkflowName, p.ID, p.Parent, inst.Instance); err != nil {
 			return err
 		}
@@ -158,7 +161,7 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 		if err != nil {
 			return err
 		}
-		created, err = createMany(ctx, q, p, "", now)
+		created, err = s.createMany(ctx, q, p, "", now)
 		return err
 	})
 	if err != nil {
@@ -170,7 +173,7 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 // createMany is InstanceCreateMany in the caller's transaction at now,
 // with defaultQueue the queue of an item without one (then
 // workflow.DefaultQueue).
-func createMany(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string, now int64) ([]db.CreateResult, error) {
+func (s *Store) createMany(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string, now int64) ([]db.CreateResult, error) {
 	namespace, _ := db.CreatePlacement(p.Namespace, "")
 	created := make([]db.CreateResult, 0, len(p.Instances))
 	for i, item := range p.Instances {
@@ -199,6 +202,9 @@ func createMany(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateMa
 				if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
 					return nil, err
 				}
+				if err := s.logCreated(ctx, q, p.WorkflowName, &inst, now); err != nil {
+					return nil, err
+				}
 				created = append(created, inst)
 			}
 			continue
@@ -222,6 +228,9 @@ func createMany(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateMa
 			return nil, err
 		}
 		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
+			return nil, err
+		}
+		if err := s.logCreated(ctx, q, p.WorkflowName, &inst, now); err != nil {
 			return nil, err
 		}
 		created = append(created, inst)
@@ -510,19 +519,19 @@ func (s *Store) instanceChangeWith(ctx context.Context, p *db.InstanceChangePara
 			plan transition.ChangePlan
 			err  error
 		)
-		inst, plan, err = instanceChangeTx(ctx, q, p, rule, before)
+		inst, plan, err = s.instanceChangeTx(ctx, q, p, rule, before)
 		switch {
 		case err != nil:
 			return err
 		case plan.Status == workflow.StatusTerminated:
 			if n := db.TerminatedChildNotify(inst, p.RecordHooks); n != nil {
-				if _, err := notifyParent(ctx, q, n, p.Now); err != nil {
+				if _, err := s.notifyParent(ctx, q, n, p.Now); err != nil {
 					return err
 				}
 			}
-			return terminateChildren(ctx, q, p)
+			return s.terminateChildren(ctx, q, p)
 		case plan.NewRun:
-			return terminateChildren(ctx, q, p)
+			return s.terminateChildren(ctx, q, p)
 		}
 		return nil
 	})
@@ -536,7 +545,7 @@ func (s *Store) instanceChangeWith(ctx context.Context, p *db.InstanceChangePara
 // transaction, with before (nil for none) as in instanceChangeWith. It
 // returns the instance after the change and the plan the change wrote
 // (the zero plan when it wrote none).
-func instanceChangeTx(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams, rule transition.ChangeFunc,
+func (s *Store) instanceChangeTx(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams, rule transition.ChangeFunc,
 	before func(q *litesqlc.Queries, row *litesqlc.WorkflowInstance) (transition.ChangeFunc, error)) (*db.Instance, transition.ChangePlan, error) {
 	var (
 		inst    *db.Instance
@@ -596,6 +605,11 @@ func instanceChangeTx(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCh
 			}
 		}
 		inst, applied = instanceFromRow(&row), plan
+		if e, ok := transition.ChangeEvent(&plan, p.WorkflowName, p.ID, int(row.RunNumber), time.Time{}); ok {
+			if err := s.logLifecycle(ctx, q, now, e); err != nil {
+				return err
+			}
+		}
 		return recordHook(ctx, q, plan.Hook, p.WorkflowName, p.ID, now)
 	}()
 	return inst, applied, err
@@ -618,4 +632,11 @@ func limitChange(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeP
 		return admission.Resume(ctx, tx, ref)
 	}
 	return nil
+}
+
+// logCreated logs the creation of inst (and its start, when its task is
+// leased) at now, in the create's transaction.
+func (s *Store) logCreated(ctx context.Context, q *litesqlc.Queries, workflowName string, inst *db.CreateResult, now int64) error {
+	plan := transition.Create(inst.LeasedTask != nil, false)
+	return s.logLifecycle(ctx, q, now, transition.CreateEvents(&plan, workflowName, inst.Instance.ID, time.Time{})...)
 }

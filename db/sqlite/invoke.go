@@ -79,7 +79,7 @@ func (s *Store) InstanceChildren(ctx context.Context, ref db.InstanceRef) ([]*db
 // children of a terminated or restarted instance (of any of its runs) whose
 // policy is terminate and that have not ended, and theirs in turn (breadth
 // first), each as InstanceTerminate terminates one.
-func terminateChildren(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams) error {
+func (s *Store) terminateChildren(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams) error {
 	queue := []db.InstanceRef{{WorkflowName: p.WorkflowName, ID: p.ID}}
 	for len(queue) > 0 {
 		parent := queue[0]
@@ -93,7 +93,7 @@ func terminateChildren(ctx context.Context, q *litesqlc.Queries, p *db.InstanceC
 		}
 		for _, c := range children {
 			cp := &db.InstanceChangeParams{WorkflowName: c.WorkflowName, ID: c.InstanceID, Now: p.Now, RecordHooks: p.RecordHooks}
-			if _, _, err := instanceChangeTx(ctx, q, cp, transition.Terminate, nil); err != nil && !errors.Is(err, db.ErrTerminal) {
+			if _, _, err := s.instanceChangeTx(ctx, q, cp, transition.Terminate, nil); err != nil && !errors.Is(err, db.ErrTerminal) {
 				return err
 			}
 			queue = append(queue, db.InstanceRef{WorkflowName: c.WorkflowName, ID: c.InstanceID})
@@ -119,7 +119,7 @@ func (s *Store) InstanceDepth(ctx context.Context, ref db.InstanceRef, max int) 
 // target step (InstanceParentMatches). A parent that no longer exists or has
 // ended receives nothing: the child's checkpoint commits all the same. It
 // reports whether the parent's task was made due.
-func notifyParent(ctx context.Context, q *litesqlc.Queries, n *db.ParentNotify, now *time.Time) (bool, error) {
+func (s *Store) notifyParent(ctx context.Context, q *litesqlc.Queries, n *db.ParentNotify, now *time.Time) (bool, error) {
 	ok, err := q.InstanceParentMatches(ctx, litesqlc.InstanceParentMatchesParams{
 		WorkflowName: n.ChildWorkflowName, InstanceID: n.ChildInstanceID,
 		ParentWorkflowName: n.WorkflowName, ParentInstanceID: n.InstanceID,
@@ -128,7 +128,7 @@ func notifyParent(ctx context.Context, q *litesqlc.Queries, n *db.ParentNotify, 
 	if err != nil || !ok {
 		return false, err // not the child's parent step: nothing to deliver
 	}
-	res, err := eventSendTx(ctx, q, &db.EventSendParams{
+	res, err := s.eventSendTx(ctx, q, &db.EventSendParams{
 		WorkflowName: n.WorkflowName,
 		InstanceID:   n.InstanceID,
 		Type:         n.EventType(),

@@ -80,14 +80,14 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 	var res *db.CheckpointResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		var err error
-		res, err = checkpointTx(ctx, q, p)
+		res, err = s.checkpointTx(ctx, q, p)
 		if err != nil || (p.Outcome != db.OutcomeComplete && p.Outcome != db.OutcomeError) {
 			return err
 		}
 		if p.NotifyParent != nil {
 			// A child's run ended: its end goes to its parent in the same
 			// transaction.
-			if res.ParentWoken, err = notifyParent(ctx, q, p.NotifyParent, nowArg(p.Now)); err != nil {
+			if res.ParentWoken, err = s.notifyParent(ctx, q, p.NotifyParent, nowArg(p.Now)); err != nil {
 				return err
 			}
 		}
@@ -117,7 +117,7 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 // reads the facts transition.Checkpoint's plan depends on and applies the
 // plan. It fences before it writes anything: db.ErrLeaseLost means it wrote
 // nothing.
-func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+func (s *Store) checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	plan, err := transition.Checkpoint(p)
 	if err != nil {
 		return nil, err
@@ -195,6 +195,9 @@ func checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointPara
 		return nil, err
 	}
 	if err := applyTask(ctx, q, run, p.Task, task, runAt, now); err != nil {
+		return nil, err
+	}
+	if err := s.logLifecycle(ctx, q, now, transition.CheckpointEvents(p, steps, ev != nil)...); err != nil {
 		return nil, err
 	}
 	return res, recordHook(ctx, q, hook, p.WorkflowName, p.InstanceID, now)
@@ -450,7 +453,7 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 	}
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		for i, p := range ps {
-			res, err := checkpointTx(ctx, q, p)
+			res, err := s.checkpointTx(ctx, q, p)
 			if errors.Is(err, db.ErrLeaseLost) {
 				// Fenced before any write: this item changed nothing.
 				results[i] = db.CheckpointBatchResult{Err: db.ErrLeaseLost}

@@ -170,7 +170,7 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 			return err
 		}
 		res.Schedule = scheduleFromRow(&row)
-		created, err := createMany(ctx, q, &db.InstanceCreateManyParams{
+		created, err := s.createMany(ctx, q, &db.InstanceCreateManyParams{
 			WorkflowName: p.WorkflowName, Instances: p.Instances, RecordHooks: p.RecordHooks,
 		}, p.Queue, now)
 		for _, c := range created {

@@ -18,6 +18,7 @@ func Run(t *testing.T, newStore func(t *testing.T) db.Store) {
 	t.Run("Instance", func(t *testing.T) { t.Parallel(); testInstance(t, newStore) })
 	t.Run("InstanceList", func(t *testing.T) { t.Parallel(); testInstanceList(t, newStore) })
 	t.Run("Lifecycle", func(t *testing.T) { t.Parallel(); testLifecycle(t, newStore) })
+	t.Run("LifecycleLog", func(t *testing.T) { t.Parallel(); testLifecycleLog(t, newStore) })
 	t.Run("Eager", func(t *testing.T) { t.Parallel(); testEager(t, newStore) })
 	t.Run("Task", func(t *testing.T) { t.Parallel(); testTask(t, newStore) })
 	t.Run("Checkpoint", func(t *testing.T) { t.Parallel(); testCheckpoint(t, newStore) })

@@ -93,7 +93,36 @@ func RunTx(t *testing.T, newStore func(t *testing.T) db.Store, d *TxDriver) {
 		require.Zero(t, b.orders(t))
 		require.Empty(t, b.recorded(t), "no hook entry")
 		require.Empty(t, b.claimAt(t, b.at(time.Hour), 10), "nothing to claim")
+		if log, ok := b.store.(db.LifecycleStore); ok {
+			events, err := log.LifecycleList(b.ctx, &db.LifecycleListParams{})
+			require.NoError(t, err)
+			require.Empty(t, events, "no lifecycle event: the creates rolled back")
+		}
 		b.create(t, "o1") // the id is free
+	})
+
+	t.Run("CommitLogsTheCreates", func(t *testing.T) {
+		t.Parallel()
+		b := setupTx(t, newStore, d)
+		log, ok := b.store.(db.LifecycleStore)
+		if !ok {
+			t.Skip("the store offers no db.LifecycleStore")
+		}
+		tx := b.begin(t)
+		_, err := b.store.InstanceCreate(b.bind(t, tx), &db.InstanceCreateParams{WorkflowName: workflowName, ID: "o1", Now: new(b.now)})
+		require.NoError(t, err)
+		_, err = b.store.InstanceCreateMany(b.bind(t, tx), &db.InstanceCreateManyParams{
+			WorkflowName: workflowName, Now: new(b.now), Instances: []db.InstanceCreateItem{{ID: "o2"}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, d.Commit(b.ctx, tx))
+		events, err := log.LifecycleList(b.ctx, &db.LifecycleListParams{})
+		require.NoError(t, err)
+		var keys []string
+		for _, e := range events {
+			keys = append(keys, lifecycleKey(e))
+		}
+		require.Equal(t, []string{"instance.created o1", "instance.created o2"}, keys, "one event per create, committed with it")
 	})
 
 	t.Run("ClosedTxIsErrTxDone", func(t *testing.T) {

@@ -23,6 +23,9 @@ type ChangePlan struct {
 	Hook HookWrite
 	// Notify is set when the change makes a task due now: runners are told.
 	Notify bool
+	// Event is the lifecycle event the change logs (see ChangeEvent); ""
+	// logs none.
+	Event db.LifecycleEventType
 }
 
 // ChangeFunc is the rule of one management transition: given the status of
@@ -37,9 +40,9 @@ type ChangeFunc func(status workflow.InstanceStatus, recordHooks bool) (ChangePl
 func Pause(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
 	switch status {
 	case workflow.StatusRunning:
-		return ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true}, nil
+		return ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true, Event: db.LifecyclePaused}, nil
 	case workflow.StatusQueued, workflow.StatusWaiting:
-		return ChangePlan{Status: workflow.StatusPaused}, nil
+		return ChangePlan{Status: workflow.StatusPaused, Event: db.LifecyclePaused}, nil
 	}
 	if status.Terminal() {
 		return ChangePlan{}, db.ErrTerminal
@@ -61,6 +64,7 @@ func Resume(status workflow.InstanceStatus, recordHooks bool) (ChangePlan, error
 		Task:   TaskWrite{Op: TaskRequeue, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()},
 		Hook:   hook(recordHooks, db.HookReasonResume),
 		Notify: true,
+		Event:  db.LifecycleResumed,
 	}, nil
 }
 
@@ -71,7 +75,7 @@ func Terminate(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
 	if status.Terminal() {
 		return ChangePlan{}, db.ErrTerminal
 	}
-	return ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}}, nil
+	return ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}, Event: db.LifecycleTerminated}, nil
 }
 
 // Restart is the rule of InstanceRestart, for an instance in any status: a
@@ -89,6 +93,7 @@ func Restart(_ workflow.InstanceStatus, recordHooks bool) (ChangePlan, error) {
 		},
 		Hook:   hook(recordHooks, db.HookReasonCreate),
 		Notify: true,
+		Event:  db.LifecycleRestarted,
 	}, nil
 }
 

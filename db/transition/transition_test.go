@@ -195,23 +195,23 @@ func TestChanges(t *testing.T) {
 		plan   ChangePlan
 		err    error
 	}{
-		{"PauseRunningRequestsAPause", Pause, workflow.StatusRunning, ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true}, nil},
-		{"PauseQueued", Pause, workflow.StatusQueued, ChangePlan{Status: workflow.StatusPaused}, nil},
-		{"PauseWaiting", Pause, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusPaused}, nil},
+		{"PauseRunningRequestsAPause", Pause, workflow.StatusRunning, ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true, Event: db.LifecyclePaused}, nil},
+		{"PauseQueued", Pause, workflow.StatusQueued, ChangePlan{Status: workflow.StatusPaused, Event: db.LifecyclePaused}, nil},
+		{"PauseWaiting", Pause, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusPaused, Event: db.LifecyclePaused}, nil},
 		{"PausePausedIsANoop", Pause, workflow.StatusPaused, ChangePlan{}, nil},
 		{"PausePausingIsANoop", Pause, workflow.StatusWaitingForPause, ChangePlan{}, nil},
 		{"PauseTerminal", Pause, workflow.StatusComplete, ChangePlan{}, db.ErrTerminal},
 		{"ResumePaused", Resume, workflow.StatusPaused, ChangePlan{
 			Status: workflow.StatusQueued, Task: requeue(db.TaskKindResume, false),
-			Hook: HookWrite{Reason: db.HookReasonResume}, Notify: true,
+			Hook: HookWrite{Reason: db.HookReasonResume}, Notify: true, Event: db.LifecycleResumed,
 		}, nil},
 		{"ResumeRunningIsANoop", Resume, workflow.StatusRunning, ChangePlan{}, nil},
 		{"ResumeTerminalIsANoop", Resume, workflow.StatusTerminated, ChangePlan{}, nil},
-		{"TerminateWaiting", Terminate, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}}, nil},
+		{"TerminateWaiting", Terminate, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}, Event: db.LifecycleTerminated}, nil},
 		{"TerminateTerminal", Terminate, workflow.StatusErrored, ChangePlan{}, db.ErrTerminal},
 		{"RestartAnything", Restart, workflow.StatusComplete, ChangePlan{
 			Status: workflow.StatusQueued, NewRun: true, Task: requeue(db.TaskKindRun, true),
-			Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true,
+			Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true, Event: db.LifecycleRestarted,
 		}, nil},
 	}
 	for _, tt := range tests {

@@ -29,7 +29,9 @@
 --     item's instance row is not written either: updated_at moves on status
 --     transitions, not on step checkpoints;
 --   * ended and finished delete the task and end the instance of each held
---     item whose outcome ends its run.
+--     item whose outcome ends its run;
+--   * logged writes the lifecycle events of the held items (docs/events.md;
+--     the e_ arrays are empty while the log is off).
 --
 -- It returns one row per locked instance with its status before the
 -- statement, pause request and whether the fence held; an item without a
@@ -142,6 +144,24 @@ finished AS (
     FROM held h
     WHERE h.outcome <> 'continue'
         AND i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
+    RETURNING 1
+),
+logged AS (
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+    SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
+        NULLIF(e.detail, ''),
+        coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), sqlc.narg('now')::timestamptz, now())
+    FROM (
+        SELECT unnest(@e_types::text[]) AS type,
+            unnest(@e_workflow_names::text[]) AS workflow_name,
+            unnest(@e_instance_ids::text[]) AS instance_id,
+            unnest(@e_run_numbers::int[]) AS run_number,
+            unnest(@e_step_keys::text[]) AS step_key,
+            unnest(@e_attempts::int[]) AS attempt,
+            unnest(@e_details::text[]) AS detail,
+            unnest(@e_ats::timestamptz[]) AS at
+    ) AS e
+    JOIN held h ON h.workflow_name = e.workflow_name AND h.instance_id = e.instance_id
     RETURNING 1
 )
 SELECT l.workflow_name, l.instance_id, l.status, l.pause_requested,

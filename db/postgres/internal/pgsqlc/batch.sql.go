@@ -119,6 +119,24 @@ finished AS (
     WHERE h.outcome <> 'continue'
         AND i.workflow_name = h.workflow_name AND i.instance_id = h.instance_id
     RETURNING 1
+),
+logged AS (
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+    SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
+        NULLIF(e.detail, ''),
+        coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), $10::timestamptz, now())
+    FROM (
+        SELECT unnest($27::text[]) AS type,
+            unnest($28::text[]) AS workflow_name,
+            unnest($29::text[]) AS instance_id,
+            unnest($30::int[]) AS run_number,
+            unnest($31::text[]) AS step_key,
+            unnest($32::int[]) AS attempt,
+            unnest($33::text[]) AS detail,
+            unnest($34::timestamptz[]) AS at
+    ) AS e
+    JOIN held h ON h.workflow_name = e.workflow_name AND h.instance_id = e.instance_id
+    RETURNING 1
 )
 SELECT l.workflow_name, l.instance_id, l.status, l.pause_requested,
     EXISTS (
@@ -155,6 +173,14 @@ type CheckpointBatchParams struct {
 	SErrorNames     []string
 	SErrorMessages  []string
 	SStartedAt      []time.Time
+	ETypes          []string
+	EWorkflowNames  []string
+	EInstanceIds    []string
+	ERunNumbers     []int32
+	EStepKeys       []string
+	EAttempts       []int32
+	EDetails        []string
+	EAts            []time.Time
 }
 
 type CheckpointBatchRow struct {
@@ -195,7 +221,9 @@ type CheckpointBatchRow struct {
 //     item's instance row is not written either: updated_at moves on status
 //     transitions, not on step checkpoints;
 //   - ended and finished delete the task and end the instance of each held
-//     item whose outcome ends its run.
+//     item whose outcome ends its run;
+//   - logged writes the lifecycle events of the held items (docs/events.md;
+//     the e_ arrays are empty while the log is off).
 //
 // It returns one row per locked instance with its status before the
 // statement, pause request and whether the fence held; an item without a
@@ -229,6 +257,14 @@ func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams
 		arg.SErrorNames,
 		arg.SErrorMessages,
 		arg.SStartedAt,
+		arg.ETypes,
+		arg.EWorkflowNames,
+		arg.EInstanceIds,
+		arg.ERunNumbers,
+		arg.EStepKeys,
+		arg.EAttempts,
+		arg.EDetails,
+		arg.EAts,
 	)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,18 @@ import (
 	"time"
 )
 
+type LifecycleEvent struct {
+	ID           int64
+	Type         string
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int32
+	StepKey      *string
+	Attempt      int32
+	Detail       *string
+	At           time.Time
+}
+
 type WorkflowEvent struct {
 	ID                int64
 	WorkflowName      string

@@ -150,6 +150,21 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.instanceTransitionStmt, err = db.PrepareContext(ctx, instanceTransition); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceTransition: %w", err)
 	}
+	if q.lifecycleInsertStmt, err = db.PrepareContext(ctx, lifecycleInsert); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleInsert: %w", err)
+	}
+	if q.lifecycleInsertPairStmt, err = db.PrepareContext(ctx, lifecycleInsertPair); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleInsertPair: %w", err)
+	}
+	if q.lifecycleLastIDStmt, err = db.PrepareContext(ctx, lifecycleLastID); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleLastID: %w", err)
+	}
+	if q.lifecycleListStmt, err = db.PrepareContext(ctx, lifecycleList); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleList: %w", err)
+	}
+	if q.lifecyclePruneStmt, err = db.PrepareContext(ctx, lifecyclePrune); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecyclePrune: %w", err)
+	}
 	if q.limitDefineStmt, err = db.PrepareContext(ctx, limitDefine); err != nil {
 		return nil, fmt.Errorf("error preparing query LimitDefine: %w", err)
 	}
@@ -545,6 +560,31 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing instanceTransitionStmt: %w", cerr)
 		}
 	}
+	if q.lifecycleInsertStmt != nil {
+		if cerr := q.lifecycleInsertStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleInsertStmt: %w", cerr)
+		}
+	}
+	if q.lifecycleInsertPairStmt != nil {
+		if cerr := q.lifecycleInsertPairStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleInsertPairStmt: %w", cerr)
+		}
+	}
+	if q.lifecycleLastIDStmt != nil {
+		if cerr := q.lifecycleLastIDStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleLastIDStmt: %w", cerr)
+		}
+	}
+	if q.lifecycleListStmt != nil {
+		if cerr := q.lifecycleListStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleListStmt: %w", cerr)
+		}
+	}
+	if q.lifecyclePruneStmt != nil {
+		if cerr := q.lifecyclePruneStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecyclePruneStmt: %w", cerr)
+		}
+	}
 	if q.limitDefineStmt != nil {
 		if cerr := q.limitDefineStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing limitDefineStmt: %w", cerr)
@@ -926,6 +966,11 @@ type Queries struct {
 	instanceStartClaimedStmt          *sql.Stmt
 	instanceTouchStmt                 *sql.Stmt
 	instanceTransitionStmt            *sql.Stmt
+	lifecycleInsertStmt               *sql.Stmt
+	lifecycleInsertPairStmt           *sql.Stmt
+	lifecycleLastIDStmt               *sql.Stmt
+	lifecycleListStmt                 *sql.Stmt
+	lifecyclePruneStmt                *sql.Stmt
 	limitDefineStmt                   *sql.Stmt
 	limitEnsureStmt                   *sql.Stmt
 	limitGetStmt                      *sql.Stmt
@@ -1034,6 +1079,11 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceStartClaimedStmt:          q.instanceStartClaimedStmt,
 		instanceTouchStmt:                 q.instanceTouchStmt,
 		instanceTransitionStmt:            q.instanceTransitionStmt,
+		lifecycleInsertStmt:               q.lifecycleInsertStmt,
+		lifecycleInsertPairStmt:           q.lifecycleInsertPairStmt,
+		lifecycleLastIDStmt:               q.lifecycleLastIDStmt,
+		lifecycleListStmt:                 q.lifecycleListStmt,
+		lifecyclePruneStmt:                q.lifecyclePruneStmt,
 		limitDefineStmt:                   q.limitDefineStmt,
 		limitEnsureStmt:                   q.limitEnsureStmt,
 		limitGetStmt:                      q.limitGetStmt,

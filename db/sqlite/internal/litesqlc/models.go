@@ -4,6 +4,18 @@
 
 package litesqlc
 
+type LifecycleEvent struct {
+	ID           int64
+	Type         string
+	WorkflowName string
+	InstanceID   string
+	RunNumber    int64
+	StepKey      *string
+	Attempt      int64
+	Detail       *string
+	At           int64
+}
+
 type WorkflowEvent struct {
 	ID                int64
 	WorkflowName      string

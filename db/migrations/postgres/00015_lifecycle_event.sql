@@ -1,0 +1,23 @@
+-- +goose Up
+-- The lifecycle event log (docs/events.md): one row per thing that happened
+-- to an instance (created, step started, completed, failed, retrying,
+-- waiting, event received, paused, resumed, terminated, restarted,
+-- completed, errored), written in the transaction of the transition it
+-- records. Rows are pruned by age in small batches (lifecycle_event_at_idx);
+-- lists page by id, per instance through lifecycle_event_instance_idx.
+CREATE TABLE lifecycle_event (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    type text NOT NULL,
+    workflow_name text NOT NULL,
+    instance_id text NOT NULL,
+    run_number int NOT NULL,
+    step_key text,
+    attempt int NOT NULL DEFAULT 0,
+    detail text,
+    at timestamptz NOT NULL
+);
+CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (workflow_name, instance_id, id);
+CREATE INDEX lifecycle_event_at_idx ON lifecycle_event (at);
+
+-- +goose Down
+DROP TABLE lifecycle_event;

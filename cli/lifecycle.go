@@ -137,7 +137,9 @@ func printLifecycleEvent(w io.Writer, e *workflow.LifecycleEvent, asJSON bool) e
 		_, err = fmt.Fprintf(w, "%s\n", b)
 		return err
 	}
-	cols := []string{strconv.FormatInt(e.ID, 10), e.At.UTC().Format(time.RFC3339Nano), e.Type,
+	// Fixed widths line the columns up, also line by line as --follow
+	// prints them: the id, the time, the longest type.
+	cols := []string{fmt.Sprintf("%-6d", e.ID), e.At.UTC().Format("2006-01-02T15:04:05.000000Z"), fmt.Sprintf("%-19s", e.Type),
 		e.WorkflowName + "/" + e.InstanceID, "run " + strconv.Itoa(e.RunNumber)}
 	if e.StepKey != "" {
 		step := "step " + e.StepKey

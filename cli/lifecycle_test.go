@@ -54,7 +54,7 @@ func TestEventsListAndFollow(t *testing.T) {
 
 	// Plain "events" lists too, with the same flags; the table form.
 	r = c.run(cli.ExitOK, "events", "--type", "instance.completed")
-	require.Regexp(t, `^\d+  \S+  instance\.completed  hello/ada  run 1\n$`, r.stdout)
+	require.Regexp(t, `^\d+ +\S+  instance\.completed +hello/ada  run 1\n$`, r.stdout)
 
 	// Bad input.
 	r = c.run(cli.ExitUsage, "events", "list", "--since", "yesterday")

@@ -152,7 +152,7 @@ func (t *limitTx) WriteMembersMany(ctx context.Context, ws []admission.InstanceW
 		}
 	}
 	for _, p := range groups {
-		if err := t.q.LimitMemberWriteMany(ctx, *p); err != nil {
+		if err := t.write(func(q *pgsqlc.Queries) error { return q.LimitMemberWriteMany(ctx, *p) }); err != nil {
 			return err
 		}
 	}

@@ -54,7 +54,8 @@ func releases(p *db.CheckpointParams) bool {
 // the slots of every item whose fence held and that ends a limited
 // instance, all items at once (admission.ReleaseMany: a fixed number of
 // round trips whatever their number, the writes sent behind the reads and
-// the last ones with the COMMIT). The batch pays one commit, not one per
+// the last ones with the COMMIT; its first read, the ending instances'
+// members, goes with the batch statement). The batch pays one commit, not one per
 // limited item; an item whose fence failed releases nothing.
 func (s *Store) checkpointBatchRelease(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	step, read, err := batchStatement(ctx, ps, false)
@@ -72,7 +73,17 @@ func (s *Store) checkpointBatchRelease(ctx context.Context, ps []*db.CheckpointP
 			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
 		}
 	}()
-	if err := sendPipeline(ctx, conn, append([]string{"BEGIN"}, planSettings...), nil, step); err != nil {
+	// The members of the limited ending items are read in the same round
+	// trip, behind the statement that locked their instances: only
+	// transactions that hold an instance's lock write its members.
+	tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn}
+	var ending []db.InstanceRef
+	for _, p := range ps {
+		if releases(p) {
+			ending = append(ending, db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID})
+		}
+	}
+	if err := sendPipeline(ctx, conn, append([]string{"BEGIN"}, planSettings...), nil, step, tx.preload(ctx, ending)); err != nil {
 		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
 	}
 	results := read()
@@ -94,7 +105,6 @@ func (s *Store) checkpointBatchRelease(ctx context.Context, ps []*db.CheckpointP
 			now = p.Now
 		}
 	}
-	tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn}
 	if len(items) > 0 {
 		rel, err := admission.ReleaseMany(ctx, tx, items, limitNow(nowArg(now)))
 		if err != nil {

@@ -635,7 +635,9 @@ type CheckpointParams struct {
 	// ReleaseLimits gives back, in the same transaction, the slots the
 	// instance holds in its limited scopes and admits the oldest waiting
 	// instances of those scopes: set it on a checkpoint that completes or
-	// errors a limited instance (Instance.Limited).
+	// errors a limited instance (Instance.Limited). Such a checkpoint is
+	// Batchable: a group commit releases the slots of all its ending
+	// items together, and a fenced-out item releases nothing.
 	ReleaseLimits bool
 	// ReleaseLease, with ReleaseLimits, starts the first waiting instance
 	// of the same workflow, on one of ReleaseLease.Queues, that the release
@@ -653,15 +655,16 @@ type CheckpointParams struct {
 
 // Batchable reports whether CheckpointBatch can take the checkpoint: one that
 // continues its run (OutcomeContinue) or ends it (OutcomeComplete,
-// OutcomeError), consumes no event and resets no lease losses. Suspend and
-// Park give the task back to the queue and may notify, a consume makes its
-// step's result from what it reads, and a reset writes the task row (rare:
-// the first checkpoint after a reclaim), so those commit through Checkpoint
-// on their own.
+// OutcomeError, with or without ReleaseLimits), consumes no event, resets
+// no lease losses and notifies no parent. Suspend and Park give the task
+// back to the queue and may notify, a consume makes its step's result from
+// what it reads, a reset writes the task row (rare: the first checkpoint
+// after a reclaim), and a child's end is an event send to its parent, so
+// those commit through Checkpoint on their own.
 func (p *CheckpointParams) Batchable() bool {
 	switch p.Outcome {
 	case OutcomeContinue, OutcomeComplete, OutcomeError:
-		if p.ConsumeEvent != nil || p.ResetLeaseLosses || p.ReleaseLimits || p.NotifyParent != nil {
+		if p.ConsumeEvent != nil || p.ResetLeaseLosses || p.NotifyParent != nil {
 			return false
 		}
 		// A failed attempt is kept as a row of its own (StepAttempt), which
@@ -710,7 +713,8 @@ type CheckpointResult struct {
 	Status workflow.InstanceStatus
 	// Admitted names the workflows of the waiting instances a checkpoint
 	// with ReleaseLimits admitted and made due now (each once), so the
-	// caller wakes runners for them.
+	// caller wakes runners for them. In a group commit, the first item
+	// that released slots carries those of the whole batch.
 	Admitted []string
 	// Leased is the instance a ReleaseLease started, with its leased task;
 	// nil when none was.

@@ -40,6 +40,25 @@ func (r *Runner) ReserveEager(workflowName string, n int) *db.CreateLease {
 	return &db.CreateLease{Owner: r.cfg.ID, LockedUntil: r.now().Add(r.cfg.LeaseDuration), Max: granted, Queues: r.claimQueues()}
 }
 
+// handoffLease is the lease a limited run's end offers its release when
+// ReserveEager found no free slot: the slot of the execution that ends,
+// which runs the instance the release starts with it next (see
+// execution.handoff) instead of freeing the slot, so the runner stays
+// within MaxConcurrency. It reserves nothing, and is nil when an eager
+// start could not be made anyway (disabled, a workflow this runner does
+// not run, a runner not started, stopping or draining).
+func (r *Runner) handoffLease(workflowName string) *db.CreateLease {
+	if r.cfg.DisableEagerStart || !r.serves(workflowName) {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.started || r.stopping || r.worker.draining.Load() {
+		return nil
+	}
+	return &db.CreateLease{Owner: r.cfg.ID, LockedUntil: r.now().Add(r.cfg.LeaseDuration), Max: 1, Queues: r.claimQueues()}
+}
+
 // StartEager executes, each in a slot lease reserved, the created instances
 // whose first task the create leased to this runner
 // (db.CreateResult.LeasedTask), without claiming them or loading their run,

@@ -64,6 +64,10 @@ type execution struct {
 	inst   *db.Instance
 	ctx    context.Context
 	cancel context.CancelCauseFunc
+	// handoff is the instance the release of this limited run's slots
+	// started with its task leased to this runner in this execution's own
+	// slot (see Runner.handoffLease): execute runs it next, in the slot.
+	handoff *db.CreateResult
 
 	commitMu sync.Mutex
 
@@ -151,7 +155,25 @@ func freshRun(c *db.Claim) *db.RunState {
 // the task is a suspect that holds the runner's quarantine (see
 // quarantine): it is freed at the run's first checkpoint that makes
 // progress, or when execute returns.
+//
+// When the end of a limited run handed its slot to an instance its
+// release admitted (execution.handoff), execute runs that one next, in the
+// same slot, as an eager start runs a created one: without a claim.
 func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState, suspect bool) {
+	for {
+		next := r.executeOne(task, budget, state, suspect)
+		if next == nil {
+			return
+		}
+		r.eager.Add(1)
+		run := *next.Instance
+		task, state, suspect = next.LeasedTask, &db.RunState{Instance: &run, Steps: map[string]*db.Step{}}, false
+	}
+}
+
+// executeOne is execute of one task; it returns the instance the run's
+// end handed its slot to, or nil.
+func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunState, suspect bool) (next *db.CreateResult) {
 	r.worker.running.Add(1)
 	defer r.worker.running.Add(-1)
 	leave := r.leaveQuarantine(suspect)
@@ -203,6 +225,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 
 		leaveQuarantine: leave,
 	}
+	defer func() { next = e.handoff }()
 	if task.Kind == db.TaskKindResume {
 		e.wokenAt = task.RunAt
 	}
@@ -245,6 +268,7 @@ func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState
 		return
 	}
 	e.run(wf)
+	return
 }
 
 func (e *execution) run(wf wfcore.Runnable) {
@@ -548,10 +572,17 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	// A limited instance gives its slots back in the checkpoint that ends
 	// it; an unlimited one's checkpoint is unchanged (and batchable).
 	p.ReleaseLimits = e.inst.Limited && (p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError)
+	handoff := false
 	if p.ReleaseLimits {
 		// The instance its end admits may start at once in a free slot of
-		// this runner, without a claim (the eager start of a release).
+		// this runner, without a claim (the eager start of a release), or
+		// with every other slot busy in this execution's own, which its
+		// end frees.
 		p.ReleaseLease = e.r.ReserveEager(e.inst.WorkflowName, 1)
+		if p.ReleaseLease == nil {
+			p.ReleaseLease = e.r.handoffLease(e.inst.WorkflowName)
+			handoff = p.ReleaseLease != nil
+		}
 	}
 	if p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError {
 		// A child's end goes to its parent in the same transaction.
@@ -593,7 +624,12 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		if err == nil && res != nil && res.Leased != nil {
 			leased = []db.CreateResult{*res.Leased}
 		}
-		e.r.StartEager(p.ReleaseLease, leased)
+		switch {
+		case !handoff:
+			e.r.StartEager(p.ReleaseLease, leased)
+		case len(leased) > 0 && leased[0].LeasedTask != nil && leased[0].LeasedTask.LockOwner == e.r.cfg.ID:
+			e.handoff = &leased[0]
+		}
 	}
 	switch {
 	case errors.Is(err, db.ErrLeaseLost):

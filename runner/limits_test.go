@@ -505,3 +505,98 @@ func TestReleaseStartsOnlyServedQueues(t *testing.T) {
 		require.Equal(t, "b", by)
 	})
 }
+
+// TestReleaseHandsTheSlotOver runs a runner of one slot against a
+// workflow limit of one: when a run ends, every slot of the runner is
+// busy (its own), so the instance its release admits starts in the slot
+// the ending run frees, without a claim, and the runner never runs more
+// than its one slot.
+func TestReleaseHandsTheSlotOver(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		store := b.NewStore(t)
+		ctx := context.Background()
+		var (
+			running, maxRunning atomic.Int32
+			started             = make(chan string, 3)
+			gates               sync.Map // instance id -> chan struct{}
+		)
+		gate := func(id string) chan struct{} {
+			ch, _ := gates.LoadOrStore(id, make(chan struct{}))
+			return ch.(chan struct{})
+		}
+		var opened sync.Map
+		open := func(id string) {
+			if _, done := opened.LoadOrStore(id, true); !done {
+				close(gate(id))
+			}
+		}
+		reg := workflow.NewRegistry()
+		workflow.MustRegister(reg, "w", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				return workflow.Do(step, "work", func(ctx context.Context) (string, error) {
+					n := running.Add(1)
+					defer running.Add(-1)
+					for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
+					}
+					started <- ev.InstanceID
+					select {
+					case <-gate(ev.InstanceID):
+					case <-ctx.Done():
+						return "", ctx.Err()
+					}
+					return ev.InstanceID, nil
+				})
+			}), workflow.WithMaxRunning(1))
+		r, err := runner.New(&runner.Config{
+			Store: store, Registry: reg, Logger: quietLogger, ID: "runner-1", MaxConcurrency: 1,
+			PollInterval: 20 * time.Millisecond,
+		})
+		require.NoError(t, err)
+		require.NoError(t, r.Start(ctx))
+		t.Cleanup(func() { require.NoError(t, r.Stop(context.Background())) })
+		// Before the runner stops (cleanups run last first), every step
+		// may return, also when an assertion below failed.
+		t.Cleanup(func() {
+			for _, id := range []string{"first", "second", "third"} {
+				open(id)
+			}
+		})
+		c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: func(string) { r.Notify() }})
+		require.NoError(t, err)
+
+		for _, id := range []string{"first", "second", "third"} {
+			_, err = c.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			require.NoError(t, err)
+		}
+		next := func() string {
+			select {
+			case id := <-started:
+				return id
+			case <-time.After(20 * time.Second):
+				t.Fatal("no instance started")
+				return ""
+			}
+		}
+		require.Equal(t, "first", next())
+		require.Equal(t, int64(1), r.Claimed(), "first was claimed")
+		require.Zero(t, r.EagerStarts())
+
+		open("first")
+		require.Equal(t, "second", next(), "the oldest waiter is admitted")
+		require.Equal(t, int64(1), r.Claimed(), "second started without a claim")
+		require.Equal(t, int64(1), r.EagerStarts(), "second started in the slot first's end freed")
+		open("second")
+		require.Equal(t, "third", next())
+		require.Equal(t, int64(1), r.Claimed())
+		require.Equal(t, int64(2), r.EagerStarts())
+		open("third")
+		for _, id := range []string{"first", "second", "third"} {
+			require.Eventually(t, func() bool {
+				info, err := c.Get(ctx, "w", id)
+				return err == nil && info.Status == workflow.StatusComplete
+			}, 20*time.Second, 5*time.Millisecond, "%s completes", id)
+		}
+		require.Equal(t, int32(1), maxRunning.Load(), "never more than the runner's one slot")
+	})
+}

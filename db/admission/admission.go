@@ -56,12 +56,13 @@ type Tx interface {
 	LockSkip(ctx context.Context, scopes []string) ([]*db.LimitRow, error)
 	// Update writes back Running and RateWindow of rows.
 	Update(ctx context.Context, rows []*db.LimitRow) error
-	// Members returns the members of the instances.
+	// Members returns the members of the instances, those of one instance
+	// together.
 	Members(ctx context.Context, refs []db.InstanceRef) ([]Member, error)
 	// WriteMembers upserts an instance's members.
 	WriteMembers(ctx context.Context, ref db.InstanceRef, ws []MemberWrite, now time.Time) error
-	// WriteMembersMany upserts the members of several instances of one
-	// workflow.
+	// WriteMembersMany upserts the members of several instances (of one
+	// workflow or more).
 	WriteMembersMany(ctx context.Context, ws []InstanceWrites, now time.Time) error
 	// SetLimited marks new instances of one workflow limited.
 	SetLimited(ctx context.Context, refs []db.InstanceRef) error
@@ -233,6 +234,47 @@ const candidates = 4
 // Release gives back the slots ref holds (the instance became terminal)
 // and admits, oldest first, the waiting instances of those scopes that now
 // fit. An instance that only waited leaves its queue and frees nothing.
+// It is ReleaseMany of one instance.
+//
+// It returns the workflow names of the instances it admitted and made due
+// now, each once.
+//
+// With a lease, the first instance of ref's workflow it admits due now is
+// started at once with its task leased to lease.Owner (the runner whose
+// slot the ending instance frees) and returned, instead of being made due
+// for a claim.
+func Release(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time, lease *db.CreateLease) ([]string, *db.CreateResult, error) {
+	res, err := ReleaseMany(ctx, tx, []ReleaseItem{{Ref: ref, Lease: lease}}, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	return res.Admitted, res.Leased[0], nil
+}
+
+// ReleaseItem is one instance that became terminal, and the lease its
+// runner offers for an instance its end admits (nil for none).
+type ReleaseItem struct {
+	Ref   db.InstanceRef
+	Lease *db.CreateLease
+}
+
+// ReleaseResult is what ReleaseMany did.
+type ReleaseResult struct {
+	// Admitted names the workflows of the instances admitted and made due
+	// now for a claim, each once.
+	Admitted []string
+	// Leased holds, for each item, the instance started with its lease,
+	// or nil.
+	Leased []*db.CreateResult
+}
+
+// ReleaseMany gives back the slots the items' instances hold (each became
+// terminal in the caller's transaction, as the ending checkpoints of a
+// group commit do) and admits, oldest first, the waiting instances of the
+// freed scopes that now fit, with a fixed number of reads whatever the
+// number of items: the members of every item, then the rows of every freed
+// scope locked in one statement, the waiters of those scopes, their
+// instances, their members, and the rows of their other scopes.
 //
 // The rows of the freed scopes are locked first, and the waiting
 // instances read after that, so that a create that found a scope full and
@@ -245,44 +287,61 @@ const candidates = 4
 // releases it later). No transaction ever waits for a limit row out of
 // scope order, so limit rows never deadlock.
 //
-// It returns the workflow names of the instances it admitted and made due
-// now, each once.
-//
-// With a lease, the first instance of ref's workflow it admits due now is
-// started at once with its task leased to lease.Owner (the runner whose
-// slot the ending instance frees) and returned, instead of being made due
-// for a claim.
-func Release(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time, lease *db.CreateLease) ([]string, *db.CreateResult, error) {
-	members, err := tx.Members(ctx, []db.InstanceRef{ref})
-	if err != nil || len(members) == 0 {
-		return nil, nil, err
+// An admitted instance due now of the workflow of an item with a lease is
+// started at once with its task leased to that lease's owner (each lease
+// starts one instance) and returned in Leased at the item's index,
+// instead of being made due for a claim.
+func ReleaseMany(ctx context.Context, tx Tx, items []ReleaseItem, now time.Time) (ReleaseResult, error) {
+	out := ReleaseResult{Leased: make([]*db.CreateResult, len(items))}
+	refs := make([]db.InstanceRef, len(items))
+	ending := make(map[db.InstanceRef]bool, len(items))
+	for i, it := range items {
+		refs[i] = it.Ref
+		ending[it.Ref] = true
 	}
-	var held []string
-	release := make([]MemberWrite, 0, len(members))
-	for _, m := range members {
+	members, err := tx.Members(ctx, refs)
+	if err != nil || len(members) == 0 {
+		return out, err
+	}
+	// Every member of an ending instance is released; each slot it held
+	// is given back once.
+	var (
+		held     []string
+		releases []InstanceWrites
+	)
+	for _, m := range members { // ordered by instance
 		if m.State == StateHolding {
 			held = append(held, m.Scope)
 		}
-		release = append(release, MemberWrite{Scope: m.Scope, State: StateReleased})
+		if n := len(releases); n == 0 || releases[n-1].Ref != m.Ref {
+			releases = append(releases, InstanceWrites{Ref: m.Ref})
+		}
+		last := &releases[len(releases)-1]
+		last.Writes = append(last.Writes, MemberWrite{Scope: m.Scope, State: StateReleased})
 	}
-	if err := tx.WriteMembers(ctx, ref, release, now); err != nil {
-		return nil, nil, err
+	if err := tx.WriteMembersMany(ctx, releases, now); err != nil {
+		return out, err
 	}
 	if len(held) == 0 {
-		return nil, nil, nil
+		return out, nil
 	}
+	freed := held
 	held = sortedUnique(held)
 	rows, err := tx.Lock(ctx, held)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
-	transition.Release(rows)
 	byScope := make(map[string]*db.LimitRow, len(rows))
 	for _, r := range rows {
 		byScope[r.Scope] = r
 	}
+	for _, s := range freed {
+		if r := byScope[s]; r != nil {
+			transition.Release([]*db.LimitRow{r})
+		}
+	}
 	// Look at no more waiters than the freed slots can take: a scope
-	// with a max has max - running free slots (usually the one this
+	// with a max has max - running free slots (usually the one an
 	// instance gave back), one without has candidates.
 	look := 0
 	for _, r := range rows {
@@ -293,28 +352,24 @@ func Release(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time, leas
 		look = max(look, free)
 	}
 	if look <= 0 {
-		return nil, nil, tx.Update(ctx, rows)
+		return out, tx.Update(ctx, rows)
 	}
 	waiting, err := tx.Waiting(ctx, held, look)
 	if err != nil {
-		return nil, nil, err
+		return out, err
 	}
-	waiting = slices.DeleteFunc(uniqueRefs(waiting), func(r db.InstanceRef) bool { return r == ref })
+	waiting = slices.DeleteFunc(uniqueRefs(waiting), func(r db.InstanceRef) bool { return ending[r] })
 	if len(waiting) > 0 {
 		if waiting, err = tx.LockWaiters(ctx, waiting); err != nil {
-			return nil, nil, err
+			return out, err
 		}
 	}
-	var (
-		admitted []string
-		leased   *db.CreateResult
-	)
 	scopesOf := map[db.InstanceRef][]string{}
 	var extra []string
 	if len(waiting) > 0 {
 		wm, err := tx.Members(ctx, waiting)
 		if err != nil {
-			return nil, nil, err
+			return out, err
 		}
 		for _, m := range wm {
 			if m.State != StateWaiting {
@@ -333,12 +388,19 @@ func Release(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time, leas
 		}
 		more, err := lock(ctx, extra)
 		if err != nil {
-			return nil, nil, err
+			return out, err
 		}
 		for _, r := range more {
 			byScope[r.Scope] = r
 		}
 		rows = append(rows, more...)
+	}
+	// The leases on offer, in item order, by the workflow they may start.
+	leases := map[string][]int{}
+	for i, it := range items {
+		if it.Lease != nil {
+			leases[it.Ref.WorkflowName] = append(leases[it.Ref.WorkflowName], i)
+		}
 	}
 	for _, w := range waiting {
 		scopes := sortedUnique(scopesOf[w])
@@ -358,28 +420,31 @@ func Release(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time, leas
 		// Admitted, it holds; refused, it now waits for the scope that
 		// refused it, and the release of that scope finds it.
 		if err := tx.WriteMembers(ctx, w, memberWrites(wr, &plan, now), now); err != nil {
-			return nil, nil, err
+			return out, err
 		}
 		if !plan.Admitted {
 			continue
 		}
 		due := !plan.RunAt.After(now)
-		if due && lease != nil && leased == nil && w.WorkflowName == ref.WorkflowName {
-			if leased, err = tx.TaskAdmitLeased(ctx, w, lease, now); err != nil {
-				return nil, nil, err
+		if offers := leases[w.WorkflowName]; due && len(offers) > 0 {
+			i := offers[0]
+			started, err := tx.TaskAdmitLeased(ctx, w, items[i].Lease, now)
+			if err != nil {
+				return out, err
 			}
-			if leased != nil {
+			if started != nil {
+				out.Leased[i], leases[w.WorkflowName] = started, offers[1:]
 				continue
 			}
 		}
 		if err := tx.TaskAdmit(ctx, w, plan.RunAt, due); err != nil {
-			return nil, nil, err
+			return out, err
 		}
-		if due && !slices.Contains(admitted, w.WorkflowName) {
-			admitted = append(admitted, w.WorkflowName)
+		if due && !slices.Contains(out.Admitted, w.WorkflowName) {
+			out.Admitted = append(out.Admitted, w.WorkflowName)
 		}
 	}
-	return admitted, leased, tx.Update(ctx, rows)
+	return out, tx.Update(ctx, rows)
 }
 
 // Restart applies a restart to a limited instance whose new run was given

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
 	"github.com/duraflow/duraflow/workflow"
@@ -20,10 +22,15 @@ import (
 // (updated_at moves on status transitions only) nor its task row (the
 // runner's heartbeat renews the lease). Items whose fence failed report
 // db.ErrLeaseLost and change nothing. It runs behind planSettings, so its
-// plan stays a loop of index lookups as the tables grow.
+// plan stays a loop of index lookups as the tables grow. A batch that ends
+// limited instances also gives their slots back in its transaction
+// (checkpointBatchRelease).
 func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	if len(ps) == 0 {
 		return []db.CheckpointBatchResult{}, nil
+	}
+	if slices.ContainsFunc(ps, releases) {
+		return s.checkpointBatchRelease(ctx, ps)
 	}
 	step, results, err := batchStatement(ctx, ps, false, s.logging())
 	if err != nil {
@@ -33,6 +40,86 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
 	}
 	return results(), nil
+}
+
+// releases reports whether p ends a limited instance, whose slots its
+// commit gives back.
+func releases(p *db.CheckpointParams) bool {
+	return p.ReleaseLimits && (p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError)
+}
+
+// checkpointBatchRelease is CheckpointBatch of a batch that ends limited
+// instances, in one transaction on one connection: the group commit's
+// statement first (one round trip, as without limits), then the release of
+// the slots of every item whose fence held and that ends a limited
+// instance, all items at once (admission.ReleaseMany: a fixed number of
+// round trips whatever their number, the writes sent behind the reads and
+// the last ones with the COMMIT; its first read, the ending instances'
+// members, goes with the batch statement). The batch pays one commit, not one per
+// limited item; an item whose fence failed releases nothing.
+func (s *Store) checkpointBatchRelease(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
+	step, read, err := batchStatement(ctx, ps, false, s.logging())
+	if err != nil {
+		return nil, err
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
+	}
+	defer conn.Release()
+	open := true // until COMMIT was sent: roll back on every other way out
+	defer func() {
+		if open {
+			_, _ = conn.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		}
+	}()
+	// The members of the limited ending items are read in the same round
+	// trip, behind the statement that locked their instances: only
+	// transactions that hold an instance's lock write its members.
+	tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn}
+	var ending []db.InstanceRef
+	for _, p := range ps {
+		if releases(p) {
+			ending = append(ending, db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID})
+		}
+	}
+	if err := sendPipeline(ctx, conn, append([]string{"BEGIN"}, planSettings...), nil, step, tx.preload(ctx, ending)); err != nil {
+		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
+	}
+	results := read()
+	var (
+		items []admission.ReleaseItem
+		index []int
+		now   time.Time // the latest of the items'; none is this process's clock
+	)
+	for i, p := range ps {
+		if results[i].Err != nil || !releases(p) {
+			continue
+		}
+		items = append(items, admission.ReleaseItem{
+			Ref:   db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID},
+			Lease: p.ReleaseLease,
+		})
+		index = append(index, i)
+		if p.Now.After(now) {
+			now = p.Now
+		}
+	}
+	if len(items) > 0 {
+		rel, err := admission.ReleaseMany(ctx, tx, items, limitNow(nowArg(now)))
+		if err != nil {
+			return nil, fmt.Errorf("checkpointing a batch: releasing limits: %w", interpretError(err))
+		}
+		results[index[0]].Result.Admitted = rel.Admitted
+		for j, i := range index {
+			results[i].Result.Leased = rel.Leased[j]
+		}
+	}
+	if err := tx.flush(ctx, []string{"COMMIT"}); err != nil {
+		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
+	}
+	open = false
+	return results, nil
 }
 
 // batchStatement returns the CheckpointBatch statement of ps as a pipeline

@@ -20,6 +20,29 @@ type limitTx struct {
 	channel string
 	sender  batchSender
 	pending []pipelineStep
+	// preloaded holds the members read ahead by preload, for the first
+	// Members call that asks for none but those instances.
+	preloaded map[db.InstanceRef][]admission.Member
+}
+
+// preload returns a pipeline step that reads the members of refs ahead of
+// the first Members call that asks for some of them.
+func (t *limitTx) preload(ctx context.Context, refs []db.InstanceRef) pipelineStep {
+	p := memberListParams(refs)
+	return func(q *pgsqlc.Queries) error {
+		rows, err := q.LimitMemberList(ctx, p)
+		if err != nil {
+			return err
+		}
+		t.preloaded = make(map[db.InstanceRef][]admission.Member, len(refs))
+		for _, r := range refs {
+			t.preloaded[r] = nil
+		}
+		for _, m := range membersFromRows(rows) {
+			t.preloaded[m.Ref] = append(t.preloaded[m.Ref], m)
+		}
+		return nil
+	}
 }
 
 var _ admission.Tx = (*limitTx)(nil)
@@ -95,11 +118,10 @@ func (t *limitTx) Update(ctx context.Context, rows []*db.LimitRow) error {
 }
 
 func (t *limitTx) Members(ctx context.Context, refs []db.InstanceRef) ([]admission.Member, error) {
-	var p pgsqlc.LimitMemberListParams
-	for _, r := range refs {
-		p.WorkflowNames = append(p.WorkflowNames, r.WorkflowName)
-		p.InstanceIds = append(p.InstanceIds, r.ID)
+	if out, ok := t.takePreloaded(refs); ok {
+		return out, nil
 	}
+	p := memberListParams(refs)
 	var rows []pgsqlc.WorkflowLimitMember
 	err := t.read(ctx, func(q *pgsqlc.Queries) (err error) {
 		rows, err = q.LimitMemberList(ctx, p)
@@ -108,11 +130,43 @@ func (t *limitTx) Members(ctx context.Context, refs []db.InstanceRef) ([]admissi
 	if err != nil {
 		return nil, err
 	}
+	return membersFromRows(rows), nil
+}
+
+// takePreloaded answers a Members call from the members preload read,
+// once, when they cover every instance of refs.
+func (t *limitTx) takePreloaded(refs []db.InstanceRef) ([]admission.Member, bool) {
+	if t.preloaded == nil {
+		return nil, false
+	}
+	var out []admission.Member
+	for _, r := range refs {
+		ms, ok := t.preloaded[r]
+		if !ok {
+			return nil, false
+		}
+		out = append(out, ms...)
+	}
+	t.preloaded = nil
+	return out, true
+}
+
+func memberListParams(refs []db.InstanceRef) pgsqlc.LimitMemberListParams {
+	var p pgsqlc.LimitMemberListParams
+	for _, r := range refs {
+		p.WorkflowNames = append(p.WorkflowNames, r.WorkflowName)
+		p.InstanceIds = append(p.InstanceIds, r.ID)
+	}
+	return p
+}
+
+// membersFromRows are the admission members of member rows.
+func membersFromRows(rows []pgsqlc.WorkflowLimitMember) []admission.Member {
 	out := make([]admission.Member, len(rows))
 	for i, r := range rows {
 		out[i] = admission.Member{Ref: db.InstanceRef{WorkflowName: r.WorkflowName, ID: r.InstanceID}, Scope: r.Scope, State: r.State}
 	}
-	return out, nil
+	return out
 }
 
 func (t *limitTx) WriteMembers(ctx context.Context, ref db.InstanceRef, ws []admission.MemberWrite, now time.Time) error {
@@ -152,7 +206,7 @@ func (t *limitTx) WriteMembersMany(ctx context.Context, ws []admission.InstanceW
 		}
 	}
 	for _, p := range groups {
-		if err := t.q.LimitMemberWriteMany(ctx, *p); err != nil {
+		if err := t.write(func(q *pgsqlc.Queries) error { return q.LimitMemberWriteMany(ctx, *p) }); err != nil {
 			return err
 		}
 	}

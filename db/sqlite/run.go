@@ -443,7 +443,10 @@ func (s *Store) StepAttemptList(ctx context.Context, p *db.StepAttemptListParams
 // Complete, Error) in one write transaction: the embedded database has one
 // writer, so a group costs one commit instead of one per step. Each item is
 // fenced before it writes anything; an item whose lease was lost reports
-// db.ErrLeaseLost and changes nothing.
+// db.ErrLeaseLost and changes nothing. The limited instances the batch ends
+// (ReleaseLimits) give their slots back after every item is written, in
+// the same transaction (admission.ReleaseMany); a fenced-out item releases
+// nothing.
 func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) ([]db.CheckpointBatchResult, error) {
 	results := make([]db.CheckpointBatchResult, len(ps))
 	for _, p := range ps {
@@ -452,6 +455,11 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		}
 	}
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
+		var (
+			release []admission.ReleaseItem
+			index   []int
+			at      time.Time
+		)
 		for i, p := range ps {
 			res, err := s.checkpointTx(ctx, q, p)
 			if errors.Is(err, db.ErrLeaseLost) {
@@ -463,6 +471,32 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 				return err
 			}
 			results[i] = db.CheckpointBatchResult{Result: res}
+			if p.ReleaseLimits && (p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError) {
+				release = append(release, admission.ReleaseItem{
+					Ref:   db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID},
+					Lease: p.ReleaseLease,
+				})
+				index = append(index, i)
+				if p.Now.After(at) {
+					at = p.Now
+				}
+			}
+		}
+		if len(release) == 0 {
+			return nil
+		}
+		// The limited instances the batch ended give their slots back in
+		// the same transaction, all at once.
+		if at.IsZero() {
+			at = time.Now()
+		}
+		rel, err := admission.ReleaseMany(ctx, limitTx{q: q}, release, at)
+		if err != nil {
+			return err
+		}
+		results[index[0]].Result.Admitted = rel.Admitted
+		for j, i := range index {
+			results[i].Result.Leased = rel.Leased[j]
 		}
 		return nil
 	})

@@ -23,6 +23,7 @@ func Run(t *testing.T, newStore func(t *testing.T) db.Store) {
 	t.Run("Task", func(t *testing.T) { t.Parallel(); testTask(t, newStore) })
 	t.Run("Checkpoint", func(t *testing.T) { t.Parallel(); testCheckpoint(t, newStore) })
 	t.Run("CheckpointBatch", func(t *testing.T) { t.Parallel(); testCheckpointBatch(t, newStore) })
+	t.Run("LimitRelease", func(t *testing.T) { t.Parallel(); testLimitRelease(t, newStore) })
 	t.Run("LeaseLosses", func(t *testing.T) { t.Parallel(); testLeaseLosses(t, newStore) })
 	t.Run("Refusal", func(t *testing.T) { t.Parallel(); testRefusal(t, newStore) })
 	t.Run("Event", func(t *testing.T) { t.Parallel(); testEvent(t, newStore) })

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -682,9 +681,6 @@ func (b *testBundle) requireSteps(t *testing.T, id string, want map[string]db.St
 // and that nothing that had completed before the kill runs again.
 func TestSurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
-	if runtime.GOOS == "windows" {
-		t.Skip("Windows has no SIGKILL")
-	}
 	for _, sc := range []struct {
 		name string
 		run  func(t *testing.T, be backend)

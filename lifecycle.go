@@ -197,6 +197,17 @@ func (h *Host) SubscribeLifecycle(ctx context.Context, filter LifecycleFilter, f
 	}
 }
 
+// LifecycleWakeups returns a channel that is signalled (without blocking:
+// signals that find it full are dropped) at each wake-up the host gets,
+// in-process or, on Postgres, from another process through the listener:
+// the moments new lifecycle events may have committed. stop releases it.
+// It is what httpapi.Config.LifecycleWakeups takes.
+func (h *Host) LifecycleWakeups() (ch <-chan struct{}, stop func()) {
+	c := make(chan struct{}, 1)
+	h.subscribe(c)
+	return c, func() { h.unsubscribe(c) }
+}
+
 // subscribers are the wake channels of the host's lifecycle subscribers.
 type subscribers struct {
 	mu    sync.Mutex

@@ -89,4 +89,13 @@ func TestDevIndex(t *testing.T) {
 	require.Equal(t, "v1.2.3", idx.Version)
 	require.Equal(t, "/api/openapi.json", idx.OpenAPI)
 	require.NotEmpty(t, idx.Routes)
+	require.Equal(t, "/ui/", idx.Console, "the index links to the console dev serves")
+
+	off := startServer(t, []string{"dev", "--db", sqliteDB(t), "--console=false", "--metrics-addr", ""})
+	resp, err = http.Get(off.url + "/api")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	idx = apiclient.APIIndex{}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&idx))
+	require.Empty(t, idx.Console, "no console, no link")
 }

@@ -455,9 +455,13 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			ReadHeaderTimeout: cfg.timeouts.readHeader, BodyTimeout: cfg.timeouts.body,
 			WriteTimeout: cfg.timeouts.write, IdleTimeout: cfg.timeouts.idle,
 			Limits: cfg.limits, MaxBodyBytes: cfg.maxBodyBytes, Version: o.Version,
+			LifecycleWakeups: h.core.LifecycleWakeups,
 		}
 		if cfg.tick {
 			apiCfg.Tick = h.tickFunc(dispatcher.TickFunc(h.runner))
+		}
+		if cfg.console {
+			apiCfg.ConsolePath = console.Path + "/"
 		}
 		h.api, err = httpapi.New(apiCfg)
 		if err != nil {

@@ -256,6 +256,19 @@ type Config struct {
 	//
 	// Defaults to "": no console, and the index has no console link.
 	ConsolePath string
+	// LifecycleWakeups, when set, returns a channel that is signalled when
+	// lifecycle events may have been written (the wake-ups the runners
+	// get; duraflow.Host.LifecycleWakeups) and a function that stops it:
+	// GET /events/stream reads the log at each signal, besides every
+	// StreamPollInterval.
+	//
+	// Defaults to nil: the stream polls only.
+	LifecycleWakeups func() (<-chan struct{}, func())
+	// LifecyclePollInterval is how often GET /events/stream reads the log
+	// when no wake-up came.
+	//
+	// Defaults to StreamPollInterval (500 ms).
+	LifecyclePollInterval time.Duration
 }
 
 // WithDefaults returns a copy of the config with zero fields filled in.

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -29,12 +31,20 @@ import (
 //
 // The stream sends each event as an SSE message whose id is the event's
 // and whose data is its JSON; it resumes after the Last-Event-ID header
-// (or after=), else starts after the newest event. It polls the log every
-// StreamPollInterval, sends a comment line every StreamHeartbeat, reads
+// (or after=), else starts after the newest event. It reads the log when
+// Config.LifecycleWakeups signals (the notifications the runners use) and
+// at least every StreamPollInterval, sends each event once every lower id
+// has been read (or after StreamGapGrace), sends a comment line every StreamHeartbeat, reads
 // one page at a time (bounded memory) and ends when the client goes away.
 
 // StreamPollInterval is how often GET /events/stream looks for new events.
 const StreamPollInterval = 500 * time.Millisecond
+
+// StreamGapGrace is how long GET /events/stream holds back the events
+// after an id it has not read, waiting for the transaction that took it
+// to commit; past it, the id is taken as one that never comes (its
+// transaction rolled back).
+const StreamGapGrace = 5 * time.Second
 
 // StreamHeartbeat is how often GET /events/stream sends a comment line
 // when it has nothing to send, so proxies keep the connection.
@@ -169,13 +179,28 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write([]byte(": duraflow lifecycle events\n\n"))
 	_ = rc.Flush()
-	p.PageSize = s.cfg.Limits.MaxPageSize
-	poll := time.NewTicker(StreamPollInterval)
+	// The stream reads every event in id order and filters here, so that it
+	// sees the ids it has not got yet: a Postgres transaction may commit
+	// after one that took a later id, and an event is sent only once every
+	// lower id has been read, or StreamGapGrace has passed (an id a
+	// rolled-back transaction took never comes).
+	filter := p
+	read := client.LifecycleListParams{AfterID: p.AfterID, PageSize: s.cfg.Limits.MaxPageSize}
+	var wake <-chan struct{}
+	if s.cfg.LifecycleWakeups != nil {
+		ch, stop := s.cfg.LifecycleWakeups()
+		defer stop()
+		wake = ch
+	}
+	poll := time.NewTicker(cmp.Or(s.cfg.LifecyclePollInterval, StreamPollInterval))
 	defer poll.Stop()
 	lastWrite := time.Now()
-	var buf bytes.Buffer
+	var (
+		buf      bytes.Buffer
+		gapSince time.Time // when the first id missing after read.AfterID was seen
+	)
 	for {
-		page, err := s.client.ListLifecycleEvents(ctx, p)
+		page, err := s.client.ListLifecycleEvents(ctx, read)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -183,7 +208,22 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 			s.log.WarnContext(ctx, "httpapi: streaming lifecycle events", "error", err)
 			return nil // the answer has started: end the stream
 		}
+		sent, held := false, false
 		for _, e := range page.Events {
+			if e.ID != read.AfterID+1 {
+				if gapSince.IsZero() {
+					gapSince = time.Now()
+				}
+				if time.Since(gapSince) < StreamGapGrace {
+					held = true
+					break // wait for the missing id
+				}
+			}
+			gapSince = time.Time{}
+			read.AfterID = e.ID
+			if !lifecycleMatch(&filter, e) {
+				continue
+			}
 			buf.Reset()
 			data, err := json.Marshal(e)
 			if err != nil {
@@ -193,15 +233,15 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 			if _, err := w.Write(buf.Bytes()); err != nil {
 				return nil // the client went away
 			}
-			p.AfterID = e.ID
+			sent = true
 		}
-		if len(page.Events) > 0 {
+		if sent {
 			if err := rc.Flush(); err != nil {
 				return nil
 			}
 			lastWrite = time.Now()
 		}
-		if page.NextCursor != "" {
+		if page.NextCursor != "" && !held {
 			continue // more at once
 		}
 		if time.Since(lastWrite) >= StreamHeartbeat {
@@ -216,7 +256,20 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-wake:
 		case <-poll.C:
 		}
 	}
+}
+
+// lifecycleMatch reports whether e passes the stream's filters (p's
+// workflow, instance and types).
+func lifecycleMatch(p *client.LifecycleListParams, e *workflow.LifecycleEvent) bool {
+	if p.WorkflowName != "" && e.WorkflowName != p.WorkflowName {
+		return false
+	}
+	if p.InstanceID != "" && e.InstanceID != p.InstanceID {
+		return false
+	}
+	return len(p.Types) == 0 || slices.Contains(p.Types, e.Type)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -14,6 +15,8 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -110,3 +113,67 @@ func apiclientParams(workflowName string) client.LifecycleListParams {
 }
 
 func jsonInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// TestLifecycleStreamWokenByWakeups: the stream reads the log when the
+// host's wake-ups signal (Config.LifecycleWakeups), not only at its poll
+// interval, here an hour: without the signal the second event would not
+// come before the stream's deadline.
+func TestLifecycleStreamWokenByWakeups(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		wake := make(chan struct{}, 1)
+		var stopped atomic.Int32
+		b := setupOn(t, backend, "", func(c *httpapi.Config, _ *testharness.Harness) {
+			c.LifecyclePollInterval = time.Hour
+			c.LifecycleWakeups = func() (<-chan struct{}, func()) {
+				return wake, func() { stopped.Add(1) }
+			}
+		})
+		s := openStream(t, b, "/api/events/stream?workflow=greet&type=instance.created")
+		signal := func() {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+		for _, id := range []string{"first", "second"} {
+			_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: id})
+			require.NoError(t, err)
+			signal()
+			require.Equal(t, id, s.next(t).InstanceID)
+		}
+		require.NoError(t, s.body())
+		require.Eventually(t, func() bool { return stopped.Load() == 1 }, 10*time.Second, 10*time.Millisecond,
+			"the stream stops its wake-ups when the client goes away")
+	})
+}
+
+// TestLifecycleStreamWaitsForAnEarlierIDToCommit: on Postgres a
+// transaction may commit after another that took a later event id. The
+// stream holds the later events back until the earlier id is read (up to
+// StreamGapGrace), so a follower misses neither and gets them in id order.
+func TestLifecycleStreamWaitsForAnEarlierIDToCommit(t *testing.T) {
+	t.Parallel()
+	b := setupOn(t, testharness.Postgres, "", func(c *httpapi.Config, _ *testharness.Harness) {
+		c.LifecyclePollInterval = 20 * time.Millisecond
+	})
+	pg, ok := b.h.Store.(*postgres.Store)
+	require.True(t, ok, "the harness's Postgres store")
+	s := openStream(t, b, "/api/events/stream?workflow=greet&type=instance.created")
+
+	// A transaction takes an id and holds it, uncommitted.
+	tx, err := pg.Pool().Begin(b.ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(b.ctx) }()
+	_, err = tx.Exec(b.ctx, `INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, at)
+		VALUES ('instance.created', 'greet', 'late', 1, now())`)
+	require.NoError(t, err)
+	// A later id commits first; the stream reads it many times meanwhile.
+	_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "early"})
+	require.NoError(t, err)
+	time.Sleep(25 * 20 * time.Millisecond)
+	require.NoError(t, tx.Commit(b.ctx))
+
+	require.Equal(t, "late", s.next(t).InstanceID, "the earlier id, once committed, comes first")
+	require.Equal(t, "early", s.next(t).InstanceID, "then the one held back")
+}

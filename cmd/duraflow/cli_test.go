@@ -414,3 +414,42 @@ func TestListEveryWorkflowHasOneCursor(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitsResultsAndWhatInstancesWaitFor runs, with the real binary on
+// both backends: instances execute and result with their exit codes (0
+// complete, 8 errored, 9 terminated, 10 the wait ran out), params a
+// registered workflow cannot decode (exit 5), what instances get says a
+// waiting instance waits for, an event sent to a type nothing waits for
+// (buffered, with a warning), and dev's log of a retried step and of an
+// errored instance.
+func TestWaitsResultsAndWhatInstancesWaitFor(t *testing.T) {
+	t.Parallel()
+	for name, db := range databases(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dev, base := startDev(t, db(t))
+			srv := "--server=" + base
+
+			r := requireCode(t, 0, "instances", "execute", "hello", "h1", "--params", `{"name":"Ada"}`, srv)
+			require.JSONEq(t, `{"greeting":"Hello, Ada!"}`, r.stdout)
+			r = requireCode(t, 5, "instances", "create", "hello", "h2", "--params", `"Ada"`, srv)
+			require.Contains(t, r.stderr, "cannot unmarshal string")
+			requireCode(t, 3, "instances", "get", "hello", "h2", srv) // refused: nothing was created
+
+			r = requireCode(t, 8, "instances", "execute", "flaky", "f1", "--params", `{"failures":9}`, srv)
+			require.Contains(t, r.stderr, "errored")
+			dev.out.waitLog(t, dev.name, "step attempt failed; retrying")
+			dev.out.waitLog(t, dev.name, "instance errored")
+
+			requireCode(t, 0, "instances", "create", "approval", "a1", "--params", `{"amount":5}`, srv)
+			r = requireCode(t, 0, "instances", "get", "approval", "a1", srv)
+			require.Regexp(t, `Pending:\s+step "wait for approval" waits for an event of type approval`, r.stdout)
+			r = requireCode(t, 0, "events", "send", "approval", "a1", "aproval", "--payload", `{"approved":true}`, srv)
+			require.Contains(t, r.stdout, "buffered")
+			require.Contains(t, r.stderr, "waits for an event of type approval, not aproval")
+			requireCode(t, 10, "instances", "result", "approval", "a1", "--wait", "500ms", srv)
+			requireCode(t, 0, "instances", "terminate", "approval", "a1", srv)
+			requireCode(t, 9, "instances", "result", "approval", "a1", srv)
+		})
+	}
+}

@@ -151,6 +151,12 @@ func routeCases() []routeCase {
 		{"POST", "/workflows/:name/instances/:id/compensate", "manage", 200, onApproval("/compensate", "")},
 		{"POST", "/workflows/:name/instances/:id/events", "events", 202, onApproval("/events", `{"type":"approval","payload":{"approved":true}}`)},
 		{"GET", "/workflows/:name/instances/:id/history", "read", 200, onApproval("/history", "")},
+		{"GET", "/workflows/:name/instances/:id/lifecycle", "read", 200, onApproval("/lifecycle", "")},
+		{"GET", "/events", "read", 200, fixed("/api/events", "")},
+		// The stream answers an allowed credential with a stream that does
+		// not end; a bad filter is answered 400 before it starts, after the
+		// credential was checked, which is what this table is about.
+		{"GET", "/events/stream", "read", 400, fixed("/api/events/stream?type=instance.exploded", "")},
 		{"POST", "/_runner/tick", "tick", 200, fixed("/api/_runner/tick", `{"maxInstances":1}`)},
 		{"GET", "/schedules", "read", 200, fixed("/api/schedules", "")},
 		{"POST", "/schedules", "schedules", 201, func(*testing.T, *server) (string, string) {

@@ -66,8 +66,9 @@ type Tx interface {
 	WriteMembersMany(ctx context.Context, ws []InstanceWrites, now time.Time) error
 	// SetLimited marks new instances of one workflow limited.
 	SetLimited(ctx context.Context, refs []db.InstanceRef) error
-	// Waiting returns up to max of the oldest waiting instances of each
-	// scope, oldest first.
+	// Waiting returns up to max of the first waiting instances of each
+	// scope, highest priority then oldest first (in that order across the
+	// scopes too).
 	Waiting(ctx context.Context, scopes []string, max int) ([]db.InstanceRef, error)
 	// LockWaiters locks the instances no other transaction holds and
 	// returns those.

@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -134,11 +135,10 @@ func (t limitTx) Waiting(ctx context.Context, scopes []string, max int) ([]db.In
 		}
 		all = append(all, rows...)
 	}
+	// The order of LimitWaiting across the scopes: highest priority, then
+	// oldest, first.
 	slices.SortFunc(all, func(a, b litesqlc.LimitWaitingRow) int {
-		if a.WaitingSince != b.WaitingSince {
-			return int(a.WaitingSince - b.WaitingSince)
-		}
-		return int(a.ID - b.ID)
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.WaitingSince, b.WaitingSince), cmp.Compare(a.ID, b.ID))
 	})
 	out := make([]db.InstanceRef, len(all))
 	for i, r := range all {

@@ -135,6 +135,41 @@ func testLimitRelease(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.False(t, b.createKeyed(t, "x2", "k2", at))
 	})
 
+	t.Run("WaitersOfFreedScopesGoByPriorityFirst", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		batcher := b.batcher(t)
+		// a holds the slots of two keys; each key has one waiter: old (the
+		// older, of priority 0) waits for k1, high (priority 5) for k2.
+		spec := func(key string) db.LimitSpec {
+			return db.LimitSpec{Scope: db.KeyScope(workflowName, key), Define: true, MaxRunning: 1}
+		}
+		for _, c := range []db.InstanceCreateParams{
+			{ID: "a", Now: new(b.now), Limits: []db.LimitSpec{spec("k1"), spec("k2")}},
+			{ID: "old", Now: new(b.at(time.Second)), Limits: []db.LimitSpec{spec("k1")}},
+			{ID: "high", Priority: 5, Now: new(b.at(2 * time.Second)), Limits: []db.LimitSpec{spec("k2")}},
+		} {
+			c.WorkflowName = workflowName
+			_, err := b.store.InstanceCreate(b.ctx, &c)
+			require.NoError(t, err)
+		}
+		b.requireWaits(t, "old", "k1")
+		b.requireWaits(t, "high", "k2")
+
+		// a's end frees both keys and admits both waiters; its lease
+		// starts the first of them, which is high: the waiters of the
+		// freed scopes go highest priority first, then oldest first.
+		at := b.at(3 * time.Second)
+		end := b.end(b.claimIDAt(t, "a", at), at)
+		end.ReleaseLease = &db.CreateLease{Owner: eagerOwner, LockedUntil: at.Add(lease)}
+		res, err := batcher.CheckpointBatch(b.ctx, []*db.CheckpointParams{end})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		require.NotNil(t, res[0].Result.Leased)
+		require.Equal(t, "high", res[0].Result.Leased.Instance.ID, "the lease starts the waiter of the highest priority")
+		require.Equal(t, db.TaskStatusPending, b.task(t, "old").Status, "old is admitted, due for a claim")
+	})
+
 	t.Run("FencedOutEndingReleasesNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)

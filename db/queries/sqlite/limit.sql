@@ -51,7 +51,7 @@ SET state = excluded.state,
 -- name: LimitWaiting :many
 -- LimitWaiting returns the first waiting members of one scope, highest
 -- priority then oldest first, through the waiting index.
-SELECT workflow_name, instance_id, waiting_since, id FROM workflow_limit_member
+SELECT workflow_name, instance_id, priority, waiting_since, id FROM workflow_limit_member
 WHERE scope = @scope AND state = 'waiting' AND blocked = 1
 ORDER BY priority DESC, waiting_since, id
 LIMIT @max;

@@ -434,7 +434,7 @@ func (q *Queries) LimitUpdate(ctx context.Context, arg LimitUpdateParams) error 
 }
 
 const limitWaiting = `-- name: LimitWaiting :many
-SELECT workflow_name, instance_id, waiting_since, id FROM workflow_limit_member
+SELECT workflow_name, instance_id, priority, waiting_since, id FROM workflow_limit_member
 WHERE scope = ?1 AND state = 'waiting' AND blocked = 1
 ORDER BY priority DESC, waiting_since, id
 LIMIT ?2
@@ -448,6 +448,7 @@ type LimitWaitingParams struct {
 type LimitWaitingRow struct {
 	WorkflowName string
 	InstanceID   string
+	Priority     int64
 	WaitingSince int64
 	ID           int64
 }
@@ -466,6 +467,7 @@ func (q *Queries) LimitWaiting(ctx context.Context, arg LimitWaitingParams) ([]L
 		if err := rows.Scan(
 			&i.WorkflowName,
 			&i.InstanceID,
+			&i.Priority,
 			&i.WaitingSince,
 			&i.ID,
 		); err != nil {

@@ -650,8 +650,7 @@ func (h *helper) waitFor(t *testing.T, what string, cond func() error) {
 // output want and that its task is gone.
 func (b *testBundle) requireComplete(t *testing.T, id string, want any) {
 	t.Helper()
-	inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
-	require.NoError(t, err)
+	inst := b.get(t, id)
 	require.Equal(t, workflow.StatusComplete, inst.Status, "%s: error %s: %s", id, inst.ErrorName, inst.ErrorMessage)
 	wantJSON, err := json.Marshal(want)
 	require.NoError(t, err)
@@ -700,16 +699,11 @@ func TestSurvivesSIGKILL(t *testing.T) {
 func testKillWhileSleeping(t *testing.T, be backend) {
 	b := setup(t, be, sleeperWorkflow)
 
-	first := b.startHelper(t, true)
-	first.waitFor(t, "every instance to sleep after step a", func() error {
-		lines, err := readLog(b.logPath)
-		if err != nil {
+	before := b.killWhen(t, "every instance to sleep after step a", func(lines []logLine) error {
+		if err := b.each(lines, "a", "done"); err != nil {
 			return err
 		}
 		for _, id := range b.ids {
-			if n := count(lines, id, "a", "done"); n != 1 {
-				return fmt.Errorf("%s: step a done %d times", id, n)
-			}
 			inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
 			if err != nil {
 				return fmt.Errorf("%s: %w", id, err)
@@ -720,34 +714,22 @@ func testKillWhileSleeping(t *testing.T, be backend) {
 		}
 		return nil
 	})
-	first.kill(t)
-
-	before := b.readLog(t)
 	for _, id := range b.ids {
 		require.Zero(t, count(before, id, "b", "start"),
 			"%s: step b started before the kill; the %s sleep is too short for this machine", id, napFor)
-		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
-		require.NoError(t, err)
-		require.Equal(t, workflow.StatusWaiting, inst.Status,
+		require.Equal(t, workflow.StatusWaiting, b.get(t, id).Status,
 			"%s: status at the kill; the %s sleep is too short for this machine", id, napFor)
 	}
 
-	second := b.startHelper(t, false)
-	second.waitExit(t)
-
-	after := b.readLog(t)
-	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
-	restarted := after[len(before):]
+	after, restarted := b.restart(t, before)
 	for i, id := range b.ids {
 		n := i + 1
 		b.requireComplete(t, id, sleeperOutput{A: n * 10, B: n*10 + 1})
 
-		require.Equal(t, 1, count(after, id, "a", "start"), "%s: step a starts", id)
-		require.Equal(t, []int{1}, doneAttempts(after, id, "a"), "%s: step a completions", id)
+		requireRanOnce(t, after, id, "a")
 		require.Zero(t, count(restarted, id, "a", "start"), "%s: step a ran again after the restart", id)
 		require.Equal(t, 1, count(restarted, id, "b", "start"), "%s: step b starts after the restart", id)
-		require.Equal(t, 1, count(after, id, "b", "start"), "%s: step b starts", id)
-		require.Equal(t, []int{1}, doneAttempts(after, id, "b"), "%s: step b completions", id)
+		requireRanOnce(t, after, id, "b")
 
 		steps := b.requireSteps(t, id, map[string]db.StepType{"a": db.StepTypeDo, "nap": db.StepTypeSleep, "b": db.StepTypeDo})
 		require.Equal(t, 1, steps["a"].Attempts, "%s: attempts of step a", id)
@@ -758,52 +740,30 @@ func testKillWhileSleeping(t *testing.T, be backend) {
 func testKillWhileStepRuns(t *testing.T, be backend) {
 	b := setup(t, be, slowWorkflow)
 
-	first := b.startHelper(t, true)
-	first.waitFor(t, "the slow step to start in every instance", func() error {
-		lines, err := readLog(b.logPath)
-		if err != nil {
-			return err
-		}
-		for _, id := range b.ids {
-			if n := count(lines, id, "slow", "start"); n != 1 {
-				return fmt.Errorf("%s: step slow started %d times", id, n)
-			}
-		}
-		return nil
+	before := b.killWhen(t, "the slow step to start in every instance", func(lines []logLine) error {
+		return b.each(lines, "slow", "start")
 	})
-	first.kill(t)
-
-	before := b.readLog(t)
 	for _, id := range b.ids {
 		require.Equal(t, []int{1}, doneAttempts(before, id, "a"), "%s: step a completed before the kill", id)
 		require.Empty(t, doneAttempts(before, id, "slow"), "%s: step slow completed before the kill", id)
 		require.Zero(t, count(before, id, "c", "start"), "%s: step c started before the kill", id)
-		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
-		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, inst.Status, "%s: status at the kill", id)
+		require.Equal(t, workflow.StatusRunning, b.get(t, id).Status, "%s: status at the kill", id)
 		task, err := b.store.TaskGet(t.Context(), b.ref(id))
 		require.NoError(t, err)
 		require.Equal(t, db.TaskStatusProcessing, task.Status, "%s: the dead host holds the task's lease", id)
 	}
 
-	second := b.startHelper(t, false)
-	second.waitExit(t)
-
-	after := b.readLog(t)
-	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
-	restarted := after[len(before):]
+	after, restarted := b.restart(t, before)
 	for i, id := range b.ids {
 		n := i + 1
 		b.requireComplete(t, id, slowOutput{A: n * 10, Slow: n*10 + 1, C: n*10 + 2})
 
-		require.Equal(t, 1, count(after, id, "a", "start"), "%s: step a starts", id)
-		require.Equal(t, []int{1}, doneAttempts(after, id, "a"), "%s: step a completions", id)
+		requireRanOnce(t, after, id, "a")
 		require.Zero(t, count(restarted, id, "a", "start"), "%s: step a ran again after the restart", id)
 		require.Equal(t, 2, count(after, id, "slow", "start"), "%s: step slow starts, before and after the kill", id)
 		require.Len(t, doneAttempts(restarted, id, "slow"), 1, "%s: step slow completions after the restart", id)
 		require.Len(t, doneAttempts(after, id, "slow"), 1, "%s: step slow completions", id)
-		require.Equal(t, 1, count(after, id, "c", "start"), "%s: step c starts", id)
-		require.Equal(t, []int{1}, doneAttempts(after, id, "c"), "%s: step c completions", id)
+		requireRanOnce(t, after, id, "c")
 
 		steps := b.requireSteps(t, id, map[string]db.StepType{"a": db.StepTypeDo, "slow": db.StepTypeDo, "c": db.StepTypeDo})
 		require.Equal(t, 1, steps["a"].Attempts, "%s: attempts of step a", id)
@@ -820,46 +780,26 @@ func testKillWhileStepRuns(t *testing.T, be backend) {
 func testKillInsideCompensation(t *testing.T, be backend) {
 	b := setup(t, be, sagaWorkflow)
 
-	first := b.startHelper(t, true)
-	first.waitFor(t, "the compensation of s2 to start in every instance", func() error {
-		lines, err := readLog(b.logPath)
-		if err != nil {
-			return err
-		}
-		for _, id := range b.ids {
-			if n := count(lines, id, "compensate:s2", "start"); n != 1 {
-				return fmt.Errorf("%s: compensation of s2 started %d times", id, n)
-			}
-		}
-		return nil
+	before := b.killWhen(t, "the compensation of s2 to start in every instance", func(lines []logLine) error {
+		return b.each(lines, "compensate:s2", "start")
 	})
-	first.kill(t)
-
-	before := b.readLog(t)
 	for _, id := range b.ids {
 		require.Equal(t, []int{1}, doneAttempts(before, id, "compensate:s3"), "%s: the compensation of s3 completed before the kill", id)
 		require.Empty(t, doneAttempts(before, id, "compensate:s2"), "%s: the compensation of s2 completed before the kill", id)
 		require.Zero(t, count(before, id, "compensate:s1", "start"), "%s: the compensation of s1 started before the kill", id)
-		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
-		require.NoError(t, err)
+		inst := b.get(t, id)
 		require.False(t, inst.Status.Terminal(), "%s: status at the kill: %s", id, inst.Status)
 	}
 
-	second := b.startHelper(t, false)
-	second.waitExit(t)
-
-	after := b.readLog(t)
-	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
+	after, _ := b.restart(t, before)
 	for _, id := range b.ids {
-		inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
-		require.NoError(t, err)
+		inst := b.get(t, id)
 		require.Equal(t, workflow.StatusErrored, inst.Status, "%s", id)
 		require.Equal(t, "NonRetryableError", inst.ErrorName, "%s: the original error is kept", id)
 		require.Contains(t, inst.ErrorMessage, "s4 failed for good", "%s", id)
 
 		for _, st := range []string{"s1", "s2", "s3"} {
-			require.Equal(t, 1, count(after, id, st, "start"), "%s: step %s starts", id, st)
-			require.Equal(t, []int{1}, doneAttempts(after, id, st), "%s: step %s completions", id, st)
+			requireRanOnce(t, after, id, st)
 		}
 		require.Equal(t, 1, count(after, id, "s4", "start"), "%s: step s4 starts (it fails for good)", id)
 		require.Zero(t, count(after, id, "s5", "start"), "%s: step s5 never starts", id)
@@ -925,12 +865,7 @@ func testKillAfterChildStarted(t *testing.T, be backend) {
 		require.True(t, aRecorded[id], "%s: step a recorded before its Invoke started the child", id)
 	}
 
-	second := b.startHelper(t, false)
-	second.waitExit(t)
-
-	after := b.readLog(t)
-	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
-	restarted := after[len(before):]
+	after, restarted := b.restart(t, before)
 	for i, id := range b.ids {
 		n := i + 1
 		b.requireComplete(t, id, parentOutput{A: n * 10, Kid: n * 100, B: n*100 + 1})
@@ -947,6 +882,62 @@ func testKillAfterChildStarted(t *testing.T, be backend) {
 		require.Equal(t, workflow.StatusComplete, kid.Status, "%s: its child %s", id, kid.ID)
 		require.Equal(t, 1, count(after, kid.ID, "k", "start"), "%s: step k of its child starts", id)
 	}
+}
+
+// killWhen starts a host that creates the instances, waits until ready
+// holds of the side-effect log, kills the host with SIGKILL, and returns the
+// log as the kill left it.
+func (b *testBundle) killWhen(t *testing.T, what string, ready func(lines []logLine) error) []logLine {
+	t.Helper()
+	first := b.startHelper(t, true)
+	first.waitFor(t, what, func() error {
+		lines, err := readLog(b.logPath)
+		if err != nil {
+			return err
+		}
+		return ready(lines)
+	})
+	first.kill(t)
+	return b.readLog(t)
+}
+
+// restart starts the host again, without creating, and waits until it has
+// ended every instance and exited. It requires that the side-effect log
+// before, read at the kill, is the start of the log now, and returns the
+// whole log and the lines the restart wrote.
+func (b *testBundle) restart(t *testing.T, before []logLine) (after, restarted []logLine) {
+	t.Helper()
+	b.startHelper(t, false).waitExit(t)
+	after = b.readLog(t)
+	require.Equal(t, before, after[:len(before)], "the side-effect log is append-only")
+	return after, after[len(before):]
+}
+
+// each is a condition of killWhen: every instance has exactly one line
+// "<instance> <step> <what>" in lines.
+func (b *testBundle) each(lines []logLine, step, what string) error {
+	for _, id := range b.ids {
+		if n := count(lines, id, step, what); n != 1 {
+			return fmt.Errorf("%s: step %s %s %d times", id, step, what, n)
+		}
+	}
+	return nil
+}
+
+// requireRanOnce requires that step of the instance started once and
+// completed once, at its first attempt, in lines.
+func requireRanOnce(t *testing.T, lines []logLine, id, step string) {
+	t.Helper()
+	require.Equal(t, 1, count(lines, id, step, "start"), "%s: step %s starts", id, step)
+	require.Equal(t, []int{1}, doneAttempts(lines, id, step), "%s: step %s completions", id, step)
+}
+
+// get returns the instance.
+func (b *testBundle) get(t *testing.T, id string) *db.Instance {
+	t.Helper()
+	inst, err := b.store.InstanceGet(t.Context(), b.ref(id))
+	require.NoError(t, err)
+	return inst
 }
 
 // requireStepsOf returns the steps of the instance's first run by name,

@@ -122,12 +122,11 @@ type Schema struct {
 // the same schema. The schema is dropped when the test ends.
 func NewSchema(t testing.TB, opts ...Option) *Schema {
 	t.Helper()
-	o := buildOptions(opts)
-	pool, schema := newPool(t, opts)
+	pool, schema, url := newPool(t, opts)
 	channel := postgres.WakeChannel + "_" + strings.TrimPrefix(schema, schemaPrefix)
 	return &Schema{
 		Store:       postgres.New(pool, postgres.WithWakeChannel(channel)),
-		URL:         withParams(o.url(), "search_path="+schema),
+		URL:         withParams(url, "search_path="+schema),
 		WakeChannel: channel,
 	}
 }
@@ -138,38 +137,28 @@ func NewSchema(t testing.TB, opts ...Option) *Schema {
 // DURAFLOW_REQUIRE_POSTGRES=1) when Postgres is not reachable.
 func NewPool(t testing.TB, opts ...Option) *pgxpool.Pool {
 	t.Helper()
-	pool, _ := newPool(t, opts)
+	pool, _, _ := newPool(t, opts)
 	return pool
-}
-
-// buildOptions applies opts to the defaults.
-func buildOptions(opts []Option) options {
-	o := options{maxConns: 10}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o
-}
-
-// url is the database the options name: WithDatabaseURL's, or DatabaseURL.
-func (o *options) url() string {
-	if o.databaseURL != "" {
-		return o.databaseURL
-	}
-	return DatabaseURL()
 }
 
 // schemaPrefix starts the name of every test schema.
 const schemaPrefix = "duraflow_test_"
 
-// newPool is NewPool, also returning the name of the test schema.
-func newPool(t testing.TB, opts []Option) (*pgxpool.Pool, string) {
+// newPool is NewPool, also returning the name of the test schema and the
+// URL of its database (without the schema).
+func newPool(t testing.TB, opts []Option) (pool *pgxpool.Pool, schema, url string) {
 	t.Helper()
-	o := buildOptions(opts)
-	url := o.url()
+	o := options{maxConns: 10}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	url = o.databaseURL
+	if url == "" {
+		url = DatabaseURL()
+	}
 	requireReachable(t, url)
 
-	schema := schemaPrefix + randomHex(t, 8)
+	schema = schemaPrefix + randomHex(t, 8)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := execAdmin(ctx, url, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
@@ -189,7 +178,7 @@ func newPool(t testing.TB, opts []Option) (*pgxpool.Pool, string) {
 	}
 	config.ConnConfig.RuntimeParams["search_path"] = schema
 	config.MaxConns = o.maxConns
-	pool, err := pgxpool.NewWithConfig(ctx, config)
+	pool, err = pgxpool.NewWithConfig(ctx, config)
 	if err != nil {
 		t.Fatalf("pgtest: opening pool: %v", err)
 	}
@@ -197,12 +186,12 @@ func newPool(t testing.TB, opts []Option) (*pgxpool.Pool, string) {
 	t.Cleanup(pool.Close)
 
 	if o.noMigrations {
-		return pool, schema
+		return pool, schema, url
 	}
 	if err := postgres.Migrate(ctx, pool); err != nil {
 		t.Fatalf("pgtest: migrating schema %s: %v", schema, err)
 	}
-	return pool, schema
+	return pool, schema, url
 }
 
 var (

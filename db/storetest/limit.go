@@ -170,6 +170,40 @@ func testLimitRelease(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, db.TaskStatusPending, b.task(t, "old").Status, "old is admitted, due for a claim")
 	})
 
+	t.Run("EndingsOfOneScopeFreeASlotEach", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		batcher := b.batcher(t)
+		// A key of two slots: a and b hold them, w1 to w3 wait.
+		create := func(id string, at time.Time) {
+			t.Helper()
+			_, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+				WorkflowName: workflowName, ID: id, Now: new(at),
+				Limits: []db.LimitSpec{{Scope: db.KeyScope(workflowName, "k"), Define: true, MaxRunning: 2}},
+			})
+			require.NoError(t, err)
+		}
+		create("a", b.now)
+		create("b", b.now)
+		for i, id := range []string{"w1", "w2", "w3"} {
+			create(id, b.at(time.Duration(i+1)*time.Second))
+			b.requireWaits(t, id, "k")
+		}
+		at := b.at(4 * time.Second)
+		tasks := b.claimAt(t, at, 10)
+		require.ElementsMatch(t, []string{"a", "b"}, taskIDs(tasks))
+
+		// Both end in one batch: each gives its slot back, so the two
+		// oldest waiters are admitted, and the third still waits.
+		res, err := batcher.CheckpointBatch(b.ctx, []*db.CheckpointParams{b.end(tasks[0], at), b.end(tasks[1], at)})
+		require.NoError(t, err)
+		require.NoError(t, res[0].Err)
+		require.NoError(t, res[1].Err)
+		require.Equal(t, db.TaskStatusPending, b.task(t, "w1").Status)
+		require.Equal(t, db.TaskStatusPending, b.task(t, "w2").Status)
+		b.requireWaits(t, "w3", "k")
+	})
+
 	t.Run("FencedOutEndingReleasesNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)

@@ -326,7 +326,7 @@ func ReleaseMany(ctx context.Context, tx Tx, items []ReleaseItem, now time.Time)
 	if len(held) == 0 {
 		return out, nil
 	}
-	freed := held
+	slots := held // a scope once for each ending instance that held it
 	held = sortedUnique(held)
 	rows, err := tx.Lock(ctx, held)
 	if err != nil {
@@ -336,11 +336,13 @@ func ReleaseMany(ctx context.Context, tx Tx, items []ReleaseItem, now time.Time)
 	for _, r := range rows {
 		byScope[r.Scope] = r
 	}
-	for _, s := range freed {
+	freed := make([]*db.LimitRow, 0, len(slots))
+	for _, s := range slots {
 		if r := byScope[s]; r != nil {
-			transition.Release([]*db.LimitRow{r})
+			freed = append(freed, r)
 		}
 	}
+	transition.Release(freed)
 	// Look at no more waiters than the freed slots can take: a scope
 	// with a max has max - running free slots (usually the one an
 	// instance gave back), one without has candidates.

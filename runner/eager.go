@@ -19,25 +19,16 @@ import (
 //
 // Every non-nil lease must be handed back to StartEager exactly once.
 func (r *Runner) ReserveEager(workflowName string, n int) *db.CreateLease {
-	if r.cfg.DisableEagerStart || n <= 0 {
+	if n <= 0 {
 		return nil
 	}
-	if !r.serves(workflowName) {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.started || r.stopping || r.worker.draining.Load() {
-		return nil
-	}
-	granted := r.takeSlots(n)
-	if granted == 0 {
-		return nil
-	}
-	// Counted as active under mu, so a Stop that begins after this waits for
-	// the executions the reservation starts.
-	r.active.Add(granted)
-	return &db.CreateLease{Owner: r.cfg.ID, LockedUntil: r.now().Add(r.cfg.LeaseDuration), Max: granted, Queues: r.claimQueues()}
+	return r.eagerLease(workflowName, func() int {
+		granted := r.takeSlots(n)
+		// Counted as active under mu, so a Stop that begins after this
+		// waits for the executions the reservation starts.
+		r.active.Add(granted)
+		return granted
+	})
 }
 
 // handoffLease is the lease a limited run's end offers its release when
@@ -48,6 +39,15 @@ func (r *Runner) ReserveEager(workflowName string, n int) *db.CreateLease {
 // start could not be made anyway (disabled, a workflow this runner does
 // not run, a runner not started, stopping or draining).
 func (r *Runner) handoffLease(workflowName string) *db.CreateLease {
+	return r.eagerLease(workflowName, func() int { return 1 })
+}
+
+// eagerLease is this runner's lease for an eager start of instances of
+// workflowName in the number of slots slots returns (called under mu),
+// or nil when that is none or the runner cannot start one now: eager
+// start is disabled, the runner does not run the workflow, or it is not
+// started, is stopping or is draining.
+func (r *Runner) eagerLease(workflowName string, slots func() int) *db.CreateLease {
 	if r.cfg.DisableEagerStart || !r.serves(workflowName) {
 		return nil
 	}
@@ -56,7 +56,11 @@ func (r *Runner) handoffLease(workflowName string) *db.CreateLease {
 	if !r.started || r.stopping || r.worker.draining.Load() {
 		return nil
 	}
-	return &db.CreateLease{Owner: r.cfg.ID, LockedUntil: r.now().Add(r.cfg.LeaseDuration), Max: 1, Queues: r.claimQueues()}
+	n := slots()
+	if n == 0 {
+		return nil
+	}
+	return &db.CreateLease{Owner: r.cfg.ID, LockedUntil: r.now().Add(r.cfg.LeaseDuration), Max: n, Queues: r.claimQueues()}
 }
 
 // StartEager executes, each in a slot lease reserved, the created instances

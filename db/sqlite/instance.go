@@ -176,6 +176,7 @@ func (s *Store) InstanceCreateMany(ctx context.Context, p *db.InstanceCreateMany
 func (s *Store) createMany(ctx context.Context, q *litesqlc.Queries, p *db.InstanceCreateManyParams, defaultQueue string, now int64) ([]db.CreateResult, error) {
 	namespace, _ := db.CreatePlacement(p.Namespace, "")
 	created := make([]db.CreateResult, 0, len(p.Instances))
+	var log lifecycleBuf
 	for i, item := range p.Instances {
 		at := newPlacement(namespace, cmp.Or(item.Queue, defaultQueue), item.Priority)
 		if item.DedupeKey != "" {
@@ -202,7 +203,10 @@ func (s *Store) createMany(ctx context.Context, q *litesqlc.Queries, p *db.Insta
 				if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
 					return nil, err
 				}
-				if err := s.logCreated(ctx, q, p.WorkflowName, &inst, now); err != nil {
+				// A limited instance's events keep their order with what
+				// its admission logs: written now, after those before it.
+				s.bufferCreated(&log, p.WorkflowName, &inst, now)
+				if err := log.flush(ctx, q); err != nil {
 					return nil, err
 				}
 				created = append(created, inst)
@@ -230,10 +234,12 @@ func (s *Store) createMany(ctx context.Context, q *litesqlc.Queries, p *db.Insta
 		if err := recordHook(ctx, q, plan.Hook, p.WorkflowName, item.ID, now); err != nil {
 			return nil, err
 		}
-		if err := s.logCreated(ctx, q, p.WorkflowName, &inst, now); err != nil {
-			return nil, err
-		}
+		s.bufferCreated(&log, p.WorkflowName, &inst, now)
 		created = append(created, inst)
+	}
+	// Every created instance's events, written together.
+	if err := log.flush(ctx, q); err != nil {
+		return nil, err
 	}
 	return created, nil
 }
@@ -637,6 +643,14 @@ func limitChange(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeP
 // logCreated logs the creation of inst (and its start, when its task is
 // leased) at now, in the create's transaction.
 func (s *Store) logCreated(ctx context.Context, q *litesqlc.Queries, workflowName string, inst *db.CreateResult, now int64) error {
+	var log lifecycleBuf
+	s.bufferCreated(&log, workflowName, inst, now)
+	return log.flush(ctx, q)
+}
+
+// bufferCreated adds the events of inst's creation (and its start, when its
+// task is leased) at now to log.
+func (s *Store) bufferCreated(log *lifecycleBuf, workflowName string, inst *db.CreateResult, now int64) {
 	plan := transition.Create(inst.LeasedTask != nil, false)
-	return s.logLifecycle(ctx, q, now, transition.CreateEvents(&plan, workflowName, inst.Instance.ID, time.Time{})...)
+	s.bufferLifecycle(log, now, transition.CreateEvents(&plan, workflowName, inst.Instance.ID, time.Time{})...)
 }

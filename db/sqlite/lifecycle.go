@@ -15,45 +15,93 @@ var _ db.LifecycleStore = (*Store)(nil)
 // store is opened). While off, no transition runs a statement for it.
 func (s *Store) LifecycleLogSet(on bool) { s.lifecycleOff.Store(!on) }
 
-// logLifecycle writes events in the caller's write transaction with the
-// prepared inserts, two at a time (LifecycleInsertPair: a step's start and
-// outcome, the common case, in one statement); an event without a time
-// takes now (the transaction's). It writes nothing while the log is off.
+// logLifecycle writes events in the caller's write transaction; an event
+// without a time takes now (the transaction's). It writes nothing while the
+// log is off.
 func (s *Store) logLifecycle(ctx context.Context, q *litesqlc.Queries, now int64, events ...db.LifecycleEvent) error {
+	var log lifecycleBuf
+	s.bufferLifecycle(&log, now, events...)
+	return log.flush(ctx, q)
+}
+
+// bufferLifecycle adds events to log, each without a time taking now, so
+// that a transaction of many transitions (the group commit) writes all of
+// its events at its end with few statements. It adds nothing while the log
+// is off.
+func (s *Store) bufferLifecycle(log *lifecycleBuf, now int64, events ...db.LifecycleEvent) {
 	if s.lifecycleOff.Load() {
-		return nil
+		return
 	}
-	at := func(e *db.LifecycleEvent) int64 {
-		if e.At.IsZero() {
-			return now
+	for i := range events {
+		e := &events[i]
+		at := now
+		if !e.At.IsZero() {
+			at = micros(e.At)
 		}
-		return micros(e.At)
+		log.rows = append(log.rows, lifecycleRow{e: e, at: at})
 	}
-	for len(events) >= 2 {
-		a, b := &events[0], &events[1]
+}
+
+// lifecycleRow is an event waiting in a lifecycleBuf, with its stored time.
+type lifecycleRow struct {
+	e  *db.LifecycleEvent
+	at int64
+}
+
+// lifecycleBuf holds the lifecycle events of a write transaction until
+// flush writes them in it, in the order they were added.
+type lifecycleBuf struct{ rows []lifecycleRow }
+
+// flush writes the buffered events with the prepared inserts, eight to a
+// statement (LifecycleInsert8), then two (LifecycleInsertPair), then one:
+// on SQLite's single writer the statements, not the rows, are most of what
+// the log costs a transition. The buffer is empty afterwards.
+func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
+	rows := b.rows
+	b.rows = b.rows[:0]
+	for len(rows) >= 8 {
+		r := rows[:8]
+		if err := q.LifecycleInsert8(ctx, litesqlc.LifecycleInsert8Params{
+			Type1: string(r[0].e.Type), WorkflowName1: r[0].e.WorkflowName, InstanceId1: r[0].e.InstanceID, RunNumber1: int64(r[0].e.RunNumber),
+			StepKey1: textArg(r[0].e.StepKey), Attempt1: int64(r[0].e.Attempt), Detail1: textArg(r[0].e.Detail), At1: r[0].at,
+			Type2: string(r[1].e.Type), WorkflowName2: r[1].e.WorkflowName, InstanceId2: r[1].e.InstanceID, RunNumber2: int64(r[1].e.RunNumber),
+			StepKey2: textArg(r[1].e.StepKey), Attempt2: int64(r[1].e.Attempt), Detail2: textArg(r[1].e.Detail), At2: r[1].at,
+			Type3: string(r[2].e.Type), WorkflowName3: r[2].e.WorkflowName, InstanceId3: r[2].e.InstanceID, RunNumber3: int64(r[2].e.RunNumber),
+			StepKey3: textArg(r[2].e.StepKey), Attempt3: int64(r[2].e.Attempt), Detail3: textArg(r[2].e.Detail), At3: r[2].at,
+			Type4: string(r[3].e.Type), WorkflowName4: r[3].e.WorkflowName, InstanceId4: r[3].e.InstanceID, RunNumber4: int64(r[3].e.RunNumber),
+			StepKey4: textArg(r[3].e.StepKey), Attempt4: int64(r[3].e.Attempt), Detail4: textArg(r[3].e.Detail), At4: r[3].at,
+			Type5: string(r[4].e.Type), WorkflowName5: r[4].e.WorkflowName, InstanceId5: r[4].e.InstanceID, RunNumber5: int64(r[4].e.RunNumber),
+			StepKey5: textArg(r[4].e.StepKey), Attempt5: int64(r[4].e.Attempt), Detail5: textArg(r[4].e.Detail), At5: r[4].at,
+			Type6: string(r[5].e.Type), WorkflowName6: r[5].e.WorkflowName, InstanceId6: r[5].e.InstanceID, RunNumber6: int64(r[5].e.RunNumber),
+			StepKey6: textArg(r[5].e.StepKey), Attempt6: int64(r[5].e.Attempt), Detail6: textArg(r[5].e.Detail), At6: r[5].at,
+			Type7: string(r[6].e.Type), WorkflowName7: r[6].e.WorkflowName, InstanceId7: r[6].e.InstanceID, RunNumber7: int64(r[6].e.RunNumber),
+			StepKey7: textArg(r[6].e.StepKey), Attempt7: int64(r[6].e.Attempt), Detail7: textArg(r[6].e.Detail), At7: r[6].at,
+			Type8: string(r[7].e.Type), WorkflowName8: r[7].e.WorkflowName, InstanceId8: r[7].e.InstanceID, RunNumber8: int64(r[7].e.RunNumber),
+			StepKey8: textArg(r[7].e.StepKey), Attempt8: int64(r[7].e.Attempt), Detail8: textArg(r[7].e.Detail), At8: r[7].at,
+		}); err != nil {
+			return fmt.Errorf("logging %d lifecycle events: %w", len(r), err)
+		}
+		rows = rows[8:]
+	}
+	for len(rows) >= 2 {
+		a, b := &rows[0], &rows[1]
 		if err := q.LifecycleInsertPair(ctx, litesqlc.LifecycleInsertPairParams{
-			Type1: string(a.Type), WorkflowName1: a.WorkflowName, InstanceId1: a.InstanceID, RunNumber1: int64(a.RunNumber),
-			StepKey1: textArg(a.StepKey), Attempt1: int64(a.Attempt), Detail1: textArg(a.Detail), At1: at(a),
-			Type2: string(b.Type), WorkflowName2: b.WorkflowName, InstanceId2: b.InstanceID, RunNumber2: int64(b.RunNumber),
-			StepKey2: textArg(b.StepKey), Attempt2: int64(b.Attempt), Detail2: textArg(b.Detail), At2: at(b),
+			Type1: string(a.e.Type), WorkflowName1: a.e.WorkflowName, InstanceId1: a.e.InstanceID, RunNumber1: int64(a.e.RunNumber),
+			StepKey1: textArg(a.e.StepKey), Attempt1: int64(a.e.Attempt), Detail1: textArg(a.e.Detail), At1: a.at,
+			Type2: string(b.e.Type), WorkflowName2: b.e.WorkflowName, InstanceId2: b.e.InstanceID, RunNumber2: int64(b.e.RunNumber),
+			StepKey2: textArg(b.e.StepKey), Attempt2: int64(b.e.Attempt), Detail2: textArg(b.e.Detail), At2: b.at,
 		}); err != nil {
-			return fmt.Errorf("logging %s and %s: %w", a.Type, b.Type, err)
+			return fmt.Errorf("logging %s and %s: %w", a.e.Type, b.e.Type, err)
 		}
-		events = events[2:]
+		rows = rows[2:]
 	}
-	if len(events) == 1 {
-		e := &events[0]
+	if len(rows) == 1 {
+		e := &rows[0]
 		if err := q.LifecycleInsert(ctx, litesqlc.LifecycleInsertParams{
-			Type:         string(e.Type),
-			WorkflowName: e.WorkflowName,
-			InstanceID:   e.InstanceID,
-			RunNumber:    int64(e.RunNumber),
-			StepKey:      textArg(e.StepKey),
-			Attempt:      int64(e.Attempt),
-			Detail:       textArg(e.Detail),
-			At:           at(e),
+			Type: string(e.e.Type), WorkflowName: e.e.WorkflowName, InstanceID: e.e.InstanceID, RunNumber: int64(e.e.RunNumber),
+			StepKey: textArg(e.e.StepKey), Attempt: int64(e.e.Attempt), Detail: textArg(e.e.Detail), At: e.at,
 		}); err != nil {
-			return fmt.Errorf("logging %s: %w", e.Type, err)
+			return fmt.Errorf("logging %s: %w", e.e.Type, err)
 		}
 	}
 	return nil
@@ -91,8 +139,10 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 	return list, nil
 }
 
-// LifecyclePrune deletes up to p.Max lifecycle events older than p.Before,
-// oldest first, in one short write transaction.
+// LifecyclePrune deletes, among the p.Max oldest lifecycle events, those
+// older than p.Before, in one short write transaction. It never deletes the
+// newest event, whose id the next one follows (see the LifecyclePrune
+// query).
 func (s *Store) LifecyclePrune(ctx context.Context, p *db.LifecyclePruneParams) (int, error) {
 	var n int64
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {

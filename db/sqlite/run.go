@@ -79,8 +79,14 @@ func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step,
 func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.CheckpointResult, error) {
 	var res *db.CheckpointResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
-		var err error
-		res, err = s.checkpointTx(ctx, q, p)
+		var (
+			log lifecycleBuf
+			err error
+		)
+		res, err = s.checkpointTx(ctx, q, p, &log)
+		if err == nil {
+			err = log.flush(ctx, q)
+		}
 		if err != nil || (p.Outcome != db.OutcomeComplete && p.Outcome != db.OutcomeError) {
 			return err
 		}
@@ -117,7 +123,7 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 // reads the facts transition.Checkpoint's plan depends on and applies the
 // plan. It fences before it writes anything: db.ErrLeaseLost means it wrote
 // nothing.
-func (s *Store) checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams) (*db.CheckpointResult, error) {
+func (s *Store) checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, log *lifecycleBuf) (*db.CheckpointResult, error) {
 	plan, err := transition.Checkpoint(p)
 	if err != nil {
 		return nil, err
@@ -197,9 +203,7 @@ func (s *Store) checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.Che
 	if err := applyTask(ctx, q, run, p.Task, task, runAt, now); err != nil {
 		return nil, err
 	}
-	if err := s.logLifecycle(ctx, q, now, transition.CheckpointEvents(p, steps, ev != nil)...); err != nil {
-		return nil, err
-	}
+	s.bufferLifecycle(log, now, transition.CheckpointEvents(p, steps, ev != nil)...)
 	return res, recordHook(ctx, q, hook, p.WorkflowName, p.InstanceID, now)
 }
 
@@ -459,9 +463,10 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 			release []admission.ReleaseItem
 			index   []int
 			at      time.Time
+			log     lifecycleBuf
 		)
 		for i, p := range ps {
-			res, err := s.checkpointTx(ctx, q, p)
+			res, err := s.checkpointTx(ctx, q, p, &log)
 			if errors.Is(err, db.ErrLeaseLost) {
 				// Fenced before any write: this item changed nothing.
 				results[i] = db.CheckpointBatchResult{Err: db.ErrLeaseLost}
@@ -481,6 +486,10 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 					at = p.Now
 				}
 			}
+		}
+		// Every item's lifecycle events, written together.
+		if err := log.flush(ctx, q); err != nil {
+			return err
 		}
 		if len(release) == 0 {
 			return nil

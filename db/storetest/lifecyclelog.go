@@ -424,6 +424,38 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Len(t, events, 1)
 		require.Equal(t, "new", events[0].InstanceID, "the newer event is kept")
 	})
+	t.Run("PruneNeverReusesAnID", func(t *testing.T) {
+		// A cursor (a follower's, a subscriber's) is an id: an event
+		// written after a prune must take an id past every earlier one,
+		// even when the prune took every event old enough.
+		t.Parallel()
+		b := setup(t, newStore)
+		log := b.lifecycleLog(t)
+		for i := range 3 {
+			b.createAt(t, workflowName, fmt.Sprintf("old%d", i), b.at(-48*time.Hour+time.Duration(i)*time.Minute))
+		}
+		before, err := log.LifecycleList(b.ctx, &db.LifecycleListParams{})
+		require.NoError(t, err)
+		require.NotEmpty(t, before)
+		last := before[len(before)-1].ID
+		for {
+			n, err := log.LifecyclePrune(b.ctx, &db.LifecyclePruneParams{Before: b.at(time.Hour), Max: 10})
+			require.NoError(t, err)
+			if n == 0 {
+				break
+			}
+		}
+		b.createAt(t, workflowName, "after", b.now)
+		after, err := log.LifecycleList(b.ctx, &db.LifecycleListParams{InstanceID: "after", WorkflowName: workflowName})
+		require.NoError(t, err)
+		require.NotEmpty(t, after)
+		for _, e := range after {
+			require.Greater(t, e.ID, last, "an id written after the prune is past every earlier one")
+		}
+		lastID, err := log.LifecycleLastID(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, after[len(after)-1].ID, lastID)
+	})
 }
 
 // testLifecycleLogCascade: a terminate that ends its children (policy

@@ -1,8 +1,17 @@
 -- +goose Up
 -- The lifecycle event log: see the Postgres migration 00015_lifecycle_event.sql.
 -- Times are unix microseconds, as in every other table.
+--
+-- Unlike Postgres, the table has no index on at and its id is a plain
+-- rowid, not AUTOINCREMENT: on SQLite's single writer each of those is
+-- work in every transition's transaction (a second index to update, and
+-- sqlite_sequence read and written by every insert). Ids still only grow:
+-- a rowid is one past the largest present, and LifecyclePrune never
+-- deletes the newest event, so no id is handed out twice. Pruning walks
+-- the oldest ids instead of an index on at (ids follow commit order on the
+-- single writer, and an event's at is never after its commit).
 CREATE TABLE lifecycle_event (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    id INTEGER PRIMARY KEY,
     type TEXT NOT NULL,
     workflow_name TEXT NOT NULL,
     instance_id TEXT NOT NULL,
@@ -13,7 +22,6 @@ CREATE TABLE lifecycle_event (
     at INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (workflow_name, instance_id, id);
-CREATE INDEX lifecycle_event_at_idx ON lifecycle_event (at);
 
 -- +goose Down
 DROP TABLE lifecycle_event;

@@ -18,14 +18,16 @@ ORDER BY e.id
 LIMIT @max;
 
 -- name: LifecyclePrune :execrows
--- LifecyclePrune deletes a batch of the oldest events before a time.
+-- LifecyclePrune deletes, among the @max oldest events by id, those before
+-- a time, and never the newest event (so that no id is reused: the table
+-- has no AUTOINCREMENT). An event older than @before that follows a newer
+-- one stays until that one is old enough too: ids follow commit order and
+-- at is never after the commit, so this keeps at most a step attempt's
+-- length past the retention.
 DELETE FROM lifecycle_event
-WHERE id IN (
-    SELECT e.id FROM lifecycle_event e
-    WHERE e.at < CAST(@before AS INTEGER)
-    ORDER BY e.at
-    LIMIT @max
-);
+WHERE id IN (SELECT e.id FROM lifecycle_event e ORDER BY e.id LIMIT @max)
+    AND at < CAST(@before AS INTEGER)
+    AND id < (SELECT max(m.id) FROM lifecycle_event m);
 
 -- name: LifecycleLastID :one
 -- LifecycleLastID is the id of the newest event, 0 when there is none.
@@ -38,3 +40,17 @@ SELECT CAST(coalesce(max(id), 0) AS INTEGER) AS id FROM lifecycle_event;
 INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
 VALUES (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1),
     (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2);
+
+-- name: LifecycleInsert8 :exec
+-- LifecycleInsert8 writes eight lifecycle events in one statement: a group
+-- commit's events go eight at a time, then in pairs, then one.
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+VALUES
+    (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1),
+    (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2),
+    (@type3, @workflow_name3, @instance_id3, @run_number3, sqlc.narg('step_key3'), @attempt3, sqlc.narg('detail3'), @at3),
+    (@type4, @workflow_name4, @instance_id4, @run_number4, sqlc.narg('step_key4'), @attempt4, sqlc.narg('detail4'), @at4),
+    (@type5, @workflow_name5, @instance_id5, @run_number5, sqlc.narg('step_key5'), @attempt5, sqlc.narg('detail5'), @at5),
+    (@type6, @workflow_name6, @instance_id6, @run_number6, sqlc.narg('step_key6'), @attempt6, sqlc.narg('detail6'), @at6),
+    (@type7, @workflow_name7, @instance_id7, @run_number7, sqlc.narg('step_key7'), @attempt7, sqlc.narg('detail7'), @at7),
+    (@type8, @workflow_name8, @instance_id8, @run_number8, sqlc.narg('step_key8'), @attempt8, sqlc.narg('detail8'), @at8);

@@ -153,6 +153,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.lifecycleInsertStmt, err = db.PrepareContext(ctx, lifecycleInsert); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleInsert: %w", err)
 	}
+	if q.lifecycleInsert8Stmt, err = db.PrepareContext(ctx, lifecycleInsert8); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleInsert8: %w", err)
+	}
 	if q.lifecycleInsertPairStmt, err = db.PrepareContext(ctx, lifecycleInsertPair); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleInsertPair: %w", err)
 	}
@@ -565,6 +568,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing lifecycleInsertStmt: %w", cerr)
 		}
 	}
+	if q.lifecycleInsert8Stmt != nil {
+		if cerr := q.lifecycleInsert8Stmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleInsert8Stmt: %w", cerr)
+		}
+	}
 	if q.lifecycleInsertPairStmt != nil {
 		if cerr := q.lifecycleInsertPairStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lifecycleInsertPairStmt: %w", cerr)
@@ -967,6 +975,7 @@ type Queries struct {
 	instanceTouchStmt                 *sql.Stmt
 	instanceTransitionStmt            *sql.Stmt
 	lifecycleInsertStmt               *sql.Stmt
+	lifecycleInsert8Stmt              *sql.Stmt
 	lifecycleInsertPairStmt           *sql.Stmt
 	lifecycleLastIDStmt               *sql.Stmt
 	lifecycleListStmt                 *sql.Stmt
@@ -1080,6 +1089,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceTouchStmt:                 q.instanceTouchStmt,
 		instanceTransitionStmt:            q.instanceTransitionStmt,
 		lifecycleInsertStmt:               q.lifecycleInsertStmt,
+		lifecycleInsert8Stmt:              q.lifecycleInsert8Stmt,
 		lifecycleInsertPairStmt:           q.lifecycleInsertPairStmt,
 		lifecycleLastIDStmt:               q.lifecycleLastIDStmt,
 		lifecycleListStmt:                 q.lifecycleListStmt,

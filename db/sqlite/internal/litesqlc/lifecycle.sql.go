@@ -41,6 +41,158 @@ func (q *Queries) LifecycleInsert(ctx context.Context, arg LifecycleInsertParams
 	return err
 }
 
+const lifecycleInsert8 = `-- name: LifecycleInsert8 :exec
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+VALUES
+    (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8),
+    (?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16),
+    (?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24),
+    (?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32),
+    (?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40),
+    (?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48),
+    (?49, ?50, ?51, ?52, ?53, ?54, ?55, ?56),
+    (?57, ?58, ?59, ?60, ?61, ?62, ?63, ?64)
+`
+
+type LifecycleInsert8Params struct {
+	Type1         string
+	WorkflowName1 string
+	InstanceId1   string
+	RunNumber1    int64
+	StepKey1      *string
+	Attempt1      int64
+	Detail1       *string
+	At1           int64
+	Type2         string
+	WorkflowName2 string
+	InstanceId2   string
+	RunNumber2    int64
+	StepKey2      *string
+	Attempt2      int64
+	Detail2       *string
+	At2           int64
+	Type3         string
+	WorkflowName3 string
+	InstanceId3   string
+	RunNumber3    int64
+	StepKey3      *string
+	Attempt3      int64
+	Detail3       *string
+	At3           int64
+	Type4         string
+	WorkflowName4 string
+	InstanceId4   string
+	RunNumber4    int64
+	StepKey4      *string
+	Attempt4      int64
+	Detail4       *string
+	At4           int64
+	Type5         string
+	WorkflowName5 string
+	InstanceId5   string
+	RunNumber5    int64
+	StepKey5      *string
+	Attempt5      int64
+	Detail5       *string
+	At5           int64
+	Type6         string
+	WorkflowName6 string
+	InstanceId6   string
+	RunNumber6    int64
+	StepKey6      *string
+	Attempt6      int64
+	Detail6       *string
+	At6           int64
+	Type7         string
+	WorkflowName7 string
+	InstanceId7   string
+	RunNumber7    int64
+	StepKey7      *string
+	Attempt7      int64
+	Detail7       *string
+	At7           int64
+	Type8         string
+	WorkflowName8 string
+	InstanceId8   string
+	RunNumber8    int64
+	StepKey8      *string
+	Attempt8      int64
+	Detail8       *string
+	At8           int64
+}
+
+// LifecycleInsert8 writes eight lifecycle events in one statement: a group
+// commit's events go eight at a time, then in pairs, then one.
+func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Params) error {
+	_, err := q.exec(ctx, q.lifecycleInsert8Stmt, lifecycleInsert8,
+		arg.Type1,
+		arg.WorkflowName1,
+		arg.InstanceId1,
+		arg.RunNumber1,
+		arg.StepKey1,
+		arg.Attempt1,
+		arg.Detail1,
+		arg.At1,
+		arg.Type2,
+		arg.WorkflowName2,
+		arg.InstanceId2,
+		arg.RunNumber2,
+		arg.StepKey2,
+		arg.Attempt2,
+		arg.Detail2,
+		arg.At2,
+		arg.Type3,
+		arg.WorkflowName3,
+		arg.InstanceId3,
+		arg.RunNumber3,
+		arg.StepKey3,
+		arg.Attempt3,
+		arg.Detail3,
+		arg.At3,
+		arg.Type4,
+		arg.WorkflowName4,
+		arg.InstanceId4,
+		arg.RunNumber4,
+		arg.StepKey4,
+		arg.Attempt4,
+		arg.Detail4,
+		arg.At4,
+		arg.Type5,
+		arg.WorkflowName5,
+		arg.InstanceId5,
+		arg.RunNumber5,
+		arg.StepKey5,
+		arg.Attempt5,
+		arg.Detail5,
+		arg.At5,
+		arg.Type6,
+		arg.WorkflowName6,
+		arg.InstanceId6,
+		arg.RunNumber6,
+		arg.StepKey6,
+		arg.Attempt6,
+		arg.Detail6,
+		arg.At6,
+		arg.Type7,
+		arg.WorkflowName7,
+		arg.InstanceId7,
+		arg.RunNumber7,
+		arg.StepKey7,
+		arg.Attempt7,
+		arg.Detail7,
+		arg.At7,
+		arg.Type8,
+		arg.WorkflowName8,
+		arg.InstanceId8,
+		arg.RunNumber8,
+		arg.StepKey8,
+		arg.Attempt8,
+		arg.Detail8,
+		arg.At8,
+	)
+	return err
+}
+
 const lifecycleInsertPair = `-- name: LifecycleInsertPair :exec
 INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8),
@@ -170,22 +322,24 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 
 const lifecyclePrune = `-- name: LifecyclePrune :execrows
 DELETE FROM lifecycle_event
-WHERE id IN (
-    SELECT e.id FROM lifecycle_event e
-    WHERE e.at < CAST(?1 AS INTEGER)
-    ORDER BY e.at
-    LIMIT ?2
-)
+WHERE id IN (SELECT e.id FROM lifecycle_event e ORDER BY e.id LIMIT ?1)
+    AND at < CAST(?2 AS INTEGER)
+    AND id < (SELECT max(m.id) FROM lifecycle_event m)
 `
 
 type LifecyclePruneParams struct {
-	Before int64
 	Max    int64
+	Before int64
 }
 
-// LifecyclePrune deletes a batch of the oldest events before a time.
+// LifecyclePrune deletes, among the @max oldest events by id, those before
+// a time, and never the newest event (so that no id is reused: the table
+// has no AUTOINCREMENT). An event older than @before that follows a newer
+// one stays until that one is old enough too: ids follow commit order and
+// at is never after the commit, so this keeps at most a step attempt's
+// length past the retention.
 func (q *Queries) LifecyclePrune(ctx context.Context, arg LifecyclePruneParams) (int64, error) {
-	result, err := q.exec(ctx, q.lifecyclePruneStmt, lifecyclePrune, arg.Before, arg.Max)
+	result, err := q.exec(ctx, q.lifecyclePruneStmt, lifecyclePrune, arg.Max, arg.Before)
 	if err != nil {
 		return 0, err
 	}

@@ -600,3 +600,187 @@ func TestReleaseHandsTheSlotOver(t *testing.T) {
 		require.Equal(t, int32(1), maxRunning.Load(), "never more than the runner's one slot")
 	})
 }
+
+// rateRun creates instances on the fake clock and steps it forward seven
+// seconds at a time (a step that does not divide the period, so starts
+// fall inside windows, not only on their boundaries), running what is due
+// at each step. At every step it checks that no instance failed and that
+// each one not started yet is queued and waits for a rate limit. It
+// returns each instance's start once all completed.
+func rateRun(t *testing.T, h *testharness.Harness, ids map[string]string, period time.Duration) map[string]time.Time {
+	t.Helper()
+	ctx := h.Context()
+	starts := map[string]time.Time{}
+	for step := 0; len(starts) < len(ids); step++ {
+		require.Less(t, step, 1000, "every instance starts")
+		h.RunDue()
+		for id, wf := range ids {
+			if _, ok := starts[id]; ok {
+				continue
+			}
+			info, err := h.Client.Get(ctx, wf, id)
+			require.NoError(t, err)
+			switch {
+			case info.StartedAt != nil:
+				require.NotEqual(t, workflow.StatusErrored, info.Status, "%s failed", id)
+				starts[id] = *info.StartedAt
+			default:
+				require.Equal(t, workflow.StatusQueued, info.Status, "%s waits in the queue", id)
+				require.NotNil(t, info.WaitingFor, "%s says what holds it back", id)
+				require.Equal(t, "rate", info.WaitingFor.Kind, id)
+				require.NotNil(t, info.WaitingFor.Until, id)
+				require.True(t, info.WaitingFor.Until.After(h.Now()), "%s waits for a later window", id)
+				require.Equal(t, workflow.Duration(period), info.WaitingFor.Period, id)
+			}
+		}
+		h.Advance(7 * time.Second)
+	}
+	h.RunUntilIdle()
+	for id, wf := range ids {
+		h.RequireStatus(wf, id, workflow.StatusComplete)
+	}
+	return starts
+}
+
+// requireRate checks that the starts keep to n per period within one
+// period's tolerance: no window (periods aligned on multiples of the
+// period) holds more than n, so no sliding period holds more than 2n; and
+// the excess is not held back longer than it must be: every window but the
+// last is used in full.
+func requireRate(t *testing.T, starts []time.Time, n int, period time.Duration) {
+	t.Helper()
+	perWindow := map[time.Time]int{}
+	for _, at := range starts {
+		perWindow[at.Truncate(period)]++
+	}
+	for w, count := range perWindow {
+		require.LessOrEqual(t, count, n, "the window at %s started %d", w, count)
+	}
+	for _, from := range starts {
+		inPeriod := 0
+		for _, at := range starts {
+			if !at.Before(from) && at.Before(from.Add(period)) {
+				inPeriod++
+			}
+		}
+		require.LessOrEqual(t, inPeriod, 2*n, "the period from %s started %d", from, inPeriod)
+	}
+	require.Len(t, perWindow, (len(starts)+n-1)/n, "each window is used in full before the next")
+}
+
+// TestLimitsQueueRate checks a queue rate limit of 3 starts per minute,
+// set at run time, over two workflows on the queue (fake clock): their
+// starts share the queue's windows, none holds more than 3, the excess
+// waits (queued, waiting for the queue's rate) and every instance
+// completes; a workflow on another queue is not held back.
+func TestLimitsQueueRate(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		body := workflow.Func[keyed, string](func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+			return workflow.Do(step, "work", func(ctx context.Context) (string, error) { return ev.Payload.Key, nil })
+		})
+		workflow.MustRegister(h.Registry, "qa", body, workflow.WithQueue("slow"))
+		workflow.MustRegister(h.Registry, "qb", body, workflow.WithQueue("slow"))
+		workflow.MustRegister(h.Registry, "free", body)
+		ctx := h.Context()
+		_, err := h.Client.SetQueueLimits(ctx, "slow", client.QueueLimits{Rate: workflow.RateLimit{Limit: 3, Period: time.Minute}})
+		require.NoError(t, err)
+		h.Advance(10 * time.Second) // creates start inside a window, not on its boundary
+
+		ids := map[string]string{}
+		for i := range 11 {
+			wf := []string{"qa", "qb"}[i%2]
+			id := fmt.Sprintf("s%02d", i)
+			_, err := h.Client.Create(ctx, wf, workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
+			require.NoError(t, err)
+			ids[id] = wf
+		}
+		for i := range 5 {
+			id := fmt.Sprintf("f%d", i)
+			_, err := h.Client.Create(ctx, "free", workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
+			require.NoError(t, err)
+		}
+		held := h.RequireStatus("qb", "s03", workflow.StatusQueued)
+		require.NotNil(t, held.WaitingFor)
+		require.Equal(t, workflow.WaitingFor{
+			Kind: "rate", Scope: "queue", Name: "slow", Max: 3, Period: workflow.Duration(time.Minute),
+			Until: held.WaitingFor.Until,
+		}, *held.WaitingFor)
+		require.Equal(t, h.Now().Truncate(time.Minute).Add(time.Minute), *held.WaitingFor.Until, "the fourth start waits for the next window")
+
+		require.Equal(t, 3+5, h.RunDue(), "the queue's window starts 3; the other queue is not held back")
+		for i := range 5 {
+			h.RequireStatus("free", fmt.Sprintf("f%d", i), workflow.StatusComplete)
+		}
+		created := h.Now()
+		starts := rateRun(t, h, ids, time.Minute)
+		var all []time.Time
+		for _, at := range starts {
+			require.False(t, at.Before(created))
+			all = append(all, at)
+		}
+		requireRate(t, all, 3, time.Minute)
+	})
+}
+
+// TestLimitsKeyRate checks a per-key rate limit of 2 starts per minute
+// with two keys (fake clock): key a has 7 instances and key b 3, created
+// a's first. Each key's starts keep to 2 per window, a's excess waits
+// (queued, waiting for a's rate) and does not hold b back: b's first two
+// start at once, in the first window, and every instance completes.
+func TestLimitsKeyRate(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		workflow.MustRegister(h.Registry, "kr", workflow.Func[keyed, string](
+			func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+				return workflow.Do(step, "work", func(ctx context.Context) (string, error) { return ev.Payload.Key, nil })
+			}),
+			// A max running far above the instances: only the rate holds
+			// them back.
+			workflow.WithConcurrencyKey(workflow.KeyOf(func(p keyed) string { return p.Key }), 100),
+			workflow.WithKeyRateLimit(2, time.Minute))
+		ctx := h.Context()
+		h.Advance(10 * time.Second)
+
+		ids := map[string]string{}
+		keyOf := map[string]string{}
+		for _, k := range []struct {
+			key string
+			n   int
+		}{{"a", 7}, {"b", 3}} {
+			for i := range k.n {
+				id := fmt.Sprintf("%s%d", k.key, i)
+				_, err := h.Client.Create(ctx, "kr", workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: k.key})})
+				require.NoError(t, err)
+				ids[id], keyOf[id] = "kr", k.key
+			}
+		}
+		a2 := h.RequireStatus("kr", "a2", workflow.StatusQueued)
+		require.NotNil(t, a2.WaitingFor)
+		require.Equal(t, workflow.WaitingFor{
+			Kind: "rate", Scope: "key", Name: "a", Max: 2, Period: workflow.Duration(time.Minute),
+			Until: a2.WaitingFor.Until,
+		}, *a2.WaitingFor)
+		require.NotNil(t, h.RequireStatus("kr", "b2", workflow.StatusQueued).WaitingFor)
+
+		first := h.Now()
+		require.Equal(t, 4, h.RunDue(), "two of each key start in the first window")
+		for _, id := range []string{"a0", "a1", "b0", "b1"} {
+			h.RequireStatus("kr", id, workflow.StatusComplete)
+		}
+		starts := rateRun(t, h, ids, time.Minute)
+		byKey := map[string][]time.Time{}
+		for id, at := range starts {
+			byKey[keyOf[id]] = append(byKey[keyOf[id]], at)
+		}
+		requireRate(t, byKey["a"], 2, time.Minute)
+		requireRate(t, byKey["b"], 2, time.Minute)
+		for _, id := range []string{"b0", "b1"} {
+			require.Equal(t, first, starts[id], "a's excess does not hold %s back", id)
+		}
+		require.Equal(t, first.Truncate(time.Minute).Add(time.Minute), starts["b2"].Truncate(time.Minute),
+			"b's third waits for b's next window only, not behind a's excess")
+	})
+}

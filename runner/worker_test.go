@@ -24,6 +24,9 @@ type killableStore struct {
 	killed  atomic.Bool
 	revived atomic.Bool
 	fenced  chan error
+	// reaped, when not nil, receives the Now of each reap that returned
+	// without an error, once it returned (dropped when its buffer is full).
+	reaped chan time.Time
 }
 
 func (k *killableStore) down() error {
@@ -87,7 +90,14 @@ func (k *killableStore) WorkerReap(ctx context.Context, p *db.WorkerReapParams) 
 	if err := k.down(); err != nil {
 		return db.WorkerReapResult{}, err
 	}
-	return k.Store.WorkerReap(ctx, p)
+	res, err := k.Store.WorkerReap(ctx, p)
+	if err == nil && k.reaped != nil {
+		select {
+		case k.reaped <- p.Now:
+		default:
+		}
+	}
+	return res, err
 }
 
 func (k *killableStore) WorkerDeregister(ctx context.Context, p *db.WorkerDeregisterParams) (*db.Worker, error) {
@@ -298,13 +308,23 @@ func TestDrainGraceHandsBackWhatIsStillRunning(t *testing.T) {
 	})
 }
 
+// TestKilledWorkersTasksArePickedUpAfterTheHeartbeatThreshold kills a
+// worker that holds a task (fake clock): the other worker's reaps leave it
+// online and its task held while its last heartbeat is at most the
+// threshold old, the first reap past the threshold marks it offline and
+// releases its task, which the other worker then runs long before the
+// lease would expire, and the killed worker's writes through its old
+// lease fail once it comes back.
 func TestKilledWorkersTasksArePickedUpAfterTheHeartbeatThreshold(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		wb := setupWorkers(t, b)
 		killable := &killableStore{Store: wb.store, fenced: make(chan error, 16)}
+		// B's reaps report their times, so that the test knows which reaps
+		// have run before it looks at A.
+		observed := &killableStore{Store: wb.store, reaped: make(chan time.Time, 64)}
 		ra := wb.newRunner(t, killable, "a")
-		rb := wb.newRunner(t, wb.store, "b")
+		rb := wb.newRunner(t, observed, "b")
 		require.NoError(t, ra.Start(wb.ctx))
 		_, err := wb.client.Create(wb.ctx, "w", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
@@ -317,14 +337,62 @@ func TestKilledWorkersTasksArePickedUpAfterTheHeartbeatThreshold(t *testing.T) {
 			return err == nil
 		}, 10*time.Second, 5*time.Millisecond, "B registered")
 
+		// Both beat for 20 seconds: B's reaper, which waits for a whole
+		// threshold (15s) of its own good heartbeats, is running by then,
+		// so below only A's heartbeat age decides when A is offline.
+		for range 4 {
+			wb.clk.Add(5 * time.Second)
+			require.Eventually(t, func() bool {
+				for _, id := range []string{"a", "b"} {
+					if w, err := wb.store.WorkerGet(wb.ctx, id); err != nil || !w.LastHeartbeatAt.Equal(wb.clk.Now()) {
+						return false
+					}
+				}
+				return true
+			}, 10*time.Second, 5*time.Millisecond, "A and B heartbeat")
+		}
+		awaitReap := func(at time.Time) {
+			t.Helper()
+			for {
+				select {
+				case now := <-observed.reaped:
+					if now.Equal(at) {
+						return
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("B did not reap at %s", at)
+				}
+			}
+		}
+		awaitReap(wb.clk.Now())
+		lastBeat := wb.worker(t, "a").LastHeartbeatAt
+		require.True(t, lastBeat.Equal(wb.clk.Now()))
+
 		// A is killed: it stops heartbeating without deregistering, and its
 		// task's lease still has ten minutes to run.
 		killable.killed.Store(true)
-		require.Eventually(t, func() bool {
+
+		// Lower bound: up to the threshold (15s, a heartbeat exactly 15s
+		// old is still in time), B's reaps leave A online and its task held
+		// by it.
+		for range 3 {
 			wb.clk.Add(5 * time.Second)
-			w, err := wb.store.WorkerGet(wb.ctx, "a")
-			return err == nil && w.Status == db.WorkerStatusOffline
-		}, 10*time.Second, 50*time.Millisecond, "B's reaper marks A offline once its heartbeat is older than the threshold")
+			awaitReap(wb.clk.Now())
+			require.LessOrEqual(t, wb.clk.Now().Sub(lastBeat), 15*time.Second)
+			require.Equal(t, db.WorkerStatusOnline, wb.worker(t, "a").Status,
+				"A is not offline %s after its last heartbeat", wb.clk.Now().Sub(lastBeat))
+			task, err := wb.store.TaskGet(wb.ctx, db.InstanceRef{WorkflowName: "w", ID: "x"})
+			require.NoError(t, err)
+			require.Equal(t, db.TaskStatusProcessing, task.Status, "A's task is not released before the threshold")
+			require.Equal(t, "a", task.LockOwner)
+			require.Equal(t, int32(1), wb.calls.Load(), "nobody else ran x")
+		}
+
+		// Upper bound: the first reap past the threshold marks A offline.
+		wb.clk.Add(5 * time.Second)
+		awaitReap(wb.clk.Now())
+		require.Equal(t, db.WorkerStatusOffline, wb.worker(t, "a").Status,
+			"B's reaper marks A offline once its heartbeat is older than the threshold")
 		require.Nil(t, wb.worker(t, "a").DeregisteredAt)
 		require.Equal(t, db.WorkerStatusOnline, wb.worker(t, "b").Status)
 

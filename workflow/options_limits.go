@@ -21,8 +21,10 @@ var ErrConcurrencyKey = errors.New("workflow: concurrency key")
 // ErrQueueNotFound means no limits were ever set for the named queue.
 var ErrQueueNotFound = errors.New("workflow: queue not found")
 
-// RateLimit is at most Limit starts per Period (a sliding window; see
-// docs/limits.md). The zero value is no limit.
+// RateLimit is at most Limit starts per Period, counted in fixed windows
+// aligned on multiples of Period, so a sliding period may hold up to twice
+// Limit across a window boundary (see docs/limits.md). The zero value is
+// no limit.
 type RateLimit struct {
 	Limit  int
 	Period time.Duration

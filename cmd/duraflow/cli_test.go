@@ -5,6 +5,7 @@ package main_test
 import (
 	"bytes"
 	"context"
+	"debug/buildinfo"
 	"encoding/json"
 	"errors"
 	"net"
@@ -12,12 +13,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/mod/module"
+	"golang.org/x/mod/semver"
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/dburl"
@@ -38,7 +42,13 @@ type ran struct {
 // runBinary runs the binary once with args and no DURAFLOW_* variables.
 func runBinary(t *testing.T, args ...string) ran {
 	t.Helper()
-	cmd := exec.Command(duraflowBinary(t), args...)
+	return runAt(t, duraflowBinary(t), args...)
+}
+
+// runAt is runBinary for the binary at bin.
+func runAt(t *testing.T, bin string, args ...string) ran {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	cmd.Env = cleanEnv()
@@ -56,7 +66,13 @@ func runBinary(t *testing.T, args ...string) ran {
 // requireCode runs the binary and requires the exit code.
 func requireCode(t *testing.T, code int, args ...string) ran {
 	t.Helper()
-	r := runBinary(t, args...)
+	return requireCodeAt(t, duraflowBinary(t), code, args...)
+}
+
+// requireCodeAt is requireCode for the binary at bin.
+func requireCodeAt(t *testing.T, bin string, code int, args ...string) ran {
+	t.Helper()
+	r := runAt(t, bin, args...)
 	require.Equal(t, code, r.code, "%v\nstdout:\n%s\nstderr:\n%s", args, r.stdout, r.stderr)
 	return r
 }
@@ -187,32 +203,148 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	}
 }
 
-// TestVersionCommand: version prints the binary's version, commit and Go
-// version; --json the same as an object; --version one line.
+// TestVersionCommand: version prints what the Go toolchain stamped into
+// the binary (its version, the commit and whether the tree was modified),
+// its Go version and platform; --json the same as an object; --version one
+// line. The binary is built three ways: as the other tests build it (GOFLAGS
+// decides), with -buildvcs=false (no VCS information: version dev, commit
+// unknown) and with -buildvcs=true, which in a git checkout stamps the
+// commit `git rev-parse HEAD` names and a pseudo-version of it (or its tag).
 func TestVersionCommand(t *testing.T) {
 	t.Parallel()
-	r := requireCode(t, 0, "version")
-	require.Regexp(t, `(?m)^duraflow:\s+dev$`, r.stdout)
-	require.Regexp(t, `(?m)^Commit:\s+\S+`, r.stdout)
-	require.Regexp(t, `(?m)^Go:\s+`+regexpQuote(runtime.Version())+`$`, r.stdout)
-	require.Regexp(t, `(?m)^Platform:\s+`+runtime.GOOS+"/"+runtime.GOARCH+`$`, r.stdout)
-
-	var v struct {
-		Version, Module, Duraflow, Go, Platform string
-		Modified                                bool
-	}
-	r = requireCode(t, 0, "version", "--json")
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
-	require.Equal(t, "dev", v.Version)
-	require.Equal(t, "github.com/duraflow/duraflow", v.Module)
-	require.Equal(t, runtime.Version(), v.Go)
-
-	r = requireCode(t, 0, "--version")
-	require.True(t, strings.HasPrefix(r.stdout, "duraflow version dev"), r.stdout)
+	head, worktree := gitCheckout(t)
+	t.Run("AsBuilt", func(t *testing.T) {
+		t.Parallel()
+		requireVersion(t, duraflowBinary(t))
+	})
+	t.Run("NoVCS", func(t *testing.T) {
+		t.Parallel()
+		bin := filepath.Join(t.TempDir(), "duraflow")
+		require.NoError(t, goBuild(bin, "-buildvcs=false"))
+		v := requireVersion(t, bin)
+		require.Equal(t, "dev", v.Version)
+		require.Empty(t, v.Commit)
+		require.Regexp(t, `(?m)^Commit:\s+unknown$`, runAt(t, bin, "version").stdout)
+	})
+	t.Run("VCS", func(t *testing.T) {
+		t.Parallel()
+		if head == "" {
+			t.Skip("not in a git checkout: there is no commit to stamp")
+		}
+		bin := filepath.Join(t.TempDir(), "duraflow")
+		require.NoError(t, goBuild(bin, "-buildvcs=true"))
+		v := requireVersion(t, bin)
+		if worktree && v.Commit != head {
+			// The go command takes only a .git directory for a repository,
+			// not the .git file of a linked worktree: it stamps nothing, or
+			// the commit of a repository around the worktree
+			// (golang/go#58218).
+			t.Logf("in a linked git worktree the go command stamps no commit of it (it stamped %q); HEAD is not checked", v.Commit)
+			return
+		}
+		require.Equal(t, head, v.Commit, "the commit the binary was built from")
+		require.NotEqual(t, "dev", v.Version, "a stamped build has a version")
+		r := runAt(t, bin, "version")
+		require.Regexp(t, `(?m)^Commit:\s+`+head+`( \(modified\))?$`, r.stdout)
+	})
 }
 
-func regexpQuote(s string) string {
-	return strings.NewReplacer(".", `\.`, "+", `\+`).Replace(s)
+// gitCheckout returns the commit HEAD names when the tests run in a git
+// checkout ("" otherwise), and whether it is a linked worktree (git worktree
+// add), whose commit the go command does not stamp.
+func gitCheckout(t *testing.T) (head string, worktree bool) {
+	t.Helper()
+	git := func(args ...string) (string, bool) {
+		out, err := exec.Command("git", args...).Output()
+		return strings.TrimSpace(string(out)), err == nil
+	}
+	head, ok := git("rev-parse", "HEAD")
+	if !ok {
+		return "", false
+	}
+	dir, _ := git("rev-parse", "--git-dir")
+	common, _ := git("rev-parse", "--git-common-dir")
+	dir, err := filepath.Abs(dir)
+	require.NoError(t, err)
+	common, err = filepath.Abs(common)
+	require.NoError(t, err)
+	return head, dir != common
+}
+
+// versionJSON is what version --json prints.
+type versionJSON struct {
+	Version, Module, Duraflow, Commit, CommitTime, Go, Platform string
+	Modified                                                    bool
+}
+
+// requireVersion requires that version, version --json and --version
+// print what the toolchain stamped into the binary at bin, read from its
+// build information, and returns what --json printed.
+func requireVersion(t *testing.T, bin string) versionJSON {
+	t.Helper()
+	bi, err := buildinfo.ReadFile(bin)
+	require.NoError(t, err)
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	version := bi.Main.Version
+	if version == "" || version == "(devel)" {
+		version = "dev"
+	}
+	rev, commitTime, modified := settings["vcs.revision"], settings["vcs.time"], settings["vcs.modified"] == "true"
+	if rev != "" {
+		require.Regexp(t, `^[0-9a-f]{40}([0-9a-f]{24})?$`, rev)
+		// The go command names a stamped build by the commit: its tag, or
+		// a pseudo-version of it; +dirty when the tree was modified.
+		if module.IsPseudoVersion(version) {
+			r, err := module.PseudoVersionRev(version)
+			require.NoError(t, err)
+			require.Equal(t, rev[:12], r, "the pseudo-version %s names the commit", version)
+		} else {
+			require.True(t, semver.IsValid(version), "version %q is a tag", version)
+		}
+		require.Equal(t, modified, strings.HasSuffix(version, "+dirty"), version)
+	}
+
+	r := requireCodeAt(t, bin, 0, "version")
+	require.Regexp(t, `(?m)^duraflow:\s+`+regexp.QuoteMeta(version)+`$`, r.stdout)
+	require.NotContains(t, r.stdout, "Duraflow:", "the main module is Duraflow: no second version")
+	commit := "unknown"
+	if rev != "" {
+		commit = rev
+		if modified {
+			commit += " (modified)"
+		}
+	}
+	require.Regexp(t, `(?m)^Commit:\s+`+regexp.QuoteMeta(commit)+`$`, r.stdout)
+	if commitTime != "" {
+		require.Regexp(t, `(?m)^Commit time:\s+`+regexp.QuoteMeta(commitTime)+`$`, r.stdout)
+	} else {
+		require.NotContains(t, r.stdout, "Commit time:")
+	}
+	require.Regexp(t, `(?m)^Go:\s+`+regexp.QuoteMeta(runtime.Version())+`$`, r.stdout)
+	require.Regexp(t, `(?m)^Platform:\s+`+runtime.GOOS+"/"+runtime.GOARCH+`$`, r.stdout)
+
+	var v versionJSON
+	r = requireCodeAt(t, bin, 0, "version", "--json")
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &v), r.stdout)
+	require.Equal(t, versionJSON{
+		Version: version, Module: "github.com/duraflow/duraflow", Duraflow: version, Commit: rev, CommitTime: commitTime,
+		Modified: modified, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH,
+	}, v)
+
+	short := version
+	if rev != "" {
+		short += " (" + rev[:12]
+		if modified {
+			short += ", modified"
+		}
+		short += ")"
+	}
+	r = requireCodeAt(t, bin, 0, "--version")
+	require.Equal(t, "duraflow version "+short+"\n", r.stdout)
+	return v
 }
 
 // TestCompletion: completion prints a script for bash, zsh and fish that

@@ -66,17 +66,24 @@ func duraflowBinary(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(buildDir, "duraflow")
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-		}
-		out, err := exec.Command(goTool, "build", "-o", binary, "github.com/duraflow/duraflow/cmd/duraflow").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = goBuild(binary)
 	})
 	require.NoError(t, buildErr)
 	return binary
+}
+
+// goBuild builds ./cmd/duraflow into out with the extra build flags (on
+// top of GOFLAGS).
+func goBuild(out string, flags ...string) error {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	args := append(append([]string{"build"}, flags...), "-o", out, "github.com/duraflow/duraflow/cmd/duraflow")
+	if msg, err := exec.Command(goTool, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, msg)
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) {

@@ -214,7 +214,7 @@ func normalize(s, base string) string {
 
 // shellWords splits a command line as a POSIX shell would for words in
 // plain, 'single' and "double" quotes (no variables, no escapes but \" and
-// \\ in double quotes).
+// \\ in double quotes); a # that starts a word starts a comment.
 func shellWords(line string) ([]string, error) {
 	var (
 		words []string
@@ -244,6 +244,8 @@ func shellWords(line string) ([]string, error) {
 			}
 		case r == '\'' || r == '"':
 			quote, in = r, true
+		case r == '#' && !in:
+			i = len(rs)
 		case r == ' ' || r == '\t':
 			if in {
 				words = append(words, cur.String())

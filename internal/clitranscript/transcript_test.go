@@ -160,13 +160,15 @@ func settle(t *testing.T, base string) {
 }
 
 // run runs one command of the transcript against the server at base. The
-// commands are written to run from the repository's root; a path into
-// examples/ is found from here.
+// commands are written to run from the repository's root against the
+// server at the stand-in address: a path into examples/ is found from
+// here, and the stand-in's host:port (as --server takes it) is base's.
 func run(base string, args []string) (stdout, stderr string, code int) {
 	for i, a := range args {
 		if strings.HasPrefix(a, "examples/") {
 			args[i] = filepath.Join("..", "..", a)
 		}
+		args[i] = strings.ReplaceAll(args[i], strings.TrimPrefix(server, "http://"), strings.TrimPrefix(base, "http://"))
 	}
 	var o, e bytes.Buffer
 	env := map[string]string{"DURAFLOW_SERVER": base}
@@ -195,9 +197,11 @@ var (
 // normalize replaces what changes from run to run: the server's address,
 // timestamps (each the same length, so that tables stay aligned), cursors,
 // the commit, Go version and platform of the build, and the status an
-// event left its instance in.
+// event left its instance in; and a path run found from here is shown as
+// the command gave it.
 func normalize(s, base string) string {
 	s = strings.ReplaceAll(s, base, server)
+	s = strings.ReplaceAll(s, filepath.Join("..", "..", "examples")+"/", "examples/")
 	s = timeRe.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.Contains(m, ".") {
 			return "2026-01-02T03:04:05.000000Z"

@@ -41,13 +41,7 @@ type ran struct {
 	code           int
 }
 
-// runBinary runs the binary once with args and no DURAFLOW_* variables.
-func runBinary(t *testing.T, args ...string) ran {
-	t.Helper()
-	return runAt(t, duraflowBinary(t), args...)
-}
-
-// runAt is runBinary for the binary at bin.
+// runAt runs the binary at bin once with args and no DURAFLOW_* variables.
 func runAt(t *testing.T, bin string, args ...string) ran {
 	t.Helper()
 	cmd := exec.Command(bin, args...)

@@ -29,8 +29,10 @@ type Options struct {
 	// Version is printed by --version and the version command.
 	//
 	// Defaults to the main module's version in the binary's build
-	// information (set by go install module@version) with the commit it was
-	// built from, or "dev" for a build from a checkout.
+	// information with the commit it was built from: the tag of go install
+	// module@version, a pseudo-version of the commit for a build from a git
+	// checkout the toolchain stamped (-buildvcs), or "dev" for a build
+	// without VCS information (-buildvcs=false).
 	Version string
 	// Register registers the workflows that dev, serve and worker run.
 	//

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -13,12 +14,17 @@ import (
 // from, as the Go toolchain stamped them.
 type buildVersion struct {
 	// Version is the command's version: WithVersion's, else the main
-	// module's, "dev" for a build from a checkout.
+	// module's: the tag of a go install module@version, a pseudo-version of
+	// the commit (v0.0.0-20261125182229-38527bf4d45f, +dirty when the tree
+	// was modified) for a build the toolchain stamped from a git checkout
+	// (-buildvcs, on by default), "dev" for a build without VCS information.
 	Version string `json:"version"`
 	// Module is the path of the main module of the binary.
 	Module string `json:"module,omitempty"`
 	// Duraflow is the version of github.com/duraflow/duraflow in the
-	// binary: the main module's when it is Duraflow itself.
+	// binary: the main module's when it is Duraflow itself ("dev" when
+	// unstamped), with "=> path version" when a replace directive swapped
+	// it.
 	Duraflow string `json:"duraflow,omitempty"`
 	// Commit is the VCS revision the binary was built from ("" when the
 	// build had no VCS information, such as a go install of a module).
@@ -57,19 +63,16 @@ func versionOf(explicit string, bi *debug.BuildInfo) buildVersion {
 		v.Go = bi.GoVersion
 	}
 	v.Module = bi.Main.Path
-	main := bi.Main.Version
-	if main == "(devel)" {
-		main = "dev"
-	}
-	v.Version = cmp.Or(v.Version, main, "dev")
+	main := moduleVersion(bi.Main.Version)
+	v.Version = cmp.Or(v.Version, main)
 	if bi.Main.Path == duraflowModule {
-		v.Duraflow = bi.Main.Version
+		v.Duraflow = main
 	}
 	for _, d := range bi.Deps {
 		if d.Path == duraflowModule {
-			v.Duraflow = d.Version
-			if d.Replace != nil {
-				v.Duraflow += " => " + d.Replace.Path + " " + d.Replace.Version
+			v.Duraflow = moduleVersion(d.Version)
+			if r := d.Replace; r != nil {
+				v.Duraflow += " => " + strings.TrimSpace(r.Path+" "+r.Version)
 			}
 		}
 	}
@@ -82,6 +85,18 @@ func versionOf(explicit string, bi *debug.BuildInfo) buildVersion {
 		case "vcs.modified":
 			v.Modified = s.Value == "true"
 		}
+	}
+	return v
+}
+
+// moduleVersion is a module's version as the build information records
+// it, "dev" for a build from a work tree the toolchain did not stamp
+// ("(devel)", or none). A build that the toolchain stamped from VCS keeps
+// its version: a tag, or a pseudo-version of the commit (v0.0.0-<time>-<rev>,
+// with +dirty when the tree was modified).
+func moduleVersion(v string) string {
+	if v == "" || v == "(devel)" {
+		return "dev"
 	}
 	return v
 }

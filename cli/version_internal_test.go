@@ -29,8 +29,16 @@ func TestVersionOf(t *testing.T) {
 
 	v = versionOf("", &debug.BuildInfo{Main: debug.Module{Path: duraflowModule, Version: "(devel)"}})
 	require.Equal(t, "dev", v.Version)
+	require.Equal(t, "dev", v.Duraflow, "not (devel)")
 	require.Empty(t, v.Commit)
 	require.Equal(t, "dev", v.short())
+
+	// A build from a git checkout, stamped by the toolchain (-buildvcs):
+	// the version is a pseudo-version of the commit, +dirty when modified.
+	v = versionOf("", &debug.BuildInfo{Main: debug.Module{Path: duraflowModule, Version: "v0.0.0-20261125182229-0123456789ab+dirty"}, Settings: settings})
+	require.Equal(t, "v0.0.0-20261125182229-0123456789ab+dirty", v.Version)
+	require.Equal(t, v.Version, v.Duraflow)
+	require.Equal(t, "v0.0.0-20261125182229-0123456789ab+dirty (0123456789ab, modified)", v.short())
 
 	v = versionOf("2.0.0", &debug.BuildInfo{
 		Main: debug.Module{Path: "example.com/billing", Version: "v0.3.0"},
@@ -39,6 +47,13 @@ func TestVersionOf(t *testing.T) {
 	require.Equal(t, "2.0.0", v.Version)
 	require.Equal(t, "example.com/billing", v.Module)
 	require.Equal(t, "v1.4.0", v.Duraflow)
+
+	v = versionOf("", &debug.BuildInfo{
+		Main: debug.Module{Path: "example.com/billing", Version: "(devel)"},
+		Deps: []*debug.Module{{Path: duraflowModule, Version: "v0.0.0-00010101000000-000000000000", Replace: &debug.Module{Path: "../duraflow"}}},
+	})
+	require.Equal(t, "dev", v.Version)
+	require.Equal(t, "v0.0.0-00010101000000-000000000000 => ../duraflow", v.Duraflow, "no trailing space for a replace by a directory")
 
 	v = versionOf("", nil)
 	require.Equal(t, "dev", v.Version)

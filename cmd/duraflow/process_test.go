@@ -66,17 +66,24 @@ func duraflowBinary(t *testing.T) string {
 			return
 		}
 		binary = filepath.Join(buildDir, "duraflow")
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-		}
-		out, err := exec.Command(goTool, "build", "-o", binary, "github.com/duraflow/duraflow/cmd/duraflow").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
+		buildErr = goBuild(binary)
 	})
 	require.NoError(t, buildErr)
 	return binary
+}
+
+// goBuild builds ./cmd/duraflow into out with the extra build flags (on
+// top of GOFLAGS).
+func goBuild(out string, flags ...string) error {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	args := append(append([]string{"build"}, flags...), "-o", out, "github.com/duraflow/duraflow/cmd/duraflow")
+	if msg, err := exec.Command(goTool, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, msg)
+	}
+	return nil
 }
 
 func TestMain(m *testing.M) {
@@ -114,6 +121,18 @@ func (o *output) String() string {
 // waitLog waits for a JSON log line with the message and returns its fields.
 func (o *output) waitLog(t *testing.T, name, msg string) map[string]any {
 	t.Helper()
+	var m map[string]any
+	o.waitLine(t, name, fmt.Sprintf("no log %q", msg), func(line string) bool {
+		m = nil
+		return json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg
+	})
+	return m
+}
+
+// waitLine waits for a line for which match is true and returns it; what
+// names the line in the failure.
+func (o *output) waitLine(t *testing.T, name, what string, match func(line string) bool) string {
+	t.Helper()
 	deadline := time.NewTimer(waitTimeout)
 	defer deadline.Stop()
 	for {
@@ -122,15 +141,14 @@ func (o *output) waitLog(t *testing.T, name, msg string) map[string]any {
 		o.mu.Unlock()
 		sc := bufio.NewScanner(strings.NewReader(text))
 		for sc.Scan() {
-			var m map[string]any
-			if json.Unmarshal(sc.Bytes(), &m) == nil && m["msg"] == msg {
-				return m
+			if match(sc.Text()) {
+				return sc.Text()
 			}
 		}
 		select {
 		case <-changed:
 		case <-deadline.C:
-			require.FailNow(t, fmt.Sprintf("%s logged no %q within %s", name, msg, waitTimeout), "its output:\n%s", text)
+			require.FailNow(t, fmt.Sprintf("%s printed %s within %s", name, what, waitTimeout), "its output:\n%s", text)
 		}
 	}
 }
@@ -143,6 +161,9 @@ type proc struct {
 	done   chan struct{}
 	err    error
 	killed bool
+	// quiet is set for a process that logs at warn (dev's default), so it
+	// does not log "stopped" when it stops.
+	quiet bool
 }
 
 // start runs the binary with args. When the test ends, a process that is
@@ -168,7 +189,9 @@ func start(t *testing.T, name string, args ...string) *proc {
 		select {
 		case <-p.done:
 			require.NoError(t, p.err, "%s did not exit cleanly after SIGTERM; its output:\n%s", name, p.out.String())
-			require.Contains(t, p.out.String(), `"msg":"stopped"`)
+			if !p.quiet {
+				require.Contains(t, p.out.String(), `"msg":"stopped"`)
+			}
 		case <-time.After(waitTimeout):
 			_ = p.cmd.Process.Kill()
 			<-p.done

@@ -14,4 +14,9 @@
 //     approval, and expire without one.
 //
 // The package's test runs both on every backend with a fake clock.
+//
+// testdata/broken.json is a flow with three mistakes (an initial step that
+// does not exist, a misspelt field and step type), which dev's --flows does
+// not pick up: the transcript in docs/cli.md applies it to show flows apply
+// listing every problem at once.
 package flows

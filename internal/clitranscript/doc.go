@@ -7,6 +7,13 @@
 // rewrites the output. Timestamps, the server's address and cursors are
 // replaced by fixed stand-ins so that the transcript is stable.
 //
+// TestReadmeQuickstart holds README.md to the same standard: the duraflow
+// commands it shows exist and take their flags, those of its shell blocks
+// run, and the output of `instances create hello` and the answer of its
+// curl that it shows are what a dev server prints and answers, but for ids
+// and times.
+//
 // It must not know about anything but the command line: it runs cli.Run
-// as the binary's main does.
+// as the binary's main does (and sends README's curl request with
+// net/http).
 package clitranscript

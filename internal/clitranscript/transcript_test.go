@@ -160,13 +160,15 @@ func settle(t *testing.T, base string) {
 }
 
 // run runs one command of the transcript against the server at base. The
-// commands are written to run from the repository's root; a path into
-// examples/ is found from here.
+// commands are written to run from the repository's root against the
+// server at the stand-in address: a path into examples/ is found from
+// here, and the stand-in's host:port (as --server takes it) is base's.
 func run(base string, args []string) (stdout, stderr string, code int) {
 	for i, a := range args {
 		if strings.HasPrefix(a, "examples/") {
 			args[i] = filepath.Join("..", "..", a)
 		}
+		args[i] = strings.ReplaceAll(args[i], strings.TrimPrefix(server, "http://"), strings.TrimPrefix(base, "http://"))
 	}
 	var o, e bytes.Buffer
 	env := map[string]string{"DURAFLOW_SERVER": base}
@@ -195,9 +197,11 @@ var (
 // normalize replaces what changes from run to run: the server's address,
 // timestamps (each the same length, so that tables stay aligned), cursors,
 // the commit, Go version and platform of the build, and the status an
-// event left its instance in.
+// event left its instance in; and a path run found from here is shown as
+// the command gave it.
 func normalize(s, base string) string {
 	s = strings.ReplaceAll(s, base, server)
+	s = strings.ReplaceAll(s, filepath.Join("..", "..", "examples")+"/", "examples/")
 	s = timeRe.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.Contains(m, ".") {
 			return "2026-01-02T03:04:05.000000Z"
@@ -214,7 +218,7 @@ func normalize(s, base string) string {
 
 // shellWords splits a command line as a POSIX shell would for words in
 // plain, 'single' and "double" quotes (no variables, no escapes but \" and
-// \\ in double quotes).
+// \\ in double quotes); a # that starts a word starts a comment.
 func shellWords(line string) ([]string, error) {
 	var (
 		words []string
@@ -244,6 +248,8 @@ func shellWords(line string) ([]string, error) {
 			}
 		case r == '\'' || r == '"':
 			quote, in = r, true
+		case r == '#' && !in:
+			i = len(rs)
 		case r == ' ' || r == '\t':
 			if in {
 				words = append(words, cur.String())

@@ -14,7 +14,8 @@ import (
 // TestReadmePromises checks what README.md promises a new user against the
 // repository: the Go version it asks for is the go directive of go.mod,
 // the install line names the command's package, and the license it names is
-// the LICENSE file.
+// the LICENSE file. What its quickstart shows the command print is checked
+// against a dev server by internal/clitranscript's TestReadmeQuickstart.
 func TestReadmePromises(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")

@@ -193,11 +193,21 @@ func TestLifecyclePruneRunsInTheBackground(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status, "run before the clock moves: every event is at its start")
 		require.NotEmpty(t, lifecycleTypes(t, store, "old"))
-		// The first tick, two minutes on, finds it older than the retention.
-		clk.Add(2 * time.Minute)
+		// A newer instance, inside the retention when the prune runs (and
+		// holding the newest event, which a prune always keeps).
+		clk.Add(90 * time.Second)
+		newer, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "new", Params: greetParams{Name: "New"}})
+		require.NoError(t, err)
+		require.Equal(t, workflow.StatusComplete, waitDone(t, newer).Status)
+		kept := lifecycleTypes(t, store, "new")
+		require.NotEmpty(t, kept)
+		// The first tick, two minutes on, finds the first instance's events
+		// older than the retention, and not the second's.
+		clk.Add(30 * time.Second)
 		require.Eventually(t, func() bool {
 			return len(lifecycleTypes(t, store, "old")) == 0
 		}, 10*time.Second, 10*time.Millisecond)
+		require.Equal(t, kept, lifecycleTypes(t, store, "new"))
 	})
 }
 

@@ -38,45 +38,89 @@ func (s *Store) bufferLifecycle(log *lifecycleBuf, now int64, events ...db.Lifec
 		if !e.At.IsZero() {
 			at = micros(e.At)
 		}
-		log.rows = append(log.rows, lifecycleRow{e: e, at: at})
+		code, ok := lifecycleTypeCodes[e.Type]
+		if !ok && log.err == nil {
+			log.err = fmt.Errorf("logging a lifecycle event: unknown type %q", e.Type)
+		}
+		log.rows = append(log.rows, lifecycleRow{e: e, at: at, code: code})
 	}
 }
 
-// lifecycleRow is an event waiting in a lifecycleBuf, with its stored time.
+// lifecycleRow is an event waiting in a lifecycleBuf, with its stored time
+// and type code.
 type lifecycleRow struct {
-	e  *db.LifecycleEvent
-	at int64
+	e    *db.LifecycleEvent
+	at   int64
+	code int64
 }
 
 // lifecycleBuf holds the lifecycle events of a write transaction until
 // flush writes them in it, in the order they were added.
-type lifecycleBuf struct{ rows []lifecycleRow }
+type lifecycleBuf struct {
+	rows []lifecycleRow
+	// err is the first event that could not be buffered (an unknown
+	// type), which flush returns.
+	err error
+}
+
+// lifecycleTypeCodes are the stored codes of the lifecycle event types: a
+// small integer in every row instead of the type's name. A code, once
+// given, never changes meaning; a new type takes a new code.
+var lifecycleTypeCodes = map[db.LifecycleEventType]int64{
+	db.LifecycleCreated:       1,
+	db.LifecycleStarted:       2,
+	db.LifecycleStepStarted:   3,
+	db.LifecycleStepCompleted: 4,
+	db.LifecycleStepFailed:    5,
+	db.LifecycleStepRetrying:  6,
+	db.LifecycleWaiting:       7,
+	db.LifecycleEventReceived: 8,
+	db.LifecyclePaused:        9,
+	db.LifecycleResumed:       10,
+	db.LifecycleTerminated:    11,
+	db.LifecycleRestarted:     12,
+	db.LifecycleCompleted:     13,
+	db.LifecycleErrored:       14,
+}
+
+// lifecycleTypeOf is the type stored as code, "" for a code no type has.
+func lifecycleTypeOf(code int64) db.LifecycleEventType {
+	for t, c := range lifecycleTypeCodes {
+		if c == code {
+			return t
+		}
+	}
+	return ""
+}
 
 // flush writes the buffered events with the prepared inserts, eight to a
 // statement (LifecycleInsert8), then two (LifecycleInsertPair), then one:
 // on SQLite's single writer the statements, not the rows, are most of what
 // the log costs a transition. The buffer is empty afterwards.
 func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
+	if b.err != nil {
+		return b.err
+	}
 	rows := b.rows
 	b.rows = b.rows[:0]
 	for len(rows) >= 8 {
 		r := rows[:8]
 		if err := q.LifecycleInsert8(ctx, litesqlc.LifecycleInsert8Params{
-			Type1: string(r[0].e.Type), WorkflowName1: r[0].e.WorkflowName, InstanceId1: r[0].e.InstanceID, RunNumber1: int64(r[0].e.RunNumber),
+			Type1: r[0].code, WorkflowName1: r[0].e.WorkflowName, InstanceId1: r[0].e.InstanceID, RunNumber1: int64(r[0].e.RunNumber),
 			StepKey1: textArg(r[0].e.StepKey), Attempt1: int64(r[0].e.Attempt), Detail1: textArg(r[0].e.Detail), At1: r[0].at,
-			Type2: string(r[1].e.Type), WorkflowName2: r[1].e.WorkflowName, InstanceId2: r[1].e.InstanceID, RunNumber2: int64(r[1].e.RunNumber),
+			Type2: r[1].code, WorkflowName2: r[1].e.WorkflowName, InstanceId2: r[1].e.InstanceID, RunNumber2: int64(r[1].e.RunNumber),
 			StepKey2: textArg(r[1].e.StepKey), Attempt2: int64(r[1].e.Attempt), Detail2: textArg(r[1].e.Detail), At2: r[1].at,
-			Type3: string(r[2].e.Type), WorkflowName3: r[2].e.WorkflowName, InstanceId3: r[2].e.InstanceID, RunNumber3: int64(r[2].e.RunNumber),
+			Type3: r[2].code, WorkflowName3: r[2].e.WorkflowName, InstanceId3: r[2].e.InstanceID, RunNumber3: int64(r[2].e.RunNumber),
 			StepKey3: textArg(r[2].e.StepKey), Attempt3: int64(r[2].e.Attempt), Detail3: textArg(r[2].e.Detail), At3: r[2].at,
-			Type4: string(r[3].e.Type), WorkflowName4: r[3].e.WorkflowName, InstanceId4: r[3].e.InstanceID, RunNumber4: int64(r[3].e.RunNumber),
+			Type4: r[3].code, WorkflowName4: r[3].e.WorkflowName, InstanceId4: r[3].e.InstanceID, RunNumber4: int64(r[3].e.RunNumber),
 			StepKey4: textArg(r[3].e.StepKey), Attempt4: int64(r[3].e.Attempt), Detail4: textArg(r[3].e.Detail), At4: r[3].at,
-			Type5: string(r[4].e.Type), WorkflowName5: r[4].e.WorkflowName, InstanceId5: r[4].e.InstanceID, RunNumber5: int64(r[4].e.RunNumber),
+			Type5: r[4].code, WorkflowName5: r[4].e.WorkflowName, InstanceId5: r[4].e.InstanceID, RunNumber5: int64(r[4].e.RunNumber),
 			StepKey5: textArg(r[4].e.StepKey), Attempt5: int64(r[4].e.Attempt), Detail5: textArg(r[4].e.Detail), At5: r[4].at,
-			Type6: string(r[5].e.Type), WorkflowName6: r[5].e.WorkflowName, InstanceId6: r[5].e.InstanceID, RunNumber6: int64(r[5].e.RunNumber),
+			Type6: r[5].code, WorkflowName6: r[5].e.WorkflowName, InstanceId6: r[5].e.InstanceID, RunNumber6: int64(r[5].e.RunNumber),
 			StepKey6: textArg(r[5].e.StepKey), Attempt6: int64(r[5].e.Attempt), Detail6: textArg(r[5].e.Detail), At6: r[5].at,
-			Type7: string(r[6].e.Type), WorkflowName7: r[6].e.WorkflowName, InstanceId7: r[6].e.InstanceID, RunNumber7: int64(r[6].e.RunNumber),
+			Type7: r[6].code, WorkflowName7: r[6].e.WorkflowName, InstanceId7: r[6].e.InstanceID, RunNumber7: int64(r[6].e.RunNumber),
 			StepKey7: textArg(r[6].e.StepKey), Attempt7: int64(r[6].e.Attempt), Detail7: textArg(r[6].e.Detail), At7: r[6].at,
-			Type8: string(r[7].e.Type), WorkflowName8: r[7].e.WorkflowName, InstanceId8: r[7].e.InstanceID, RunNumber8: int64(r[7].e.RunNumber),
+			Type8: r[7].code, WorkflowName8: r[7].e.WorkflowName, InstanceId8: r[7].e.InstanceID, RunNumber8: int64(r[7].e.RunNumber),
 			StepKey8: textArg(r[7].e.StepKey), Attempt8: int64(r[7].e.Attempt), Detail8: textArg(r[7].e.Detail), At8: r[7].at,
 		}); err != nil {
 			return fmt.Errorf("logging %d lifecycle events: %w", len(r), err)
@@ -86,9 +130,9 @@ func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
 	for len(rows) >= 2 {
 		a, b := &rows[0], &rows[1]
 		if err := q.LifecycleInsertPair(ctx, litesqlc.LifecycleInsertPairParams{
-			Type1: string(a.e.Type), WorkflowName1: a.e.WorkflowName, InstanceId1: a.e.InstanceID, RunNumber1: int64(a.e.RunNumber),
+			Type1: a.code, WorkflowName1: a.e.WorkflowName, InstanceId1: a.e.InstanceID, RunNumber1: int64(a.e.RunNumber),
 			StepKey1: textArg(a.e.StepKey), Attempt1: int64(a.e.Attempt), Detail1: textArg(a.e.Detail), At1: a.at,
-			Type2: string(b.e.Type), WorkflowName2: b.e.WorkflowName, InstanceId2: b.e.InstanceID, RunNumber2: int64(b.e.RunNumber),
+			Type2: b.code, WorkflowName2: b.e.WorkflowName, InstanceId2: b.e.InstanceID, RunNumber2: int64(b.e.RunNumber),
 			StepKey2: textArg(b.e.StepKey), Attempt2: int64(b.e.Attempt), Detail2: textArg(b.e.Detail), At2: b.at,
 		}); err != nil {
 			return fmt.Errorf("logging %s and %s: %w", a.e.Type, b.e.Type, err)
@@ -98,7 +142,7 @@ func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
 	if len(rows) == 1 {
 		e := &rows[0]
 		if err := q.LifecycleInsert(ctx, litesqlc.LifecycleInsertParams{
-			Type: string(e.e.Type), WorkflowName: e.e.WorkflowName, InstanceID: e.e.InstanceID, RunNumber: int64(e.e.RunNumber),
+			Type: e.code, WorkflowName: e.e.WorkflowName, InstanceID: e.e.InstanceID, RunNumber: int64(e.e.RunNumber),
 			StepKey: textArg(e.e.StepKey), Attempt: int64(e.e.Attempt), Detail: textArg(e.e.Detail), At: e.at,
 		}); err != nil {
 			return fmt.Errorf("logging %s: %w", e.e.Type, err)
@@ -107,28 +151,48 @@ func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
 	return nil
 }
 
-// LifecycleList returns a page of lifecycle events matching p, in id order.
+// LifecycleList returns a page of lifecycle events matching p, in id order:
+// one instance's through its index, the others along the primary key.
 func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([]*db.LifecycleEvent, error) {
-	arg := litesqlc.LifecycleListParams{
-		AfterID:      p.AfterID,
-		WorkflowName: p.WorkflowName,
-		InstanceID:   p.InstanceID,
-		Max:          int64(lifecycleLimit(p.Limit)),
-	}
+	var types string
 	if len(p.Types) > 0 {
-		types, err := json.Marshal(p.Types)
+		codes := make([]int64, 0, len(p.Types))
+		for _, t := range p.Types {
+			code, ok := lifecycleTypeCodes[t]
+			if !ok {
+				return nil, fmt.Errorf("listing lifecycle events: unknown type %q", t)
+			}
+			codes = append(codes, code)
+		}
+		b, err := json.Marshal(codes)
 		if err != nil {
 			return nil, fmt.Errorf("listing lifecycle events: %w", err)
 		}
-		arg.Types = string(types)
+		types = string(b)
 	}
+	var since, until *int64
 	if !p.Since.IsZero() {
-		arg.Since = new(micros(p.Since))
+		since = new(micros(p.Since))
 	}
 	if !p.Until.IsZero() {
-		arg.Until = new(micros(p.Until))
+		until = new(micros(p.Until))
 	}
-	rows, err := s.queriesFor(ctx, false).LifecycleList(ctx, arg)
+	q := s.queriesFor(ctx, false)
+	var (
+		rows []litesqlc.LifecycleEvent
+		err  error
+	)
+	if p.InstanceID != "" {
+		rows, err = q.LifecycleListInstance(ctx, litesqlc.LifecycleListInstanceParams{
+			InstanceID: p.InstanceID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			Types: types, Since: since, Until: until, Max: int64(lifecycleLimit(p.Limit)),
+		})
+	} else {
+		rows, err = q.LifecycleList(ctx, litesqlc.LifecycleListParams{
+			AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			Types: types, Since: since, Until: until, Max: int64(lifecycleLimit(p.Limit)),
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing lifecycle events: %w", interpretError(err))
 	}
@@ -159,7 +223,7 @@ func (s *Store) LifecyclePrune(ctx context.Context, p *db.LifecyclePruneParams) 
 func lifecycleEventFromRow(r *litesqlc.LifecycleEvent) *db.LifecycleEvent {
 	e := &db.LifecycleEvent{
 		ID:           r.ID,
-		Type:         db.LifecycleEventType(r.Type),
+		Type:         lifecycleTypeOf(r.Type),
 		WorkflowName: r.WorkflowName,
 		InstanceID:   r.InstanceID,
 		RunNumber:    int(r.RunNumber),

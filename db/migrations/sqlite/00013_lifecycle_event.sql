@@ -2,6 +2,11 @@
 -- The lifecycle event log: see the Postgres migration 00015_lifecycle_event.sql.
 -- Times are unix microseconds, as in every other table.
 --
+-- What every transition pays for is kept small: type is a small integer
+-- (the codes are in db/sqlite/lifecycle.go, lifecycleTypeCodes), and the
+-- one index is on (instance_id, id), for an instance's events; the
+-- workflow name is checked on the rows it finds.
+--
 -- Unlike Postgres, the table has no index on at and its id is a plain
 -- rowid, not AUTOINCREMENT: on SQLite's single writer each of those is
 -- work in every transition's transaction (a second index to update, and
@@ -12,7 +17,7 @@
 -- single writer, and an event's at is never after its commit).
 CREATE TABLE lifecycle_event (
     id INTEGER PRIMARY KEY,
-    type TEXT NOT NULL,
+    type INTEGER NOT NULL,
     workflow_name TEXT NOT NULL,
     instance_id TEXT NOT NULL,
     run_number INTEGER NOT NULL,
@@ -21,7 +26,7 @@ CREATE TABLE lifecycle_event (
     detail TEXT,
     at INTEGER NOT NULL
 ) STRICT;
-CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (workflow_name, instance_id, id);
+CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (instance_id, id);
 
 -- +goose Down
 DROP TABLE lifecycle_event;

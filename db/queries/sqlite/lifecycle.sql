@@ -6,11 +6,23 @@ VALUES (@type, @workflow_name, @instance_id, @run_number, sqlc.narg('step_key'),
 
 -- name: LifecycleList :many
 -- LifecycleList returns a page of events in id order after a cursor, each
--- filter applying when set.
+-- filter applying when set, along the primary key (an instance's events
+-- are LifecycleListInstance's). @types is a JSON array of type codes.
 SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (CAST(@workflow_name AS TEXT) = '' OR e.workflow_name = @workflow_name)
-    AND (CAST(@instance_id AS TEXT) = '' OR e.instance_id = @instance_id)
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+ORDER BY e.id
+LIMIT @max;
+
+-- name: LifecycleListInstance :many
+-- LifecycleListInstance is LifecycleList of one instance's events, through
+-- lifecycle_event_instance_idx.
+SELECT * FROM lifecycle_event e
+WHERE e.instance_id = @instance_id AND e.id > @after_id
+    AND e.workflow_name = @workflow_name
     AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
     AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
     AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))

@@ -165,6 +165,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.lifecycleListStmt, err = db.PrepareContext(ctx, lifecycleList); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleList: %w", err)
 	}
+	if q.lifecycleListInstanceStmt, err = db.PrepareContext(ctx, lifecycleListInstance); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleListInstance: %w", err)
+	}
 	if q.lifecyclePruneStmt, err = db.PrepareContext(ctx, lifecyclePrune); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecyclePrune: %w", err)
 	}
@@ -588,6 +591,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing lifecycleListStmt: %w", cerr)
 		}
 	}
+	if q.lifecycleListInstanceStmt != nil {
+		if cerr := q.lifecycleListInstanceStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleListInstanceStmt: %w", cerr)
+		}
+	}
 	if q.lifecyclePruneStmt != nil {
 		if cerr := q.lifecyclePruneStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lifecyclePruneStmt: %w", cerr)
@@ -979,6 +987,7 @@ type Queries struct {
 	lifecycleInsertPairStmt           *sql.Stmt
 	lifecycleLastIDStmt               *sql.Stmt
 	lifecycleListStmt                 *sql.Stmt
+	lifecycleListInstanceStmt         *sql.Stmt
 	lifecyclePruneStmt                *sql.Stmt
 	limitDefineStmt                   *sql.Stmt
 	limitEnsureStmt                   *sql.Stmt
@@ -1093,6 +1102,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		lifecycleInsertPairStmt:           q.lifecycleInsertPairStmt,
 		lifecycleLastIDStmt:               q.lifecycleLastIDStmt,
 		lifecycleListStmt:                 q.lifecycleListStmt,
+		lifecycleListInstanceStmt:         q.lifecycleListInstanceStmt,
 		lifecyclePruneStmt:                q.lifecyclePruneStmt,
 		limitDefineStmt:                   q.limitDefineStmt,
 		limitEnsureStmt:                   q.limitEnsureStmt,

@@ -15,7 +15,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 `
 
 type LifecycleInsertParams struct {
-	Type         string
+	Type         int64
 	WorkflowName string
 	InstanceID   string
 	RunNumber    int64
@@ -55,7 +55,7 @@ VALUES
 `
 
 type LifecycleInsert8Params struct {
-	Type1         string
+	Type1         int64
 	WorkflowName1 string
 	InstanceId1   string
 	RunNumber1    int64
@@ -63,7 +63,7 @@ type LifecycleInsert8Params struct {
 	Attempt1      int64
 	Detail1       *string
 	At1           int64
-	Type2         string
+	Type2         int64
 	WorkflowName2 string
 	InstanceId2   string
 	RunNumber2    int64
@@ -71,7 +71,7 @@ type LifecycleInsert8Params struct {
 	Attempt2      int64
 	Detail2       *string
 	At2           int64
-	Type3         string
+	Type3         int64
 	WorkflowName3 string
 	InstanceId3   string
 	RunNumber3    int64
@@ -79,7 +79,7 @@ type LifecycleInsert8Params struct {
 	Attempt3      int64
 	Detail3       *string
 	At3           int64
-	Type4         string
+	Type4         int64
 	WorkflowName4 string
 	InstanceId4   string
 	RunNumber4    int64
@@ -87,7 +87,7 @@ type LifecycleInsert8Params struct {
 	Attempt4      int64
 	Detail4       *string
 	At4           int64
-	Type5         string
+	Type5         int64
 	WorkflowName5 string
 	InstanceId5   string
 	RunNumber5    int64
@@ -95,7 +95,7 @@ type LifecycleInsert8Params struct {
 	Attempt5      int64
 	Detail5       *string
 	At5           int64
-	Type6         string
+	Type6         int64
 	WorkflowName6 string
 	InstanceId6   string
 	RunNumber6    int64
@@ -103,7 +103,7 @@ type LifecycleInsert8Params struct {
 	Attempt6      int64
 	Detail6       *string
 	At6           int64
-	Type7         string
+	Type7         int64
 	WorkflowName7 string
 	InstanceId7   string
 	RunNumber7    int64
@@ -111,7 +111,7 @@ type LifecycleInsert8Params struct {
 	Attempt7      int64
 	Detail7       *string
 	At7           int64
-	Type8         string
+	Type8         int64
 	WorkflowName8 string
 	InstanceId8   string
 	RunNumber8    int64
@@ -200,7 +200,7 @@ VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8),
 `
 
 type LifecycleInsertPairParams struct {
-	Type1         string
+	Type1         int64
 	WorkflowName1 string
 	InstanceId1   string
 	RunNumber1    int64
@@ -208,7 +208,7 @@ type LifecycleInsertPairParams struct {
 	Attempt1      int64
 	Detail1       *string
 	At1           int64
-	Type2         string
+	Type2         int64
 	WorkflowName2 string
 	InstanceId2   string
 	RunNumber2    int64
@@ -259,18 +259,16 @@ const lifecycleList = `-- name: LifecycleList :many
 SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
 WHERE e.id > ?1
     AND (CAST(?2 AS TEXT) = '' OR e.workflow_name = ?2)
-    AND (CAST(?3 AS TEXT) = '' OR e.instance_id = ?3)
-    AND (CAST(?4 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?4)))
-    AND (CAST(?5 AS INTEGER) IS NULL OR e.at >= CAST(?5 AS INTEGER))
-    AND (CAST(?6 AS INTEGER) IS NULL OR e.at < CAST(?6 AS INTEGER))
+    AND (CAST(?3 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?3)))
+    AND (CAST(?4 AS INTEGER) IS NULL OR e.at >= CAST(?4 AS INTEGER))
+    AND (CAST(?5 AS INTEGER) IS NULL OR e.at < CAST(?5 AS INTEGER))
 ORDER BY e.id
-LIMIT ?7
+LIMIT ?6
 `
 
 type LifecycleListParams struct {
 	AfterID      int64
 	WorkflowName string
-	InstanceID   string
 	Types        string
 	Since        *int64
 	Until        *int64
@@ -278,12 +276,76 @@ type LifecycleListParams struct {
 }
 
 // LifecycleList returns a page of events in id order after a cursor, each
-// filter applying when set.
+// filter applying when set, along the primary key (an instance's events
+// are LifecycleListInstance's). @types is a JSON array of type codes.
 func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([]LifecycleEvent, error) {
 	rows, err := q.query(ctx, q.lifecycleListStmt, lifecycleList,
 		arg.AfterID,
 		arg.WorkflowName,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lifecycleListInstance = `-- name: LifecycleListInstance :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+WHERE e.instance_id = ?1 AND e.id > ?2
+    AND e.workflow_name = ?3
+    AND (CAST(?4 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?4)))
+    AND (CAST(?5 AS INTEGER) IS NULL OR e.at >= CAST(?5 AS INTEGER))
+    AND (CAST(?6 AS INTEGER) IS NULL OR e.at < CAST(?6 AS INTEGER))
+ORDER BY e.id
+LIMIT ?7
+`
+
+type LifecycleListInstanceParams struct {
+	InstanceID   string
+	AfterID      int64
+	WorkflowName string
+	Types        string
+	Since        *int64
+	Until        *int64
+	Max          int64
+}
+
+// LifecycleListInstance is LifecycleList of one instance's events, through
+// lifecycle_event_instance_idx.
+func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListInstanceParams) ([]LifecycleEvent, error) {
+	rows, err := q.query(ctx, q.lifecycleListInstanceStmt, lifecycleListInstance,
 		arg.InstanceID,
+		arg.AfterID,
+		arg.WorkflowName,
 		arg.Types,
 		arg.Since,
 		arg.Until,

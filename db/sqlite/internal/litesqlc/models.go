@@ -6,7 +6,7 @@ package litesqlc
 
 type LifecycleEvent struct {
 	ID           int64
-	Type         string
+	Type         int64
 	WorkflowName string
 	InstanceID   string
 	RunNumber    int64

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -9,8 +10,10 @@ import (
 )
 
 // compensate checks the compensate field of step key: it names another
-// step, and both run handlers (a sleep, a wait or a branch has nothing to
-// undo and cannot undo anything); a compensation has none of its own.
+// step, and both run handlers or invoke a child (a sleep, a wait or a
+// branch has nothing to undo and cannot undo anything); a compensation has
+// none of its own. A subflow step may be compensated (once its child
+// completed) and may compensate (its child is invoked to undo the step).
 func (v *validator) compensate(path, key string, s *Step) {
 	c := s.Compensate
 	if c == "" {
@@ -53,12 +56,29 @@ func (v *validator) nonHandler(typ string) string {
 	return ""
 }
 
-// compensation is the workflow.Compensate option of step s (visit visit):
-// the handler of the step it names, run on the context as it is when the
-// compensation runs.
+// compensation is the compensation option of step s (visit visit): the
+// handler of the step it names, run on the context as it is when the
+// compensation runs (workflow.Compensate), or, when that step is a
+// subflow, the invoke of its child with its input selected then
+// (workflow.CompensateWithInvoke).
 func (f *Flow) compensation(s *Step, visit int, state map[string]any) workflow.StepOption {
 	c := f.def.Steps[s.Compensate]
 	h, _ := f.hs.Lookup(c.Type)
+	if inv, ok := h.(invoker); ok {
+		return workflow.CompensateWithInvoke(func(json.RawMessage) (workflow.InvokeOptions, error) {
+			// As below: nothing else changes the context while the
+			// compensations run.
+			input, _, err := c.Input.Select(state)
+			if err != nil {
+				return workflow.InvokeOptions{}, fmt.Errorf("compensation %q of step %q: %w", c.ID, s.ID, err)
+			}
+			opts, err := inv.invokeOptions(c.Config, input)
+			if err != nil {
+				return workflow.InvokeOptions{}, fmt.Errorf("compensation %q of step %q: %w", c.ID, s.ID, err)
+			}
+			return opts, nil
+		})
+	}
 	return workflow.Compensate(func(ctx context.Context) error {
 		// The run has returned (or stopped at a step boundary) when a
 		// compensation runs: nothing else changes the context.

@@ -53,6 +53,13 @@ func (h *actHandler) Run(_ context.Context, inv *flow.Invocation) (any, error) {
 	return map[string]any{"id": c.Label + "-1"}, nil
 }
 
+// record adds an entry to the log, as a Go workflow of the test does.
+func (h *actHandler) record(entry string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.log = append(h.log, entry)
+}
+
 func (h *actHandler) entries() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -127,6 +134,12 @@ func TestFlowCompensateIsValidated(t *testing.T) {
 		  "b": {"id": "b", "type": "branch", "config": {"cases": [], "default": "end"}}`, `step "b" is a branch step`},
 		{"NoNestedCompensation", `"a": {"id": "a", "type": "act", "compensate": "b"},
 		  "b": {"id": "b", "type": "act", "compensate": "c"}, "c": {"id": "c", "type": "act"}`, "a compensation cannot have one"},
+		{"NoNestedSubflowCompensation", `"a": {"id": "a", "type": "subflow", "config": {"workflow": "w"}, "compensate": "b"},
+		  "b": {"id": "b", "type": "subflow", "config": {"workflow": "w"}, "compensate": "a"}`, "a compensation cannot have one"},
+		{"SubflowNotRetried", `"a": {"id": "a", "type": "act", "compensate": "b"},
+		  "b": {"id": "b", "type": "subflow", "config": {"workflow": "w"}, "retries": {"limit": 3}}`, "steps.b.retries: a subflow step is not retried"},
+		{"SubflowTimeoutInConfig", `"a": {"id": "a", "type": "subflow", "config": {"workflow": "w"}, "timeout": "1 minute"}`,
+			"steps.a.timeout: set the wait for the child in config.timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			def, err := flow.Parse([]byte(`{"id": "v", "version": "1.0.0", "initialStepId": "a", "steps": {` + tc.steps + `}}`))
@@ -137,4 +150,119 @@ func TestFlowCompensateIsValidated(t *testing.T) {
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// subflowSaga is a flow whose steps invoke children and are undone by
+// children: "reserve" invokes the Go workflow "stock" and is undone by the
+// subflow "release" (the Go workflow "unstock"); "charge" runs a handler
+// and is undone by the subflow "refund" (the flow "refunder").
+const subflowSaga = `{
+  "id": "trip", "version": "1.0.0", "initialStepId": "reserve",
+  "steps": {
+    "reserve": {"id": "reserve", "type": "subflow", "config": {"workflow": "stock"}, "input": {"path": "item"},
+                "outputKey": "reservation", "compensate": "release", "transitions": {"onSuccess": "charge"}},
+    "charge":  {"id": "charge", "type": "act", "config": {"label": "charge"}, "outputKey": "payment",
+                "compensate": "refund", "transitions": {"onSuccess": "ship"}},
+    "ship":    {"id": "ship", "type": "act", "config": {"label": "ship", "fail": %t}},
+    "release": {"id": "release", "type": "subflow", "config": {"workflow": "unstock", "timeout": "1 hour"},
+                "input": {"path": "reservation.id"}},
+    "refund":  {"id": "refund", "type": "subflow", "config": {"workflow": "refunder", "version": "1.0.0"},
+                "input": {"path": "payment"}}
+  }
+}`
+
+const refunderFlow = `{
+  "id": "refunder", "version": "1.0.0", "initialStepId": "refund",
+  "steps": {"refund": {"id": "refund", "type": "act", "config": {"label": "refund"}, "input": {"path": "id"}}}
+}`
+
+// A subflow step's compensate is registered once its child completed, and a
+// subflow step named as a compensation invokes its child to undo the step.
+func TestFlowCompensatesWithSubflows(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		for _, fail := range []bool{true, false} {
+			act := &actHandler{}
+			hs, err := flow.NewHandlers(flow.WithHandler(act))
+			require.NoError(t, err)
+			p := newProcess(t, b, withHandlers(hs))
+			p.h.Registry.Bind(p.client)
+			workflow.MustRegister(p.h.Registry, "stock", workflow.Func[string, map[string]string](
+				func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (map[string]string, error) {
+					return workflow.Do(step, "hold", func(context.Context) (map[string]string, error) {
+						act.record("reserve " + ev.Payload)
+						return map[string]string{"id": "stock-" + ev.Payload}, nil
+					})
+				}))
+			workflow.MustRegister(p.h.Registry, "unstock", workflow.Func[string, string](
+				func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
+					return workflow.Do(step, "free", func(context.Context) (string, error) {
+						act.record("unstock " + ev.Payload)
+						return "freed", nil
+					})
+				}))
+			p.apply([]byte(refunderFlow))
+			p.apply(fmt.Appendf(nil, subflowSaga, fail))
+			p.create("trip", "t", `{"item": "widget"}`)
+			p.h.RunUntilIdle()
+
+			if !fail {
+				p.h.RequireStatus("trip", "t", workflow.StatusComplete)
+				require.Equal(t, []string{"reserve widget", "charge", "ship"}, act.entries(), "nothing is undone when the flow succeeds")
+				continue
+			}
+			info := p.h.RequireStatus("trip", "t", workflow.StatusErrored)
+			require.Contains(t, info.Error.Message, "ship failed", "the original error is kept")
+			require.Equal(t, []string{"reserve widget", "charge", "refund charge-1", "unstock stock-widget"}, act.entries(),
+				"charge is refunded by the refunder flow, then the child of reserve undone by unstock")
+			var comps []string
+			for _, st := range p.h.History("trip", "t").Steps {
+				if strings.HasPrefix(st.Name, workflow.CompensationStepPrefix) {
+					comps = append(comps, st.Name)
+					require.Equal(t, "invoke", string(st.Type), st.Name)
+					require.Equal(t, "complete", string(st.Status), st.Name)
+					require.NotNil(t, st.Child, st.Name)
+				}
+			}
+			require.ElementsMatch(t, []string{"compensate:charge#1", "compensate:reserve#1"}, comps)
+			children, err := p.client.Children(p.ctx(), "trip", "t")
+			require.NoError(t, err)
+			steps := map[string]string{}
+			for _, c := range children {
+				steps[c.Parent.StepKey] = c.WorkflowName
+				require.Equal(t, workflow.StatusComplete, c.Status, c.WorkflowName)
+			}
+			require.Equal(t, map[string]string{
+				"reserve#1": "stock", "compensate:charge#1": "refunder", "compensate:reserve#1": "unstock",
+			}, steps)
+		}
+	})
+}
+
+// A compensation that invokes a child that fails fails the compensation:
+// the flow ends with CompensationFailedError, the original error kept.
+func TestFlowSubflowCompensationFailure(t *testing.T) {
+	t.Parallel()
+	act := &actHandler{}
+	hs, err := flow.NewHandlers(flow.WithHandler(act))
+	require.NoError(t, err)
+	p := newProcess(t, testharness.SQLiteMemory, withHandlers(hs))
+	p.h.Registry.Bind(p.client)
+	p.apply([]byte(`{
+  "id": "broken", "version": "1.0.0", "initialStepId": "a",
+  "steps": {
+    "a": {"id": "a", "type": "act", "config": {"label": "a"}, "compensate": "undo", "transitions": {"onSuccess": "b"}},
+    "b": {"id": "b", "type": "act", "config": {"label": "b", "fail": true}},
+    "undo": {"id": "undo", "type": "subflow", "config": {"workflow": "undoer"}}
+  }
+}`))
+	p.apply([]byte(`{"id": "undoer", "version": "1.0.0", "initialStepId": "x",
+  "steps": {"x": {"id": "x", "type": "act", "config": {"label": "undo", "fail": true}}}}`))
+	p.create("broken", "b", `{}`)
+	p.h.RunUntilIdle()
+	info := p.h.RequireStatus("broken", "b", workflow.StatusErrored)
+	require.Equal(t, workflow.ErrorNameCompensationFailed, info.Error.Name)
+	require.Contains(t, info.Error.Message, `step "compensate:a#1" failed: ChildFailedError`)
+	require.Contains(t, info.Error.Message, "undo failed")
+	require.Contains(t, info.Error.Message, "b failed", "the original error is kept")
 }

@@ -180,6 +180,11 @@ func (f *Flow) runStep(ctx context.Context, step workflow.Step, s *Step, visit i
 		if err != nil {
 			return "", fmt.Errorf("step %q: %w", name, err)
 		}
+		if s.Compensate != "" {
+			// Registered once the child completed: a later failure of the
+			// flow undoes what the child did.
+			opts.Compensation = []workflow.StepOption{f.compensation(s, visit, state)}
+		}
 		raw, err := step.Invoke(name, opts)
 		if err != nil {
 			return f.failed(s, childFailure(name, err), state)

@@ -110,9 +110,12 @@ type Step struct {
 	// Transitions say which step comes next.
 	Transitions Transitions `json:"transitions,omitzero"`
 	// Retries is the retry policy of a step that runs a handler; nil means
-	// workflow.DefaultRetryPolicy (5 retries, 10 seconds, exponential).
+	// workflow.DefaultRetryPolicy (5 retries, 10 seconds, exponential). A
+	// delay, wait-for-event or subflow step refuses it.
 	Retries *RetryPolicy `json:"retries,omitempty"`
-	// Timeout bounds each attempt of a step that runs a handler.
+	// Timeout bounds each attempt of a step that runs a handler. A delay,
+	// wait-for-event or subflow step refuses it (a wait's and a subflow's
+	// timeout is in its config).
 	//
 	// Defaults to 10 minutes (workflow.DefaultStepTimeout).
 	Timeout *workflow.Duration `json:"timeout,omitempty"`
@@ -122,9 +125,13 @@ type Step struct {
 	// the named step's handler runs with its own config, input (selected
 	// from the context as it is then), retries and timeout, as the durable
 	// step "compensate:<this step's name>" (for example
-	// "compensate:reserve#1"), in the reverse order of completion. Its output is discarded and its transitions are not
-	// followed. Only a step that runs a handler (not a sleep, a wait or a
-	// branch) can have or be a compensation.
+	// "compensate:reserve#1"), in the reverse order of completion. Its
+	// output is discarded and its transitions are not followed. A subflow
+	// step may have a compensation (registered once its child completed)
+	// and may be one: its child is then invoked, with the input selected
+	// then, and waited for (a child that fails fails the compensation).
+	// Only a step that runs a handler or a subflow (not a sleep, a wait or
+	// a branch) can have or be a compensation.
 	Compensate string `json:"compensate,omitempty"`
 }
 

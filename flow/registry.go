@@ -158,7 +158,11 @@ type ApplyResult = flowapi.ApplyResult
 // workflow.ErrInvalidRequest for values some backend could not store (see
 // workflow.ValidatePayloadPortable).
 // Applying a stored version again with the same JSON (spaced differently or
-// not) changes nothing; the stored bytes stay.
+// not) changes nothing; the stored bytes stay. The result's warnings list
+// unreachable steps and subflow steps whose child this server does not
+// know (no such flow stored or Go workflow registered, a flow version not
+// stored): such a step fails with InvokeRefusedError if its child is still
+// unknown when it runs.
 func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, error) {
 	if len(definition) > MaxDefinitionBytes {
 		return nil, fmt.Errorf("%w: the definition is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, len(definition), MaxDefinitionBytes)
@@ -182,6 +186,11 @@ func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, 
 	if err := r.checkSubflowCycles(ctx, def); err != nil {
 		return nil, err
 	}
+	unknown, err := r.subflowWarnings(ctx, def)
+	if err != nil {
+		return nil, err
+	}
+	warnings = append(warnings, unknown...)
 	// A valid flow may still hold a value some backend cannot store; what
 	// validation refuses is answered with the problem's path first.
 	if err := workflow.ValidatePayloadPortable("the flow definition", definition); err != nil {

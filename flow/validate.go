@@ -187,6 +187,13 @@ func (v *validator) step(key string, s *Step) {
 		if s.Timeout != nil {
 			v.add(path+".timeout", "set the wait's timeout in config.timeout")
 		}
+	case invoker:
+		if s.Retries != nil {
+			v.add(path+".retries", "a %s step is not retried (its child has its own retries; catch its failure with onFailure)", s.Type)
+		}
+		if s.Timeout != nil {
+			v.add(path+".timeout", "set the wait for the child in config.timeout")
+		}
 	case router:
 		if s.Transitions.OnSuccess != "" {
 			v.add(path+".transitions.onSuccess", "a %s step chooses its next step from its config; use config.default instead", s.Type)

@@ -67,8 +67,14 @@ func checkUserStep(key string, cfg *workflow.StepConfig) error {
 	if !ok {
 		return nil
 	}
-	if c.Func == nil {
+	if c.Func == nil && c.Invoke == nil {
 		return fmt.Errorf("%w: step %q has a nil compensation", workflow.ErrInvalidRequest, key)
+	}
+	if c.Invoke != nil {
+		if raw := rawStepConfig(c.Options); raw.Retries != nil || raw.Timeout != 0 {
+			return fmt.Errorf("%w: the compensation of step %q invokes a child workflow, which is not retried and waits for InvokeOptions.Timeout: it takes no retries or timeout (CompensationOptions)",
+				workflow.ErrInvalidRequest, key)
+		}
 	}
 	if utf8.RuneCountInString(workflow.CompensationStepPrefix+key) > workflow.MaxStepNameLength {
 		return fmt.Errorf("%w: step %q has a compensation, so its name must leave room for the prefix %q within %d characters",
@@ -80,6 +86,18 @@ func checkUserStep(key string, cfg *workflow.StepConfig) error {
 	return nil
 }
 
+// rawStepConfig is the configuration opts set, without the defaults that
+// wfcore.NewStepConfig fills in.
+func rawStepConfig(opts []workflow.StepOption) workflow.StepConfig {
+	var c workflow.StepConfig
+	for _, o := range opts {
+		if o != nil {
+			o(&c)
+		}
+	}
+	return c
+}
+
 // registerCompensationLocked remembers the compensation of the completed
 // step st, if cfg has one; a step registers once per execution. The caller
 // holds mu.
@@ -88,7 +106,17 @@ func (e *execution) registerCompensationLocked(st *db.Step, cfg *workflow.StepCo
 		return
 	}
 	c, ok := wfcore.CompensationOf(*cfg)
-	if !ok || c.Func == nil {
+	if !ok {
+		return
+	}
+	e.registerLocked(st, c, st.Result, loaded)
+}
+
+// registerLocked remembers c, the compensation of the completed step st,
+// to be called with result (the step's result, or an Invoke step's child
+// output); a step registers once per execution. The caller holds mu.
+func (e *execution) registerLocked(st *db.Step, c wfcore.Compensation, result json.RawMessage, loaded bool) {
+	if c.Func == nil && c.Invoke == nil {
 		return
 	}
 	if e.saga.registered == nil {
@@ -98,7 +126,7 @@ func (e *execution) registerCompensationLocked(st *db.Step, cfg *workflow.StepCo
 		return
 	}
 	e.saga.seq++
-	rc := &registeredCompensation{key: st.Key, comp: c, result: st.Result, loaded: loaded, id: st.ID, seq: e.saga.seq}
+	rc := &registeredCompensation{key: st.Key, comp: c, result: result, loaded: loaded, id: st.ID, seq: e.saga.seq}
 	if st.CompletedAt != nil {
 		rc.completedAt = *st.CompletedAt
 	}
@@ -229,11 +257,21 @@ func (e *execution) compensate(cause error, comps []*registeredCompensation) err
 	var failed []*workflow.StepError
 	for _, rc := range comps {
 		key := workflow.CompensationStepPrefix + rc.key
-		cfg := wfcore.NewStepConfig(rc.comp.Options...)
-		fn, result := rc.comp.Func, rc.result
-		_, err := s.do(key, func(ctx context.Context) (any, error) { return nil, fn(ctx, result) }, cfg, true)
+		var err error
+		if rc.comp.Invoke != nil {
+			err = s.compensateInvoke(key, rc.comp.Invoke, rc.result)
+		} else {
+			cfg := wfcore.NewStepConfig(rc.comp.Options...)
+			fn, result := rc.comp.Func, rc.result
+			_, err = s.do(key, func(ctx context.Context) (any, error) { return nil, fn(ctx, result) }, cfg, true)
+		}
 		if err == nil {
 			continue
+		}
+		var ce *workflow.ChildError
+		if errors.As(err, &ce) {
+			// The child that was to undo the step failed or was terminated.
+			err = &workflow.StepError{Step: key, Name: workflow.ErrorNameChildFailed, Message: ce.Error(), Attempts: 1}
 		}
 		var se *workflow.StepError
 		if !errors.As(err, &se) {

@@ -33,15 +33,13 @@ func (s *step) Invoke(name string, opts workflow.InvokeOptions) (json.RawMessage
 	if err := checkUserStep(key, nil); err != nil {
 		return nil, err
 	}
-	if err := workflow.ValidateWorkflowName(opts.Workflow); err != nil {
-		return nil, fmt.Errorf("invoke step %q: %w", key, err)
+	timeout, err := invokeTimeout(key, opts)
+	if err != nil {
+		return nil, err
 	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = workflow.MaxSleep
-	}
-	if timeout < 0 || timeout > workflow.MaxSleep {
-		return nil, fmt.Errorf("%w: invoke step %q: timeout %s must be positive and at most %s", workflow.ErrInvalidRequest, key, timeout, workflow.MaxSleep)
+	comp, err := invokeCompensation(key, opts.Compensation)
+	if err != nil {
+		return nil, err
 	}
 	if !opts.NoWait {
 		// A NoWait call only looks at the child, and may look again in
@@ -50,11 +48,92 @@ func (s *step) Invoke(name string, opts workflow.InvokeOptions) (json.RawMessage
 			return nil, err
 		}
 	}
-	return s.invoke(key, opts, timeout)
+	return s.invoke(key, opts, timeout, comp, false)
 }
 
-// invoke is Invoke once the name and options are checked.
-func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Duration) (json.RawMessage, error) {
+// invokeTimeout checks the workflow name and the timeout of the Invoke
+// step key and returns the timeout, its default filled in.
+func invokeTimeout(key string, opts workflow.InvokeOptions) (time.Duration, error) {
+	if err := workflow.ValidateWorkflowName(opts.Workflow); err != nil {
+		return 0, fmt.Errorf("invoke step %q: %w", key, err)
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = workflow.MaxSleep
+	}
+	if timeout < 0 || timeout > workflow.MaxSleep {
+		return 0, fmt.Errorf("%w: invoke step %q: timeout %s must be positive and at most %s", workflow.ErrInvalidRequest, key, timeout, workflow.MaxSleep)
+	}
+	return timeout, nil
+}
+
+// invokeCompensation is the compensation InvokeOptions.Compensation
+// registers for the Invoke step key, nil for none. It refuses options
+// other than compensation options, which an Invoke has no use for.
+func invokeCompensation(key string, opts []workflow.StepOption) (*wfcore.Compensation, error) {
+	if len(opts) == 0 {
+		return nil, nil
+	}
+	raw := rawStepConfig(opts)
+	if raw.Retries != nil || raw.Timeout != 0 {
+		return nil, fmt.Errorf("%w: invoke step %q: InvokeOptions.Compensation takes only Compensate, CompensateWithInvoke and CompensationOptions (an Invoke is not retried, and its timeout is InvokeOptions.Timeout)",
+			workflow.ErrInvalidRequest, key)
+	}
+	if !raw.HasCompensation() {
+		return nil, fmt.Errorf("%w: invoke step %q: InvokeOptions.Compensation registers no compensation (use workflow.Compensate or workflow.CompensateWithInvoke)",
+			workflow.ErrInvalidRequest, key)
+	}
+	cfg := wfcore.NewStepConfig(opts...)
+	if err := checkUserStep(key, &cfg); err != nil {
+		return nil, err
+	}
+	c, _ := wfcore.CompensationOf(cfg)
+	return &c, nil
+}
+
+// compensateInvoke runs the compensation key that invokes the child undo
+// describes (workflow.CompensateWithInvoke), given the result of the step
+// it undoes: an Invoke step the runner runs itself, as compensate runs the
+// others with do. Options that undo cannot make, or that are not valid,
+// fail the compensation for good, recorded as a refused start.
+func (s *step) compensateInvoke(key string, undo workflow.InvokeCompensationFunc, result json.RawMessage) error {
+	e := s.e
+	opts, err := undo(result)
+	var timeout time.Duration
+	if err == nil {
+		timeout, err = invokeTimeout(key, opts)
+	}
+	if err == nil && (opts.NoWait || len(opts.Compensation) > 0) {
+		err = fmt.Errorf("%w: a compensation's Invoke has no NoWait and no compensation of its own", workflow.ErrInvalidRequest)
+	}
+	if err != nil {
+		e.mu.Lock()
+		if st := e.steps[key]; st != nil && st.Status == db.StepStatusErrored {
+			e.mu.Unlock()
+			return invokeError(st)
+		}
+		if e.closed {
+			e.mu.Unlock()
+			return workflow.ErrSuspended
+		}
+		w := db.StepWrite{
+			Key: key, Type: db.StepTypeInvoke, Status: db.StepStatusErrored, Attempts: 1,
+			ErrorName: workflow.ErrorNameInvokeRefused, ErrorMessage: fmt.Sprintf("compensation %q: %v", key, err),
+		}
+		if err := e.startCommitLocked(key, w); err != nil {
+			return err
+		}
+		return invokeError(stepFromWrite(w))
+	}
+	_, err = s.invoke(key, opts, timeout, nil, true)
+	return err
+}
+
+// invoke is Invoke once the name and options are checked; comp is the
+// step's compensation, registered when its child completed (nil: none).
+// compensation is set for the compensations the runner runs itself (see
+// compensateInvoke), which a running saga does not stop.
+func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Duration, comp *wfcore.Compensation, compensation bool) (json.RawMessage, error) {
 	e := s.e
 	eventType := workflow.InvokeEventType(e.inst.RunNumber, key)
 	e.mu.Lock()
@@ -70,10 +149,15 @@ func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Dura
 		e.mu.Unlock()
 		return nil, err
 	}
-	if st := e.steps[key]; (st == nil || (st.Status != db.StepStatusComplete && st.Status != db.StepStatusErrored)) && e.sagaStopsRunLocked() {
+	if st := e.steps[key]; !compensation && (st == nil || (st.Status != db.StepStatusComplete && st.Status != db.StepStatusErrored)) && e.sagaStopsRunLocked() {
 		// The run is compensated (or a caller asked for it): no child is
 		// started and none is waited for, as Do and WaitForEvent stop.
 		return nil, e.stopForSagaLocked()
+	}
+	if compensation {
+		// A pause request while compensating may be a compensation
+		// request, which the compensations already fulfil.
+		e.takeRequestAtBoundaryLocked()
 	}
 	now := e.r.now()
 	timeoutAt := now.Add(timeout).UTC().Truncate(time.Microsecond)
@@ -85,9 +169,10 @@ func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Dura
 		}
 		switch st.Status {
 		case db.StepStatusComplete:
-			res := st.Result
+			out, err := childResult(key, st.Result)
+			e.registerChildLocked(st, comp, out, err, true)
 			e.mu.Unlock()
-			return childResult(key, res)
+			return out, err
 		case db.StepStatusErrored:
 			e.mu.Unlock()
 			return nil, invokeError(st)
@@ -141,9 +226,11 @@ func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Dura
 	}
 	if ev != nil {
 		e.mu.Lock()
-		res := e.steps[key].Result
+		st := e.steps[key]
+		out, err := childResult(key, st.Result)
+		e.registerChildLocked(st, comp, out, err, false)
 		e.mu.Unlock()
-		return childResult(key, res)
+		return out, err
 	}
 	if !timeoutAt.After(e.r.now()) {
 		if opts.TerminateOnTimeout {
@@ -178,6 +265,16 @@ func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Dura
 		write = invokeWaitWrite(key, eventType, timeoutAt)
 	}
 	return nil, e.blockLocked(&wait{at: timeoutAt, kind: db.TaskKindWake, eventType: eventType}, write)
+}
+
+// registerChildLocked registers comp, the compensation of the Invoke step
+// st, when its child completed (err, the child's failure, is nil), with
+// the child's output out as the result it undoes. The caller holds mu.
+func (e *execution) registerChildLocked(st *db.Step, comp *wfcore.Compensation, out json.RawMessage, err error, loaded bool) {
+	if comp == nil || err != nil || st == nil {
+		return
+	}
+	e.registerLocked(st, *comp, out, loaded)
 }
 
 // startChild creates the child of the Invoke step key, or finds it when

@@ -38,11 +38,12 @@ var ErrCompensationRequested = errors.New("compensation requested")
 // once it succeeded.
 type CompensationFunc func(ctx context.Context) error
 
-// compensation is what Compensate and DoWithCompensation record in a
-// StepConfig.
+// compensation is what Compensate, CompensateWithInvoke and
+// DoWithCompensation record in a StepConfig: fn, or invoke, undoes the step.
 type compensation struct {
-	fn   func(ctx context.Context, result json.RawMessage) error
-	opts []StepOption
+	fn     func(ctx context.Context, result json.RawMessage) error
+	invoke InvokeCompensationFunc
+	opts   []StepOption
 }
 
 // Compensate registers fn as the compensation of the step it is passed to:
@@ -63,7 +64,7 @@ type compensation struct {
 func Compensate(fn CompensationFunc, opts ...StepOption) StepOption {
 	return func(c *StepConfig) {
 		comp := c.withCompensation()
-		comp.fn = nil
+		comp.fn, comp.invoke = nil, nil
 		if fn != nil {
 			comp.fn = func(ctx context.Context, _ json.RawMessage) error { return fn(ctx) }
 		}
@@ -71,9 +72,43 @@ func Compensate(fn CompensationFunc, opts ...StepOption) StepOption {
 	}
 }
 
+// InvokeCompensationFunc describes the child workflow that undoes a
+// completed step (see CompensateWithInvoke): it is called when the
+// compensations run, with the step's recorded result (a Do step's result,
+// an Invoke step's child output), and returns the options of the child to
+// invoke. It must be deterministic, as workflow code is: it is called again
+// on every replay of the compensations. An error fails the compensation for
+// good.
+type InvokeCompensationFunc func(result json.RawMessage) (InvokeOptions, error)
+
+// CompensateWithInvoke registers, as the compensation of the step it is
+// passed to, a child workflow that undoes it: when the compensations run
+// (see Compensate), undo is called with the step's recorded result and the
+// child it describes is invoked as the durable Invoke step
+// CompensationStepPrefix + name, which waits for the child's end as Invoke
+// does: the child is started once across crashes, and its end resumes the
+// compensations. A child that errors, is terminated or outlives
+// InvokeOptions.Timeout fails the compensation for good (the instance then
+// ends with ErrorNameCompensationFailed, after the others ran). An Invoke is
+// not retried and its timeout is InvokeOptions.Timeout, so
+// CompensationOptions with retries or a timeout is refused with
+// ErrInvalidRequest; InvokeOptions.Compensation and NoWait must be unset.
+//
+//	_, err := step.Do("charge", charge, workflow.CompensateWithInvoke(
+//		func(result json.RawMessage) (workflow.InvokeOptions, error) {
+//			return workflow.InvokeOptions{Workflow: "refund", Params: result}, nil
+//		}))
+func CompensateWithInvoke(undo InvokeCompensationFunc) StepOption {
+	return func(c *StepConfig) {
+		comp := c.withCompensation()
+		comp.fn, comp.invoke = nil, undo
+	}
+}
+
 // CompensationOptions configures the compensation step of the step it is
 // passed to (with Compensate or DoWithCompensation): its retries and
-// timeout, as WithRetries and WithTimeout do for a step.
+// timeout, as WithRetries and WithTimeout do for a step. A compensation
+// registered with CompensateWithInvoke takes none.
 //
 //	workflow.DoWithCompensation(step, "charge", charge, refund,
 //		workflow.CompensationOptions(workflow.WithRetries(workflow.RetryPolicy{Limit: 10, Delay: time.Minute})))
@@ -114,7 +149,10 @@ func DoWithCompensation[T any](step Step, name string, fn func(ctx context.Conte
 			return undo(ctx, v)
 		}
 	}
-	opts = append(opts[:len(opts):len(opts)], func(c *StepConfig) { c.withCompensation().fn = fnRaw })
+	opts = append(opts[:len(opts):len(opts)], func(c *StepConfig) {
+		comp := c.withCompensation()
+		comp.fn, comp.invoke = fnRaw, nil
+	})
 	return Do(step, name, fn, opts...)
 }
 
@@ -128,7 +166,11 @@ func init() {
 		for i, o := range c.compensation.opts {
 			opts[i] = o
 		}
-		return wfhook.Compensation{Func: c.compensation.fn, Options: opts}, true
+		out := wfhook.Compensation{Func: c.compensation.fn, Options: opts}
+		if c.compensation.invoke != nil {
+			out.Invoke = c.compensation.invoke
+		}
+		return out, true
 	}
 }
 
@@ -157,5 +199,6 @@ func (i *Instance[O]) Compensate(ctx context.Context) error {
 }
 
 // HasCompensation reports whether the configuration carries a compensation
-// (set by Compensate, CompensationOptions or DoWithCompensation).
+// (set by Compensate, CompensateWithInvoke, CompensationOptions or
+// DoWithCompensation).
 func (c StepConfig) HasCompensation() bool { return c.compensation != nil }

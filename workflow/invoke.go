@@ -99,6 +99,19 @@ type InvokeOptions struct {
 	// and the wait recorded, so its end wakes the run once it suspends.
 	// InvokeAll uses it to start a window of children before it waits.
 	NoWait bool
+	// Compensation registers the compensation of the Invoke step, as the
+	// same options do for a Do step: Compensate(fn), CompensateWithInvoke
+	// (a child that undoes this one; its result is this child's output)
+	// and CompensationOptions. It is registered once the child completed
+	// (not when it failed, was terminated or timed out), so if the parent
+	// then fails for good, or a caller asks for its compensation, it runs
+	// with the others in the reverse order of completion, as the step
+	// CompensationStepPrefix + name. Only compensation options are
+	// accepted: an Invoke is not retried and its timeout is Timeout, so
+	// WithRetries or WithTimeout here is refused with ErrInvalidRequest.
+	//
+	// Defaults to none: a completed child is not undone.
+	Compensation []StepOption
 }
 
 // ErrChildRunning is what an Invoke with NoWait returns while its child

@@ -1,4 +1,4 @@
-// Package flows holds two example JSON flows, which dev applies with
+// Package flows holds four example JSON flows, which dev applies with
 //
 //	go run ./cmd/duraflow dev --flows examples/flows
 //
@@ -12,8 +12,16 @@
 //   - approval.json (flow "expense-approval"): expenses up to 100 are
 //     approved at once; larger ones wait up to a day for an event of type
 //     approval, and expire without one.
+//   - saga.json (flow "order-saga"): a subflow step places the order by
+//     invoking the order flow, then an http step charges the card at the
+//     stub's payment service (the card "declined" is refused). The subflow
+//     step's compensate names the subflow step "release": when the charge
+//     fails, the flow fails and its compensation invokes the
+//     inventory-release flow to release the order's reservation.
+//   - release.json (flow "inventory-release"): releases a reservation at
+//     the stub's inventory service; order-saga's compensation.
 //
-// The package's test runs both on every backend with a fake clock.
+// The package's test runs them all on every backend with a fake clock.
 //
 // testdata/broken.json is a flow with three mistakes (an initial step that
 // does not exist, a misspelt field and step type), which dev's --flows does

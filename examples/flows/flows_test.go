@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,8 +22,10 @@ type testBundle struct {
 	client *client.Client
 }
 
-// setup applies both example flows on a harness whose http steps reach the
-// dev stub, as duraflow dev wires them.
+// setup applies every example flow on a harness whose http steps reach the
+// dev stub, as duraflow dev wires them (in name order, as dev applies
+// them), and binds the registry to a client that pins flow versions, as
+// dev's host does, so that subflow steps start their children through it.
 func setup(t *testing.T, b testharness.Backend) *testBundle {
 	t.Helper()
 	stub, err := devstub.Start("127.0.0.1:0")
@@ -36,7 +39,10 @@ func setup(t *testing.T, b testharness.Backend) *testBundle {
 	h := testharness.New(t, testharness.WithBackend(b))
 	flows, err := flow.New(&flow.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Handlers: handlers})
 	require.NoError(t, err)
-	for _, file := range []string{"order.json", "approval.json"} {
+	files, err := filepath.Glob("*.json")
+	require.NoError(t, err)
+	require.Equal(t, []string{"approval.json", "order.json", "release.json", "saga.json"}, files)
+	for _, file := range files {
 		def, err := os.ReadFile(file)
 		require.NoError(t, err)
 		res, err := flows.Apply(h.Context(), def)
@@ -45,6 +51,7 @@ func setup(t *testing.T, b testharness.Backend) *testBundle {
 	}
 	c, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: flows.Metadata})
 	require.NoError(t, err)
+	h.Registry.Bind(c)
 	return &testBundle{h: h, client: c}
 }
 
@@ -120,5 +127,57 @@ func TestOrderFlowWithMockedReservation(t *testing.T) {
 		b.h.RunUntilIdle()
 		require.JSONEq(t, `{"status":"rejected","orderId":"A-1","missing":["book"]}`, b.output(t, "order", "small"))
 		require.Equal(t, 1, reserve.Calls())
+	})
+}
+
+// childSteps maps the step that started each child of an instance to the
+// child's workflow and id.
+func (b *testBundle) childSteps(t *testing.T, name, id string) map[string]*workflow.InstanceInfo {
+	t.Helper()
+	children, err := b.client.Children(b.h.Context(), name, id)
+	require.NoError(t, err)
+	out := map[string]*workflow.InstanceInfo{}
+	for _, c := range children {
+		out[c.Parent.StepKey] = c
+	}
+	return out
+}
+
+// TestOrderSagaFlow runs order-saga: its subflow places the order through
+// the order flow; a declined charge fails the flow, and the compensation of
+// the placed order invokes the inventory-release flow.
+func TestOrderSagaFlow(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setup(t, backend)
+		items := `"items":[{"sku":"book","qty":2,"priceCents":1250},{"sku":"pen","qty":10,"priceCents":120}]`
+		b.create(t, "order-saga", "paid", `{"order":{"orderId":"S-1",`+items+`},"card":"4242"}`)
+		b.create(t, "order-saga", "declined", `{"order":{"orderId":"S-2",`+items+`},"card":"declined"}`)
+		b.create(t, "order-saga", "short", `{"order":{"orderId":"S-3","items":[{"sku":"unobtainium","qty":1,"priceCents":99}]},"card":"4242"}`)
+		b.h.RunUntilIdle()
+
+		require.JSONEq(t, `{"status":"confirmed","orderId":"S-1","totalCents":3700,"reservation":"R-S-1","payment":"P-S-1"}`, b.output(t, "order-saga", "paid"))
+		require.JSONEq(t, `{"status":"rejected","orderId":"S-3"}`, b.output(t, "order-saga", "short"))
+		for _, id := range []string{"paid", "short"} {
+			steps := b.childSteps(t, "order-saga", id)
+			require.Len(t, steps, 1, "nothing is undone when the flow succeeds")
+			require.Equal(t, "order", steps["place#1"].WorkflowName)
+		}
+
+		info := b.h.RequireStatus("order-saga", "declined", workflow.StatusErrored)
+		require.Equal(t, "HTTP_ERROR", info.Error.Name, "the original error is kept")
+		require.Contains(t, info.Error.Message, "card declined")
+		steps := b.childSteps(t, "order-saga", "declined")
+		require.Len(t, steps, 2)
+		require.Equal(t, "order", steps["place#1"].WorkflowName)
+		release := steps["compensate:place#1"]
+		require.NotNil(t, release, "the compensation of place invoked the release")
+		require.Equal(t, "inventory-release", release.WorkflowName)
+		require.JSONEq(t, `{"released":true,"reservation":"R-S-2"}`, b.output(t, "inventory-release", release.ID))
+		var hist []string
+		for _, s := range b.h.History("order-saga", "declined").Steps {
+			hist = append(hist, s.Name+" "+s.Status)
+		}
+		require.Equal(t, []string{"place#1 complete", "check#1 complete", "bill#1 complete", "charge#1 errored", "compensate:place#1 complete"}, hist)
 	})
 }

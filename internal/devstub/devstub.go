@@ -50,10 +50,20 @@ const DefaultStock = 10
 //	POST /inventory/reserve  {"orderId":"A-1","items":[{"sku":"book","qty":2},…]}
 //	  → 200 {"reserved":true,"reservation":"R-A-1","missing":[]}
 //	  → 200 {"reserved":false,"missing":["unobtainium"]} when an item is short
+//	POST /inventory/release  {"reservation":"R-A-1"}
+//	  → 200 {"released":true,"reservation":"R-A-1"}
+//	POST /payments/charge    {"orderId":"A-1","amountCents":3700,"card":"4242"}
+//	  → 200 {"charged":true,"paymentId":"P-A-1","amountCents":3700}
+//	  → 402 {"error":"card declined"} for the card DeclinedCard
 //	GET  /healthz            → 200 {"ok":true}
+//
+// The stub keeps no state: a release or a charge is answered, not
+// recorded.
 func Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /inventory/reserve", reserve)
+	mux.HandleFunc("POST /inventory/release", release)
+	mux.HandleFunc("POST /payments/charge", charge)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
@@ -105,6 +115,56 @@ func reserve(w http.ResponseWriter, r *http.Request) {
 		res.Reservation = "R-" + req.OrderID
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// ReleaseRequest is the body of POST /inventory/release.
+type ReleaseRequest struct {
+	Reservation string `json:"reservation"`
+}
+
+// ReleaseResponse is its answer.
+type ReleaseResponse struct {
+	Released    bool   `json:"released"`
+	Reservation string `json:"reservation"`
+}
+
+func release(w http.ResponseWriter, r *http.Request) {
+	var req ReleaseRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.Reservation == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must name a reservation"})
+		return
+	}
+	writeJSON(w, http.StatusOK, ReleaseResponse{Released: true, Reservation: req.Reservation})
+}
+
+// DeclinedCard is the card the stub's payment service declines.
+const DeclinedCard = "declined"
+
+// ChargeRequest is the body of POST /payments/charge.
+type ChargeRequest struct {
+	OrderID     string `json:"orderId"`
+	AmountCents int    `json:"amountCents"`
+	Card        string `json:"card"`
+}
+
+// ChargeResponse is its answer.
+type ChargeResponse struct {
+	Charged     bool   `json:"charged"`
+	PaymentID   string `json:"paymentId"`
+	AmountCents int    `json:"amountCents"`
+}
+
+func charge(w http.ResponseWriter, r *http.Request) {
+	var req ChargeRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.OrderID == "" || req.Card == "" {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": "a charge needs an orderId, an amountCents and a card"})
+		return
+	}
+	if req.Card == DeclinedCard {
+		writeJSON(w, http.StatusPaymentRequired, map[string]string{"error": "card declined"})
+		return
+	}
+	writeJSON(w, http.StatusOK, ChargeResponse{Charged: true, PaymentID: "P-" + req.OrderID, AmountCents: req.AmountCents})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -60,6 +60,31 @@ func TestReserve(t *testing.T) {
 	require.Equal(t, http.StatusNotFound, resp.StatusCode)
 }
 
+func TestReleaseAndCharge(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(devstub.Handler())
+	t.Cleanup(srv.Close)
+	post := func(path, body string, out any) int {
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(out))
+		}
+		return resp.StatusCode
+	}
+	var rel devstub.ReleaseResponse
+	require.Equal(t, http.StatusOK, post("/inventory/release", `{"reservation":"R-A-1"}`, &rel))
+	require.Equal(t, devstub.ReleaseResponse{Released: true, Reservation: "R-A-1"}, rel)
+	require.Equal(t, http.StatusBadRequest, post("/inventory/release", `{}`, &rel))
+
+	var ch devstub.ChargeResponse
+	require.Equal(t, http.StatusOK, post("/payments/charge", `{"orderId":"A-1","amountCents":3700,"card":"4242"}`, &ch))
+	require.Equal(t, devstub.ChargeResponse{Charged: true, PaymentID: "P-A-1", AmountCents: 3700}, ch)
+	require.Equal(t, http.StatusPaymentRequired, post("/payments/charge", `{"orderId":"A-1","amountCents":3700,"card":"declined"}`, &ch))
+	require.Equal(t, http.StatusBadRequest, post("/payments/charge", `{"orderId":"A-1"}`, &ch))
+}
+
 // TestHTTPHandlerConfig shows that flows reach the stub by its name, and no
 // other internal address: not loopback on the stub's own port, not another
 // loopback service.

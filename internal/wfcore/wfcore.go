@@ -106,14 +106,17 @@ func ContextWithStepInfo(ctx context.Context, info workflow.StepInfo) context.Co
 }
 
 // Compensation is a step's compensation: Func undoes the step given its
-// recorded result, and Options configure the compensation step.
+// recorded result, or Invoke describes the child workflow that undoes it
+// (workflow.CompensateWithInvoke); Options configure the compensation step.
 type Compensation struct {
 	Func    func(ctx context.Context, result json.RawMessage) error
+	Invoke  workflow.InvokeCompensationFunc
 	Options []workflow.StepOption
 }
 
-// CompensationOf returns the compensation workflow.Compensate (or
-// workflow.DoWithCompensation) recorded in cfg, if any.
+// CompensationOf returns the compensation workflow.Compensate,
+// workflow.CompensateWithInvoke or workflow.DoWithCompensation recorded in
+// cfg, if any.
 func CompensationOf(cfg workflow.StepConfig) (Compensation, bool) {
 	if !cfg.HasCompensation() || wfhook.CompensationOfFunc == nil {
 		return Compensation{}, false
@@ -128,5 +131,7 @@ func CompensationOf(cfg workflow.StepConfig) (Compensation, bool) {
 			opts = append(opts, so)
 		}
 	}
-	return Compensation{Func: c.Func, Options: opts}, true
+	out := Compensation{Func: c.Func, Options: opts}
+	out.Invoke, _ = c.Invoke.(workflow.InvokeCompensationFunc)
+	return out, true
 }

@@ -63,10 +63,13 @@ func Truncate(s string) string {
 }
 
 // Compensation is a step's compensation as workflow.Compensate records it:
-// Func undoes the step given its recorded result; Options are the
-// compensation step's workflow.StepOption values.
+// Func undoes the step given its recorded result, or Invoke, a
+// workflow.InvokeCompensationFunc, describes the child that undoes it
+// (workflow.CompensateWithInvoke); Options are the compensation step's
+// workflow.StepOption values.
 type Compensation struct {
 	Func    func(ctx context.Context, result json.RawMessage) error
+	Invoke  any
 	Options []any
 }
 

@@ -211,11 +211,13 @@ Run the engine:
   serve     API and runner, for production
   worker    runner only, for production
   migrate   apply or list database migrations
+  bench     measure throughput and latency on a database
 
 Talk to a running server over HTTP (--server, --token):
   workflows list
-  instances list|get|create|result|execute|history|pause|resume|terminate|restart
-  events send
+  instances list|get|create|result|execute|history|pause|resume|terminate|restart|compensate
+  events list|send          (list --follow streams new lifecycle events)
+  workers list|get|drain
   schedules create|list|get|update|enable|disable|delete
   queues list|get|set
   flows apply|list|get|versions

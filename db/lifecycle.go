@@ -130,7 +130,10 @@ type LifecycleStore interface {
 	// LifecycleList returns a page of events matching p, in id order.
 	LifecycleList(ctx context.Context, p *LifecycleListParams) ([]*LifecycleEvent, error)
 	// LifecyclePrune deletes up to p.Max events older than p.Before and
-	// returns how many it deleted.
+	// returns how many it deleted; fewer than p.Max means none is left to
+	// delete for now. A backend may keep an event past p.Before for a
+	// while (SQLite keeps the newest event, so that no id is reused, and
+	// prunes in id order), never delete one younger.
 	LifecyclePrune(ctx context.Context, p *LifecyclePruneParams) (int, error)
 	// LifecycleLastID returns the id of the newest event, 0 when there is
 	// none: where a subscriber that wants only new events starts.

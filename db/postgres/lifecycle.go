@@ -100,7 +100,8 @@ func (s *Store) logCreated(ctx context.Context, q *pgsqlc.Queries, workflowName 
 	return s.logLifecycle(ctx, q, now, events...)
 }
 
-// LifecycleList returns a page of lifecycle events matching p, in id order.
+// LifecycleList returns a page of lifecycle events matching p, in id order:
+// one instance's through its index, the others along the primary key.
 func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([]*db.LifecycleEvent, error) {
 	types := make([]string, len(p.Types))
 	for i, t := range p.Types {
@@ -110,15 +111,21 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	rows, err := s.queries.LifecycleList(ctx, pgsqlc.LifecycleListParams{
-		AfterID:      p.AfterID,
-		WorkflowName: p.WorkflowName,
-		InstanceID:   p.InstanceID,
-		Types:        types,
-		Since:        timeArg(p.Since),
-		Until:        timeArg(p.Until),
-		Max:          int32(min(limit, 1<<30)),
-	})
+	var (
+		rows []pgsqlc.LifecycleEvent
+		err  error
+	)
+	if p.InstanceID != "" {
+		rows, err = s.queries.LifecycleListInstance(ctx, pgsqlc.LifecycleListInstanceParams{
+			InstanceID: p.InstanceID, AfterID: p.AfterID, WorkflowName: p.WorkflowName, Types: types,
+			Since: timeArg(p.Since), Until: timeArg(p.Until), Max: int32(min(limit, 1<<30)),
+		})
+	} else {
+		rows, err = s.queries.LifecycleList(ctx, pgsqlc.LifecycleListParams{
+			AfterID: p.AfterID, WorkflowName: p.WorkflowName, Types: types,
+			Since: timeArg(p.Since), Until: timeArg(p.Until), Max: int32(min(limit, 1<<30)),
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing lifecycle events: %w", interpretError(err))
 	}
@@ -134,8 +141,8 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 	return list, nil
 }
 
-// LifecyclePrune deletes up to p.Max lifecycle events older than p.Before,
-// oldest first, in one statement.
+// LifecyclePrune deletes, among the p.Max oldest lifecycle events by id,
+// those older than p.Before, in one statement.
 func (s *Store) LifecyclePrune(ctx context.Context, p *db.LifecyclePruneParams) (int, error) {
 	n, err := s.queries.LifecyclePrune(ctx, pgsqlc.LifecyclePruneParams{Before: p.Before, Max: int32(max(min(p.Max, 1<<30), 1))})
 	if err != nil {

@@ -3,8 +3,10 @@
 -- to an instance (created, step started, completed, failed, retrying,
 -- waiting, event received, paused, resumed, terminated, restarted,
 -- completed, errored), written in the transaction of the transition it
--- records. Rows are pruned by age in small batches (lifecycle_event_at_idx);
--- lists page by id, per instance through lifecycle_event_instance_idx.
+-- records. Lists page by id, an instance's through
+-- lifecycle_event_instance_idx, the one index besides the primary key: every
+-- index is written by every transition, so there is none on at; rows are
+-- pruned by age in small batches along the primary key (LifecyclePrune).
 CREATE TABLE lifecycle_event (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     type text NOT NULL,
@@ -16,8 +18,7 @@ CREATE TABLE lifecycle_event (
     detail text,
     at timestamptz NOT NULL
 );
-CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (workflow_name, instance_id, id);
-CREATE INDEX lifecycle_event_at_idx ON lifecycle_event (at);
+CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (instance_id, id);
 
 -- +goose Down
 DROP TABLE lifecycle_event;

@@ -56,12 +56,23 @@ WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
 
 -- name: LifecycleList :many
 -- LifecycleList returns a page of events in id order after a cursor, each
--- filter applying when set: the instance's through
--- lifecycle_event_instance_idx, the others along the primary key.
+-- filter applying when set, along the primary key (an instance's events
+-- are LifecycleListInstance's).
 SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (@workflow_name::text = '' OR e.workflow_name = @workflow_name::text)
-    AND (@instance_id::text = '' OR e.instance_id = @instance_id::text)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+ORDER BY e.id
+LIMIT @max;
+
+-- name: LifecycleListInstance :many
+-- LifecycleListInstance is LifecycleList of one instance's events, through
+-- lifecycle_event_instance_idx.
+SELECT * FROM lifecycle_event e
+WHERE e.instance_id = @instance_id::text AND e.id > @after_id
+    AND e.workflow_name = @workflow_name::text
     AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
     AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
@@ -69,15 +80,19 @@ ORDER BY e.id
 LIMIT @max;
 
 -- name: LifecyclePrune :execrows
--- LifecyclePrune deletes a batch of the oldest events before a time,
--- found through lifecycle_event_at_idx and deleted by primary key.
+-- LifecyclePrune deletes, among the @max oldest events by id, those before
+-- a time, by primary key. An event older than @before that follows a newer
+-- one stays until that one is old enough too: ids are taken at insert and
+-- at is the inserting transaction's time, so this keeps an event at most a
+-- transaction's length (or a step attempt's, for a step.started) past the
+-- retention.
 DELETE FROM lifecycle_event
 WHERE id = ANY(ARRAY(
     SELECT e.id FROM lifecycle_event e
-    WHERE e.at < @before::timestamptz
-    ORDER BY e.at
+    ORDER BY e.id
     LIMIT @max
-));
+))
+    AND at < @before::timestamptz;
 
 -- name: LifecycleLastID :one
 -- LifecycleLastID is the id of the newest event, 0 when there is none.

@@ -162,18 +162,16 @@ const lifecycleList = `-- name: LifecycleList :many
 SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
 WHERE e.id > $1
     AND ($2::text = '' OR e.workflow_name = $2::text)
-    AND ($3::text = '' OR e.instance_id = $3::text)
-    AND (cardinality($4::text[]) = 0 OR e.type = ANY($4::text[]))
-    AND ($5::timestamptz IS NULL OR e.at >= $5::timestamptz)
-    AND ($6::timestamptz IS NULL OR e.at < $6::timestamptz)
+    AND (cardinality($3::text[]) = 0 OR e.type = ANY($3::text[]))
+    AND ($4::timestamptz IS NULL OR e.at >= $4::timestamptz)
+    AND ($5::timestamptz IS NULL OR e.at < $5::timestamptz)
 ORDER BY e.id
-LIMIT $7
+LIMIT $6
 `
 
 type LifecycleListParams struct {
 	AfterID      int64
 	WorkflowName string
-	InstanceID   string
 	Types        []string
 	Since        *time.Time
 	Until        *time.Time
@@ -181,13 +179,73 @@ type LifecycleListParams struct {
 }
 
 // LifecycleList returns a page of events in id order after a cursor, each
-// filter applying when set: the instance's through
-// lifecycle_event_instance_idx, the others along the primary key.
+// filter applying when set, along the primary key (an instance's events
+// are LifecycleListInstance's).
 func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([]LifecycleEvent, error) {
 	rows, err := q.db.Query(ctx, lifecycleList,
 		arg.AfterID,
 		arg.WorkflowName,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lifecycleListInstance = `-- name: LifecycleListInstance :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+WHERE e.instance_id = $1::text AND e.id > $2
+    AND e.workflow_name = $3::text
+    AND (cardinality($4::text[]) = 0 OR e.type = ANY($4::text[]))
+    AND ($5::timestamptz IS NULL OR e.at >= $5::timestamptz)
+    AND ($6::timestamptz IS NULL OR e.at < $6::timestamptz)
+ORDER BY e.id
+LIMIT $7
+`
+
+type LifecycleListInstanceParams struct {
+	InstanceID   string
+	AfterID      int64
+	WorkflowName string
+	Types        []string
+	Since        *time.Time
+	Until        *time.Time
+	Max          int32
+}
+
+// LifecycleListInstance is LifecycleList of one instance's events, through
+// lifecycle_event_instance_idx.
+func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListInstanceParams) ([]LifecycleEvent, error) {
+	rows, err := q.db.Query(ctx, lifecycleListInstance,
 		arg.InstanceID,
+		arg.AfterID,
+		arg.WorkflowName,
 		arg.Types,
 		arg.Since,
 		arg.Until,
@@ -225,21 +283,25 @@ const lifecyclePrune = `-- name: LifecyclePrune :execrows
 DELETE FROM lifecycle_event
 WHERE id = ANY(ARRAY(
     SELECT e.id FROM lifecycle_event e
-    WHERE e.at < $1::timestamptz
-    ORDER BY e.at
-    LIMIT $2
+    ORDER BY e.id
+    LIMIT $1
 ))
+    AND at < $2::timestamptz
 `
 
 type LifecyclePruneParams struct {
-	Before time.Time
 	Max    int32
+	Before time.Time
 }
 
-// LifecyclePrune deletes a batch of the oldest events before a time,
-// found through lifecycle_event_at_idx and deleted by primary key.
+// LifecyclePrune deletes, among the @max oldest events by id, those before
+// a time, by primary key. An event older than @before that follows a newer
+// one stays until that one is old enough too: ids are taken at insert and
+// at is the inserting transaction's time, so this keeps an event at most a
+// transaction's length (or a step attempt's, for a step.started) past the
+// retention.
 func (q *Queries) LifecyclePrune(ctx context.Context, arg LifecyclePruneParams) (int64, error) {
-	result, err := q.db.Exec(ctx, lifecyclePrune, arg.Before, arg.Max)
+	result, err := q.db.Exec(ctx, lifecyclePrune, arg.Max, arg.Before)
 	if err != nil {
 		return 0, err
 	}

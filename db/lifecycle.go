@@ -16,9 +16,10 @@ const (
 	// LifecycleCreated: an instance was created (a create, a batch create,
 	// a schedule's firing, a child's Invoke).
 	LifecycleCreated LifecycleEventType = "instance.created"
-	// LifecycleStarted: a run started on a runner: an eager start in the
-	// create's transaction. A run a runner claims records its start with
-	// its first checkpoint's step.started instead (see docs/events.md).
+	// LifecycleStarted: a run started on a runner, once per run: an eager
+	// start in the create's transaction; a run a runner claimed (or a
+	// release started) in the transaction of the run's first checkpoint,
+	// at the time the run started (CheckpointParams.RunStartedAt).
 	LifecycleStarted LifecycleEventType = "instance.started"
 	// LifecycleStepStarted: a step attempt started. It is written by the
 	// checkpoint that records the attempt, at the attempt's start time.

@@ -83,7 +83,8 @@ func (s *Store) heldLifecycleStep(ctx context.Context, held db.TaskRef, now *tim
 }
 
 // logCreated writes the creation events of the created (not deduplicated)
-// results, in the create's transaction.
+// results, in the create's transaction: with instance.waiting for those a
+// limit holds back (Instance.WaitingFor).
 func (s *Store) logCreated(ctx context.Context, q *pgsqlc.Queries, workflowName string, now *time.Time, created []db.CreateResult) error {
 	if !s.logging() {
 		return nil
@@ -95,7 +96,7 @@ func (s *Store) logCreated(ctx context.Context, q *pgsqlc.Queries, workflowName 
 			continue
 		}
 		plan := transition.Create(c.LeasedTask != nil, false)
-		events = append(events, transition.CreateEvents(&plan, workflowName, c.Instance.ID, time.Time{})...)
+		events = append(events, transition.CreateEvents(&plan, workflowName, c.Instance.ID, c.Instance.WaitingFor, time.Time{})...)
 	}
 	return s.logLifecycle(ctx, q, now, events...)
 }

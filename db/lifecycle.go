@@ -52,17 +52,42 @@ const (
 	LifecycleCompleted LifecycleEventType = "instance.completed"
 	// LifecycleErrored: a run errored; Detail is the error.
 	LifecycleErrored LifecycleEventType = "instance.errored"
+
+	// Worker events name a worker (LifecycleEvent.WorkerID) and no
+	// workflow or instance.
+
+	// LifecycleWorkerOnline: a worker registered (or registered again,
+	// after a restart or after it was marked offline).
+	LifecycleWorkerOnline LifecycleEventType = "worker.online"
+	// LifecycleWorkerDraining: a drain was asked of an online worker
+	// (not logged again while it drains).
+	LifecycleWorkerDraining LifecycleEventType = "worker.draining"
+	// LifecycleWorkerOffline: a worker went offline; Detail is
+	// "deregistered" (a clean stop) or "heartbeat stopped" (the reaper
+	// marked it offline).
+	LifecycleWorkerOffline LifecycleEventType = "worker.offline"
 )
 
 // LifecycleEventTypes lists every lifecycle event type, in the order of
-// an instance's life.
+// an instance's life, then the worker events.
 func LifecycleEventTypes() []LifecycleEventType {
 	return []LifecycleEventType{
 		LifecycleCreated, LifecycleStarted, LifecycleStepStarted, LifecycleStepCompleted,
 		LifecycleStepFailed, LifecycleStepRetrying, LifecycleWaiting, LifecycleEventReceived,
 		LifecyclePaused, LifecycleResumed, LifecycleTerminated, LifecycleRestarted,
 		LifecycleCompleted, LifecycleErrored,
+		LifecycleWorkerOnline, LifecycleWorkerDraining, LifecycleWorkerOffline,
 	}
+}
+
+// Worker reports whether t is a worker event type (worker.*), whose
+// events name a worker and no instance.
+func (t LifecycleEventType) Worker() bool {
+	switch t {
+	case LifecycleWorkerOnline, LifecycleWorkerDraining, LifecycleWorkerOffline:
+		return true
+	}
+	return false
 }
 
 // Valid reports whether t is one of LifecycleEventTypes.
@@ -76,16 +101,20 @@ func (t LifecycleEventType) Valid() bool {
 }
 
 // LifecycleEvent is one row of the lifecycle event log: something that
-// happened to an instance, written in the transaction of the transition it
-// records, so the log never disagrees with the instance's state.
+// happened to an instance (or a worker), written in the transaction of the
+// transition it records, so the log never disagrees with the state.
 type LifecycleEvent struct {
 	// ID grows with every event written (not necessarily in commit order
 	// on Postgres, where concurrent transactions commit in any order).
-	ID           int64
-	Type         LifecycleEventType
+	ID   int64
+	Type LifecycleEventType
+	// WorkflowName and InstanceID name the instance of an instance or
+	// step event; both are "" for a worker event.
 	WorkflowName string
 	InstanceID   string
-	RunNumber    int
+	// RunNumber is the run of an instance or step event; 0 for a worker
+	// event.
+	RunNumber int
 	// StepKey names the step of a step event; "" for an instance event.
 	StepKey string
 	// Attempt is the step attempt a step event records; 0 otherwise.
@@ -96,6 +125,9 @@ type LifecycleEvent struct {
 	// At is when it happened: the transition's time (a step.started's is
 	// the attempt's start).
 	At time.Time
+	// WorkerID names the worker of a worker event (worker.*); "" for the
+	// others.
+	WorkerID string
 }
 
 // LifecycleListParams are the arguments of LifecycleStore.LifecycleList.
@@ -103,6 +135,8 @@ type LifecycleEvent struct {
 type LifecycleListParams struct {
 	WorkflowName string
 	InstanceID   string
+	// WorkerID keeps only the events of this worker (worker events).
+	WorkerID string
 	// Types keeps only events of these types; empty keeps all.
 	Types []LifecycleEventType
 	// Since and Until keep events with Since <= At < Until; zero is
@@ -125,8 +159,9 @@ type LifecyclePruneParams struct {
 
 // LifecycleStore is the lifecycle event log a Store may offer as a
 // capability (both backends do). The events themselves are written by the
-// store's transitions (Checkpoint, InstanceCreate, EventSend and the
-// management changes), in their transactions, while the log is on.
+// store's transitions (Checkpoint, InstanceCreate, EventSend, the
+// management changes and the WorkerStore's changes of a worker's status),
+// in their transactions, while the log is on.
 type LifecycleStore interface {
 	// LifecycleList returns a page of events matching p, in id order.
 	LifecycleList(ctx context.Context, p *LifecycleListParams) ([]*LifecycleEvent, error)

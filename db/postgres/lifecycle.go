@@ -115,6 +115,7 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		AfterID:      p.AfterID,
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
+		WorkerID:     p.WorkerID,
 		Types:        types,
 		Since:        timeArg(p.Since),
 		Until:        timeArg(p.Until),
@@ -129,7 +130,7 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		list[i] = &db.LifecycleEvent{
 			ID: r.ID, Type: db.LifecycleEventType(r.Type), WorkflowName: r.WorkflowName, InstanceID: r.InstanceID,
 			RunNumber: int(r.RunNumber), StepKey: deref(r.StepKey), Attempt: int(r.Attempt), Detail: deref(r.Detail),
-			At: r.At.UTC(),
+			At: r.At.UTC(), WorkerID: deref(r.WorkerID),
 		}
 	}
 	return list, nil

@@ -65,6 +65,7 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		AfterID:      p.AfterID,
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
+		WorkerID:     p.WorkerID,
 		Max:          int64(lifecycleLimit(p.Limit)),
 	}
 	if len(p.Types) > 0 {
@@ -121,6 +122,9 @@ func lifecycleEventFromRow(r *litesqlc.LifecycleEvent) *db.LifecycleEvent {
 	}
 	if r.Detail != nil {
 		e.Detail = *r.Detail
+	}
+	if r.WorkerID != nil {
+		e.WorkerID = *r.WorkerID
 	}
 	return e
 }

@@ -62,8 +62,12 @@ func (l *logTail) requireNext(t *testing.T, msg string, want ...string) []*db.Li
 	return events
 }
 
-// lifecycleKey is "type instance" or "type instance/step".
+// lifecycleKey is "type instance", "type instance/step" or, for a worker
+// event, "type @worker".
 func lifecycleKey(e *db.LifecycleEvent) string {
+	if e.WorkerID != "" {
+		return fmt.Sprintf("%s @%s", e.Type, e.WorkerID)
+	}
 	if e.StepKey != "" {
 		return fmt.Sprintf("%s %s/%s", e.Type, e.InstanceID, e.StepKey)
 	}
@@ -353,6 +357,11 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		testLifecycleLogLimitWait(t, newStore)
 	})
 
+	t.Run("WorkerEvents", func(t *testing.T) {
+		t.Parallel()
+		testLifecycleLogWorkers(t, newStore)
+	})
+
 	t.Run("TerminateCascade", func(t *testing.T) {
 		t.Parallel()
 		testLifecycleLogCascade(t, newStore)
@@ -546,4 +555,98 @@ func testLifecycleLogLimitWait(t *testing.T, newStore func(t *testing.T) db.Stor
 	require.Equal(t, 2, evs[1].RunNumber)
 	require.Equal(t, "limit:"+k1, evs[1].Detail)
 	b.requireWaits(t, "h", "k1")
+}
+
+// testLifecycleLogWorkers: a worker's changes of status log worker.online,
+// worker.draining and worker.offline in their transactions, once each
+// (a second drain or deregistration logs nothing), naming the worker and
+// no instance; lists filter by worker and type.
+func testLifecycleLogWorkers(t *testing.T, newStore func(t *testing.T) db.Store) {
+	b := setup(t, newStore)
+	log := b.lifecycleLog(t)
+	l := b.tail(t)
+	register := func(id string, at time.Time) {
+		t.Helper()
+		_, err := b.store.WorkerRegister(b.ctx, &db.WorkerRegisterParams{
+			ID: id, Hostname: "host", PID: 1, Queues: []string{"default"}, MaxConcurrency: 4, Now: at, ReleaseHeld: true,
+		})
+		require.NoError(t, err)
+	}
+
+	register("w1", b.now)
+	evs := l.requireNext(t, "a registration", "worker.online @w1")
+	require.Equal(t, "w1", evs[0].WorkerID)
+	require.Empty(t, evs[0].WorkflowName)
+	require.Empty(t, evs[0].InstanceID)
+	require.Zero(t, evs[0].RunNumber)
+	require.True(t, evs[0].At.Equal(b.now), "at the registration's now")
+
+	_, err := b.store.WorkerHeartbeat(b.ctx, &db.WorkerHeartbeatParams{ID: "w1", Now: b.at(time.Second)})
+	require.NoError(t, err)
+	l.requireNext(t, "a heartbeat logs nothing")
+
+	for range 2 {
+		_, err = b.store.WorkerDrain(b.ctx, &db.WorkerDrainParams{ID: "w1", Now: b.at(2 * time.Second)})
+		require.NoError(t, err)
+	}
+	evs = l.requireNext(t, "a drain, then one of a draining worker", "worker.draining @w1")
+	require.True(t, evs[0].At.Equal(b.at(2*time.Second)))
+
+	for range 2 {
+		_, err = b.store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "w1", Now: b.at(3 * time.Second)})
+		require.NoError(t, err)
+	}
+	evs = l.requireNext(t, "a deregistration, then one of an offline worker", "worker.offline @w1")
+	require.Equal(t, "deregistered", evs[0].Detail)
+	_, err = b.store.WorkerDrain(b.ctx, &db.WorkerDrainParams{ID: "w1", Now: b.at(4 * time.Second)})
+	require.ErrorIs(t, err, db.ErrWorkerOffline)
+	_, err = b.store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "missing", Now: b.at(4 * time.Second)})
+	require.ErrorIs(t, err, db.ErrNotFound)
+	l.requireNext(t, "refused changes log nothing")
+
+	register("w1", b.at(time.Minute))
+	register("w2", b.at(time.Minute))
+	register("w3", b.at(time.Minute))
+	l.requireNext(t, "registrations, one again", "worker.online @w1", "worker.online @w2", "worker.online @w3")
+
+	_, err = b.store.WorkerHeartbeat(b.ctx, &db.WorkerHeartbeatParams{ID: "w1", Now: b.at(time.Hour - 10*time.Second)})
+	require.NoError(t, err)
+	reaped, err := b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(time.Hour), OfflineAfter: 30 * time.Second})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"w2", "w3"}, reaped.WorkerIDs)
+	evs = l.next(t)
+	var keys []string
+	for _, e := range evs {
+		keys = append(keys, lifecycleKey(e))
+		require.Equal(t, "heartbeat stopped", e.Detail)
+		require.True(t, e.At.Equal(b.at(time.Hour)), "at the reap's now")
+	}
+	require.ElementsMatch(t, []string{"worker.offline @w2", "worker.offline @w3"}, keys, "the reap")
+	_, err = b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(time.Hour), OfflineAfter: 30 * time.Second})
+	require.NoError(t, err)
+	l.requireNext(t, "a reap that marks none logs nothing")
+
+	list := func(p db.LifecycleListParams) []string {
+		t.Helper()
+		events, err := log.LifecycleList(b.ctx, &p)
+		require.NoError(t, err)
+		keys := []string{}
+		for _, e := range events {
+			keys = append(keys, lifecycleKey(e))
+		}
+		return keys
+	}
+	require.Equal(t, []string{"worker.online @w2", "worker.offline @w2"}, list(db.LifecycleListParams{WorkerID: "w2"}))
+	require.Equal(t, []string{"worker.online @w1", "worker.online @w1"},
+		list(db.LifecycleListParams{WorkerID: "w1", Types: []db.LifecycleEventType{db.LifecycleWorkerOnline}}))
+	require.Empty(t, list(db.LifecycleListParams{WorkerID: "w1", WorkflowName: workflowName}), "worker events have no workflow")
+
+	log.LifecycleLogSet(false)
+	register("w4", b.at(2*time.Hour))
+	_, err = b.store.WorkerDrain(b.ctx, &db.WorkerDrainParams{ID: "w4", Now: b.at(2 * time.Hour)})
+	require.NoError(t, err)
+	_, err = b.store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "w4", Now: b.at(2 * time.Hour)})
+	require.NoError(t, err)
+	l.requireNext(t, "nothing is logged while the log is off")
+	log.LifecycleLogSet(true)
 }

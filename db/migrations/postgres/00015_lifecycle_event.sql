@@ -3,8 +3,12 @@
 -- to an instance (created, step started, completed, failed, retrying,
 -- waiting, event received, paused, resumed, terminated, restarted,
 -- completed, errored), written in the transaction of the transition it
--- records. Rows are pruned by age in small batches (lifecycle_event_at_idx);
--- lists page by id, per instance through lifecycle_event_instance_idx.
+-- records, and one per change of a worker's status (online, draining,
+-- offline), whose worker_id names the worker (NULL for the others) and
+-- whose workflow_name and instance_id are empty. Rows are pruned by age in
+-- small batches (lifecycle_event_at_idx); lists page by id, per instance
+-- through lifecycle_event_instance_idx, per worker through the partial
+-- lifecycle_event_worker_idx.
 CREATE TABLE lifecycle_event (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     type text NOT NULL,
@@ -14,10 +18,12 @@ CREATE TABLE lifecycle_event (
     step_key text,
     attempt int NOT NULL DEFAULT 0,
     detail text,
-    at timestamptz NOT NULL
+    at timestamptz NOT NULL,
+    worker_id text
 );
 CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (workflow_name, instance_id, id);
 CREATE INDEX lifecycle_event_at_idx ON lifecycle_event (at);
+CREATE INDEX lifecycle_event_worker_idx ON lifecycle_event (worker_id, id) WHERE worker_id IS NOT NULL;
 
 -- +goose Down
 DROP TABLE lifecycle_event;

@@ -57,11 +57,13 @@ WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
 -- name: LifecycleList :many
 -- LifecycleList returns a page of events in id order after a cursor, each
 -- filter applying when set: the instance's through
--- lifecycle_event_instance_idx, the others along the primary key.
+-- lifecycle_event_instance_idx, a worker's through lifecycle_event_worker_idx,
+-- the others along the primary key.
 SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (@workflow_name::text = '' OR e.workflow_name = @workflow_name::text)
     AND (@instance_id::text = '' OR e.instance_id = @instance_id::text)
+    AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
     AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
     AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)

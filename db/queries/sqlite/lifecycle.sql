@@ -11,6 +11,7 @@ SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (CAST(@workflow_name AS TEXT) = '' OR e.workflow_name = @workflow_name)
     AND (CAST(@instance_id AS TEXT) = '' OR e.instance_id = @instance_id)
+    AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
     AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
     AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
     AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))

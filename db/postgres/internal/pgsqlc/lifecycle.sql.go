@@ -159,21 +159,23 @@ func (q *Queries) LifecycleLastID(ctx context.Context) (int64, error) {
 }
 
 const lifecycleList = `-- name: LifecycleList :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
 WHERE e.id > $1
     AND ($2::text = '' OR e.workflow_name = $2::text)
     AND ($3::text = '' OR e.instance_id = $3::text)
-    AND (cardinality($4::text[]) = 0 OR e.type = ANY($4::text[]))
-    AND ($5::timestamptz IS NULL OR e.at >= $5::timestamptz)
-    AND ($6::timestamptz IS NULL OR e.at < $6::timestamptz)
+    AND ($4::text = '' OR e.worker_id = $4::text)
+    AND (cardinality($5::text[]) = 0 OR e.type = ANY($5::text[]))
+    AND ($6::timestamptz IS NULL OR e.at >= $6::timestamptz)
+    AND ($7::timestamptz IS NULL OR e.at < $7::timestamptz)
 ORDER BY e.id
-LIMIT $7
+LIMIT $8
 `
 
 type LifecycleListParams struct {
 	AfterID      int64
 	WorkflowName string
 	InstanceID   string
+	WorkerID     string
 	Types        []string
 	Since        *time.Time
 	Until        *time.Time
@@ -182,12 +184,14 @@ type LifecycleListParams struct {
 
 // LifecycleList returns a page of events in id order after a cursor, each
 // filter applying when set: the instance's through
-// lifecycle_event_instance_idx, the others along the primary key.
+// lifecycle_event_instance_idx, a worker's through lifecycle_event_worker_idx,
+// the others along the primary key.
 func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([]LifecycleEvent, error) {
 	rows, err := q.db.Query(ctx, lifecycleList,
 		arg.AfterID,
 		arg.WorkflowName,
 		arg.InstanceID,
+		arg.WorkerID,
 		arg.Types,
 		arg.Since,
 		arg.Until,
@@ -210,6 +214,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 			&i.Attempt,
 			&i.Detail,
 			&i.At,
+			&i.WorkerID,
 		); err != nil {
 			return nil, err
 		}

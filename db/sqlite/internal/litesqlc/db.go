@@ -336,6 +336,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.workerListStmt, err = db.PrepareContext(ctx, workerList); err != nil {
 		return nil, fmt.Errorf("error preparing query WorkerList: %w", err)
 	}
+	if q.workerLogStmt, err = db.PrepareContext(ctx, workerLog); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerLog: %w", err)
+	}
 	if q.workerMarkOfflineStmt, err = db.PrepareContext(ctx, workerMarkOffline); err != nil {
 		return nil, fmt.Errorf("error preparing query WorkerMarkOffline: %w", err)
 	}
@@ -870,6 +873,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing workerListStmt: %w", cerr)
 		}
 	}
+	if q.workerLogStmt != nil {
+		if cerr := q.workerLogStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerLogStmt: %w", cerr)
+		}
+	}
 	if q.workerMarkOfflineStmt != nil {
 		if cerr := q.workerMarkOfflineStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing workerMarkOfflineStmt: %w", cerr)
@@ -1028,6 +1036,7 @@ type Queries struct {
 	workerGetStmt                     *sql.Stmt
 	workerHeartbeatStmt               *sql.Stmt
 	workerListStmt                    *sql.Stmt
+	workerLogStmt                     *sql.Stmt
 	workerMarkOfflineStmt             *sql.Stmt
 	workerSetDrainingStmt             *sql.Stmt
 	workerUpsertStmt                  *sql.Stmt
@@ -1141,6 +1150,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		workerGetStmt:                     q.workerGetStmt,
 		workerHeartbeatStmt:               q.workerHeartbeatStmt,
 		workerListStmt:                    q.workerListStmt,
+		workerLogStmt:                     q.workerLogStmt,
 		workerMarkOfflineStmt:             q.workerMarkOfflineStmt,
 		workerSetDrainingStmt:             q.workerSetDrainingStmt,
 		workerUpsertStmt:                  q.workerUpsertStmt,

@@ -104,21 +104,23 @@ func (q *Queries) LifecycleLastID(ctx context.Context) (int64, error) {
 }
 
 const lifecycleList = `-- name: LifecycleList :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
 WHERE e.id > ?1
     AND (CAST(?2 AS TEXT) = '' OR e.workflow_name = ?2)
     AND (CAST(?3 AS TEXT) = '' OR e.instance_id = ?3)
-    AND (CAST(?4 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?4)))
-    AND (CAST(?5 AS INTEGER) IS NULL OR e.at >= CAST(?5 AS INTEGER))
-    AND (CAST(?6 AS INTEGER) IS NULL OR e.at < CAST(?6 AS INTEGER))
+    AND (CAST(?4 AS TEXT) = '' OR e.worker_id = ?4)
+    AND (CAST(?5 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?5)))
+    AND (CAST(?6 AS INTEGER) IS NULL OR e.at >= CAST(?6 AS INTEGER))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at < CAST(?7 AS INTEGER))
 ORDER BY e.id
-LIMIT ?7
+LIMIT ?8
 `
 
 type LifecycleListParams struct {
 	AfterID      int64
 	WorkflowName string
 	InstanceID   string
+	WorkerID     string
 	Types        string
 	Since        *int64
 	Until        *int64
@@ -132,6 +134,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 		arg.AfterID,
 		arg.WorkflowName,
 		arg.InstanceID,
+		arg.WorkerID,
 		arg.Types,
 		arg.Since,
 		arg.Until,
@@ -154,6 +157,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 			&i.Attempt,
 			&i.Detail,
 			&i.At,
+			&i.WorkerID,
 		); err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/paging"
@@ -22,6 +23,9 @@ var ErrNoLifecycleLog = errors.New("the store keeps no lifecycle event log")
 type LifecycleListParams struct {
 	WorkflowName string
 	InstanceID   string
+	// WorkerID keeps only the events of this worker (worker.online,
+	// worker.draining, worker.offline), which name no workflow.
+	WorkerID string
 	// Types keeps only events of these types (db.LifecycleEventTypes);
 	// empty keeps all.
 	Types []string
@@ -103,8 +107,11 @@ func lifecycleListParams(p *LifecycleListParams) (*db.LifecycleListParams, error
 		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
 	}
 	lp := &db.LifecycleListParams{
-		WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, Since: p.Since, Until: p.Until,
+		WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, WorkerID: p.WorkerID, Since: p.Since, Until: p.Until,
 		AfterID: p.AfterID, Limit: p.PageSize + 1,
+	}
+	if p.WorkerID != "" && (len(p.WorkerID) > maxWorkerIDLength || !utf8.ValidString(p.WorkerID)) {
+		return nil, fmt.Errorf("%w: %q is not a worker id", workflow.ErrInvalidRequest, p.WorkerID)
 	}
 	if p.InstanceID != "" {
 		if p.WorkflowName == "" {
@@ -163,7 +170,7 @@ func DecodeLifecycleCursor(s string) (int64, error) {
 func LifecycleEventOf(e *db.LifecycleEvent) *workflow.LifecycleEvent {
 	return &workflow.LifecycleEvent{
 		ID: e.ID, Type: string(e.Type), WorkflowName: e.WorkflowName, InstanceID: e.InstanceID,
-		RunNumber: e.RunNumber, StepKey: e.StepKey, Attempt: e.Attempt, Detail: e.Detail, At: e.At,
+		RunNumber: e.RunNumber, StepKey: e.StepKey, Attempt: e.Attempt, Detail: e.Detail, At: e.At, WorkerID: e.WorkerID,
 	}
 }
 

@@ -80,15 +80,6 @@ func LifecycleEventTypes() []LifecycleEventType {
 	}
 }
 
-// Worker reports whether t is a worker event type (worker.*), whose
-// events name a worker and no instance.
-func (t LifecycleEventType) Worker() bool {
-	switch t {
-	case LifecycleWorkerOnline, LifecycleWorkerDraining, LifecycleWorkerOffline:
-		return true
-	}
-	return false
-}
 
 // Valid reports whether t is one of LifecycleEventTypes.
 func (t LifecycleEventType) Valid() bool {

@@ -97,6 +97,37 @@ func (c *Client) InstanceLifecycle(ctx context.Context, workflowName, id string,
 	return c.ListLifecycleEvents(ctx, p)
 }
 
+// NewestInstanceLifecycle returns up to n (1 to 1000) of the newest
+// lifecycle events of one instance of the client's namespace, every run's,
+// newest first, and whether older ones exist (list them with
+// InstanceLifecycle, oldest first): workflow.ErrInstanceNotFound when there
+// is no such instance.
+func (c *Client) NewestInstanceLifecycle(ctx context.Context, workflowName, id string, n int) ([]*workflow.LifecycleEvent, bool, error) {
+	ls, ok := c.store.(db.LifecycleStore)
+	if !ok {
+		return nil, false, ErrNoLifecycleLog
+	}
+	if n < 1 || n > paging.MaxPageSize {
+		return nil, false, fmt.Errorf("%w: the number of events must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
+	}
+	if _, err := c.Get(ctx, workflowName, id); err != nil {
+		return nil, false, err
+	}
+	rows, err := ls.LifecycleList(ctx, &db.LifecycleListParams{WorkflowName: workflowName, InstanceID: id, Newest: true, Limit: n + 1})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(rows) > n
+	if more {
+		rows = rows[:n]
+	}
+	events := make([]*workflow.LifecycleEvent, len(rows))
+	for i, e := range rows {
+		events[i] = LifecycleEventOf(e)
+	}
+	return events, more, nil
+}
+
 // lifecycleListParams checks p, fills its page size and returns the
 // store's params (one more than a page, to learn whether another follows).
 func lifecycleListParams(p *LifecycleListParams) (*db.LifecycleListParams, error) {

@@ -80,7 +80,6 @@ func LifecycleEventTypes() []LifecycleEventType {
 	}
 }
 
-
 // Valid reports whether t is one of LifecycleEventTypes.
 func (t LifecycleEventType) Valid() bool {
 	for _, v := range LifecycleEventTypes() {
@@ -135,6 +134,11 @@ type LifecycleListParams struct {
 	Since, Until time.Time
 	// AfterID continues after the event with this id (the cursor).
 	AfterID int64
+	// Newest lists the newest events first, in descending id order (still
+	// after AfterID); BeforeID then continues before the event with this
+	// id (0: from the newest).
+	Newest   bool
+	BeforeID int64
 	// Limit is the page length; 0 is the default page size.
 	Limit int
 }
@@ -154,7 +158,8 @@ type LifecyclePruneParams struct {
 // management changes and the WorkerStore's changes of a worker's status),
 // in their transactions, while the log is on.
 type LifecycleStore interface {
-	// LifecycleList returns a page of events matching p, in id order.
+	// LifecycleList returns a page of events matching p, in id order
+	// (descending with p.Newest).
 	LifecycleList(ctx context.Context, p *LifecycleListParams) ([]*LifecycleEvent, error)
 	// LifecyclePrune deletes up to p.Max events older than p.Before and
 	// returns how many it deleted.

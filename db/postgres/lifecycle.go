@@ -101,7 +101,8 @@ func (s *Store) logCreated(ctx context.Context, q *pgsqlc.Queries, workflowName 
 	return s.logLifecycle(ctx, q, now, events...)
 }
 
-// LifecycleList returns a page of lifecycle events matching p, in id order.
+// LifecycleList returns a page of lifecycle events matching p, in id
+// order (descending with p.Newest).
 func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([]*db.LifecycleEvent, error) {
 	types := make([]string, len(p.Types))
 	for i, t := range p.Types {
@@ -111,7 +112,7 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	rows, err := s.queries.LifecycleList(ctx, pgsqlc.LifecycleListParams{
+	arg := pgsqlc.LifecycleListParams{
 		AfterID:      p.AfterID,
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
@@ -120,7 +121,19 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		Since:        timeArg(p.Since),
 		Until:        timeArg(p.Until),
 		Max:          int32(min(limit, 1<<30)),
-	})
+	}
+	var (
+		rows []pgsqlc.LifecycleEvent
+		err  error
+	)
+	if p.Newest {
+		rows, err = s.queries.LifecycleListNewest(ctx, pgsqlc.LifecycleListNewestParams{
+			BeforeID: p.BeforeID, AfterID: arg.AfterID, WorkflowName: arg.WorkflowName, InstanceID: arg.InstanceID,
+			WorkerID: arg.WorkerID, Types: arg.Types, Since: arg.Since, Until: arg.Until, Max: arg.Max,
+		})
+	} else {
+		rows, err = s.queries.LifecycleList(ctx, arg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing lifecycle events: %w", interpretError(err))
 	}

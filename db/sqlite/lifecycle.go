@@ -59,7 +59,8 @@ func (s *Store) logLifecycle(ctx context.Context, q *litesqlc.Queries, now int64
 	return nil
 }
 
-// LifecycleList returns a page of lifecycle events matching p, in id order.
+// LifecycleList returns a page of lifecycle events matching p, in id
+// order (descending with p.Newest).
 func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([]*db.LifecycleEvent, error) {
 	arg := litesqlc.LifecycleListParams{
 		AfterID:      p.AfterID,
@@ -81,7 +82,16 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 	if !p.Until.IsZero() {
 		arg.Until = new(micros(p.Until))
 	}
-	rows, err := s.queriesFor(ctx, false).LifecycleList(ctx, arg)
+	var rows []litesqlc.LifecycleEvent
+	var err error
+	if p.Newest {
+		rows, err = s.queriesFor(ctx, false).LifecycleListNewest(ctx, litesqlc.LifecycleListNewestParams{
+			BeforeID: p.BeforeID, AfterID: arg.AfterID, WorkflowName: arg.WorkflowName, InstanceID: arg.InstanceID,
+			WorkerID: arg.WorkerID, Types: arg.Types, Since: arg.Since, Until: arg.Until, Max: arg.Max,
+		})
+	} else {
+		rows, err = s.queriesFor(ctx, false).LifecycleList(ctx, arg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing lifecycle events: %w", interpretError(err))
 	}

@@ -425,6 +425,35 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 			{"instance.created x3", "instance.created y1"},
 			{"instance.terminated x2"},
 		}, pages)
+
+		// Newest first: pages continue before the last id.
+		pages = nil
+		before := int64(0)
+		for {
+			events, err := log.LifecycleList(b.ctx, &db.LifecycleListParams{Newest: true, BeforeID: before, Limit: 2})
+			require.NoError(t, err)
+			if len(events) == 0 {
+				break
+			}
+			var keys []string
+			for _, e := range events {
+				if before != 0 {
+					require.Less(t, e.ID, before)
+				}
+				keys = append(keys, lifecycleKey(e))
+			}
+			pages = append(pages, keys)
+			before = events[len(events)-1].ID
+		}
+		require.Equal(t, [][]string{
+			{"instance.terminated x2", "instance.created y1"},
+			{"instance.created x3", "instance.created x2"},
+			{"instance.created x1"},
+		}, pages)
+		require.Equal(t, []string{"instance.terminated x2", "instance.created x2"},
+			list(db.LifecycleListParams{WorkflowName: workflowName, InstanceID: "x2", Newest: true}), "an instance's, newest first")
+		require.Equal(t, []string{"instance.terminated x2"},
+			list(db.LifecycleListParams{WorkflowName: workflowName, InstanceID: "x2", Newest: true, Limit: 1}))
 	})
 
 	t.Run("PruneInBatchesByAge", func(t *testing.T) {

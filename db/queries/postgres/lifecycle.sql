@@ -70,6 +70,22 @@ WHERE e.id > @after_id
 ORDER BY e.id
 LIMIT @max;
 
+-- name: LifecycleListNewest :many
+-- LifecycleListNewest is LifecycleList newest first: a page of events in
+-- descending id order before a cursor (0: from the newest), along the same
+-- indexes backwards.
+SELECT * FROM lifecycle_event e
+WHERE (@before_id::bigint = 0 OR e.id < @before_id::bigint)
+    AND e.id > @after_id
+    AND (@workflow_name::text = '' OR e.workflow_name = @workflow_name::text)
+    AND (@instance_id::text = '' OR e.instance_id = @instance_id::text)
+    AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+ORDER BY e.id DESC
+LIMIT @max;
+
 -- name: LifecyclePrune :execrows
 -- LifecyclePrune deletes a batch of the oldest events before a time,
 -- found through lifecycle_event_at_idx and deleted by primary key.

@@ -18,6 +18,21 @@ WHERE e.id > @after_id
 ORDER BY e.id
 LIMIT @max;
 
+-- name: LifecycleListNewest :many
+-- LifecycleListNewest is LifecycleList newest first: a page of events in
+-- descending id order before a cursor (0: from the newest).
+SELECT * FROM lifecycle_event e
+WHERE (CAST(@before_id AS INTEGER) = 0 OR e.id < CAST(@before_id AS INTEGER))
+    AND e.id > @after_id
+    AND (CAST(@workflow_name AS TEXT) = '' OR e.workflow_name = @workflow_name)
+    AND (CAST(@instance_id AS TEXT) = '' OR e.instance_id = @instance_id)
+    AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+ORDER BY e.id DESC
+LIMIT @max;
+
 -- name: LifecyclePrune :execrows
 -- LifecyclePrune deletes a batch of the oldest events before a time.
 DELETE FROM lifecycle_event

@@ -226,6 +226,76 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 	return items, nil
 }
 
+const lifecycleListNewest = `-- name: LifecycleListNewest :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+WHERE ($1::bigint = 0 OR e.id < $1::bigint)
+    AND e.id > $2
+    AND ($3::text = '' OR e.workflow_name = $3::text)
+    AND ($4::text = '' OR e.instance_id = $4::text)
+    AND ($5::text = '' OR e.worker_id = $5::text)
+    AND (cardinality($6::text[]) = 0 OR e.type = ANY($6::text[]))
+    AND ($7::timestamptz IS NULL OR e.at >= $7::timestamptz)
+    AND ($8::timestamptz IS NULL OR e.at < $8::timestamptz)
+ORDER BY e.id DESC
+LIMIT $9
+`
+
+type LifecycleListNewestParams struct {
+	BeforeID     int64
+	AfterID      int64
+	WorkflowName string
+	InstanceID   string
+	WorkerID     string
+	Types        []string
+	Since        *time.Time
+	Until        *time.Time
+	Max          int32
+}
+
+// LifecycleListNewest is LifecycleList newest first: a page of events in
+// descending id order before a cursor (0: from the newest), along the same
+// indexes backwards.
+func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewestParams) ([]LifecycleEvent, error) {
+	rows, err := q.db.Query(ctx, lifecycleListNewest,
+		arg.BeforeID,
+		arg.AfterID,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.WorkerID,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lifecyclePrune = `-- name: LifecyclePrune :execrows
 DELETE FROM lifecycle_event
 WHERE id = ANY(ARRAY(

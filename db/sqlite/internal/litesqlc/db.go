@@ -162,6 +162,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.lifecycleListStmt, err = db.PrepareContext(ctx, lifecycleList); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleList: %w", err)
 	}
+	if q.lifecycleListNewestStmt, err = db.PrepareContext(ctx, lifecycleListNewest); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleListNewest: %w", err)
+	}
 	if q.lifecyclePruneStmt, err = db.PrepareContext(ctx, lifecyclePrune); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecyclePrune: %w", err)
 	}
@@ -583,6 +586,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing lifecycleListStmt: %w", cerr)
 		}
 	}
+	if q.lifecycleListNewestStmt != nil {
+		if cerr := q.lifecycleListNewestStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleListNewestStmt: %w", cerr)
+		}
+	}
 	if q.lifecyclePruneStmt != nil {
 		if cerr := q.lifecyclePruneStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lifecyclePruneStmt: %w", cerr)
@@ -978,6 +986,7 @@ type Queries struct {
 	lifecycleInsertPairStmt           *sql.Stmt
 	lifecycleLastIDStmt               *sql.Stmt
 	lifecycleListStmt                 *sql.Stmt
+	lifecycleListNewestStmt           *sql.Stmt
 	lifecyclePruneStmt                *sql.Stmt
 	limitDefineStmt                   *sql.Stmt
 	limitEnsureStmt                   *sql.Stmt
@@ -1092,6 +1101,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		lifecycleInsertPairStmt:           q.lifecycleInsertPairStmt,
 		lifecycleLastIDStmt:               q.lifecycleLastIDStmt,
 		lifecycleListStmt:                 q.lifecycleListStmt,
+		lifecycleListNewestStmt:           q.lifecycleListNewestStmt,
 		lifecyclePruneStmt:                q.lifecyclePruneStmt,
 		limitDefineStmt:                   q.limitDefineStmt,
 		limitEnsureStmt:                   q.limitEnsureStmt,

@@ -172,6 +172,78 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 	return items, nil
 }
 
+const lifecycleListNewest = `-- name: LifecycleListNewest :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+WHERE (CAST(?1 AS INTEGER) = 0 OR e.id < CAST(?1 AS INTEGER))
+    AND e.id > ?2
+    AND (CAST(?3 AS TEXT) = '' OR e.workflow_name = ?3)
+    AND (CAST(?4 AS TEXT) = '' OR e.instance_id = ?4)
+    AND (CAST(?5 AS TEXT) = '' OR e.worker_id = ?5)
+    AND (CAST(?6 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?6)))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at >= CAST(?7 AS INTEGER))
+    AND (CAST(?8 AS INTEGER) IS NULL OR e.at < CAST(?8 AS INTEGER))
+ORDER BY e.id DESC
+LIMIT ?9
+`
+
+type LifecycleListNewestParams struct {
+	BeforeID     int64
+	AfterID      int64
+	WorkflowName string
+	InstanceID   string
+	WorkerID     string
+	Types        string
+	Since        *int64
+	Until        *int64
+	Max          int64
+}
+
+// LifecycleListNewest is LifecycleList newest first: a page of events in
+// descending id order before a cursor (0: from the newest).
+func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewestParams) ([]LifecycleEvent, error) {
+	rows, err := q.query(ctx, q.lifecycleListNewestStmt, lifecycleListNewest,
+		arg.BeforeID,
+		arg.AfterID,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.WorkerID,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const lifecyclePrune = `-- name: LifecyclePrune :execrows
 DELETE FROM lifecycle_event
 WHERE id IN (

@@ -110,6 +110,8 @@ func (h *Host) pruneLoop(ctx context.Context) {
 type LifecycleFilter struct {
 	WorkflowName string
 	InstanceID   string
+	// WorkerID keeps only the events of this worker (worker.*).
+	WorkerID string
 	// Types keeps only events of these types; empty keeps all.
 	Types []db.LifecycleEventType
 	// AfterID starts after the event with this id; 0 starts after the
@@ -120,6 +122,7 @@ type LifecycleFilter struct {
 func (f *LifecycleFilter) match(e *db.LifecycleEvent) bool {
 	return (f.WorkflowName == "" || e.WorkflowName == f.WorkflowName) &&
 		(f.InstanceID == "" || e.InstanceID == f.InstanceID) &&
+		(f.WorkerID == "" || e.WorkerID == f.WorkerID) &&
 		(len(f.Types) == 0 || slices.Contains(f.Types, e.Type))
 }
 

@@ -148,6 +148,44 @@ func TestSubscribeLifecycleResumesFromACursor(t *testing.T) {
 	})
 }
 
+// TestSubscribeLifecycleWorker: a subscriber filtered by worker receives
+// that worker's events only.
+func TestSubscribeLifecycleWorker(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		reg := workflow.NewRegistry()
+		greet := register(reg)
+		store := b.NewStore(t)
+		h := startHost(t, store, &duraflow.Config{Registry: reg, RunMode: duraflow.RunOnDemand})
+		_, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "first", Params: greetParams{Name: "F"}})
+		require.NoError(t, err)
+		after, err := store.(db.LifecycleStore).LifecycleLastID(t.Context())
+		require.NoError(t, err)
+		require.Positive(t, after)
+		now := time.Now()
+		for _, id := range []string{"w-1", "w-2"} {
+			_, err := store.WorkerRegister(t.Context(), &db.WorkerRegisterParams{ID: id, Hostname: "h", PID: 1, MaxConcurrency: 1, Now: now})
+			require.NoError(t, err)
+			_, err = store.WorkerDeregister(t.Context(), &db.WorkerDeregisterParams{ID: id, Now: now})
+			require.NoError(t, err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		defer cancel()
+		done := errors.New("done")
+		var types []db.LifecycleEventType
+		err = h.SubscribeLifecycle(ctx, duraflow.LifecycleFilter{AfterID: after, WorkerID: "w-2"}, func(e db.LifecycleEvent) error {
+			require.Equal(t, "w-2", e.WorkerID)
+			types = append(types, e.Type)
+			if e.Type == db.LifecycleWorkerOffline {
+				return done
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, done)
+		require.Equal(t, []db.LifecycleEventType{db.LifecycleWorkerOnline, db.LifecycleWorkerOffline}, types)
+	})
+}
+
 func TestLifecyclePruneByRetention(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {

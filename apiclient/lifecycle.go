@@ -44,13 +44,16 @@ func (c *Client) ListLifecycleEvents(ctx context.Context, p client.LifecycleList
 	if p.InstanceID != "" {
 		q.Set("instance", p.InstanceID)
 	}
+	if p.WorkerID != "" {
+		q.Set("worker", p.WorkerID)
+	}
 	var out LifecycleList
 	return &out, c.do(ctx, http.MethodGet, c.api("/events"), q, nil, &out)
 }
 
 // InstanceLifecycle returns a page of one instance's lifecycle events (GET
-// /workflows/:name/instances/:id/lifecycle); p.WorkflowName and
-// p.InstanceID are ignored.
+// /workflows/:name/instances/:id/lifecycle); p.WorkflowName,
+// p.InstanceID and p.WorkerID are ignored.
 func (c *Client) InstanceLifecycle(ctx context.Context, workflowName, id string, p client.LifecycleListParams) (*LifecycleList, error) {
 	path, err := c.instancePath(workflowName, id, "/lifecycle")
 	if err != nil {
@@ -102,6 +105,9 @@ func (c *Client) FollowLifecycleEvents(ctx context.Context, p client.LifecycleLi
 	}
 	if p.InstanceID != "" {
 		q.Set("instance", p.InstanceID)
+	}
+	if p.WorkerID != "" {
+		q.Set("worker", p.WorkerID)
 	}
 	for {
 		err := c.streamOnce(ctx, q, &afterID, fn)

@@ -22,6 +22,7 @@ import (
 // duraflow events, which lists).
 type lifecycleFlags struct {
 	workflow, instance string
+	worker             string
 	types              []string
 	since, until       string
 	follow, all        bool
@@ -32,6 +33,7 @@ type lifecycleFlags struct {
 func (f *lifecycleFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.workflow, "workflow", "", "only events of this workflow")
 	fs.StringVar(&f.instance, "instance", "", "only events of this instance (with --workflow)")
+	fs.StringVar(&f.worker, "worker", "", "only events of this worker (worker.online, worker.draining, worker.offline)")
 	fs.StringArrayVar(&f.types, "type", nil, "only events of this lifecycle type (repeatable), e.g. step.retrying")
 	fs.StringVar(&f.since, "since", "", "only events at or after this time: RFC 3339, or a duration ago (1h)")
 	fs.StringVar(&f.until, "until", "", "only events before this time: RFC 3339, or a duration ago")
@@ -60,8 +62,9 @@ func newLifecycleListCommand(o *Options, cf *clientFlags, f *lifecycleFlags) *co
 		Short: "List lifecycle events (what happened to instances), and follow new ones",
 		Long: `list prints the lifecycle event log: instance created, started, step started,
 completed, failed and retrying, waiting, event received, paused, resumed,
-terminated, restarted, completed and errored (docs/events.md), oldest first.
-Filters: --workflow, --instance (with --workflow), --type (repeatable), and
+terminated, restarted, completed and errored, and workers online, draining
+and offline (docs/events.md), oldest first. Filters: --workflow, --instance
+(with --workflow), --worker, --type (repeatable), and
 --since / --until (an RFC 3339 time or a duration ago). With --follow it
 then streams new events as they happen, until interrupted, resuming where it
 was when the connection drops. With --json it prints one JSON object per
@@ -76,7 +79,7 @@ line. Plain "duraflow events" does the same.`,
 func runLifecycleList(cmd *cobra.Command, o *Options, cf *clientFlags, f *lifecycleFlags) error {
 	now := time.Now()
 	p := client.LifecycleListParams{
-		WorkflowName: f.workflow, InstanceID: f.instance, Types: f.types, PageSize: f.pageSize, Cursor: f.cursor,
+		WorkflowName: f.workflow, InstanceID: f.instance, WorkerID: f.worker, Types: f.types, PageSize: f.pageSize, Cursor: f.cursor,
 	}
 	var err error
 	if p.Since, err = parseWhen("--since", f.since, now); err != nil {
@@ -139,8 +142,12 @@ func printLifecycleEvent(w io.Writer, e *workflow.LifecycleEvent, asJSON bool) e
 	}
 	// Fixed widths line the columns up, also line by line as --follow
 	// prints them: the id, the time, the longest type.
-	cols := []string{fmt.Sprintf("%-6d", e.ID), e.At.UTC().Format("2006-01-02T15:04:05.000000Z"), fmt.Sprintf("%-19s", e.Type),
-		e.WorkflowName + "/" + e.InstanceID, "run " + strconv.Itoa(e.RunNumber)}
+	cols := []string{fmt.Sprintf("%-6d", e.ID), e.At.UTC().Format("2006-01-02T15:04:05.000000Z"), fmt.Sprintf("%-19s", e.Type)}
+	if e.WorkerID != "" {
+		cols = append(cols, "worker "+e.WorkerID)
+	} else {
+		cols = append(cols, e.WorkflowName+"/"+e.InstanceID, "run "+strconv.Itoa(e.RunNumber))
+	}
 	if e.StepKey != "" {
 		step := "step " + e.StepKey
 		if e.Attempt > 0 {

@@ -3,6 +3,7 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ type lifecycleJSON struct {
 	WorkflowName string
 	InstanceID   string
 	StepKey      string
+	WorkerID     string
 }
 
 // jsonLines decodes one JSON object per line.
@@ -55,6 +57,18 @@ func TestEventsListAndFollow(t *testing.T) {
 	// Plain "events" lists too, with the same flags; the table form.
 	r = c.run(cli.ExitOK, "events", "--type", "instance.completed")
 	require.Regexp(t, `^\d+ +\S+  instance\.completed +hello/ada  run 1\n$`, r.stdout)
+
+	// The server's runner registered as a worker: its event names the
+	// worker, and --worker keeps its events.
+	r = c.run(cli.ExitOK, "events", "--type", "worker.online")
+	m := regexp.MustCompile(`^\d+ +\S+  worker\.online +worker (\S+)\n$`).FindStringSubmatch(r.stdout)
+	require.NotNil(t, m, r.stdout)
+	r = c.run(cli.ExitOK, "events", "--worker", m[1], "--json")
+	events := jsonLines(t, r.stdout)
+	require.Len(t, events, 1)
+	require.Equal(t, "worker.online", events[0].Type)
+	require.Equal(t, m[1], events[0].WorkerID)
+	require.Empty(t, events[0].InstanceID)
 
 	// Bad input.
 	r = c.run(cli.ExitUsage, "events", "list", "--since", "yesterday")

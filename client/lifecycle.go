@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/paging"
@@ -22,6 +23,9 @@ var ErrNoLifecycleLog = errors.New("the store keeps no lifecycle event log")
 type LifecycleListParams struct {
 	WorkflowName string
 	InstanceID   string
+	// WorkerID keeps only the events of this worker (worker.online,
+	// worker.draining, worker.offline), which name no workflow.
+	WorkerID string
 	// Types keeps only events of these types (db.LifecycleEventTypes);
 	// empty keeps all.
 	Types []string
@@ -93,6 +97,37 @@ func (c *Client) InstanceLifecycle(ctx context.Context, workflowName, id string,
 	return c.ListLifecycleEvents(ctx, p)
 }
 
+// NewestInstanceLifecycle returns up to n (1 to 1000) of the newest
+// lifecycle events of one instance of the client's namespace, every run's,
+// newest first, and whether older ones exist (list them with
+// InstanceLifecycle, oldest first): workflow.ErrInstanceNotFound when there
+// is no such instance.
+func (c *Client) NewestInstanceLifecycle(ctx context.Context, workflowName, id string, n int) ([]*workflow.LifecycleEvent, bool, error) {
+	ls, ok := c.store.(db.LifecycleStore)
+	if !ok {
+		return nil, false, ErrNoLifecycleLog
+	}
+	if n < 1 || n > paging.MaxPageSize {
+		return nil, false, fmt.Errorf("%w: the number of events must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
+	}
+	if _, err := c.Get(ctx, workflowName, id); err != nil {
+		return nil, false, err
+	}
+	rows, err := ls.LifecycleList(ctx, &db.LifecycleListParams{WorkflowName: workflowName, InstanceID: id, Newest: true, Limit: n + 1})
+	if err != nil {
+		return nil, false, err
+	}
+	more := len(rows) > n
+	if more {
+		rows = rows[:n]
+	}
+	events := make([]*workflow.LifecycleEvent, len(rows))
+	for i, e := range rows {
+		events[i] = LifecycleEventOf(e)
+	}
+	return events, more, nil
+}
+
 // lifecycleListParams checks p, fills its page size and returns the
 // store's params (one more than a page, to learn whether another follows).
 func lifecycleListParams(p *LifecycleListParams) (*db.LifecycleListParams, error) {
@@ -103,8 +138,11 @@ func lifecycleListParams(p *LifecycleListParams) (*db.LifecycleListParams, error
 		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
 	}
 	lp := &db.LifecycleListParams{
-		WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, Since: p.Since, Until: p.Until,
+		WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, WorkerID: p.WorkerID, Since: p.Since, Until: p.Until,
 		AfterID: p.AfterID, Limit: p.PageSize + 1,
+	}
+	if p.WorkerID != "" && (len(p.WorkerID) > maxWorkerIDLength || !utf8.ValidString(p.WorkerID)) {
+		return nil, fmt.Errorf("%w: %q is not a worker id", workflow.ErrInvalidRequest, p.WorkerID)
 	}
 	if p.InstanceID != "" {
 		if p.WorkflowName == "" {
@@ -163,7 +201,7 @@ func DecodeLifecycleCursor(s string) (int64, error) {
 func LifecycleEventOf(e *db.LifecycleEvent) *workflow.LifecycleEvent {
 	return &workflow.LifecycleEvent{
 		ID: e.ID, Type: string(e.Type), WorkflowName: e.WorkflowName, InstanceID: e.InstanceID,
-		RunNumber: e.RunNumber, StepKey: e.StepKey, Attempt: e.Attempt, Detail: e.Detail, At: e.At,
+		RunNumber: e.RunNumber, StepKey: e.StepKey, Attempt: e.Attempt, Detail: e.Detail, At: e.At, WorkerID: e.WorkerID,
 	}
 }
 

@@ -71,6 +71,7 @@ func New(cfg *Config) (*Console, error) {
 	mux.HandleFunc("GET "+Path+"/workflows/{name}", c.authed(c.workflowPage))
 	mux.HandleFunc("GET "+Path+"/instances", c.authed(c.instances))
 	mux.HandleFunc("GET "+Path+"/instances/{workflow}/{id}", c.authed(c.instancePage))
+	mux.HandleFunc("GET "+Path+"/instances/{workflow}/{id}/lifecycle", c.authed(c.instanceLifecycle))
 	mux.HandleFunc("GET "+Path+"/instances/{workflow}/{id}/confirm", c.authed(c.confirmPage))
 	mux.HandleFunc("POST "+Path+"/instances/{workflow}/{id}/action", c.authed(c.action))
 	mux.HandleFunc("GET "+Path+"/schedules", c.authed(c.schedules))

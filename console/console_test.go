@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -234,4 +235,108 @@ func TestSecurityHeaders(t *testing.T) {
 	redirect := br.get("/ui")
 	require.Equal(t, http.StatusFound, redirect.status)
 	require.Equal(t, "/ui/", redirect.header.Get("Location"))
+}
+
+// TestInstanceLifecycle: the instance page lists the instance's newest
+// lifecycle events, newest first, with a link to all of them when there
+// are more than a page; the lifecycle page lists them all, oldest first,
+// a page at a time.
+func TestInstanceLifecycle(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setup(t, backend)
+		b.create(t, "approve", "a1")
+		b.h.RunUntilIdle()
+		br := b.browser(t)
+
+		page := br.get("/ui/instances/approve/a1").requireStatus(t, http.StatusOK)
+		require.Contains(t, page.body, `<table id="lifecycle">`)
+		types := regexpLifecycleType.FindAllStringSubmatch(page.body, -1)
+		var got []string
+		for _, m := range types {
+			got = append(got, m[1])
+		}
+		require.Equal(t, []string{"instance.waiting", "step.completed", "step.started", "instance.started", "instance.created"}, got,
+			"the run so far, newest first")
+		require.Contains(t, page.body, `<td>event:approval</td>`, "the wait's detail")
+		require.NotContains(t, page.body, `id="lifecycle-all"`, "one page holds them all")
+
+		// 25 restarts and terminations: 55 events, more than a page.
+		for range 25 {
+			_, err := b.h.Client.Restart(b.ctx, "approve", "a1")
+			require.NoError(t, err)
+			_, err = b.h.Client.Terminate(b.ctx, "approve", "a1")
+			require.NoError(t, err)
+		}
+		page = br.get("/ui/instances/approve/a1").requireStatus(t, http.StatusOK)
+		require.Equal(t, 50, strings.Count(page.body, `class="lifecycle-event"`), "the newest page")
+		require.Equal(t, "instance.terminated", regexpLifecycleType.FindStringSubmatch(page.body)[1], "newest first")
+		require.Contains(t, page.body, `<a id="lifecycle-all" href="/ui/instances/approve/a1/lifecycle">`)
+
+		first := br.get("/ui/instances/approve/a1/lifecycle").requireStatus(t, http.StatusOK)
+		require.Equal(t, 50, strings.Count(first.body, `class="lifecycle-event"`))
+		require.Equal(t, "instance.created", regexpLifecycleType.FindStringSubmatch(first.body)[1], "oldest first")
+		m := regexpNext.FindStringSubmatch(first.body)
+		require.NotNil(t, m, "no next page link")
+		second := br.get(strings.ReplaceAll(m[1], "&amp;", "&")).requireStatus(t, http.StatusOK)
+		require.Equal(t, 5, strings.Count(second.body, `class="lifecycle-event"`))
+		require.NotContains(t, second.body, `id="next-page"`)
+
+		bad := br.get("/ui/instances/approve/missing/lifecycle")
+		require.Equal(t, http.StatusNotFound, bad.status)
+		require.Contains(t, bad.body, `<code id="error-code">INSTANCE_NOT_FOUND</code>`)
+		bad = br.get("/ui/instances/approve/a1/lifecycle?cursor=not-a-cursor")
+		require.Equal(t, http.StatusBadRequest, bad.status)
+	})
+}
+
+// TestInstancePageDetails: the timeline draws a sleep as a sleep bar, and
+// the instance page links a child to its parent and the parent to its
+// child.
+func TestInstancePageDetails(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setup(t, backend)
+		b.create(t, "parent", "p1")
+		b.h.RunUntilIdle()
+		b.h.RequireStatus("parent", "p1", workflow.StatusComplete)
+		b.create(t, "nap", "n1")
+		b.h.RunDue() // RunUntilIdle would sleep through the hour
+		b.h.RequireStatus("nap", "n1", workflow.StatusWaiting)
+		br := b.browser(t)
+
+		nap := br.get("/ui/instances/nap/n1").requireStatus(t, http.StatusOK)
+		require.Contains(t, nap.body, `class="tl-bar sleep open"`, "a sleep in progress")
+		require.Contains(t, nap.body, `<title>nap: sleep · `)
+		b.h.Advance(time.Hour)
+		b.h.RunDue()
+		b.h.RequireStatus("nap", "n1", workflow.StatusComplete)
+		nap = br.get("/ui/instances/nap/n1").requireStatus(t, http.StatusOK)
+		require.Contains(t, nap.body, `class="tl-bar sleep"`, "a sleep that ended")
+		require.Contains(t, nap.body, `(1h0m0s)</title>`, "the bar spans the hour slept")
+
+		parent := br.get("/ui/instances/parent/p1").requireStatus(t, http.StatusOK)
+		require.Contains(t, parent.body, `<a class="child-link" href="/ui/instances/greet/p1-child">greet / p1-child</a>`)
+		require.Contains(t, parent.body, `<a class="step-child-link" href="/ui/instances/greet/p1-child">greet / p1-child</a>`, "the Invoke step's row")
+		child := br.get("/ui/instances/greet/p1-child").requireStatus(t, http.StatusOK)
+		require.Contains(t, child.body, `<a id="parent-link" href="/ui/instances/parent/p1">parent / p1</a>`)
+	})
+}
+
+// TestWorkersPage: the workers page shows a registered worker's row.
+func TestWorkersPage(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setup(t, backend)
+		br := b.browser(t)
+		require.Contains(t, br.get("/ui/workers").requireStatus(t, http.StatusOK).body, "No workers have registered.")
+		_, err := b.h.Store.WorkerRegister(b.ctx, &db.WorkerRegisterParams{
+			ID: "web-7", Hostname: "host-a", PID: 4242, Queues: []string{"default", "emails"}, Workflows: []string{"greet"},
+			MaxConcurrency: 8, Now: b.h.Now(),
+		})
+		require.NoError(t, err)
+		wk := br.get("/ui/workers").requireStatus(t, http.StatusOK)
+		require.Contains(t, wk.body, `<tr><td>web-7</td><td>host-a</td><td>4242</td><td>online</td><td>default, emails</td><td>greet</td><td>0 / 8</td>`)
+		require.NotContains(t, wk.body, "No workers have registered.")
+	})
 }

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -49,8 +50,10 @@ type testBundle struct {
 
 // setup serves a console over a fresh harness on backend with the
 // workflows "greet" (one step), "approve" (a step, then a wait for an
-// "approval" event) and "flaky" (a step that fails once, then succeeds),
-// a scheduler and a flow registry; tokens, when given, turn login on.
+// "approval" event), "flaky" (a step that fails once, then succeeds),
+// "nap" (a sleep of an hour) and "parent" (invokes greet as the child
+// "<id>-child"), a scheduler and a flow registry; tokens, when given, turn
+// login on.
 func setup(t *testing.T, backend testharness.Backend, tokens ...httpapi.Token) *testBundle {
 	t.Helper()
 	return setupWith(t, backend, func(cfg *console.Config) { cfg.Tokens = tokens })
@@ -86,6 +89,17 @@ func setupWith(t *testing.T, backend testharness.Backend, configure func(*consol
 				}
 				return 42, nil
 			})
+		}))
+	workflow.MustRegister(h.Registry, "nap", workflow.Func[json.RawMessage, string](
+		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+			if err := step.Sleep("nap", time.Hour); err != nil {
+				return "", err
+			}
+			return "rested", nil
+		}))
+	workflow.MustRegister(h.Registry, "parent", workflow.Func[json.RawMessage, string](
+		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+			return workflow.Invoke[string](step, "child", workflow.InvokeOptions{Workflow: "greet", ID: ev.InstanceID + "-child"})
 		}))
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sched, err := schedule.New(&schedule.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: quiet})
@@ -222,6 +236,8 @@ func (b *testBundle) create(t *testing.T, wf, id string) {
 var (
 	regexpNext     = regexp.MustCompile(`<a id="next-page" href="([^"]+)"`)
 	regexpInstance = regexp.MustCompile(`class="instance-link" href="[^"]+">([^<]+)</a>`)
+	// regexpLifecycleType finds the type of each lifecycle event row.
+	regexpLifecycleType = regexp.MustCompile(`<td class="lifecycle-type">([^<]+)</td>`)
 )
 
 // doubler is a flow that doubles params.n and names its version.

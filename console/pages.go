@@ -342,21 +342,28 @@ func instanceURL(in *workflow.InstanceInfo, namespace string) string {
 // instanceView is everything the instance page shows. loadInstance gathers
 // it in one place, so a section is added there.
 type instanceView struct {
-	Info       *workflow.InstanceInfo
-	History    *client.History
-	Run        int
-	Runs       []int
-	Timeline   *timeline
-	Truncated  bool
-	Params     string
-	Output     string
-	Metadata   string
-	Events     []*eventRow
-	CanManage  bool
-	CanEvents  bool
-	Actions    []string
-	Terminal   bool
-	NamespaceQ string
+	Info      *workflow.InstanceInfo
+	History   *client.History
+	Run       int
+	Runs      []int
+	Timeline  *timeline
+	Truncated bool
+	Params    string
+	Output    string
+	Metadata  string
+	Events    []*eventRow
+	// Lifecycle are the instance's newest lifecycle events (every run's),
+	// newest first; MoreLifecycle says that older ones exist (the
+	// lifecycle page lists them all), NoLifecycle that the store keeps no
+	// lifecycle log.
+	Lifecycle     []*workflow.LifecycleEvent
+	MoreLifecycle bool
+	NoLifecycle   bool
+	CanManage     bool
+	CanEvents     bool
+	Actions       []string
+	Terminal      bool
+	NamespaceQ    string
 }
 
 type eventRow struct {
@@ -369,7 +376,8 @@ const historyPageSize = 1000
 
 // loadInstance gathers the instance page's data: the instance, the run's
 // history (steps with attempts, running steps, received events), its
-// timeline, and what the session may do to it.
+// timeline, its newest lifecycle events, and what the session may do to
+// it.
 func (c *Console) loadInstance(rq *request, wf, id string, run int) (*instanceView, error) {
 	sc := c.scoped(rq)
 	h, err := sc.History(rq.Context(), wf, id, client.HistoryParams{Run: run, PageSize: historyPageSize})
@@ -391,6 +399,13 @@ func (c *Console) loadInstance(rq *request, wf, id string, run int) (*instanceVi
 	}
 	for _, e := range h.Events {
 		v.Events = append(v.Events, &eventRow{EventInfo: e, PayloadText: prettyJSON(e.Payload)})
+	}
+	v.Lifecycle, v.MoreLifecycle, err = sc.NewestInstanceLifecycle(rq.Context(), wf, id, pageSize)
+	switch {
+	case errors.Is(err, client.ErrNoLifecycleLog):
+		v.NoLifecycle = true
+	case err != nil:
+		return nil, err
 	}
 	if v.CanManage {
 		v.Actions = availableActions(info.Status)
@@ -432,6 +447,40 @@ func (c *Console) instancePage(w http.ResponseWriter, rq *request) {
 		return
 	}
 	c.render(w, rq, "instance", v.Info.WorkflowName+" / "+v.Info.ID, v)
+}
+
+type lifecycleView struct {
+	WorkflowName string
+	ID           string
+	Events       []*workflow.LifecycleEvent
+	NextCursor   string
+	NoLog        bool
+	NamespaceQ   string
+}
+
+// instanceLifecycle lists every lifecycle event of an instance, every
+// run's, oldest first, a page at a time.
+func (c *Console) instanceLifecycle(w http.ResponseWriter, rq *request) {
+	q, err := query(rq, "cursor")
+	if err != nil {
+		c.renderError(w, rq.Request, rq.sess, err)
+		return
+	}
+	v := &lifecycleView{WorkflowName: rq.PathValue("workflow"), ID: rq.PathValue("id")}
+	if rq.namespace != workflow.DefaultNamespace {
+		v.NamespaceQ = rq.namespace
+	}
+	res, err := c.scoped(rq).InstanceLifecycle(rq.Context(), v.WorkflowName, v.ID, client.LifecycleListParams{PageSize: pageSize, Cursor: q.Get("cursor")})
+	switch {
+	case errors.Is(err, client.ErrNoLifecycleLog):
+		v.NoLog = true
+	case err != nil:
+		c.renderError(w, rq.Request, rq.sess, err)
+		return
+	default:
+		v.Events, v.NextCursor = res.Events, res.NextCursor
+	}
+	c.render(w, rq, "lifecycle", v.WorkflowName+" / "+v.ID+" · lifecycle", v)
 }
 
 // actionScopes are the actions of the instance page and the scope each

@@ -12,7 +12,7 @@ import (
 
 // pageNames are the templates under templates/, each rendered inside
 // layout.html.
-var pageNames = []string{"overview", "workflows", "workflow", "instances", "instance", "confirm", "schedules", "workers", "login", "error"}
+var pageNames = []string{"overview", "workflows", "workflow", "instances", "instance", "lifecycle", "confirm", "schedules", "workers", "login", "error"}
 
 var funcs = template.FuncMap{
 	"time": func(t any) string {

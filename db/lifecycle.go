@@ -16,9 +16,10 @@ const (
 	// LifecycleCreated: an instance was created (a create, a batch create,
 	// a schedule's firing, a child's Invoke).
 	LifecycleCreated LifecycleEventType = "instance.created"
-	// LifecycleStarted: a run started on a runner: an eager start in the
-	// create's transaction. A run a runner claims records its start with
-	// its first checkpoint's step.started instead (see docs/events.md).
+	// LifecycleStarted: a run started on a runner, once per run: an eager
+	// start in the create's transaction; a run a runner claimed (or a
+	// release started) in the transaction of the run's first checkpoint,
+	// at the time the run started (CheckpointParams.RunStartedAt).
 	LifecycleStarted LifecycleEventType = "instance.started"
 	// LifecycleStepStarted: a step attempt started. It is written by the
 	// checkpoint that records the attempt, at the attempt's start time.
@@ -51,16 +52,31 @@ const (
 	LifecycleCompleted LifecycleEventType = "instance.completed"
 	// LifecycleErrored: a run errored; Detail is the error.
 	LifecycleErrored LifecycleEventType = "instance.errored"
+
+	// Worker events name a worker (LifecycleEvent.WorkerID) and no
+	// workflow or instance.
+
+	// LifecycleWorkerOnline: a worker registered (or registered again,
+	// after a restart or after it was marked offline).
+	LifecycleWorkerOnline LifecycleEventType = "worker.online"
+	// LifecycleWorkerDraining: a drain was asked of an online worker
+	// (not logged again while it drains).
+	LifecycleWorkerDraining LifecycleEventType = "worker.draining"
+	// LifecycleWorkerOffline: a worker went offline; Detail is
+	// "deregistered" (a clean stop) or "heartbeat stopped" (the reaper
+	// marked it offline).
+	LifecycleWorkerOffline LifecycleEventType = "worker.offline"
 )
 
 // LifecycleEventTypes lists every lifecycle event type, in the order of
-// an instance's life.
+// an instance's life, then the worker events.
 func LifecycleEventTypes() []LifecycleEventType {
 	return []LifecycleEventType{
 		LifecycleCreated, LifecycleStarted, LifecycleStepStarted, LifecycleStepCompleted,
 		LifecycleStepFailed, LifecycleStepRetrying, LifecycleWaiting, LifecycleEventReceived,
 		LifecyclePaused, LifecycleResumed, LifecycleTerminated, LifecycleRestarted,
 		LifecycleCompleted, LifecycleErrored,
+		LifecycleWorkerOnline, LifecycleWorkerDraining, LifecycleWorkerOffline,
 	}
 }
 
@@ -75,16 +91,20 @@ func (t LifecycleEventType) Valid() bool {
 }
 
 // LifecycleEvent is one row of the lifecycle event log: something that
-// happened to an instance, written in the transaction of the transition it
-// records, so the log never disagrees with the instance's state.
+// happened to an instance (or a worker), written in the transaction of the
+// transition it records, so the log never disagrees with the state.
 type LifecycleEvent struct {
 	// ID grows with every event written (not necessarily in commit order
 	// on Postgres, where concurrent transactions commit in any order).
-	ID           int64
-	Type         LifecycleEventType
+	ID   int64
+	Type LifecycleEventType
+	// WorkflowName and InstanceID name the instance of an instance or
+	// step event; both are "" for a worker event.
 	WorkflowName string
 	InstanceID   string
-	RunNumber    int
+	// RunNumber is the run of an instance or step event; 0 for a worker
+	// event.
+	RunNumber int
 	// StepKey names the step of a step event; "" for an instance event.
 	StepKey string
 	// Attempt is the step attempt a step event records; 0 otherwise.
@@ -95,6 +115,9 @@ type LifecycleEvent struct {
 	// At is when it happened: the transition's time (a step.started's is
 	// the attempt's start).
 	At time.Time
+	// WorkerID names the worker of a worker event (worker.*); "" for the
+	// others.
+	WorkerID string
 }
 
 // LifecycleListParams are the arguments of LifecycleStore.LifecycleList.
@@ -102,6 +125,8 @@ type LifecycleEvent struct {
 type LifecycleListParams struct {
 	WorkflowName string
 	InstanceID   string
+	// WorkerID keeps only the events of this worker (worker events).
+	WorkerID string
 	// Types keeps only events of these types; empty keeps all.
 	Types []LifecycleEventType
 	// Since and Until keep events with Since <= At < Until; zero is
@@ -109,6 +134,11 @@ type LifecycleListParams struct {
 	Since, Until time.Time
 	// AfterID continues after the event with this id (the cursor).
 	AfterID int64
+	// Newest lists the newest events first, in descending id order (still
+	// after AfterID); BeforeID then continues before the event with this
+	// id (0: from the newest).
+	Newest   bool
+	BeforeID int64
 	// Limit is the page length; 0 is the default page size.
 	Limit int
 }
@@ -124,10 +154,12 @@ type LifecyclePruneParams struct {
 
 // LifecycleStore is the lifecycle event log a Store may offer as a
 // capability (both backends do). The events themselves are written by the
-// store's transitions (Checkpoint, InstanceCreate, EventSend and the
-// management changes), in their transactions, while the log is on.
+// store's transitions (Checkpoint, InstanceCreate, EventSend, the
+// management changes and the WorkerStore's changes of a worker's status),
+// in their transactions, while the log is on.
 type LifecycleStore interface {
-	// LifecycleList returns a page of events matching p, in id order.
+	// LifecycleList returns a page of events matching p, in id order
+	// (descending with p.Newest).
 	LifecycleList(ctx context.Context, p *LifecycleListParams) ([]*LifecycleEvent, error)
 	// LifecyclePrune deletes up to p.Max events older than p.Before and
 	// returns how many it deleted; fewer than p.Max means none is left to

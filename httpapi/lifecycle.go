@@ -20,8 +20,8 @@ import (
 // The lifecycle event routes (the log of what happened to instances, see
 // docs/events.md; not the workflow events sent to instances):
 //
-//	GET /events?workflow=&instance=&type=&since=&until=&pageSize=&cursor=   read, every namespace
-//	GET /events/stream?workflow=&instance=&type=&after=                     read, server-sent events
+//	GET /events?workflow=&instance=&worker=&type=&since=&until=&pageSize=&cursor=   read, every namespace
+//	GET /events/stream?workflow=&instance=&worker=&type=&after=                     read, server-sent events
 //	GET /workflows/:name/instances/:id/lifecycle?type=&since=&until=&pageSize=&cursor=   read
 //
 // type may be given several times. since and until are RFC 3339 times
@@ -71,7 +71,7 @@ func (s *Server) lifecycleFilters(q url.Values, p *client.LifecycleListParams, i
 	if instance {
 		return nil
 	}
-	p.WorkflowName, p.InstanceID = q.Get("workflow"), q.Get("instance")
+	p.WorkflowName, p.InstanceID, p.WorkerID = q.Get("workflow"), q.Get("instance"), q.Get("worker")
 	if max := s.cfg.Limits.MaxWorkflowNameLength; len(p.WorkflowName) > max {
 		return fmt.Errorf("%w: workflow name longer than %d bytes", workflow.ErrInvalidRequest, max)
 	}
@@ -97,7 +97,7 @@ func queryTime(q url.Values, name string) (time.Time, error) {
 }
 
 func (s *Server) listLifecycle(c echo.Context) error {
-	q, err := query(c, []string{"workflow", "instance", "type", "since", "until", "pageSize", "cursor"}, "type")
+	q, err := query(c, []string{"workflow", "instance", "worker", "type", "since", "until", "pageSize", "cursor"}, "type")
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (s *Server) instanceLifecycle(c echo.Context) error {
 }
 
 func (s *Server) streamLifecycle(c echo.Context) error {
-	q, err := query(c, []string{"workflow", "instance", "type", "after"}, "type")
+	q, err := query(c, []string{"workflow", "instance", "worker", "type", "after"}, "type")
 	if err != nil {
 		return err
 	}
@@ -263,12 +263,15 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 }
 
 // lifecycleMatch reports whether e passes the stream's filters (p's
-// workflow, instance and types).
+// workflow, instance, worker and types).
 func lifecycleMatch(p *client.LifecycleListParams, e *workflow.LifecycleEvent) bool {
 	if p.WorkflowName != "" && e.WorkflowName != p.WorkflowName {
 		return false
 	}
 	if p.InstanceID != "" && e.InstanceID != p.InstanceID {
+		return false
+	}
+	if p.WorkerID != "" && e.WorkerID != p.WorkerID {
 		return false
 	}
 	return len(p.Types) == 0 || slices.Contains(p.Types, e.Type)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
@@ -176,4 +177,56 @@ func TestLifecycleStreamWaitsForAnEarlierIDToCommit(t *testing.T) {
 
 	require.Equal(t, "late", s.next(t).InstanceID, "the earlier id, once committed, comes first")
 	require.Equal(t, "early", s.next(t).InstanceID, "then the one held back")
+}
+
+// TestLifecycleWorkerEvents: a worker's registration, drain and
+// deregistration are lifecycle events that name the worker and no
+// instance; GET /events and the stream filter them by worker.
+func TestLifecycleWorkerEvents(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setupOn(t, backend, "")
+		register := func(id string) {
+			t.Helper()
+			_, err := b.h.Store.WorkerRegister(b.ctx, &db.WorkerRegisterParams{ID: id, Hostname: "h", PID: 1, MaxConcurrency: 1, Now: b.h.Now()})
+			require.NoError(t, err)
+		}
+		register("w-1")
+		register("w-2")
+		s := openStream(t, b, "/api/events/stream?worker=w-1")
+		_, err := b.api.DrainWorker(b.ctx, "w-1")
+		require.NoError(t, err)
+		e := s.next(t)
+		require.Equal(t, "worker.draining", e.Type)
+		require.Equal(t, "w-1", e.WorkerID)
+		_, err = b.h.Store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "w-2", Now: b.h.Now()})
+		require.NoError(t, err)
+		_, err = b.h.Store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "w-1", Now: b.h.Now()})
+		require.NoError(t, err)
+		e = s.next(t)
+		require.Equal(t, "worker.offline", e.Type, "w-2's events are not w-1's")
+		require.Equal(t, "w-1", e.WorkerID)
+		require.Equal(t, "deregistered", e.Detail)
+
+		page, err := b.api.ListLifecycleEvents(b.ctx, client.LifecycleListParams{WorkerID: "w-1"})
+		require.NoError(t, err)
+		var types []string
+		for _, e := range page.Events {
+			require.Equal(t, "w-1", e.WorkerID)
+			require.Empty(t, e.WorkflowName)
+			require.Empty(t, e.InstanceID)
+			types = append(types, e.Type)
+		}
+		require.Equal(t, []string{"worker.online", "worker.draining", "worker.offline"}, types)
+		page, err = b.api.ListLifecycleEvents(b.ctx, client.LifecycleListParams{Types: []string{"worker.online"}})
+		require.NoError(t, err)
+		require.Len(t, page.Events, 2, "every worker's registration")
+		var raw struct {
+			Events []map[string]any `json:"events"`
+		}
+		b.call(t, http.MethodGet, "/api/events?worker=w-2&type=worker.offline", "").requireOK(t, http.StatusOK, &raw)
+		require.Len(t, raw.Events, 1)
+		require.Equal(t, "w-2", raw.Events[0]["workerId"])
+		require.Equal(t, "", raw.Events[0]["workflowName"])
+	})
 }

@@ -133,7 +133,9 @@ func sharedParameters() obj {
 		"cursor": obj{"name": "cursor", "in": "query", "schema": str,
 			"description": "Continues a previous page: the cursor its answer gave."},
 		"lifecycleType": obj{"name": "type", "in": "query", "schema": obj{"type": "array", "items": str}, "style": "form", "explode": true,
-			"description": "Only events of these lifecycle types (repeat the parameter), such as instance.created or step.retrying; an unknown type is 400."},
+			"description": "Only events of these lifecycle types (repeat the parameter), such as instance.created, step.retrying or worker.offline; an unknown type is 400."},
+		"lifecycleWorker": obj{"name": "worker", "in": "query", "schema": str,
+			"description": "Only the events of this worker (worker.online, worker.draining, worker.offline), which name no workflow or instance."},
 		"lifecycleSince": obj{"name": "since", "in": "query", "schema": obj{"type": "string", "format": "date-time"},
 			"description": "Only events at or after this RFC 3339 time."},
 		"lifecycleUntil": obj{"name": "until", "in": "query", "schema": obj{"type": "string", "format": "date-time"},
@@ -459,12 +461,12 @@ func apiOperations() []apiOp {
 		// Lifecycle events.
 		{
 			method: "GET", path: "/api/events", id: "listLifecycleEvents", tag: "lifecycle", summary: "List lifecycle events",
-			description: "A page of the lifecycle event log of every namespace (docs/events.md), in id order: what happened to instances (created, step started, completed, failed, retrying, waiting, event received, paused, resumed, terminated, restarted, completed, errored). Fleet-wide: a token limited to namespaces may not call it.",
+			description: "A page of the lifecycle event log of every namespace (docs/events.md), in id order: what happened to instances (created, started, step started, completed, failed, retrying, waiting, event received, paused, resumed, terminated, restarted, completed, errored) and to workers (online, draining, offline; these name a `workerId` and no workflow or instance). Fleet-wide: a token limited to namespaces may not call it.",
 			scope:       httpapi.ActionRead,
 			params: []any{
 				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
 				obj{"name": "instance", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this instance (with workflow)."},
-				"lifecycleType", "lifecycleSince", "lifecycleUntil", "pageSize", "cursor"},
+				"lifecycleWorker", "lifecycleType", "lifecycleSince", "lifecycleUntil", "pageSize", "cursor"},
 			ok:   []okResp{{status: 200, description: "A page of lifecycle events.", body: apiclient.LifecycleList{}}},
 			errs: []apiclient.Code{apiclient.CodeInvalidInstanceID},
 		},
@@ -475,7 +477,7 @@ func apiOperations() []apiOp {
 			params: []any{
 				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
 				obj{"name": "instance", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this instance (with workflow)."},
-				"lifecycleType",
+				"lifecycleWorker", "lifecycleType",
 				obj{"name": "after", "in": "query", "schema": obj{"type": "integer", "minimum": 0}, "description": "Start after the event with this id."},
 				obj{"name": "Last-Event-ID", "in": "header", "schema": obj{"type": "string"}, "description": "Resume after the event with this id (sent by a reconnecting EventSource); it wins over after."}},
 			ok: []okResp{{status: 200, description: "The stream.", contentType: "text/event-stream",

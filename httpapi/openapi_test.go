@@ -466,6 +466,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			{"bad cursor", "cursor=%21%21"},
 			{"cursor not a number", "cursor=" + base64.RawURLEncoding.EncodeToString([]byte("x1"))},
 			{"instance without workflow", "instance=g-1"},
+			{"worker id too long", "worker=" + strings.Repeat("w", 300)},
 			{"unknown parameter", "status=complete"},
 			{"page size out of range", "pageSize=0"},
 		} {

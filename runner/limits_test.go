@@ -598,6 +598,9 @@ func TestReleaseHandsTheSlotOver(t *testing.T) {
 			}, 20*time.Second, 5*time.Millisecond, "%s completes", id)
 		}
 		require.Equal(t, int32(1), maxRunning.Load(), "never more than the runner's one slot")
+		// second and third started in the slot handed over, without a
+		// claim: each logged its start with its first checkpoint.
+		requireStartedOnce(t, store, "w", "first", "second", "third")
 	})
 }
 

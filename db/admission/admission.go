@@ -103,6 +103,12 @@ type Result struct {
 	Admitted bool
 	// RunAt is when the admitted instance's task is due.
 	RunAt time.Time
+	// Waiting says what holds the instance back, as InstanceGet reports
+	// it: the concurrency limit with no free slot when it was not
+	// admitted, the rate limit that put RunAt after now when it was; nil
+	// when it may start now. The instance starts waiting in the caller's
+	// transaction, which logs it (transition.LimitWaitEvent).
+	Waiting *db.WaitingFor
 }
 
 // Create admits a new instance under specs: it writes the scopes' rows,
@@ -178,7 +184,7 @@ func CreateMany(ctx context.Context, tx Tx, items []Item, now time.Time) ([]Resu
 			mine = append(mine, byScope[s])
 		}
 		plan := transition.Admit(mine, now)
-		results[i] = Result{Admitted: plan.Admitted, RunAt: plan.RunAt}
+		results[i] = Result{Admitted: plan.Admitted, RunAt: plan.RunAt, Waiting: waitingFor(mine, &plan, now)}
 		writes[i] = InstanceWrites{Ref: it.Ref, Writes: memberWrites(mine, &plan, now)}
 	}
 	if err := tx.WriteMembersMany(ctx, writes, now); err != nil {
@@ -210,7 +216,22 @@ func decide(ctx context.Context, tx Tx, ref db.InstanceRef, rows []*db.LimitRow,
 	if err := tx.WriteMembers(ctx, ref, memberWrites(rows, &plan, now), now); err != nil {
 		return Result{}, err
 	}
-	return Result{Admitted: plan.Admitted, RunAt: plan.RunAt}, nil
+	return Result{Admitted: plan.Admitted, RunAt: plan.RunAt, Waiting: waitingFor(rows, &plan, now)}, nil
+}
+
+// waitingFor is what holds an instance back after plan over its rows, as
+// InstanceGet reports it (see Result.Waiting); nil when nothing does.
+func waitingFor(rows []*db.LimitRow, plan *transition.AdmitPlan, now time.Time) *db.WaitingFor {
+	for _, r := range rows {
+		switch {
+		case !plan.Admitted && r.Scope == plan.Blocked:
+			return &db.WaitingFor{Kind: db.LimitKindConcurrency, Scope: r.Scope, Max: r.MaxRunning}
+		case plan.Admitted && r.Scope == plan.RateScope && plan.RunAt.After(now):
+			until := plan.RunAt
+			return &db.WaitingFor{Kind: db.LimitKindRate, Scope: r.Scope, Max: r.RateLimit, Period: r.RatePeriod, Until: &until}
+		}
+	}
+	return nil
 }
 
 // memberWrites are the members of an instance after plan.
@@ -455,32 +476,37 @@ func ReleaseMany(ctx context.Context, tx Tx, items []ReleaseItem, now time.Time)
 // one that waits keeps waiting (its task is deleted); one that had released
 // them (a terminal instance) is admitted again as a create would be, its
 // task deleted when it must wait or moved to the rate limits' run-at.
-func Restart(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time) error {
+//
+// It returns what the new run starts waiting for when the restart made it
+// wait (a terminal instance admitted again that a limit holds back, as
+// Result.Waiting); nil when it holds its slots, may start now, or already
+// waited before the restart.
+func Restart(ctx context.Context, tx Tx, ref db.InstanceRef, now time.Time) (*db.WaitingFor, error) {
 	members, err := tx.Members(ctx, []db.InstanceRef{ref})
 	if err != nil || len(members) == 0 {
-		return err
+		return nil, err
 	}
 	var scopes []string
 	for _, m := range members {
 		switch m.State {
 		case StateHolding:
-			return nil
+			return nil, nil
 		case StateWaiting:
-			return tx.TaskDelete(ctx, ref)
+			return nil, tx.TaskDelete(ctx, ref)
 		}
 		scopes = append(scopes, m.Scope)
 	}
 	res, err := admit(ctx, tx, ref, scopes, now)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !res.Admitted {
-		return tx.TaskDelete(ctx, ref)
+		return res.Waiting, tx.TaskDelete(ctx, ref)
 	}
 	if res.RunAt.After(now) {
-		return tx.TaskAdmit(ctx, ref, res.RunAt, false)
+		return res.Waiting, tx.TaskAdmit(ctx, ref, res.RunAt, false)
 	}
-	return nil
+	return nil, nil
 }
 
 // Resume applies a resume to a limited instance whose task was requeued:

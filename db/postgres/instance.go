@@ -200,10 +200,12 @@ func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.Inst
 	}
 	var (
 		limited []admission.Item
-		dueNow  []string
-		later   []string
-		laterAt []time.Time
-		newIDs  = make([]string, 0, n)
+		// limitedInst are the instances of limited, in its order.
+		limitedInst []*db.Instance
+		dueNow      []string
+		later       []string
+		laterAt     []time.Time
+		newIDs      = make([]string, 0, n)
 	)
 	for _, c := range created {
 		if c.Deduplicated {
@@ -218,6 +220,7 @@ func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.Inst
 		}
 		in.Limited = true
 		limited = append(limited, admission.Item{Ref: db.InstanceRef{WorkflowName: workflowName, ID: in.ID}, Specs: specs})
+		limitedInst = append(limitedInst, in)
 	}
 	if err := setDeadlines(ctx, q, p, created); err != nil {
 		return nil, err
@@ -231,6 +234,8 @@ func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.Inst
 			return nil, err
 		}
 		for i, res := range results {
+			// As InstanceGet reports it; logCreated logs the wait.
+			limitedInst[i].WaitingFor = res.Waiting
 			if !res.Admitted {
 				continue
 			}
@@ -792,8 +797,9 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 		if err != nil {
 			return err
 		}
+		var waiting *db.WaitingFor
 		if row.Limited {
-			if err := s.limitChange(ctx, q, p, workflow.InstanceStatus(row.Status), &plan); err != nil {
+			if waiting, err = s.limitChange(ctx, q, p, workflow.InstanceStatus(row.Status), &plan); err != nil {
 				return err
 			}
 		}
@@ -808,7 +814,11 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 		})
 		inst.Parent = parentFromRow(&row)
 		if e, ok := transition.ChangeEvent(&plan, p.WorkflowName, p.ID, inst.RunNumber, time.Time{}); ok {
-			if err := s.logLifecycle(ctx, q, p.Now, e); err != nil {
+			events := []db.LifecycleEvent{e}
+			if waiting != nil {
+				events = append(events, transition.LimitWaitEvent(p.WorkflowName, p.ID, inst.RunNumber, waiting, time.Time{}))
+			}
+			if err := s.logLifecycle(ctx, q, p.Now, events...); err != nil {
 				return err
 			}
 		}
@@ -837,8 +847,9 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 // limitChange applies a management change's consequences on a limited
 // instance's slots, in the change's transaction: a terminate gives them
 // back, a restart takes them again (admission.Restart), a resume of an
-// instance still waiting for a slot leaves it without a task.
-func (s *Store) limitChange(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, from workflow.InstanceStatus, plan *transition.ChangePlan) error {
+// instance still waiting for a slot leaves it without a task. It returns
+// what a restart made the new run wait for (admission.Restart), else nil.
+func (s *Store) limitChange(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, from workflow.InstanceStatus, plan *transition.ChangePlan) (*db.WaitingFor, error) {
 	tx := &limitTx{q: q, channel: s.wakeChannel}
 	ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.ID}
 	now := limitNow(p.Now)
@@ -847,11 +858,11 @@ func (s *Store) limitChange(ctx context.Context, q *pgsqlc.Queries, p *db.Instan
 		return admission.Restart(ctx, tx, ref, now)
 	case plan.Status.Terminal() && !from.Terminal():
 		_, _, err := admission.Release(ctx, tx, ref, now, nil)
-		return err
+		return nil, err
 	case plan.Task.Op == transition.TaskRequeue:
-		return admission.Resume(ctx, tx, ref)
+		return nil, admission.Resume(ctx, tx, ref)
 	}
-	return nil
+	return nil, nil
 }
 
 // waitingAny reports whether a page holds a queued limited instance.

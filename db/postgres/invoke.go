@@ -126,7 +126,7 @@ func (s *Store) terminateChildren(ctx context.Context, q *pgsqlc.Queries, p *db.
 			}
 			if row.Limited {
 				cp := &db.InstanceChangeParams{WorkflowName: c.WorkflowName, ID: c.InstanceID, Now: p.Now}
-				if err := s.limitChange(ctx, q, cp, workflow.InstanceStatus(row.Status), &plan); err != nil {
+				if _, err := s.limitChange(ctx, q, cp, workflow.InstanceStatus(row.Status), &plan); err != nil { // a terminate: no wait
 					return err
 				}
 			}

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
@@ -83,7 +84,8 @@ func (s *Store) heldLifecycleStep(ctx context.Context, held db.TaskRef, now *tim
 }
 
 // logCreated writes the creation events of the created (not deduplicated)
-// results, in the create's transaction.
+// results, in the create's transaction: with instance.waiting for those a
+// limit holds back (Instance.WaitingFor).
 func (s *Store) logCreated(ctx context.Context, q *pgsqlc.Queries, workflowName string, now *time.Time, created []db.CreateResult) error {
 	if !s.logging() {
 		return nil
@@ -95,13 +97,14 @@ func (s *Store) logCreated(ctx context.Context, q *pgsqlc.Queries, workflowName 
 			continue
 		}
 		plan := transition.Create(c.LeasedTask != nil, false)
-		events = append(events, transition.CreateEvents(&plan, workflowName, c.Instance.ID, time.Time{})...)
+		events = append(events, transition.CreateEvents(&plan, workflowName, c.Instance.ID, c.Instance.WaitingFor, time.Time{})...)
 	}
 	return s.logLifecycle(ctx, q, now, events...)
 }
 
-// LifecycleList returns a page of lifecycle events matching p, in id order:
-// one instance's through its index, the others along the primary key.
+// LifecycleList returns a page of lifecycle events matching p, in id order
+// (descending with p.Newest): one instance's through its index, the others
+// along the primary key.
 func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([]*db.LifecycleEvent, error) {
 	types := make([]string, len(p.Types))
 	for i, t := range p.Types {
@@ -115,15 +118,32 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		rows []pgsqlc.LifecycleEvent
 		err  error
 	)
-	if p.InstanceID != "" {
-		rows, err = s.queries.LifecycleListInstance(ctx, pgsqlc.LifecycleListInstanceParams{
-			InstanceID: p.InstanceID, AfterID: p.AfterID, WorkflowName: p.WorkflowName, Types: types,
-			Since: timeArg(p.Since), Until: timeArg(p.Until), Max: int32(min(limit, 1<<30)),
+	pageMax := int32(min(limit, 1<<30))
+	since, until := timeArg(p.Since), timeArg(p.Until)
+	switch {
+	case p.InstanceID != "" && p.Newest:
+		before := p.BeforeID
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		rows, err = s.queries.LifecycleListInstanceNewest(ctx, pgsqlc.LifecycleListInstanceNewestParams{
+			InstanceID: p.InstanceID, BeforeID: before, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
 		})
-	} else {
+	case p.InstanceID != "":
+		rows, err = s.queries.LifecycleListInstance(ctx, pgsqlc.LifecycleListInstanceParams{
+			InstanceID: p.InstanceID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
+		})
+	case p.Newest:
+		rows, err = s.queries.LifecycleListNewest(ctx, pgsqlc.LifecycleListNewestParams{
+			BeforeID: p.BeforeID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
+		})
+	default:
 		rows, err = s.queries.LifecycleList(ctx, pgsqlc.LifecycleListParams{
-			AfterID: p.AfterID, WorkflowName: p.WorkflowName, Types: types,
-			Since: timeArg(p.Since), Until: timeArg(p.Until), Max: int32(min(limit, 1<<30)),
+			AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
 		})
 	}
 	if err != nil {
@@ -135,7 +155,7 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		list[i] = &db.LifecycleEvent{
 			ID: r.ID, Type: db.LifecycleEventType(r.Type), WorkflowName: r.WorkflowName, InstanceID: r.InstanceID,
 			RunNumber: int(r.RunNumber), StepKey: deref(r.StepKey), Attempt: int(r.Attempt), Detail: deref(r.Detail),
-			At: r.At.UTC(),
+			At: r.At.UTC(), WorkerID: deref(r.WorkerID),
 		}
 	}
 	return list, nil

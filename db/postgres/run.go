@@ -444,10 +444,13 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 		complete := stepCompleteWithEventParams(p, result, now)
 		steps = append(steps, func(q *pgsqlc.Queries) error { return q.StepCompleteWithEvent(ctx, complete) })
 		rest.Steps = transition.Steps(p, true)
+		// The run's start, when this checkpoint logs it, goes first: with
+		// the consumed step's completion, not with the rest.
 		consumed := &db.CheckpointParams{
 			WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: p.RunNumber, Now: p.Now,
-			ConsumeEvent: p.ConsumeEvent, Outcome: db.OutcomeContinue,
+			ConsumeEvent: p.ConsumeEvent, Outcome: db.OutcomeContinue, RunStartedAt: p.RunStartedAt,
 		}
+		rest.RunStartedAt = nil
 		if log := s.heldLifecycleStep(ctx, p.Task, now, transition.CheckpointEvents(consumed, nil, true)); log != nil {
 			steps = append(steps, log)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
@@ -11,7 +12,8 @@ import (
 )
 
 // WorkerRegister registers a worker, or the same row again, and with
-// p.ReleaseHeld releases the tasks its id still holds, in one transaction.
+// p.ReleaseHeld releases the tasks its id still holds, in one transaction,
+// which logs worker.online.
 func (s *Store) WorkerRegister(ctx context.Context, p *db.WorkerRegisterParams) (*db.Worker, error) {
 	labels, err := labelsArg(p.Labels)
 	if err != nil {
@@ -34,6 +36,9 @@ func (s *Store) WorkerRegister(ctx context.Context, p *db.WorkerRegisterParams) 
 			return err
 		}
 		w = workerFromRow(&row)
+		if err := s.logWorkers(ctx, q, []string{p.ID}, "", db.WorkerStatusOnline, "", p.Now); err != nil {
+			return err
+		}
 		if !p.ReleaseHeld {
 			return nil
 		}
@@ -70,13 +75,35 @@ func (s *Store) WorkerHeartbeat(ctx context.Context, p *db.WorkerHeartbeatParams
 	return db.WorkerHeartbeatResult{DrainRequested: row.DrainRequestedAt != nil}, nil
 }
 
-// WorkerDeregister marks a worker offline on a clean stop.
+// WorkerDeregister marks a worker offline on a clean stop. With the
+// lifecycle log on it locks the row first, in one transaction, to log
+// worker.offline unless the worker was offline already; with it off it
+// is one statement.
 func (s *Store) WorkerDeregister(ctx context.Context, p *db.WorkerDeregisterParams) (*db.Worker, error) {
-	row, err := s.queries.WorkerDeregister(ctx, pgsqlc.WorkerDeregisterParams{Now: p.Now, WorkerID: p.ID})
+	if !s.logging() {
+		row, err := s.queries.WorkerDeregister(ctx, pgsqlc.WorkerDeregisterParams{Now: p.Now, WorkerID: p.ID})
+		if err != nil {
+			return nil, fmt.Errorf("deregistering worker: %w", interpretError(err))
+		}
+		return workerFromRow(&row), nil
+	}
+	var w *db.Worker
+	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
+		cur, err := q.WorkerGetForUpdate(ctx, p.ID)
+		if err != nil {
+			return err
+		}
+		row, err := q.WorkerDeregister(ctx, pgsqlc.WorkerDeregisterParams{Now: p.Now, WorkerID: p.ID})
+		if err != nil {
+			return err
+		}
+		w = workerFromRow(&row)
+		return s.logWorkers(ctx, q, []string{p.ID}, db.WorkerStatus(cur.Status), db.WorkerStatusOffline, transition.WorkerOfflineDeregistered, p.Now)
+	})
 	if err != nil {
 		return nil, fmt.Errorf("deregistering worker: %w", interpretError(err))
 	}
-	return workerFromRow(&row), nil
+	return w, nil
 }
 
 // WorkerGet returns one worker or db.ErrNotFound.
@@ -126,7 +153,7 @@ func (s *Store) WorkerDrain(ctx context.Context, p *db.WorkerDrainParams) (*db.W
 			return err
 		}
 		w = workerFromRow(&row)
-		return nil
+		return s.logWorkers(ctx, q, []string{p.ID}, db.WorkerStatus(cur.Status), db.WorkerStatusDraining, "", p.Now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("draining worker: %w", interpretError(err))
@@ -135,13 +162,17 @@ func (s *Store) WorkerDrain(ctx context.Context, p *db.WorkerDrainParams) (*db.W
 }
 
 // WorkerReap marks the workers whose heartbeat is too old offline and
-// releases their tasks in one transaction; the release runs only when it
-// marked one.
+// releases their tasks in one transaction, which logs worker.offline for
+// each; the release and the log run only when it marked one.
 func (s *Store) WorkerReap(ctx context.Context, p *db.WorkerReapParams) (db.WorkerReapResult, error) {
 	var res db.WorkerReapResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
 		ids, err := q.WorkerMarkOffline(ctx, p.Now.Add(-p.OfflineAfter))
 		if err != nil || len(ids) == 0 {
+			return err
+		}
+		// WorkerMarkOffline marks only workers that were not offline.
+		if err := s.logWorkers(ctx, q, ids, db.WorkerStatusOnline, db.WorkerStatusOffline, transition.WorkerOfflineReaped, p.Now); err != nil {
 			return err
 		}
 		n, err := q.TaskReleaseOwned(ctx, pgsqlc.TaskReleaseOwnedParams{
@@ -154,6 +185,24 @@ func (s *Store) WorkerReap(ctx context.Context, p *db.WorkerReapParams) (db.Work
 		return db.WorkerReapResult{}, fmt.Errorf("reaping workers: %w", interpretError(err))
 	}
 	return res, nil
+}
+
+// logWorkers writes, with one statement in the change's transaction, the
+// lifecycle event of each worker of ids whose status goes from `from` to
+// `to` (transition.WorkerEvent); nothing while the log is off or when the
+// change logs none.
+func (s *Store) logWorkers(ctx context.Context, q *pgsqlc.Queries, ids []string, from, to db.WorkerStatus, detail string, now time.Time) error {
+	if !s.logging() || len(ids) == 0 {
+		return nil
+	}
+	e, ok := transition.WorkerEvent("", from, to, detail, now)
+	if !ok {
+		return nil
+	}
+	if err := q.WorkerLog(ctx, pgsqlc.WorkerLogParams{Type: string(e.Type), Detail: e.Detail, At: e.At, WorkerIds: ids}); err != nil {
+		return fmt.Errorf("logging %s: %w", e.Type, err)
+	}
+	return nil
 }
 
 func workerFromRow(r *pgsqlc.WorkflowWorker) *db.Worker {

@@ -347,6 +347,7 @@ func insertLimited(ctx context.Context, q *litesqlc.Queries, workflowName string
 	}
 	inst := instanceFromRow(&row)
 	inst.Limited = true
+	inst.WaitingFor = res.Waiting // as InstanceGet reports it; logCreated logs the wait
 	return db.CreateResult{Instance: inst}, true, nil
 }
 
@@ -605,14 +606,19 @@ func (s *Store) instanceChangeTx(ctx context.Context, q *litesqlc.Queries, p *db
 		if err := applyTask(ctx, q, run, db.TaskRef{}, &plan.Task, now, now); err != nil {
 			return err
 		}
+		var waiting *db.WaitingFor
 		if row.Limited == 1 {
-			if err := limitChange(ctx, q, p, from, &plan, timeFromMicros(now)); err != nil {
+			if waiting, err = limitChange(ctx, q, p, from, &plan, timeFromMicros(now)); err != nil {
 				return err
 			}
 		}
 		inst, applied = instanceFromRow(&row), plan
 		if e, ok := transition.ChangeEvent(&plan, p.WorkflowName, p.ID, int(row.RunNumber), time.Time{}); ok {
-			if err := s.logLifecycle(ctx, q, now, e); err != nil {
+			events := []db.LifecycleEvent{e}
+			if waiting != nil {
+				events = append(events, transition.LimitWaitEvent(p.WorkflowName, p.ID, int(row.RunNumber), waiting, time.Time{}))
+			}
+			if err := s.logLifecycle(ctx, q, now, events...); err != nil {
 				return err
 			}
 		}
@@ -624,8 +630,9 @@ func (s *Store) instanceChangeTx(ctx context.Context, q *litesqlc.Queries, p *db
 // limitChange applies a management change's consequences on a limited
 // instance's slots, in the change's transaction: a terminate gives them
 // back, a restart takes them again (admission.Restart), a resume of an
-// instance still waiting for a slot leaves it without a task.
-func limitChange(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams, from workflow.InstanceStatus, plan *transition.ChangePlan, now time.Time) error {
+// instance still waiting for a slot leaves it without a task. It returns
+// what a restart made the new run wait for (admission.Restart), else nil.
+func limitChange(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams, from workflow.InstanceStatus, plan *transition.ChangePlan, now time.Time) (*db.WaitingFor, error) {
 	tx := limitTx{q: q}
 	ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.ID}
 	switch {
@@ -633,15 +640,16 @@ func limitChange(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeP
 		return admission.Restart(ctx, tx, ref, now)
 	case plan.Status.Terminal() && !from.Terminal():
 		_, _, err := admission.Release(ctx, tx, ref, now, nil)
-		return err
+		return nil, err
 	case plan.Task.Op == transition.TaskRequeue:
-		return admission.Resume(ctx, tx, ref)
+		return nil, admission.Resume(ctx, tx, ref)
 	}
-	return nil
+	return nil, nil
 }
 
 // logCreated logs the creation of inst (and its start, when its task is
-// leased) at now, in the create's transaction.
+// leased, or its wait, when a limit holds it back) at now, in the
+// create's transaction.
 func (s *Store) logCreated(ctx context.Context, q *litesqlc.Queries, workflowName string, inst *db.CreateResult, now int64) error {
 	var log lifecycleBuf
 	s.bufferCreated(&log, workflowName, inst, now)
@@ -649,8 +657,8 @@ func (s *Store) logCreated(ctx context.Context, q *litesqlc.Queries, workflowNam
 }
 
 // bufferCreated adds the events of inst's creation (and its start, when its
-// task is leased) at now to log.
+// task is leased, or its wait, when a limit holds it back) at now to log.
 func (s *Store) bufferCreated(log *lifecycleBuf, workflowName string, inst *db.CreateResult, now int64) {
 	plan := transition.Create(inst.LeasedTask != nil, false)
-	s.bufferLifecycle(log, now, transition.CreateEvents(&plan, workflowName, inst.Instance.ID, time.Time{})...)
+	s.bufferLifecycle(log, now, transition.CreateEvents(&plan, workflowName, inst.Instance.ID, inst.Instance.WaitingFor, time.Time{})...)
 }

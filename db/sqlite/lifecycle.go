@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
@@ -67,20 +68,23 @@ type lifecycleBuf struct {
 // small integer in every row instead of the type's name. A code, once
 // given, never changes meaning; a new type takes a new code.
 var lifecycleTypeCodes = map[db.LifecycleEventType]int64{
-	db.LifecycleCreated:       1,
-	db.LifecycleStarted:       2,
-	db.LifecycleStepStarted:   3,
-	db.LifecycleStepCompleted: 4,
-	db.LifecycleStepFailed:    5,
-	db.LifecycleStepRetrying:  6,
-	db.LifecycleWaiting:       7,
-	db.LifecycleEventReceived: 8,
-	db.LifecyclePaused:        9,
-	db.LifecycleResumed:       10,
-	db.LifecycleTerminated:    11,
-	db.LifecycleRestarted:     12,
-	db.LifecycleCompleted:     13,
-	db.LifecycleErrored:       14,
+	db.LifecycleCreated:        1,
+	db.LifecycleStarted:        2,
+	db.LifecycleStepStarted:    3,
+	db.LifecycleStepCompleted:  4,
+	db.LifecycleStepFailed:     5,
+	db.LifecycleStepRetrying:   6,
+	db.LifecycleWaiting:        7,
+	db.LifecycleEventReceived:  8,
+	db.LifecyclePaused:         9,
+	db.LifecycleResumed:        10,
+	db.LifecycleTerminated:     11,
+	db.LifecycleRestarted:      12,
+	db.LifecycleCompleted:      13,
+	db.LifecycleErrored:        14,
+	db.LifecycleWorkerOnline:   15,
+	db.LifecycleWorkerDraining: 16,
+	db.LifecycleWorkerOffline:  17,
 }
 
 // lifecycleTypeOf is the type stored as code, "" for a code no type has.
@@ -151,8 +155,9 @@ func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
 	return nil
 }
 
-// LifecycleList returns a page of lifecycle events matching p, in id order:
-// one instance's through its index, the others along the primary key.
+// LifecycleList returns a page of lifecycle events matching p, in id order
+// (descending with p.Newest): one instance's through its index, the others
+// along the primary key.
 func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([]*db.LifecycleEvent, error) {
 	var types string
 	if len(p.Types) > 0 {
@@ -178,19 +183,35 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		until = new(micros(p.Until))
 	}
 	q := s.queriesFor(ctx, false)
+	limit := int64(lifecycleLimit(p.Limit))
 	var (
 		rows []litesqlc.LifecycleEvent
 		err  error
 	)
-	if p.InstanceID != "" {
+	switch {
+	case p.InstanceID != "" && p.Newest:
+		before := p.BeforeID
+		if before == 0 {
+			before = math.MaxInt64
+		}
+		rows, err = q.LifecycleListInstanceNewest(ctx, litesqlc.LifecycleListInstanceNewestParams{
+			InstanceID: p.InstanceID, BeforeID: before, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
+		})
+	case p.InstanceID != "":
 		rows, err = q.LifecycleListInstance(ctx, litesqlc.LifecycleListInstanceParams{
 			InstanceID: p.InstanceID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			Types: types, Since: since, Until: until, Max: int64(lifecycleLimit(p.Limit)),
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
 		})
-	} else {
+	case p.Newest:
+		rows, err = q.LifecycleListNewest(ctx, litesqlc.LifecycleListNewestParams{
+			BeforeID: p.BeforeID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
+		})
+	default:
 		rows, err = q.LifecycleList(ctx, litesqlc.LifecycleListParams{
 			AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			Types: types, Since: since, Until: until, Max: int64(lifecycleLimit(p.Limit)),
+			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
 		})
 	}
 	if err != nil {
@@ -235,6 +256,9 @@ func lifecycleEventFromRow(r *litesqlc.LifecycleEvent) *db.LifecycleEvent {
 	}
 	if r.Detail != nil {
 		e.Detail = *r.Detail
+	}
+	if r.WorkerID != nil {
+		e.WorkerID = *r.WorkerID
 	}
 	return e
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
@@ -11,7 +12,8 @@ import (
 )
 
 // WorkerRegister registers a worker, or the same row again, and with
-// p.ReleaseHeld releases the tasks its id still holds, in one transaction.
+// p.ReleaseHeld releases the tasks its id still holds, in one transaction,
+// which logs worker.online.
 func (s *Store) WorkerRegister(ctx context.Context, p *db.WorkerRegisterParams) (*db.Worker, error) {
 	labels, err := labelsArg(p.Labels)
 	if err != nil {
@@ -34,6 +36,9 @@ func (s *Store) WorkerRegister(ctx context.Context, p *db.WorkerRegisterParams) 
 			return err
 		}
 		w = workerFromRow(&row)
+		if err := s.logWorker(ctx, q, p.ID, "", db.WorkerStatusOnline, "", p.Now); err != nil {
+			return err
+		}
 		if !p.ReleaseHeld {
 			return nil
 		}
@@ -78,16 +83,25 @@ func (s *Store) WorkerHeartbeat(ctx context.Context, p *db.WorkerHeartbeatParams
 	return res, nil
 }
 
-// WorkerDeregister marks a worker offline on a clean stop.
+// WorkerDeregister marks a worker offline on a clean stop, logging
+// worker.offline unless it was offline already.
 func (s *Store) WorkerDeregister(ctx context.Context, p *db.WorkerDeregisterParams) (*db.Worker, error) {
 	var w *db.Worker
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
+		var from db.WorkerStatus
+		if !s.lifecycleOff.Load() {
+			cur, err := q.WorkerGet(ctx, p.ID)
+			if err != nil {
+				return err
+			}
+			from = db.WorkerStatus(cur.Status)
+		}
 		row, err := q.WorkerDeregister(ctx, litesqlc.WorkerDeregisterParams{Now: micros(p.Now), WorkerID: p.ID})
 		if err != nil {
 			return err
 		}
 		w = workerFromRow(&row)
-		return nil
+		return s.logWorker(ctx, q, p.ID, from, db.WorkerStatusOffline, transition.WorkerOfflineDeregistered, p.Now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("deregistering worker: %w", interpretError(err))
@@ -142,7 +156,7 @@ func (s *Store) WorkerDrain(ctx context.Context, p *db.WorkerDrainParams) (*db.W
 			return err
 		}
 		w = workerFromRow(&row)
-		return nil
+		return s.logWorker(ctx, q, p.ID, db.WorkerStatus(cur.Status), db.WorkerStatusDraining, "", p.Now)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("draining worker: %w", interpretError(err))
@@ -151,13 +165,20 @@ func (s *Store) WorkerDrain(ctx context.Context, p *db.WorkerDrainParams) (*db.W
 }
 
 // WorkerReap marks the workers whose heartbeat is too old offline and
-// releases their tasks in one transaction.
+// releases their tasks in one transaction, which logs worker.offline for
+// each.
 func (s *Store) WorkerReap(ctx context.Context, p *db.WorkerReapParams) (db.WorkerReapResult, error) {
 	var res db.WorkerReapResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		ids, err := q.WorkerMarkOffline(ctx, micros(p.Now.Add(-p.OfflineAfter)))
 		if err != nil || len(ids) == 0 {
 			return err
+		}
+		for _, id := range ids {
+			// WorkerMarkOffline marks only workers that were not offline.
+			if err := s.logWorker(ctx, q, id, db.WorkerStatusOnline, db.WorkerStatusOffline, transition.WorkerOfflineReaped, p.Now); err != nil {
+				return err
+			}
 		}
 		n, err := q.TaskReleaseOwned(ctx, litesqlc.TaskReleaseOwnedParams{
 			Now: micros(p.Now), Reason: transition.WorkerReleaseReason(true), Owners: listArg(ids),
@@ -169,6 +190,29 @@ func (s *Store) WorkerReap(ctx context.Context, p *db.WorkerReapParams) (db.Work
 		return db.WorkerReapResult{}, fmt.Errorf("reaping workers: %w", interpretError(err))
 	}
 	return res, nil
+}
+
+// logWorker writes the lifecycle event of worker id's change of status
+// from `from` to `to` (transition.WorkerEvent) in the change's write
+// transaction; nothing while the log is off or when the change logs none.
+func (s *Store) logWorker(ctx context.Context, q *litesqlc.Queries, id string, from, to db.WorkerStatus, detail string, now time.Time) error {
+	if s.lifecycleOff.Load() {
+		return nil
+	}
+	e, ok := transition.WorkerEvent(id, from, to, detail, now)
+	if !ok {
+		return nil
+	}
+	code, ok := lifecycleTypeCodes[e.Type]
+	if !ok {
+		return fmt.Errorf("logging a worker event: unknown type %q", e.Type)
+	}
+	if err := q.WorkerLog(ctx, litesqlc.WorkerLogParams{
+		Type: code, Detail: textArg(e.Detail), At: micros(e.At), WorkerID: &e.WorkerID,
+	}); err != nil {
+		return fmt.Errorf("logging %s: %w", e.Type, err)
+	}
+	return nil
 }
 
 func workerFromRow(r *litesqlc.WorkflowWorker) *db.Worker {

@@ -62,8 +62,12 @@ func (l *logTail) requireNext(t *testing.T, msg string, want ...string) []*db.Li
 	return events
 }
 
-// lifecycleKey is "type instance" or "type instance/step".
+// lifecycleKey is "type instance", "type instance/step" or, for a worker
+// event, "type @worker".
 func lifecycleKey(e *db.LifecycleEvent) string {
+	if e.WorkerID != "" {
+		return fmt.Sprintf("%s @%s", e.Type, e.WorkerID)
+	}
 	if e.StepKey != "" {
 		return fmt.Sprintf("%s %s/%s", e.Type, e.InstanceID, e.StepKey)
 	}
@@ -83,19 +87,23 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.True(t, created[0].At.Equal(b.now), "at the create's now")
 
 		task := b.claim(t, "a")
-		l.requireNext(t, "a claim logs nothing: the first checkpoint's step.started records the start")
+		l.requireNext(t, "a claim logs nothing: the run's first checkpoint logs its start")
 
 		started := b.at(time.Second)
 		p := b.checkpoint(task)
 		p.Now = b.at(2 * time.Second)
+		p.RunStartedAt = new(b.now) // the claim's time, the fresh run's StartedAt
 		p.Steps = []db.StepWrite{{Key: "charge", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 3,
 			Result: json.RawMessage(`1`), StartedAt: &started}}
 		_, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		evs := l.requireNext(t, "a completed step", "step.started a/charge", "step.completed a/charge")
-		require.True(t, evs[0].At.Equal(started), "step.started is at the attempt's start")
-		require.Equal(t, 1, evs[0].Attempt)
-		require.True(t, evs[1].At.Equal(p.Now))
+		evs := l.requireNext(t, "the run's first checkpoint: its start, then a completed step",
+			"instance.started a", "step.started a/charge", "step.completed a/charge")
+		require.True(t, evs[0].At.Equal(b.now), "instance.started is at the run's start")
+		require.Equal(t, 1, evs[0].RunNumber)
+		require.True(t, evs[1].At.Equal(started), "step.started is at the attempt's start")
+		require.Equal(t, 1, evs[1].Attempt)
+		require.True(t, evs[2].At.Equal(p.Now))
 
 		p = b.checkpoint(task)
 		p.Steps = []db.StepWrite{{Key: "ship", Type: db.StepTypeDo, Status: db.StepStatusRetrying, Attempts: 1, MaxAttempts: 3,
@@ -145,14 +153,17 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		task = b.claimIDAt(t, "a", b.at(time.Minute))
 		p = b.checkpoint(task)
+		p.RunStartedAt = new(b.at(time.Minute)) // run 2 is fresh again
 		p.Steps = []db.StepWrite{{Key: "charge", Type: db.StepTypeDo, Status: db.StepStatusErrored, Attempts: 3, MaxAttempts: 3,
 			ErrorName: "Declined", ErrorMessage: "card declined"}}
 		p.Outcome, p.ErrorName, p.ErrorMessage = db.OutcomeError, "Declined", "card declined"
 		_, err = b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		evs = l.requireNext(t, "a errors", "step.failed a/charge", "instance.errored a")
-		require.Equal(t, 2, evs[1].RunNumber)
-		require.Equal(t, "Declined: card declined", evs[1].Detail)
+		evs = l.requireNext(t, "run 2 starts and errors", "instance.started a", "step.failed a/charge", "instance.errored a")
+		require.Equal(t, 2, evs[0].RunNumber)
+		require.True(t, evs[0].At.Equal(b.at(time.Minute)))
+		require.Equal(t, 2, evs[2].RunNumber)
+		require.Equal(t, "Declined: card declined", evs[2].Detail)
 
 		b.create(t, "t")
 		l.next(t)
@@ -199,11 +210,12 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		l.requireNext(t, "create and send", "instance.created c", "event.received c")
 		p := b.checkpoint(task)
 		p.ConsumeEvent = &db.ConsumeEvent{Type: "go", StepKey: "wait"}
+		p.RunStartedAt = new(b.now)
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
 		require.NotNil(t, res.Event)
-		evs := l.requireNext(t, "the consume", "step.completed c/wait")
-		require.Equal(t, "event:go", evs[0].Detail)
+		evs := l.requireNext(t, "the run's start, then the consume", "instance.started c", "step.completed c/wait")
+		require.Equal(t, "event:go", evs[1].Detail)
 	})
 
 	t.Run("CreatesLogOneEventPerCreatedInstance", func(t *testing.T) {
@@ -294,6 +306,8 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 				Result: json.RawMessage(`1`), StartedAt: &started}}
 			if i == 2 {
 				p.Outcome, p.Output = db.OutcomeComplete, json.RawMessage(`3`)
+			} else {
+				p.RunStartedAt = new(b.now) // the first checkpoints of g1 and g2's runs
 			}
 			ps = append(ps, p)
 		}
@@ -303,10 +317,11 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.ErrorIs(t, results[1].Err, db.ErrLeaseLost)
 		require.NoError(t, results[2].Err)
 		evs := l.requireNext(t, "the batch: the held items' events only",
-			"step.started g1/s", "step.completed g1/s",
+			"instance.started g1", "step.started g1/s", "step.completed g1/s",
 			"step.started g3/s", "step.completed g3/s", "instance.completed g3")
-		require.True(t, evs[0].At.Equal(started))
-		require.True(t, evs[4].At.Equal(ps[2].Now))
+		require.True(t, evs[0].At.Equal(b.now))
+		require.True(t, evs[1].At.Equal(started))
+		require.True(t, evs[5].At.Equal(ps[2].Now))
 	})
 
 	t.Run("Off", func(t *testing.T) {
@@ -335,6 +350,16 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		log.LifecycleLogSet(true)
 		b.create(t, "o3")
 		l.requireNext(t, "on again", "instance.created o3")
+	})
+
+	t.Run("WaitingForALimit", func(t *testing.T) {
+		t.Parallel()
+		testLifecycleLogLimitWait(t, newStore)
+	})
+
+	t.Run("WorkerEvents", func(t *testing.T) {
+		t.Parallel()
+		testLifecycleLogWorkers(t, newStore)
 	})
 
 	t.Run("TerminateCascade", func(t *testing.T) {
@@ -400,6 +425,35 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 			{"instance.created x3", "instance.created y1"},
 			{"instance.terminated x2"},
 		}, pages)
+
+		// Newest first: pages continue before the last id.
+		pages = nil
+		before := int64(0)
+		for {
+			events, err := log.LifecycleList(b.ctx, &db.LifecycleListParams{Newest: true, BeforeID: before, Limit: 2})
+			require.NoError(t, err)
+			if len(events) == 0 {
+				break
+			}
+			var keys []string
+			for _, e := range events {
+				if before != 0 {
+					require.Less(t, e.ID, before)
+				}
+				keys = append(keys, lifecycleKey(e))
+			}
+			pages = append(pages, keys)
+			before = events[len(events)-1].ID
+		}
+		require.Equal(t, [][]string{
+			{"instance.terminated x2", "instance.created y1"},
+			{"instance.created x3", "instance.created x2"},
+			{"instance.created x1"},
+		}, pages)
+		require.Equal(t, []string{"instance.terminated x2", "instance.created x2"},
+			list(db.LifecycleListParams{WorkflowName: workflowName, InstanceID: "x2", Newest: true}), "an instance's, newest first")
+		require.Equal(t, []string{"instance.terminated x2"},
+			list(db.LifecycleListParams{WorkflowName: workflowName, InstanceID: "x2", Newest: true, Limit: 1}))
 	})
 
 	t.Run("PruneInBatchesByAge", func(t *testing.T) {
@@ -480,4 +534,180 @@ func testLifecycleLogCascade(t *testing.T, newStore func(t *testing.T) db.Store)
 	for _, e := range got {
 		require.Equal(t, 1, e.RunNumber)
 	}
+}
+
+// testLifecycleLogLimitWait: an instance a limit holds back logs
+// instance.waiting ("limit:<scope>" for a concurrency limit, "rate:<scope>"
+// for a rate limit) in the transaction that makes it wait, once each time
+// it starts waiting: at a create (single or batch) and at a restart of an
+// ended instance, not when it goes on waiting.
+func testLifecycleLogLimitWait(t *testing.T, newStore func(t *testing.T) db.Store) {
+	b := setup(t, newStore)
+	l := b.tail(t)
+	k1 := db.KeyScope(workflowName, "k1")
+
+	require.True(t, b.createKeyed(t, "h", "k1", b.now))
+	l.requireNext(t, "an admitted create", "instance.created h")
+
+	at := b.at(time.Second)
+	res, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
+		WorkflowName: workflowName, ID: "w", Now: new(at),
+		Limits: []db.LimitSpec{{Scope: k1, Define: true, MaxRunning: 1}},
+	})
+	require.NoError(t, err)
+	evs := l.requireNext(t, "a create the key's limit holds back", "instance.created w", "instance.waiting w")
+	require.Equal(t, "limit:"+k1, evs[1].Detail)
+	require.Equal(t, 1, evs[1].RunNumber)
+	require.True(t, evs[1].At.Equal(at), "at the create's now")
+	b.requireWaits(t, "w", "k1")
+	require.Equal(t, b.get(t, "w").WaitingFor, res.Instance.WaitingFor, "the create's result says what it waits for, as a get does")
+
+	k2 := db.KeyScope(workflowName, "k2")
+	created, err := b.store.InstanceCreateMany(b.ctx, &db.InstanceCreateManyParams{
+		WorkflowName: workflowName, Now: new(at),
+		Instances: []db.InstanceCreateItem{
+			{ID: "m1", Limits: []db.LimitSpec{{Scope: k2, Define: true, MaxRunning: 1}}},
+			{ID: "m2", Limits: []db.LimitSpec{{Scope: k2, Define: true, MaxRunning: 1}}},
+		},
+	})
+	require.NoError(t, err)
+	require.Len(t, created, 2)
+	evs = l.requireNext(t, "a batch create: the second waits", "instance.created m1", "instance.created m2", "instance.waiting m2")
+	require.Equal(t, "limit:"+k2, evs[2].Detail)
+
+	rated := []db.LimitSpec{{Scope: db.KeyScope(workflowName, "r"), Define: true, RateLimit: 1, RatePeriod: time.Hour}}
+	for _, id := range []string{"r1", "r2"} {
+		_, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{WorkflowName: workflowName, ID: id, Now: new(at), Limits: rated})
+		require.NoError(t, err)
+	}
+	evs = l.requireNext(t, "a rate limit puts the second start in the next window",
+		"instance.created r1", "instance.created r2", "instance.waiting r2")
+	require.Equal(t, "rate:"+rated[0].Scope, evs[2].Detail)
+	require.Equal(t, db.LimitKindRate, b.get(t, "r2").WaitingFor.Kind)
+
+	// m2 goes on waiting through a pause, a resume and a restart.
+	_, err = b.store.InstancePause(b.ctx, b.change("m2"))
+	require.NoError(t, err)
+	_, err = b.store.InstanceResume(b.ctx, b.change("m2"))
+	require.NoError(t, err)
+	_, err = b.store.InstanceRestart(b.ctx, b.change("m2"))
+	require.NoError(t, err)
+	l.requireNext(t, "a waiting instance goes on waiting: no new wait",
+		"instance.paused m2", "instance.resumed m2", "instance.restarted m2")
+	b.requireWaits(t, "m2", "k2")
+
+	// h ends: its slot goes to w, which stops waiting (nothing logged for
+	// it); h restarted then waits for the slot w took.
+	end := b.at(2 * time.Second)
+	var task *db.Task
+	for _, c := range b.claimAt(t, end, 10) {
+		if c.InstanceID == "h" {
+			task = c
+		}
+	}
+	require.NotNil(t, task)
+	_, err = b.store.Checkpoint(b.ctx, b.end(task, end))
+	require.NoError(t, err)
+	l.requireNext(t, "h ends and admits w", "instance.completed h")
+	require.Nil(t, b.get(t, "w").WaitingFor)
+	_, err = b.store.InstanceRestart(b.ctx, b.change("h"))
+	require.NoError(t, err)
+	evs = l.requireNext(t, "a restart of an ended instance that must wait", "instance.restarted h", "instance.waiting h")
+	require.Equal(t, 2, evs[1].RunNumber)
+	require.Equal(t, "limit:"+k1, evs[1].Detail)
+	b.requireWaits(t, "h", "k1")
+}
+
+// testLifecycleLogWorkers: a worker's changes of status log worker.online,
+// worker.draining and worker.offline in their transactions, once each
+// (a second drain or deregistration logs nothing), naming the worker and
+// no instance; lists filter by worker and type.
+func testLifecycleLogWorkers(t *testing.T, newStore func(t *testing.T) db.Store) {
+	b := setup(t, newStore)
+	log := b.lifecycleLog(t)
+	l := b.tail(t)
+	register := func(id string, at time.Time) {
+		t.Helper()
+		_, err := b.store.WorkerRegister(b.ctx, &db.WorkerRegisterParams{
+			ID: id, Hostname: "host", PID: 1, Queues: []string{"default"}, MaxConcurrency: 4, Now: at, ReleaseHeld: true,
+		})
+		require.NoError(t, err)
+	}
+
+	register("w1", b.now)
+	evs := l.requireNext(t, "a registration", "worker.online @w1")
+	require.Equal(t, "w1", evs[0].WorkerID)
+	require.Empty(t, evs[0].WorkflowName)
+	require.Empty(t, evs[0].InstanceID)
+	require.Zero(t, evs[0].RunNumber)
+	require.True(t, evs[0].At.Equal(b.now), "at the registration's now")
+
+	_, err := b.store.WorkerHeartbeat(b.ctx, &db.WorkerHeartbeatParams{ID: "w1", Now: b.at(time.Second)})
+	require.NoError(t, err)
+	l.requireNext(t, "a heartbeat logs nothing")
+
+	for range 2 {
+		_, err = b.store.WorkerDrain(b.ctx, &db.WorkerDrainParams{ID: "w1", Now: b.at(2 * time.Second)})
+		require.NoError(t, err)
+	}
+	evs = l.requireNext(t, "a drain, then one of a draining worker", "worker.draining @w1")
+	require.True(t, evs[0].At.Equal(b.at(2*time.Second)))
+
+	for range 2 {
+		_, err = b.store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "w1", Now: b.at(3 * time.Second)})
+		require.NoError(t, err)
+	}
+	evs = l.requireNext(t, "a deregistration, then one of an offline worker", "worker.offline @w1")
+	require.Equal(t, "deregistered", evs[0].Detail)
+	_, err = b.store.WorkerDrain(b.ctx, &db.WorkerDrainParams{ID: "w1", Now: b.at(4 * time.Second)})
+	require.ErrorIs(t, err, db.ErrWorkerOffline)
+	_, err = b.store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "missing", Now: b.at(4 * time.Second)})
+	require.ErrorIs(t, err, db.ErrNotFound)
+	l.requireNext(t, "refused changes log nothing")
+
+	register("w1", b.at(time.Minute))
+	register("w2", b.at(time.Minute))
+	register("w3", b.at(time.Minute))
+	l.requireNext(t, "registrations, one again", "worker.online @w1", "worker.online @w2", "worker.online @w3")
+
+	_, err = b.store.WorkerHeartbeat(b.ctx, &db.WorkerHeartbeatParams{ID: "w1", Now: b.at(time.Hour - 10*time.Second)})
+	require.NoError(t, err)
+	reaped, err := b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(time.Hour), OfflineAfter: 30 * time.Second})
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"w2", "w3"}, reaped.WorkerIDs)
+	evs = l.next(t)
+	var keys []string
+	for _, e := range evs {
+		keys = append(keys, lifecycleKey(e))
+		require.Equal(t, "heartbeat stopped", e.Detail)
+		require.True(t, e.At.Equal(b.at(time.Hour)), "at the reap's now")
+	}
+	require.ElementsMatch(t, []string{"worker.offline @w2", "worker.offline @w3"}, keys, "the reap")
+	_, err = b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(time.Hour), OfflineAfter: 30 * time.Second})
+	require.NoError(t, err)
+	l.requireNext(t, "a reap that marks none logs nothing")
+
+	list := func(p db.LifecycleListParams) []string {
+		t.Helper()
+		events, err := log.LifecycleList(b.ctx, &p)
+		require.NoError(t, err)
+		keys := []string{}
+		for _, e := range events {
+			keys = append(keys, lifecycleKey(e))
+		}
+		return keys
+	}
+	require.Equal(t, []string{"worker.online @w2", "worker.offline @w2"}, list(db.LifecycleListParams{WorkerID: "w2"}))
+	require.Equal(t, []string{"worker.online @w1", "worker.online @w1"},
+		list(db.LifecycleListParams{WorkerID: "w1", Types: []db.LifecycleEventType{db.LifecycleWorkerOnline}}))
+	require.Empty(t, list(db.LifecycleListParams{WorkerID: "w1", WorkflowName: workflowName}), "worker events have no workflow")
+
+	log.LifecycleLogSet(false)
+	register("w4", b.at(2*time.Hour))
+	_, err = b.store.WorkerDrain(b.ctx, &db.WorkerDrainParams{ID: "w4", Now: b.at(2 * time.Hour)})
+	require.NoError(t, err)
+	_, err = b.store.WorkerDeregister(b.ctx, &db.WorkerDeregisterParams{ID: "w4", Now: b.at(2 * time.Hour)})
+	require.NoError(t, err)
+	l.requireNext(t, "nothing is logged while the log is off")
+	log.LifecycleLogSet(true)
 }

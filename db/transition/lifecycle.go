@@ -14,7 +14,9 @@ import (
 
 // CheckpointEvents returns the lifecycle events of checkpoint p, whose step
 // writes (after transition.Steps) are steps and whose consumed event, if
-// any, is consumed: for each step write, step.started when it records an
+// any, is consumed: instance.started at p.RunStartedAt first, when the
+// checkpoint is the first of a run whose start was not logged yet; for
+// each step write, step.started when it records an
 // attempt's start (at that time) and then step.completed, step.failed or
 // step.retrying as its status says; step.completed for the step that
 // consumed an event; and one instance event for the outcome (waiting,
@@ -27,6 +29,9 @@ func CheckpointEvents(p *db.CheckpointParams, steps []db.StepWrite, consumed boo
 			Type: t, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: p.RunNumber,
 			StepKey: key, Attempt: attempt, Detail: detail, At: at,
 		})
+	}
+	if p.RunStartedAt != nil {
+		ev(db.LifecycleStarted, "", 0, "", *p.RunStartedAt)
 	}
 	if consumed && p.ConsumeEvent != nil {
 		ev(db.LifecycleStepCompleted, p.ConsumeEvent.StepKey, 0, "event:"+p.ConsumeEvent.Type, p.Now)
@@ -82,16 +87,40 @@ func errorDetail(name, message string) string {
 
 // CreateEvents returns the lifecycle events of creating instance id of
 // workflowName by plan at now (zero: the database's clock):
-// instance.created, and instance.started when the create started it
-// eagerly (its task leased).
-func CreateEvents(plan *CreatePlan, workflowName, id string, now time.Time) []db.LifecycleEvent {
+// instance.created, then instance.started when the create started it
+// eagerly (its task leased), or instance.waiting when a limit holds it
+// back (waiting, the admission's db.WaitingFor; nil when none does: see
+// LimitWaitEvent).
+func CreateEvents(plan *CreatePlan, workflowName, id string, waiting *db.WaitingFor, now time.Time) []db.LifecycleEvent {
 	created := db.LifecycleEvent{Type: db.LifecycleCreated, WorkflowName: workflowName, InstanceID: id, RunNumber: 1, At: now}
-	if !plan.Leased {
-		return []db.LifecycleEvent{created}
+	switch {
+	case plan.Leased:
+		started := created
+		started.Type = db.LifecycleStarted
+		return []db.LifecycleEvent{created, started}
+	case waiting != nil:
+		return []db.LifecycleEvent{created, LimitWaitEvent(workflowName, id, 1, waiting, now)}
 	}
-	started := created
-	started.Type = db.LifecycleStarted
-	return []db.LifecycleEvent{created, started}
+	return []db.LifecycleEvent{created}
+}
+
+// LimitWaitEvent returns the instance.waiting of run of an instance that
+// starts waiting for a limit (w, as db.Instance.WaitingFor says it) in the
+// transaction that admits it: at a create, or a restart of an ended
+// instance. Detail is "limit:<scope>" when a concurrency limit has no free
+// slot for it, "rate:<scope>" when a rate limit put its start at a later
+// window ("queue:<name>", "workflow:<name>" or "key:<workflow>:<key>").
+// An instance that already waits and goes on waiting (a release that
+// admits it into a later rate window, a resume, a restart of a waiting
+// instance) logs none.
+func LimitWaitEvent(workflowName, id string, run int, w *db.WaitingFor, now time.Time) db.LifecycleEvent {
+	detail := "limit:" + w.Scope
+	if w.Kind == db.LimitKindRate {
+		detail = "rate:" + w.Scope
+	}
+	return db.LifecycleEvent{
+		Type: db.LifecycleWaiting, WorkflowName: workflowName, InstanceID: id, RunNumber: run, Detail: detail, At: now,
+	}
 }
 
 // ChangeEvent returns the lifecycle event of a management change of plan

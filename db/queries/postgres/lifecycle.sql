@@ -61,10 +61,25 @@ WHERE i.workflow_name = @workflow_name AND i.instance_id = @instance_id
 SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (@workflow_name::text = '' OR e.workflow_name = @workflow_name::text)
+    AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
     AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
     AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
 ORDER BY e.id
+LIMIT @max;
+
+-- name: LifecycleListNewest :many
+-- LifecycleListNewest is LifecycleList newest first: a page of events in
+-- descending id order before a cursor (0: from the newest).
+SELECT * FROM lifecycle_event e
+WHERE (@before_id::bigint = 0 OR e.id < @before_id::bigint)
+    AND e.id > @after_id
+    AND (@workflow_name::text = '' OR e.workflow_name = @workflow_name::text)
+    AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+ORDER BY e.id DESC
 LIMIT @max;
 
 -- name: LifecycleListInstance :many
@@ -73,10 +88,25 @@ LIMIT @max;
 SELECT * FROM lifecycle_event e
 WHERE e.instance_id = @instance_id::text AND e.id > @after_id
     AND e.workflow_name = @workflow_name::text
+    AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
     AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
     AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
     AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
 ORDER BY e.id
+LIMIT @max;
+
+-- name: LifecycleListInstanceNewest :many
+-- LifecycleListInstanceNewest is LifecycleListNewest of one instance's
+-- events, through lifecycle_event_instance_idx.
+SELECT * FROM lifecycle_event e
+WHERE e.instance_id = @instance_id::text
+    AND e.id < @before_id::bigint AND e.id > @after_id
+    AND e.workflow_name = @workflow_name::text
+    AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+ORDER BY e.id DESC
 LIMIT @max;
 
 -- name: LifecyclePrune :execrows

@@ -100,3 +100,11 @@ WHERE id IN (
     ORDER BY t.id
     FOR UPDATE
 );
+
+-- name: WorkerLog :exec
+-- WorkerLog writes a lifecycle event (docs/events.md) of each named
+-- worker, in the transaction of the change of status it records: no
+-- workflow or instance, the worker in worker_id.
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, detail, at, worker_id)
+SELECT @type::text, '', '', 0, 0, NULLIF(@detail::text, ''), @at::timestamptz, w.id
+FROM unnest(@worker_ids::text[]) AS w(id);

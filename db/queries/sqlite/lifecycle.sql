@@ -11,10 +11,25 @@ VALUES (@type, @workflow_name, @instance_id, @run_number, sqlc.narg('step_key'),
 SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (CAST(@workflow_name AS TEXT) = '' OR e.workflow_name = @workflow_name)
+    AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
     AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
     AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
     AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
 ORDER BY e.id
+LIMIT @max;
+
+-- name: LifecycleListNewest :many
+-- LifecycleListNewest is LifecycleList newest first: a page of events in
+-- descending id order before a cursor (0: from the newest).
+SELECT * FROM lifecycle_event e
+WHERE (CAST(@before_id AS INTEGER) = 0 OR e.id < CAST(@before_id AS INTEGER))
+    AND e.id > @after_id
+    AND (CAST(@workflow_name AS TEXT) = '' OR e.workflow_name = @workflow_name)
+    AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+ORDER BY e.id DESC
 LIMIT @max;
 
 -- name: LifecycleListInstance :many
@@ -23,10 +38,25 @@ LIMIT @max;
 SELECT * FROM lifecycle_event e
 WHERE e.instance_id = @instance_id AND e.id > @after_id
     AND e.workflow_name = @workflow_name
+    AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
     AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
     AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
     AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
 ORDER BY e.id
+LIMIT @max;
+
+-- name: LifecycleListInstanceNewest :many
+-- LifecycleListInstanceNewest is LifecycleListNewest of one instance's
+-- events, through lifecycle_event_instance_idx.
+SELECT * FROM lifecycle_event e
+WHERE e.instance_id = @instance_id
+    AND e.id < CAST(@before_id AS INTEGER) AND e.id > @after_id
+    AND e.workflow_name = @workflow_name
+    AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+ORDER BY e.id DESC
 LIMIT @max;
 
 -- name: LifecyclePrune :execrows

@@ -93,3 +93,10 @@ SET status = 'pending',
     last_error = CAST(@reason AS TEXT)
 WHERE status = 'processing'
     AND lock_owner IN (SELECT value FROM json_each(CAST(@owners AS TEXT)));
+
+-- name: WorkerLog :exec
+-- WorkerLog writes a lifecycle event (docs/events.md) of a worker, in the
+-- transaction of the change of status it records: no workflow or
+-- instance, the worker in worker_id.
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, detail, at, worker_id)
+VALUES (@type, '', '', 0, 0, sqlc.narg('detail'), @at, @worker_id);

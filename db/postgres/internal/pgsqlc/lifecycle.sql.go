@@ -159,19 +159,21 @@ func (q *Queries) LifecycleLastID(ctx context.Context) (int64, error) {
 }
 
 const lifecycleList = `-- name: LifecycleList :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
 WHERE e.id > $1
     AND ($2::text = '' OR e.workflow_name = $2::text)
-    AND (cardinality($3::text[]) = 0 OR e.type = ANY($3::text[]))
-    AND ($4::timestamptz IS NULL OR e.at >= $4::timestamptz)
-    AND ($5::timestamptz IS NULL OR e.at < $5::timestamptz)
+    AND ($3::text = '' OR e.worker_id = $3::text)
+    AND (cardinality($4::text[]) = 0 OR e.type = ANY($4::text[]))
+    AND ($5::timestamptz IS NULL OR e.at >= $5::timestamptz)
+    AND ($6::timestamptz IS NULL OR e.at < $6::timestamptz)
 ORDER BY e.id
-LIMIT $6
+LIMIT $7
 `
 
 type LifecycleListParams struct {
 	AfterID      int64
 	WorkflowName string
+	WorkerID     string
 	Types        []string
 	Since        *time.Time
 	Until        *time.Time
@@ -185,6 +187,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 	rows, err := q.db.Query(ctx, lifecycleList,
 		arg.AfterID,
 		arg.WorkflowName,
+		arg.WorkerID,
 		arg.Types,
 		arg.Since,
 		arg.Until,
@@ -207,6 +210,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 			&i.Attempt,
 			&i.Detail,
 			&i.At,
+			&i.WorkerID,
 		); err != nil {
 			return nil, err
 		}
@@ -219,20 +223,22 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 }
 
 const lifecycleListInstance = `-- name: LifecycleListInstance :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
 WHERE e.instance_id = $1::text AND e.id > $2
     AND e.workflow_name = $3::text
-    AND (cardinality($4::text[]) = 0 OR e.type = ANY($4::text[]))
-    AND ($5::timestamptz IS NULL OR e.at >= $5::timestamptz)
-    AND ($6::timestamptz IS NULL OR e.at < $6::timestamptz)
+    AND ($4::text = '' OR e.worker_id = $4::text)
+    AND (cardinality($5::text[]) = 0 OR e.type = ANY($5::text[]))
+    AND ($6::timestamptz IS NULL OR e.at >= $6::timestamptz)
+    AND ($7::timestamptz IS NULL OR e.at < $7::timestamptz)
 ORDER BY e.id
-LIMIT $7
+LIMIT $8
 `
 
 type LifecycleListInstanceParams struct {
 	InstanceID   string
 	AfterID      int64
 	WorkflowName string
+	WorkerID     string
 	Types        []string
 	Since        *time.Time
 	Until        *time.Time
@@ -246,6 +252,7 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 		arg.InstanceID,
 		arg.AfterID,
 		arg.WorkflowName,
+		arg.WorkerID,
 		arg.Types,
 		arg.Since,
 		arg.Until,
@@ -268,6 +275,141 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 			&i.Attempt,
 			&i.Detail,
 			&i.At,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lifecycleListInstanceNewest = `-- name: LifecycleListInstanceNewest :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+WHERE e.instance_id = $1::text
+    AND e.id < $2::bigint AND e.id > $3
+    AND e.workflow_name = $4::text
+    AND ($5::text = '' OR e.worker_id = $5::text)
+    AND (cardinality($6::text[]) = 0 OR e.type = ANY($6::text[]))
+    AND ($7::timestamptz IS NULL OR e.at >= $7::timestamptz)
+    AND ($8::timestamptz IS NULL OR e.at < $8::timestamptz)
+ORDER BY e.id DESC
+LIMIT $9
+`
+
+type LifecycleListInstanceNewestParams struct {
+	InstanceID   string
+	BeforeID     int64
+	AfterID      int64
+	WorkflowName string
+	WorkerID     string
+	Types        []string
+	Since        *time.Time
+	Until        *time.Time
+	Max          int32
+}
+
+// LifecycleListInstanceNewest is LifecycleListNewest of one instance's
+// events, through lifecycle_event_instance_idx.
+func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg LifecycleListInstanceNewestParams) ([]LifecycleEvent, error) {
+	rows, err := q.db.Query(ctx, lifecycleListInstanceNewest,
+		arg.InstanceID,
+		arg.BeforeID,
+		arg.AfterID,
+		arg.WorkflowName,
+		arg.WorkerID,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lifecycleListNewest = `-- name: LifecycleListNewest :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+WHERE ($1::bigint = 0 OR e.id < $1::bigint)
+    AND e.id > $2
+    AND ($3::text = '' OR e.workflow_name = $3::text)
+    AND ($4::text = '' OR e.worker_id = $4::text)
+    AND (cardinality($5::text[]) = 0 OR e.type = ANY($5::text[]))
+    AND ($6::timestamptz IS NULL OR e.at >= $6::timestamptz)
+    AND ($7::timestamptz IS NULL OR e.at < $7::timestamptz)
+ORDER BY e.id DESC
+LIMIT $8
+`
+
+type LifecycleListNewestParams struct {
+	BeforeID     int64
+	AfterID      int64
+	WorkflowName string
+	WorkerID     string
+	Types        []string
+	Since        *time.Time
+	Until        *time.Time
+	Max          int32
+}
+
+// LifecycleListNewest is LifecycleList newest first: a page of events in
+// descending id order before a cursor (0: from the newest).
+func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewestParams) ([]LifecycleEvent, error) {
+	rows, err := q.db.Query(ctx, lifecycleListNewest,
+		arg.BeforeID,
+		arg.AfterID,
+		arg.WorkflowName,
+		arg.WorkerID,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+			&i.WorkerID,
 		); err != nil {
 			return nil, err
 		}

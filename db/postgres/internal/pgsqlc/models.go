@@ -18,6 +18,7 @@ type LifecycleEvent struct {
 	Attempt      int32
 	Detail       *string
 	At           time.Time
+	WorkerID     *string
 }
 
 type WorkflowEvent struct {

@@ -253,6 +253,32 @@ func (q *Queries) WorkerList(ctx context.Context, arg WorkerListParams) ([]Workf
 	return items, nil
 }
 
+const workerLog = `-- name: WorkerLog :exec
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, detail, at, worker_id)
+SELECT $1::text, '', '', 0, 0, NULLIF($2::text, ''), $3::timestamptz, w.id
+FROM unnest($4::text[]) AS w(id)
+`
+
+type WorkerLogParams struct {
+	Type      string
+	Detail    string
+	At        time.Time
+	WorkerIds []string
+}
+
+// WorkerLog writes a lifecycle event (docs/events.md) of each named
+// worker, in the transaction of the change of status it records: no
+// workflow or instance, the worker in worker_id.
+func (q *Queries) WorkerLog(ctx context.Context, arg WorkerLogParams) error {
+	_, err := q.db.Exec(ctx, workerLog,
+		arg.Type,
+		arg.Detail,
+		arg.At,
+		arg.WorkerIds,
+	)
+	return err
+}
+
 const workerMarkOffline = `-- name: WorkerMarkOffline :many
 UPDATE workflow_worker
 SET status = 'offline', active_count = 0

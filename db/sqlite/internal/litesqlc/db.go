@@ -168,6 +168,12 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.lifecycleListInstanceStmt, err = db.PrepareContext(ctx, lifecycleListInstance); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecycleListInstance: %w", err)
 	}
+	if q.lifecycleListInstanceNewestStmt, err = db.PrepareContext(ctx, lifecycleListInstanceNewest); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleListInstanceNewest: %w", err)
+	}
+	if q.lifecycleListNewestStmt, err = db.PrepareContext(ctx, lifecycleListNewest); err != nil {
+		return nil, fmt.Errorf("error preparing query LifecycleListNewest: %w", err)
+	}
 	if q.lifecyclePruneStmt, err = db.PrepareContext(ctx, lifecyclePrune); err != nil {
 		return nil, fmt.Errorf("error preparing query LifecyclePrune: %w", err)
 	}
@@ -341,6 +347,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.workerListStmt, err = db.PrepareContext(ctx, workerList); err != nil {
 		return nil, fmt.Errorf("error preparing query WorkerList: %w", err)
+	}
+	if q.workerLogStmt, err = db.PrepareContext(ctx, workerLog); err != nil {
+		return nil, fmt.Errorf("error preparing query WorkerLog: %w", err)
 	}
 	if q.workerMarkOfflineStmt, err = db.PrepareContext(ctx, workerMarkOffline); err != nil {
 		return nil, fmt.Errorf("error preparing query WorkerMarkOffline: %w", err)
@@ -594,6 +603,16 @@ func (q *Queries) Close() error {
 	if q.lifecycleListInstanceStmt != nil {
 		if cerr := q.lifecycleListInstanceStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing lifecycleListInstanceStmt: %w", cerr)
+		}
+	}
+	if q.lifecycleListInstanceNewestStmt != nil {
+		if cerr := q.lifecycleListInstanceNewestStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleListInstanceNewestStmt: %w", cerr)
+		}
+	}
+	if q.lifecycleListNewestStmt != nil {
+		if cerr := q.lifecycleListNewestStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing lifecycleListNewestStmt: %w", cerr)
 		}
 	}
 	if q.lifecyclePruneStmt != nil {
@@ -886,6 +905,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing workerListStmt: %w", cerr)
 		}
 	}
+	if q.workerLogStmt != nil {
+		if cerr := q.workerLogStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing workerLogStmt: %w", cerr)
+		}
+	}
 	if q.workerMarkOfflineStmt != nil {
 		if cerr := q.workerMarkOfflineStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing workerMarkOfflineStmt: %w", cerr)
@@ -988,6 +1012,8 @@ type Queries struct {
 	lifecycleLastIDStmt               *sql.Stmt
 	lifecycleListStmt                 *sql.Stmt
 	lifecycleListInstanceStmt         *sql.Stmt
+	lifecycleListInstanceNewestStmt   *sql.Stmt
+	lifecycleListNewestStmt           *sql.Stmt
 	lifecyclePruneStmt                *sql.Stmt
 	limitDefineStmt                   *sql.Stmt
 	limitEnsureStmt                   *sql.Stmt
@@ -1046,6 +1072,7 @@ type Queries struct {
 	workerGetStmt                     *sql.Stmt
 	workerHeartbeatStmt               *sql.Stmt
 	workerListStmt                    *sql.Stmt
+	workerLogStmt                     *sql.Stmt
 	workerMarkOfflineStmt             *sql.Stmt
 	workerSetDrainingStmt             *sql.Stmt
 	workerUpsertStmt                  *sql.Stmt
@@ -1103,6 +1130,8 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		lifecycleLastIDStmt:               q.lifecycleLastIDStmt,
 		lifecycleListStmt:                 q.lifecycleListStmt,
 		lifecycleListInstanceStmt:         q.lifecycleListInstanceStmt,
+		lifecycleListInstanceNewestStmt:   q.lifecycleListInstanceNewestStmt,
+		lifecycleListNewestStmt:           q.lifecycleListNewestStmt,
 		lifecyclePruneStmt:                q.lifecyclePruneStmt,
 		limitDefineStmt:                   q.limitDefineStmt,
 		limitEnsureStmt:                   q.limitEnsureStmt,
@@ -1161,6 +1190,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		workerGetStmt:                     q.workerGetStmt,
 		workerHeartbeatStmt:               q.workerHeartbeatStmt,
 		workerListStmt:                    q.workerListStmt,
+		workerLogStmt:                     q.workerLogStmt,
 		workerMarkOfflineStmt:             q.workerMarkOfflineStmt,
 		workerSetDrainingStmt:             q.workerSetDrainingStmt,
 		workerUpsertStmt:                  q.workerUpsertStmt,

@@ -256,19 +256,21 @@ func (q *Queries) LifecycleLastID(ctx context.Context) (int64, error) {
 }
 
 const lifecycleList = `-- name: LifecycleList :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
 WHERE e.id > ?1
     AND (CAST(?2 AS TEXT) = '' OR e.workflow_name = ?2)
-    AND (CAST(?3 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?3)))
-    AND (CAST(?4 AS INTEGER) IS NULL OR e.at >= CAST(?4 AS INTEGER))
-    AND (CAST(?5 AS INTEGER) IS NULL OR e.at < CAST(?5 AS INTEGER))
+    AND (CAST(?3 AS TEXT) = '' OR e.worker_id = ?3)
+    AND (CAST(?4 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?4)))
+    AND (CAST(?5 AS INTEGER) IS NULL OR e.at >= CAST(?5 AS INTEGER))
+    AND (CAST(?6 AS INTEGER) IS NULL OR e.at < CAST(?6 AS INTEGER))
 ORDER BY e.id
-LIMIT ?6
+LIMIT ?7
 `
 
 type LifecycleListParams struct {
 	AfterID      int64
 	WorkflowName string
+	WorkerID     string
 	Types        string
 	Since        *int64
 	Until        *int64
@@ -282,6 +284,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 	rows, err := q.query(ctx, q.lifecycleListStmt, lifecycleList,
 		arg.AfterID,
 		arg.WorkflowName,
+		arg.WorkerID,
 		arg.Types,
 		arg.Since,
 		arg.Until,
@@ -304,6 +307,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 			&i.Attempt,
 			&i.Detail,
 			&i.At,
+			&i.WorkerID,
 		); err != nil {
 			return nil, err
 		}
@@ -319,20 +323,22 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 }
 
 const lifecycleListInstance = `-- name: LifecycleListInstance :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
 WHERE e.instance_id = ?1 AND e.id > ?2
     AND e.workflow_name = ?3
-    AND (CAST(?4 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?4)))
-    AND (CAST(?5 AS INTEGER) IS NULL OR e.at >= CAST(?5 AS INTEGER))
-    AND (CAST(?6 AS INTEGER) IS NULL OR e.at < CAST(?6 AS INTEGER))
+    AND (CAST(?4 AS TEXT) = '' OR e.worker_id = ?4)
+    AND (CAST(?5 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?5)))
+    AND (CAST(?6 AS INTEGER) IS NULL OR e.at >= CAST(?6 AS INTEGER))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at < CAST(?7 AS INTEGER))
 ORDER BY e.id
-LIMIT ?7
+LIMIT ?8
 `
 
 type LifecycleListInstanceParams struct {
 	InstanceID   string
 	AfterID      int64
 	WorkflowName string
+	WorkerID     string
 	Types        string
 	Since        *int64
 	Until        *int64
@@ -346,6 +352,7 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 		arg.InstanceID,
 		arg.AfterID,
 		arg.WorkflowName,
+		arg.WorkerID,
 		arg.Types,
 		arg.Since,
 		arg.Until,
@@ -368,6 +375,147 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 			&i.Attempt,
 			&i.Detail,
 			&i.At,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lifecycleListInstanceNewest = `-- name: LifecycleListInstanceNewest :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+WHERE e.instance_id = ?1
+    AND e.id < CAST(?2 AS INTEGER) AND e.id > ?3
+    AND e.workflow_name = ?4
+    AND (CAST(?5 AS TEXT) = '' OR e.worker_id = ?5)
+    AND (CAST(?6 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?6)))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at >= CAST(?7 AS INTEGER))
+    AND (CAST(?8 AS INTEGER) IS NULL OR e.at < CAST(?8 AS INTEGER))
+ORDER BY e.id DESC
+LIMIT ?9
+`
+
+type LifecycleListInstanceNewestParams struct {
+	InstanceID   string
+	BeforeID     int64
+	AfterID      int64
+	WorkflowName string
+	WorkerID     string
+	Types        string
+	Since        *int64
+	Until        *int64
+	Max          int64
+}
+
+// LifecycleListInstanceNewest is LifecycleListNewest of one instance's
+// events, through lifecycle_event_instance_idx.
+func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg LifecycleListInstanceNewestParams) ([]LifecycleEvent, error) {
+	rows, err := q.query(ctx, q.lifecycleListInstanceNewestStmt, lifecycleListInstanceNewest,
+		arg.InstanceID,
+		arg.BeforeID,
+		arg.AfterID,
+		arg.WorkflowName,
+		arg.WorkerID,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+			&i.WorkerID,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const lifecycleListNewest = `-- name: LifecycleListNewest :many
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+WHERE (CAST(?1 AS INTEGER) = 0 OR e.id < CAST(?1 AS INTEGER))
+    AND e.id > ?2
+    AND (CAST(?3 AS TEXT) = '' OR e.workflow_name = ?3)
+    AND (CAST(?4 AS TEXT) = '' OR e.worker_id = ?4)
+    AND (CAST(?5 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?5)))
+    AND (CAST(?6 AS INTEGER) IS NULL OR e.at >= CAST(?6 AS INTEGER))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at < CAST(?7 AS INTEGER))
+ORDER BY e.id DESC
+LIMIT ?8
+`
+
+type LifecycleListNewestParams struct {
+	BeforeID     int64
+	AfterID      int64
+	WorkflowName string
+	WorkerID     string
+	Types        string
+	Since        *int64
+	Until        *int64
+	Max          int64
+}
+
+// LifecycleListNewest is LifecycleList newest first: a page of events in
+// descending id order before a cursor (0: from the newest).
+func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewestParams) ([]LifecycleEvent, error) {
+	rows, err := q.query(ctx, q.lifecycleListNewestStmt, lifecycleListNewest,
+		arg.BeforeID,
+		arg.AfterID,
+		arg.WorkflowName,
+		arg.WorkerID,
+		arg.Types,
+		arg.Since,
+		arg.Until,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []LifecycleEvent{}
+	for rows.Next() {
+		var i LifecycleEvent
+		if err := rows.Scan(
+			&i.ID,
+			&i.Type,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Attempt,
+			&i.Detail,
+			&i.At,
+			&i.WorkerID,
 		); err != nil {
 			return nil, err
 		}

@@ -14,6 +14,7 @@ type LifecycleEvent struct {
 	Attempt      int64
 	Detail       *string
 	At           int64
+	WorkerID     *string
 }
 
 type WorkflowEvent struct {

@@ -223,6 +223,31 @@ func (q *Queries) WorkerList(ctx context.Context, arg WorkerListParams) ([]Workf
 	return items, nil
 }
 
+const workerLog = `-- name: WorkerLog :exec
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, detail, at, worker_id)
+VALUES (?1, '', '', 0, 0, ?2, ?3, ?4)
+`
+
+type WorkerLogParams struct {
+	Type     int64
+	Detail   *string
+	At       int64
+	WorkerID *string
+}
+
+// WorkerLog writes a lifecycle event (docs/events.md) of a worker, in the
+// transaction of the change of status it records: no workflow or
+// instance, the worker in worker_id.
+func (q *Queries) WorkerLog(ctx context.Context, arg WorkerLogParams) error {
+	_, err := q.exec(ctx, q.workerLogStmt, workerLog,
+		arg.Type,
+		arg.Detail,
+		arg.At,
+		arg.WorkerID,
+	)
+	return err
+}
+
 const workerMarkOffline = `-- name: WorkerMarkOffline :many
 UPDATE workflow_worker
 SET status = 'offline', active_count = 0

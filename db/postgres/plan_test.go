@@ -65,8 +65,9 @@ func TestPagesAndClaimsUseTheirIndexes(t *testing.T) {
 		{"eventListRun", []any{"w", "i", int32(1), int64(0), int32(50)}, []string{"workflow_event_instance_idx", "workflow_event_instance_id_idx"}, false},
 		{"outboxClaim", []any{now, int32(50), now.Add(time.Minute)}, []string{"workflow_hook_outbox_claim_idx"}, true},
 		{"outboxPrune", []any{now, int32(1000)}, []string{"workflow_hook_outbox_delivered_idx"}, false},
-		{"lifecycleListInstance", []any{"i", int64(0), "w", []string{}, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
-		{"lifecycleListInstance", []any{"i", int64(7), "w", []string{"step.started"}, now, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
+		{"lifecycleListInstance", []any{"i", int64(0), "w", "", []string{}, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
+		{"lifecycleListInstance", []any{"i", int64(7), "w", "", []string{"step.started"}, now, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
+		{"lifecycleListInstanceNewest", []any{"i", int64(1 << 62), int64(0), "w", "", []string{}, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
 		{"lifecyclePrune", []any{int32(1000), now}, []string{"lifecycle_event_pkey"}, false},
 	} {
 		sql := generatedQuery(t, filepath.Join("internal", "pgsqlc"), tc.query)

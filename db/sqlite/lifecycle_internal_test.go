@@ -33,20 +33,27 @@ func TestLifecycleTypeCodes(t *testing.T) {
 func TestLifecycleListInstanceUsesItsIndex(t *testing.T) {
 	t.Parallel()
 	s := openTest(t, ":memory:")
-	rows, err := s.write.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+generatedQuery(t, "lifecycleListInstance"),
-		"i", 0, "w", "[1]", nil, nil, 50)
-	require.NoError(t, err)
-	var lines []string
-	for rows.Next() {
-		var id, parent, notUsed int
-		var detail string
-		require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
-		lines = append(lines, detail)
+	for _, tc := range []struct {
+		query string
+		args  []any
+	}{
+		{"lifecycleListInstance", []any{"i", 0, "w", "", "[1]", nil, nil, 50}},
+		{"lifecycleListInstanceNewest", []any{"i", 1 << 62, 0, "w", "", "", nil, nil, 50}},
+	} {
+		rows, err := s.write.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+generatedQuery(t, tc.query), tc.args...)
+		require.NoError(t, err, tc.query)
+		var lines []string
+		for rows.Next() {
+			var id, parent, notUsed int
+			var detail string
+			require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+			lines = append(lines, detail)
+		}
+		require.NoError(t, rows.Err())
+		require.NoError(t, rows.Close())
+		plan := strings.Join(lines, "\n")
+		require.Regexp(t, `SEARCH e USING INDEX lifecycle_event_instance_idx \(instance_id=\? AND id[<>]\?`, plan, tc.query)
+		require.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.query, plan)
+		require.NotRegexp(t, `(?m)^SCAN (e|lifecycle_event)\b`, plan, tc.query)
 	}
-	require.NoError(t, rows.Err())
-	require.NoError(t, rows.Close())
-	plan := strings.Join(lines, "\n")
-	require.Regexp(t, `SEARCH e USING INDEX lifecycle_event_instance_idx \(instance_id=\? AND id>\?\)`, plan)
-	require.NotContains(t, plan, "TEMP B-TREE", plan)
-	require.NotRegexp(t, `(?m)^SCAN (e|lifecycle_event)\b`, plan)
 }

@@ -463,7 +463,7 @@ func TestFlowApplyListsEveryProblem(t *testing.T) {
 			dev, base := startDev(t, db(t), "--stub=false", "--flows", flows)
 			out := dev.out.String()
 			require.Contains(t, out, "Flows from "+flows+": expense-approval 1.0.0 (applied)\n")
-			require.Contains(t, out, "Skipped (see above): order.json\n")
+			require.Contains(t, out, "Skipped (see above): order.json, release.json, saga.json\n")
 			require.Contains(t, out, filepath.Join(flows, "order.json")+
 				`: warning: not applied: its http steps call the stub service (http://stub.localhost), which is off (--stub=false or --stub-addr "")`)
 			require.NotContains(t, out, "Stub service for flows")
@@ -643,7 +643,7 @@ func TestWaitsResultsAndWhatInstancesWaitFor(t *testing.T) {
 
 			// The stub, on its address, serves the order flow's http step.
 			require.Contains(t, banner, "Stub service for flows: http://stub.localhost (on http://"+stub+")")
-			require.Contains(t, banner, "Flows from "+flows+": expense-approval 1.0.0 (applied), order 1.0.0 (applied)\n")
+			require.Contains(t, banner, "Flows from "+flows+": expense-approval 1.0.0 (applied), order 1.0.0 (applied), inventory-release 1.0.0 (applied), order-saga 1.0.0 (applied)\n")
 			r := requireCode(t, 0, "instances", "execute", "order", "o1", "--params", `{"orderId":"A-1","items":[{"sku":"book","qty":2,"priceCents":1250}]}`, srv)
 			require.JSONEq(t, `{"status":"accepted","orderId":"A-1","totalCents":2500,"reservation":"R-A-1"}`, r.stdout)
 

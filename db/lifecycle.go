@@ -16,10 +16,10 @@ const (
 	// LifecycleCreated: an instance was created (a create, a batch create,
 	// a schedule's firing, a child's Invoke).
 	LifecycleCreated LifecycleEventType = "instance.created"
-	// LifecycleStarted: a run started on a runner, once per run: an eager
-	// start in the create's transaction; a run a runner claimed (or a
-	// release started) in the transaction of the run's first checkpoint,
-	// at the time the run started (CheckpointParams.RunStartedAt).
+	// LifecycleStarted: a run started on a runner, once per run, in the
+	// transaction that started it: an eager start's create, the claim that
+	// took a run that never started, or the release that started a waiting
+	// instance's run with its lease.
 	LifecycleStarted LifecycleEventType = "instance.started"
 	// LifecycleStepStarted: a step attempt started. It is written by the
 	// checkpoint that records the attempt, at the attempt's start time.
@@ -124,7 +124,10 @@ type LifecycleEvent struct {
 // Every filter is optional.
 type LifecycleListParams struct {
 	WorkflowName string
-	InstanceID   string
+	// InstanceID keeps one instance's events; it needs WorkflowName (an
+	// instance id is unique within its workflow), and matches nothing
+	// without it.
+	InstanceID string
 	// WorkerID keeps only the events of this worker (worker events).
 	WorkerID string
 	// Types keeps only events of these types; empty keeps all.
@@ -142,6 +145,13 @@ type LifecycleListParams struct {
 	// Limit is the page length; 0 is the default page size.
 	Limit int
 }
+
+// LifecyclePruneScan is how many times LifecyclePruneParams.Max events a
+// prune batch looks at, oldest id first, for events older than Before: the
+// log has no index on time, so a batch reads a bounded window, in which a
+// few younger events (a step.started is as old as its attempt; runners'
+// clocks differ) hold up none of the older ones after them.
+const LifecyclePruneScan = 4
 
 // LifecyclePruneParams are the arguments of LifecycleStore.LifecyclePrune.
 type LifecyclePruneParams struct {
@@ -161,11 +171,12 @@ type LifecycleStore interface {
 	// LifecycleList returns a page of events matching p, in id order
 	// (descending with p.Newest).
 	LifecycleList(ctx context.Context, p *LifecycleListParams) ([]*LifecycleEvent, error)
-	// LifecyclePrune deletes up to p.Max events older than p.Before and
+	// LifecyclePrune deletes up to p.Max events older than p.Before, the
+	// oldest ids first among the LifecyclePruneScan × p.Max oldest, and
 	// returns how many it deleted; fewer than p.Max means none is left to
 	// delete for now. A backend may keep an event past p.Before for a
-	// while (SQLite keeps the newest event, so that no id is reused, and
-	// prunes in id order), never delete one younger.
+	// while (SQLite keeps the newest event, so that no id is reused), never
+	// delete one younger.
 	LifecyclePrune(ctx context.Context, p *LifecyclePruneParams) (int, error)
 	// LifecycleLastID returns the id of the newest event, 0 when there is
 	// none: where a subscriber that wants only new events starts.

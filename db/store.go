@@ -651,14 +651,6 @@ type CheckpointParams struct {
 	// the end of a child's run to its parent in the same transaction (see
 	// ParentNotify). Only children set it.
 	NotifyParent *ParentNotify
-	// RunStartedAt, set on the first checkpoint of a run whose start no
-	// transaction logged (a run the runner claimed fresh, Claim.FreshRun,
-	// or one a release started with its lease), is when the run started:
-	// the checkpoint writes instance.started at that time, in its own
-	// transaction, before its other lifecycle events (see
-	// transition.CheckpointEvents). Nil on every other checkpoint, and on
-	// the first one of an eager start, whose create logged it.
-	RunStartedAt *time.Time
 }
 
 // Batchable reports whether CheckpointBatch can take the checkpoint: one that

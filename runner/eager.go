@@ -69,13 +69,6 @@ func (r *Runner) eagerLease(workflowName string, slots func() int) *db.CreateLea
 // and frees the slots that were not used. created is nil when the create
 // failed. A nil lease does nothing.
 func (r *Runner) StartEager(lease *db.CreateLease, created []db.CreateResult) {
-	r.startEager(lease, created, false)
-}
-
-// startEager is StartEager; logStart says that the runs' starts are not
-// logged yet (a release started them, not a create), so that each one's
-// first checkpoint logs it.
-func (r *Runner) startEager(lease *db.CreateLease, created []db.CreateResult, logStart bool) {
 	if lease == nil || lease.Max <= 0 {
 		return
 	}
@@ -91,7 +84,7 @@ func (r *Runner) startEager(lease *db.CreateLease, created []db.CreateResult, lo
 		state := &db.RunState{Instance: &run, Steps: map[string]*db.Step{}}
 		go func() {
 			defer r.executionDone()
-			r.execute(task, nil, state, logStart, false)
+			r.execute(task, nil, state, false)
 		}()
 	}
 	r.unreserve(lease.Max - used)
@@ -127,7 +120,7 @@ func (r *Runner) ResumeEager(lease *db.CreateLease, task *db.Task) {
 		r.eager.Add(1)
 		go func() {
 			defer r.executionDone()
-			r.execute(task, nil, nil, false, task.LeaseLosses >= db.SuspectLeaseLosses)
+			r.execute(task, nil, nil, task.LeaseLosses >= db.SuspectLeaseLosses)
 		}()
 	}
 	r.unreserve(lease.Max - used)

@@ -114,11 +114,6 @@ type execution struct {
 	// resetLosses, under commitMu, asks the next checkpoint to reset the
 	// task's lease losses; cleared once one did.
 	resetLosses bool
-	// startedAt, under commitMu, is when the run started, while its start
-	// is still to be logged: a fresh run a claim returned or a release
-	// started, whose first checkpoint that commits logs instance.started
-	// (db.CheckpointParams.RunStartedAt); nil otherwise.
-	startedAt *time.Time
 	// lossLimit, under mu, is set when the run lost its runner
 	// MaxLeaseLosses times: the first step attempt it would start errors the
 	// instance instead; cleared with resetLosses.
@@ -156,10 +151,7 @@ func freshRun(c *db.Claim) *db.RunState {
 
 // execute runs a held task. state is the run to replay when the caller has
 // it already (an eager start, or a claim of a run that never started: the
-// instance, with no steps); nil loads it from the store. logStart says
-// that state is a fresh run whose start no transaction logged (a claim's
-// fresh run, or one a release started), which its first checkpoint logs
-// then. suspect says that
+// instance, with no steps); nil loads it from the store. suspect says that
 // the task is a suspect that holds the runner's quarantine (see
 // quarantine): it is freed at the run's first checkpoint that makes
 // progress, or when execute returns.
@@ -167,23 +159,21 @@ func freshRun(c *db.Claim) *db.RunState {
 // When the end of a limited run handed its slot to an instance its
 // release admitted (execution.handoff), execute runs that one next, in the
 // same slot, as an eager start runs a created one: without a claim.
-func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState, logStart, suspect bool) {
+func (r *Runner) execute(task *db.Task, budget *atomic.Int64, state *db.RunState, suspect bool) {
 	for {
-		next := r.executeOne(task, budget, state, logStart, suspect)
+		next := r.executeOne(task, budget, state, suspect)
 		if next == nil {
 			return
 		}
 		r.eager.Add(1)
 		run := *next.Instance
-		// The release that handed the slot over started the run and
-		// logged nothing of it: its first checkpoint does.
-		task, state, logStart, suspect = next.LeasedTask, &db.RunState{Instance: &run, Steps: map[string]*db.Step{}}, true, false
+		task, state, suspect = next.LeasedTask, &db.RunState{Instance: &run, Steps: map[string]*db.Step{}}, false
 	}
 }
 
 // executeOne is execute of one task; it returns the instance the run's
 // end handed its slot to, or nil.
-func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunState, logStart, suspect bool) (next *db.CreateResult) {
+func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunState, suspect bool) (next *db.CreateResult) {
 	r.worker.running.Add(1)
 	defer r.worker.running.Add(-1)
 	leave := r.leaveQuarantine(suspect)
@@ -234,13 +224,6 @@ func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunSt
 		lossLimit:   task.LeaseLosses >= r.cfg.MaxLeaseLosses,
 
 		leaveQuarantine: leave,
-	}
-	if logStart && state != nil {
-		started := r.now()
-		if at := state.Instance.StartedAt; at != nil {
-			started = *at
-		}
-		e.startedAt = &started
 	}
 	defer func() { next = e.handoff }()
 	if task.Kind == db.TaskKindResume {
@@ -586,7 +569,6 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 	p.Now = now
 	p.RecordHooks = e.r.cfg.RecordHooks && p.Outcome == db.OutcomeSuspend
 	p.ResetLeaseLosses = e.resetLosses
-	p.RunStartedAt = e.startedAt
 	// A limited instance gives its slots back in the checkpoint that ends
 	// it; an unlimited one's checkpoint is unchanged (and batchable).
 	p.ReleaseLimits = e.inst.Limited && (p.Outcome == db.OutcomeComplete || p.Outcome == db.OutcomeError)
@@ -644,7 +626,7 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		}
 		switch {
 		case !handoff:
-			e.r.startEager(p.ReleaseLease, leased, true)
+			e.r.StartEager(p.ReleaseLease, leased)
 		case len(leased) > 0 && leased[0].LeasedTask != nil && leased[0].LeasedTask.LockOwner == e.r.cfg.ID:
 			e.handoff = &leased[0]
 		}
@@ -662,8 +644,6 @@ func (e *execution) checkpoint(p *db.CheckpointParams) (*db.CheckpointResult, er
 		e.cancel(fmt.Errorf("%w: %w", errCauseStore, err))
 		return nil, err
 	}
-	// The run's start is logged: no later checkpoint logs it again.
-	e.startedAt = nil
 	if p.ResetLeaseLosses {
 		// The run made progress: the step that lost its runners is past.
 		e.resetLosses = false

@@ -261,7 +261,7 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 		r.active.Add(1)
 		go func(c db.Claim) {
 			defer r.executionDone()
-			r.execute(c.Task, nil, freshRun(&c), c.FreshRun != nil, c.Task.LeaseLosses >= db.SuspectLeaseLosses)
+			r.execute(c.Task, nil, freshRun(&c), c.Task.LeaseLosses >= db.SuspectLeaseLosses)
 		}(c)
 	}
 	return len(tasks) == free, nil
@@ -440,7 +440,7 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 		go func(c db.Claim) {
 			defer wg.Done()
 			defer r.active.Done()
-			r.execute(c.Task, budget, freshRun(&c), c.FreshRun != nil, c.Task.LeaseLosses >= db.SuspectLeaseLosses)
+			r.execute(c.Task, budget, freshRun(&c), c.Task.LeaseLosses >= db.SuspectLeaseLosses)
 		}(c)
 	}
 	wg.Wait()

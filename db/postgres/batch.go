@@ -76,7 +76,7 @@ func (s *Store) checkpointBatchRelease(ctx context.Context, ps []*db.CheckpointP
 	// The members of the limited ending items are read in the same round
 	// trip, behind the statement that locked their instances: only
 	// transactions that hold an instance's lock write its members.
-	tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn}
+	tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn, logStarted: s.logging()}
 	var ending []db.InstanceRef
 	for _, p := range ps {
 		if releases(p) {

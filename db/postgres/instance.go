@@ -229,7 +229,7 @@ func (s *Store) createLimited(ctx context.Context, q *pgsqlc.Queries, p *db.Inst
 		return nil, err
 	}
 	if len(limited) > 0 {
-		results, err := admission.CreateMany(ctx, &limitTx{q: q, channel: s.wakeChannel}, limited, at)
+		results, err := admission.CreateMany(ctx, &limitTx{q: q, channel: s.wakeChannel, logStarted: s.logging()}, limited, at)
 		if err != nil {
 			return nil, err
 		}
@@ -850,7 +850,7 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 // instance still waiting for a slot leaves it without a task. It returns
 // what a restart made the new run wait for (admission.Restart), else nil.
 func (s *Store) limitChange(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, from workflow.InstanceStatus, plan *transition.ChangePlan) (*db.WaitingFor, error) {
-	tx := &limitTx{q: q, channel: s.wakeChannel}
+	tx := &limitTx{q: q, channel: s.wakeChannel, logStarted: s.logging()}
 	ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.ID}
 	now := limitNow(p.Now)
 	switch {

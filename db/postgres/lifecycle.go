@@ -164,7 +164,8 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 // LifecyclePrune deletes, among the p.Max oldest lifecycle events by id,
 // those older than p.Before, in one statement.
 func (s *Store) LifecyclePrune(ctx context.Context, p *db.LifecyclePruneParams) (int, error) {
-	n, err := s.queries.LifecyclePrune(ctx, pgsqlc.LifecyclePruneParams{Before: p.Before, Max: int32(max(min(p.Max, 1<<30), 1))})
+	batch := int32(max(min(p.Max, 1<<26), 1))
+	n, err := s.queries.LifecyclePrune(ctx, pgsqlc.LifecyclePruneParams{Before: p.Before, Max: batch, ScanRows: db.LifecyclePruneScan * batch})
 	if err != nil {
 		return 0, fmt.Errorf("pruning lifecycle events: %w", interpretError(err))
 	}

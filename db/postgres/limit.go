@@ -23,6 +23,9 @@ type limitTx struct {
 	// preloaded holds the members read ahead by preload, for the first
 	// Members call that asks for none but those instances.
 	preloaded map[db.InstanceRef][]admission.Member
+	// logStarted says that the lifecycle log is on: a run TaskAdmitLeased
+	// starts logs its instance.started in the same statement.
+	logStarted bool
 }
 
 // preload returns a pipeline step that reads the members of refs ahead of
@@ -284,7 +287,7 @@ func (t *limitTx) TaskAdmitLeased(ctx context.Context, ref db.InstanceRef, lease
 	)
 	arg := pgsqlc.LimitTaskAdmitLeasedParams{
 		Now: now, WorkflowName: ref.WorkflowName, InstanceID: ref.ID, LockOwner: lease.Owner, LockedUntil: lease.LockedUntil,
-		Queues: emptyIfNil(lease.Queues),
+		Queues: emptyIfNil(lease.Queues), LogStarted: t.logStarted,
 	}
 	err := t.read(ctx, func(q *pgsqlc.Queries) error {
 		r, err := q.LimitTaskAdmitLeased(ctx, arg)

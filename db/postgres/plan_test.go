@@ -161,13 +161,13 @@ func TestClaimPlanIsOrderedIndexScans(t *testing.T) {
 				require.NoError(t, err)
 			}
 			plan := explainLines(t, conn, "ANALYZE, BUFFERS, COSTS OFF, TIMING OFF",
-				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', '{default,q2}', false, 16, 'me', '%s')",
+				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', '{default,q2}', false, 16, 'me', '%s', true)",
 					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
 			// A disabled plan node that cannot be avoided would add its
 			// disabling cost to the plan, which would then cross
 			// jit_above_cost (100000 by default) and be JIT-compiled.
 			costed := explainLines(t, conn, "FORMAT JSON",
-				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', '{default,q2}', false, 16, 'me', '%s')",
+				fmt.Sprintf("EXECUTE claim ('%s', '{w,other}', '{default,q2}', false, 16, 'me', '%s', true)",
 					now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339)))
 			require.NoError(t, tx.Rollback(ctx))
 			var top []struct {
@@ -267,7 +267,7 @@ func TestInstanceLookupsUseThePrimaryKeyWithoutStatistics(t *testing.T) {
 		{"stepListCurrentRun", generatedQuery(t, dir, "stepListCurrentRun"), "('w', 'i')"},
 		{"checkpointFence", generatedQuery(t, dir, "checkpointFence"), "(1, 1, 'w', 'i', 1)"},
 		{"taskClaim", generatedQuery(t, dir, "taskClaim"),
-			fmt.Sprintf("('%s', '{w}', '{default}', false, 16, 'me', '%s')", now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339))},
+			fmt.Sprintf("('%s', '{w}', '{default}', false, 16, 'me', '%s', true)", now.Format(time.RFC3339), now.Add(time.Minute).Format(time.RFC3339))},
 		// The statement a foreign-key check of workflow_instance runs.
 		{"foreignKeyCheck", `SELECT 1 FROM ONLY workflow_instance x WHERE workflow_name = $1 AND instance_id = $2 FOR KEY SHARE OF x`, "('w', 'i')"},
 	}

@@ -444,13 +444,10 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 		complete := stepCompleteWithEventParams(p, result, now)
 		steps = append(steps, func(q *pgsqlc.Queries) error { return q.StepCompleteWithEvent(ctx, complete) })
 		rest.Steps = transition.Steps(p, true)
-		// The run's start, when this checkpoint logs it, goes first: with
-		// the consumed step's completion, not with the rest.
 		consumed := &db.CheckpointParams{
 			WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: p.RunNumber, Now: p.Now,
-			ConsumeEvent: p.ConsumeEvent, Outcome: db.OutcomeContinue, RunStartedAt: p.RunStartedAt,
+			ConsumeEvent: p.ConsumeEvent, Outcome: db.OutcomeContinue,
 		}
-		rest.RunStartedAt = nil
 		if log := s.heldLifecycleStep(ctx, p.Task, now, transition.CheckpointEvents(consumed, nil, true)); log != nil {
 			steps = append(steps, log)
 		}
@@ -556,7 +553,7 @@ func (s *Store) checkpointRelease(ctx context.Context, p *db.CheckpointParams) (
 	if p.ReleaseLimits {
 		// The release's writes go behind its reads, and the last ones with
 		// the COMMIT, in pipelines on the transaction's connection.
-		tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn}
+		tx := &limitTx{q: pgsqlc.New(conn), channel: s.wakeChannel, sender: conn, logStarted: s.logging()}
 		ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.InstanceID}
 		admitted, leased, err := admission.Release(ctx, tx, ref, limitNow(nowArg(p.Now)), p.ReleaseLease)
 		if err != nil {

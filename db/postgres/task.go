@@ -54,7 +54,8 @@ var planSettings = []string{
 // took over an expired lease) and its queued or waiting instance becomes
 // running. Tasks of paused and terminal instances are never claimed,
 // and rows another transaction holds locked are skipped, never waited on.
-// A claimed run that never started comes with its instance (Claim.FreshRun).
+// A claimed run that never started comes with its instance (Claim.FreshRun),
+// and its instance.started is logged in the claim's statement.
 func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
 	if p.Max <= 0 || len(p.WorkflowNames) == 0 {
 		return []db.Claim{}, nil
@@ -68,6 +69,8 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 		LockedUntil:   p.LockedUntil,
 
 		ExcludeSuspects: p.ExcludeSuspects,
+		// A fresh run's instance.started goes in the claim's statement.
+		LogStarted: s.logging(),
 	}
 	var rows []pgsqlc.TaskClaimRow
 	err := s.pipeline(ctx, planSettings, nil, func(q *pgsqlc.Queries) error {

@@ -203,12 +203,7 @@ func (s *Store) createMany(ctx context.Context, q *litesqlc.Queries, p *db.Insta
 				if err := setTraceContext(ctx, q, p.WorkflowName, inst.Instance, item.TraceContext); err != nil {
 					return nil, err
 				}
-				// A limited instance's events keep their order with what
-				// its admission logs: written now, after those before it.
 				s.bufferCreated(&log, p.WorkflowName, &inst, now)
-				if err := log.flush(ctx, q); err != nil {
-					return nil, err
-				}
 				created = append(created, inst)
 			}
 			continue

@@ -232,7 +232,8 @@ func (s *Store) LifecyclePrune(ctx context.Context, p *db.LifecyclePruneParams) 
 	var n int64
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
 		var err error
-		n, err = q.LifecyclePrune(ctx, litesqlc.LifecyclePruneParams{Before: micros(p.Before), Max: int64(max(p.Max, 1))})
+		batch := int64(max(p.Max, 1))
+		n, err = q.LifecyclePrune(ctx, litesqlc.LifecyclePruneParams{Before: micros(p.Before), Max: batch, ScanRows: db.LifecyclePruneScan * batch})
 		return err
 	})
 	if err != nil {

@@ -10,12 +10,16 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
 )
 
 // limitTx is admission.Tx on the queries of one write transaction, which
 // holds the database's write lock: nothing it reads can change under it.
 type limitTx struct {
 	q *litesqlc.Queries
+	// s is the store, whose lifecycle log a run TaskAdmitLeased starts
+	// logs its instance.started in (nil: nothing is logged).
+	s *Store
 }
 
 var _ admission.Tx = limitTx{}
@@ -174,7 +178,14 @@ func (t limitTx) TaskAdmitLeased(ctx context.Context, ref db.InstanceRef, lease 
 	if err != nil {
 		return nil, err
 	}
-	return &db.CreateResult{Instance: instanceFromRow(&row), LeasedTask: taskFromRow(&task)}, nil
+	inst := instanceFromRow(&row)
+	if t.s != nil {
+		// The run starts here: its instance.started goes in this transaction.
+		if err := t.s.logLifecycle(ctx, t.q, at, transition.StartedEvent(ref.WorkflowName, ref.ID, inst.RunNumber, timeFromMicros(at))); err != nil {
+			return nil, err
+		}
+	}
+	return &db.CreateResult{Instance: inst, LeasedTask: taskFromRow(&task)}, nil
 }
 
 func (t limitTx) TaskDelete(ctx context.Context, ref db.InstanceRef) error {

@@ -107,7 +107,7 @@ func (s *Store) Checkpoint(ctx context.Context, p *db.CheckpointParams) (*db.Che
 		if at.IsZero() {
 			at = time.Now()
 		}
-		admitted, leased, err := admission.Release(ctx, limitTx{q: q}, ref, at, p.ReleaseLease)
+		admitted, leased, err := admission.Release(ctx, limitTx{q: q, s: s}, ref, at, p.ReleaseLease)
 		if err == nil {
 			res.Admitted, res.Leased = admitted, leased
 		}
@@ -499,7 +499,7 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		if at.IsZero() {
 			at = time.Now()
 		}
-		rel, err := admission.ReleaseMany(ctx, limitTx{q: q}, release, at)
+		rel, err := admission.ReleaseMany(ctx, limitTx{q: q, s: s}, release, at)
 		if err != nil {
 			return err
 		}

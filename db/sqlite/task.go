@@ -9,6 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
+	"github.com/duraflow/duraflow/db/transition"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -64,14 +65,20 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 		}); err != nil {
 			return err
 		}
-		// The instances of runs that never started, as the claim left them.
+		// The instances of runs that never started, as the claim left them;
+		// their starts are logged in the claim's transaction.
 		started := make(map[[2]string]*db.Instance, len(fresh))
+		var log lifecycleBuf
 		for i := range fresh {
 			inst := instanceFromRow(&fresh[i])
 			inst.Status = workflow.StatusRunning
 			at := timeFromMicros(now)
 			inst.StartedAt, inst.UpdatedAt = &at, at
 			started[[2]string{inst.WorkflowName, inst.ID}] = inst
+			s.bufferLifecycle(&log, now, transition.StartedEvent(inst.WorkflowName, inst.ID, inst.RunNumber, at))
+		}
+		if err := log.flush(ctx, q); err != nil {
+			return err
 		}
 		for i := range tasks {
 			t := tasks[i].Task

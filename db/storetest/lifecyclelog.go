@@ -87,23 +87,21 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.True(t, created[0].At.Equal(b.now), "at the create's now")
 
 		task := b.claim(t, "a")
-		l.requireNext(t, "a claim logs nothing: the run's first checkpoint logs its start")
+		evs := l.requireNext(t, "the claim of a run that never started logs its start", "instance.started a")
+		require.True(t, evs[0].At.Equal(b.now), "instance.started is at the claim, the run's start")
+		require.Equal(t, 1, evs[0].RunNumber)
 
 		started := b.at(time.Second)
 		p := b.checkpoint(task)
 		p.Now = b.at(2 * time.Second)
-		p.RunStartedAt = new(b.now) // the claim's time, the fresh run's StartedAt
 		p.Steps = []db.StepWrite{{Key: "charge", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 3,
 			Result: json.RawMessage(`1`), StartedAt: &started}}
 		_, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		evs := l.requireNext(t, "the run's first checkpoint: its start, then a completed step",
-			"instance.started a", "step.started a/charge", "step.completed a/charge")
-		require.True(t, evs[0].At.Equal(b.now), "instance.started is at the run's start")
-		require.Equal(t, 1, evs[0].RunNumber)
-		require.True(t, evs[1].At.Equal(started), "step.started is at the attempt's start")
-		require.Equal(t, 1, evs[1].Attempt)
-		require.True(t, evs[2].At.Equal(p.Now))
+		evs = l.requireNext(t, "the run's first checkpoint: a completed step", "step.started a/charge", "step.completed a/charge")
+		require.True(t, evs[0].At.Equal(started), "step.started is at the attempt's start")
+		require.Equal(t, 1, evs[0].Attempt)
+		require.True(t, evs[1].At.Equal(p.Now))
 
 		p = b.checkpoint(task)
 		p.Steps = []db.StepWrite{{Key: "ship", Type: db.StepTypeDo, Status: db.StepStatusRetrying, Attempts: 1, MaxAttempts: 3,
@@ -152,18 +150,18 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, 2, evs[0].RunNumber)
 
 		task = b.claimIDAt(t, "a", b.at(time.Minute))
+		evs = l.requireNext(t, "run 2 is fresh again: its claim logs its start", "instance.started a")
+		require.Equal(t, 2, evs[0].RunNumber)
+		require.True(t, evs[0].At.Equal(b.at(time.Minute)))
 		p = b.checkpoint(task)
-		p.RunStartedAt = new(b.at(time.Minute)) // run 2 is fresh again
 		p.Steps = []db.StepWrite{{Key: "charge", Type: db.StepTypeDo, Status: db.StepStatusErrored, Attempts: 3, MaxAttempts: 3,
 			ErrorName: "Declined", ErrorMessage: "card declined"}}
 		p.Outcome, p.ErrorName, p.ErrorMessage = db.OutcomeError, "Declined", "card declined"
 		_, err = b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		evs = l.requireNext(t, "run 2 starts and errors", "instance.started a", "step.failed a/charge", "instance.errored a")
-		require.Equal(t, 2, evs[0].RunNumber)
-		require.True(t, evs[0].At.Equal(b.at(time.Minute)))
-		require.Equal(t, 2, evs[2].RunNumber)
-		require.Equal(t, "Declined: card declined", evs[2].Detail)
+		evs = l.requireNext(t, "run 2 errors", "step.failed a/charge", "instance.errored a")
+		require.Equal(t, 2, evs[1].RunNumber)
+		require.Equal(t, "Declined: card declined", evs[1].Detail)
 
 		b.create(t, "t")
 		l.next(t)
@@ -207,15 +205,14 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		task := b.claim(t, "c")
 		_, err := b.store.EventSend(b.ctx, &db.EventSendParams{WorkflowName: workflowName, InstanceID: "c", Type: "go", Now: new(b.now)})
 		require.NoError(t, err)
-		l.requireNext(t, "create and send", "instance.created c", "event.received c")
+		l.requireNext(t, "create, claim and send", "instance.created c", "instance.started c", "event.received c")
 		p := b.checkpoint(task)
 		p.ConsumeEvent = &db.ConsumeEvent{Type: "go", StepKey: "wait"}
-		p.RunStartedAt = new(b.now)
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
 		require.NotNil(t, res.Event)
-		evs := l.requireNext(t, "the run's start, then the consume", "instance.started c", "step.completed c/wait")
-		require.Equal(t, "event:go", evs[1].Detail)
+		evs := l.requireNext(t, "the consume", "step.completed c/wait")
+		require.Equal(t, "event:go", evs[0].Detail)
 	})
 
 	t.Run("CreatesLogOneEventPerCreatedInstance", func(t *testing.T) {
@@ -306,8 +303,6 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 				Result: json.RawMessage(`1`), StartedAt: &started}}
 			if i == 2 {
 				p.Outcome, p.Output = db.OutcomeComplete, json.RawMessage(`3`)
-			} else {
-				p.RunStartedAt = new(b.now) // the first checkpoints of g1 and g2's runs
 			}
 			ps = append(ps, p)
 		}
@@ -317,11 +312,10 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.ErrorIs(t, results[1].Err, db.ErrLeaseLost)
 		require.NoError(t, results[2].Err)
 		evs := l.requireNext(t, "the batch: the held items' events only",
-			"instance.started g1", "step.started g1/s", "step.completed g1/s",
+			"step.started g1/s", "step.completed g1/s",
 			"step.started g3/s", "step.completed g3/s", "instance.completed g3")
-		require.True(t, evs[0].At.Equal(b.now))
-		require.True(t, evs[1].At.Equal(started))
-		require.True(t, evs[5].At.Equal(ps[2].Now))
+		require.True(t, evs[0].At.Equal(started))
+		require.True(t, evs[4].At.Equal(ps[2].Now))
 	})
 
 	t.Run("Off", func(t *testing.T) {
@@ -478,6 +472,34 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Len(t, events, 1)
 		require.Equal(t, "new", events[0].InstanceID, "the newer event is kept")
 	})
+	t.Run("PruneLooksPastAYoungerEvent", func(t *testing.T) {
+		// Times follow ids only roughly (a step.started is as old as its
+		// attempt, runners' clocks differ): a younger event among the
+		// oldest ids holds up none of the older ones after it.
+		t.Parallel()
+		b := setup(t, newStore)
+		log := b.lifecycleLog(t)
+		b.createAt(t, workflowName, "old0", b.at(-48*time.Hour))
+		b.createAt(t, workflowName, "young", b.at(-time.Hour))
+		b.createAt(t, workflowName, "old1", b.at(-47*time.Hour))
+		b.createAt(t, workflowName, "old2", b.at(-46*time.Hour))
+		b.createAt(t, workflowName, "new", b.now)
+		before := b.at(-24 * time.Hour)
+		n, err := log.LifecyclePrune(b.ctx, &db.LifecyclePruneParams{Before: before, Max: 2})
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "a full batch, past the younger event")
+		n, err = log.LifecyclePrune(b.ctx, &db.LifecyclePruneParams{Before: before, Max: 2})
+		require.NoError(t, err)
+		require.Equal(t, 1, n)
+		events, err := log.LifecycleList(b.ctx, &db.LifecycleListParams{})
+		require.NoError(t, err)
+		var left []string
+		for _, e := range events {
+			left = append(left, e.InstanceID)
+		}
+		require.Equal(t, []string{"young", "new"}, left)
+	})
+
 	t.Run("PruneNeverReusesAnID", func(t *testing.T) {
 		// A cursor (a follower's, a subscriber's) is an id: an event
 		// written after a prune must take an id past every earlier one,
@@ -606,9 +628,16 @@ func testLifecycleLogLimitWait(t *testing.T, newStore func(t *testing.T) db.Stor
 		}
 	}
 	require.NotNil(t, task)
+	var claimedIDs []string
+	for _, e := range l.next(t) {
+		require.Equal(t, db.LifecycleStarted, e.Type, "a claim logs the starts of the runs it takes fresh")
+		require.True(t, e.At.Equal(end))
+		claimedIDs = append(claimedIDs, e.InstanceID)
+	}
+	require.Contains(t, claimedIDs, "h")
 	_, err = b.store.Checkpoint(b.ctx, b.end(task, end))
 	require.NoError(t, err)
-	l.requireNext(t, "h ends and admits w", "instance.completed h")
+	l.requireNext(t, "h ends and admits w (its task due, not leased: no start yet)", "instance.completed h")
 	require.Nil(t, b.get(t, "w").WaitingFor)
 	_, err = b.store.InstanceRestart(b.ctx, b.change("h"))
 	require.NoError(t, err)

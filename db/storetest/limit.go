@@ -108,6 +108,14 @@ func testLimitRelease(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		// a's end started wa at once with a's lease, in a's result.
 		require.NotNil(t, res[1].Result.Leased, "the waiter of a's key starts on the releasing runner")
+		if ls, ok := b.store.(db.LifecycleStore); ok {
+			started, err := ls.LifecycleList(b.ctx, &db.LifecycleListParams{
+				WorkflowName: workflowName, InstanceID: "wa", Types: []db.LifecycleEventType{db.LifecycleStarted},
+			})
+			require.NoError(t, err)
+			require.Len(t, started, 1, "the release that started wa's run logs its start, in its transaction")
+			require.True(t, started[0].At.Equal(at))
+		}
 		require.Equal(t, "wa", res[1].Result.Leased.Instance.ID)
 		require.Equal(t, workflow.StatusRunning, res[1].Result.Leased.Instance.Status)
 		require.Equal(t, db.TaskStatusProcessing, res[1].Result.Leased.LeasedTask.Status)

@@ -14,9 +14,7 @@ import (
 
 // CheckpointEvents returns the lifecycle events of checkpoint p, whose step
 // writes (after transition.Steps) are steps and whose consumed event, if
-// any, is consumed: instance.started at p.RunStartedAt first, when the
-// checkpoint is the first of a run whose start was not logged yet; for
-// each step write, step.started when it records an
+// any, is consumed: for each step write, step.started when it records an
 // attempt's start (at that time) and then step.completed, step.failed or
 // step.retrying as its status says; step.completed for the step that
 // consumed an event; and one instance event for the outcome (waiting,
@@ -29,9 +27,6 @@ func CheckpointEvents(p *db.CheckpointParams, steps []db.StepWrite, consumed boo
 			Type: t, WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: p.RunNumber,
 			StepKey: key, Attempt: attempt, Detail: detail, At: at,
 		})
-	}
-	if p.RunStartedAt != nil {
-		ev(db.LifecycleStarted, "", 0, "", *p.RunStartedAt)
 	}
 	if consumed && p.ConsumeEvent != nil {
 		ev(db.LifecycleStepCompleted, p.ConsumeEvent.StepKey, 0, "event:"+p.ConsumeEvent.Type, p.Now)
@@ -102,6 +97,14 @@ func CreateEvents(plan *CreatePlan, workflowName, id string, waiting *db.Waiting
 		return []db.LifecycleEvent{created, LimitWaitEvent(workflowName, id, 1, waiting, now)}
 	}
 	return []db.LifecycleEvent{created}
+}
+
+// StartedEvent returns the instance.started of run of instance id of
+// workflowName, started at at: a claim of a run that never started logs it
+// in its transaction, and so does a release that starts a waiting
+// instance's run with its lease (an eager start logs it with CreateEvents).
+func StartedEvent(workflowName, id string, run int, at time.Time) db.LifecycleEvent {
+	return db.LifecycleEvent{Type: db.LifecycleStarted, WorkflowName: workflowName, InstanceID: id, RunNumber: run, At: at}
 }
 
 // LimitWaitEvent returns the instance.waiting of run of an instance that

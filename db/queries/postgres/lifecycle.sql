@@ -110,19 +110,20 @@ ORDER BY e.id DESC
 LIMIT @max;
 
 -- name: LifecyclePrune :execrows
--- LifecyclePrune deletes, among the @max oldest events by id, those before
--- a time, by primary key. An event older than @before that follows a newer
--- one stays until that one is old enough too: ids are taken at insert and
--- at is the inserting transaction's time, so this keeps an event at most a
--- transaction's length (or a step attempt's, for a step.started) past the
--- retention.
+-- LifecyclePrune deletes up to @max events before a time, the oldest by id
+-- first, looking at no more than the @scan_rows oldest events (four times @max) (there is no
+-- index on at: a batch never walks the log), by primary key. Ids are taken
+-- at insert and at is near it (the transaction's time; a step.started's is
+-- the attempt's start, and runners' clocks may differ), so an old event is
+-- passed over only while @scan_rows younger ones come before it.
 DELETE FROM lifecycle_event
 WHERE id = ANY(ARRAY(
-    SELECT e.id FROM lifecycle_event e
-    ORDER BY e.id
+    SELECT w.id FROM (
+        SELECT e.id, e.at FROM lifecycle_event e ORDER BY e.id LIMIT @scan_rows::int
+    ) AS w
+    WHERE w.at < @before::timestamptz
     LIMIT @max
-))
-    AND at < @before::timestamptz;
+));
 
 -- name: LifecycleLastID :one
 -- LifecycleLastID is the id of the newest event, 0 when there is none.

@@ -204,6 +204,14 @@ task AS (
         @lock_owner::text, @locked_until::timestamptz, 1, 1, s.queue, s.priority
     FROM started s
     RETURNING id
+),
+-- The run starts here: its instance.started goes in this transaction
+-- (lifecycle log on: @log_started).
+started_log AS (
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, at)
+    SELECT 'instance.started', s.workflow_name, s.instance_id, s.run_number, 0, s.started_at
+    FROM started s
+    WHERE @log_started::boolean
 )
 SELECT t.id AS task_id, s.workflow_name, s.instance_id, s.status, s.params, s.output, s.error_name, s.error_message,
     s.pause_requested, s.run_number, s.created_at, s.updated_at, s.started_at, s.completed_at,

@@ -120,6 +120,15 @@ started AS (
     WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
         AND i.status IN ('queued', 'waiting')
     RETURNING i.*
+),
+-- A run that never started starts with this claim: its instance.started
+-- goes in the claim's transaction (lifecycle log on: @log_started).
+started_log AS (
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, at)
+    SELECT 'instance.started', s.workflow_name, s.instance_id, s.run_number, 0, s.started_at
+    FROM claimed c
+    JOIN started s ON s.workflow_name = c.workflow_name AND s.instance_id = c.instance_id
+    WHERE @log_started::boolean AND c.fresh
 )
 SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
     c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error, c.lease_losses,

@@ -60,15 +60,21 @@ ORDER BY e.id DESC
 LIMIT @max;
 
 -- name: LifecyclePrune :execrows
--- LifecyclePrune deletes, among the @max oldest events by id, those before
--- a time, and never the newest event (so that no id is reused: the table
--- has no AUTOINCREMENT). An event older than @before that follows a newer
--- one stays until that one is old enough too: ids follow commit order and
--- at is never after the commit, so this keeps at most a step attempt's
--- length past the retention.
+-- LifecyclePrune deletes up to @max events before a time, the oldest by id
+-- first, looking at no more than the @scan_rows oldest events (four times @max) (there is no
+-- index on at: a batch never walks the log), and never the newest event
+-- (so that no id is reused: the table has no AUTOINCREMENT). Ids follow
+-- commit order and at is near it (a step.started's is the attempt's start,
+-- and runners' clocks may differ), so an old event is passed over only
+-- while four times @max younger ones come before it.
 DELETE FROM lifecycle_event
-WHERE id IN (SELECT e.id FROM lifecycle_event e ORDER BY e.id LIMIT @max)
-    AND at < CAST(@before AS INTEGER)
+WHERE id IN (
+    SELECT e.id FROM lifecycle_event e
+    WHERE e.id IN (SELECT w.id FROM lifecycle_event w ORDER BY w.id LIMIT @scan_rows)
+        AND e.at < CAST(@before AS INTEGER)
+    ORDER BY e.id
+    LIMIT @max
+)
     AND id < (SELECT max(m.id) FROM lifecycle_event m);
 
 -- name: LifecycleLastID :one

@@ -424,26 +424,28 @@ func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewe
 const lifecyclePrune = `-- name: LifecyclePrune :execrows
 DELETE FROM lifecycle_event
 WHERE id = ANY(ARRAY(
-    SELECT e.id FROM lifecycle_event e
-    ORDER BY e.id
-    LIMIT $1
+    SELECT w.id FROM (
+        SELECT e.id, e.at FROM lifecycle_event e ORDER BY e.id LIMIT $1::int
+    ) AS w
+    WHERE w.at < $2::timestamptz
+    LIMIT $3
 ))
-    AND at < $2::timestamptz
 `
 
 type LifecyclePruneParams struct {
-	Max    int32
-	Before time.Time
+	ScanRows int32
+	Before   time.Time
+	Max      int32
 }
 
-// LifecyclePrune deletes, among the @max oldest events by id, those before
-// a time, by primary key. An event older than @before that follows a newer
-// one stays until that one is old enough too: ids are taken at insert and
-// at is the inserting transaction's time, so this keeps an event at most a
-// transaction's length (or a step attempt's, for a step.started) past the
-// retention.
+// LifecyclePrune deletes up to @max events before a time, the oldest by id
+// first, looking at no more than the @scan_rows oldest events (four times @max) (there is no
+// index on at: a batch never walks the log), by primary key. Ids are taken
+// at insert and at is near it (the transaction's time; a step.started's is
+// the attempt's start, and runners' clocks may differ), so an old event is
+// passed over only while @scan_rows younger ones come before it.
 func (q *Queries) LifecyclePrune(ctx context.Context, arg LifecyclePruneParams) (int64, error) {
-	result, err := q.db.Exec(ctx, lifecyclePrune, arg.Max, arg.Before)
+	result, err := q.db.Exec(ctx, lifecyclePrune, arg.ScanRows, arg.Before, arg.Max)
 	if err != nil {
 		return 0, err
 	}

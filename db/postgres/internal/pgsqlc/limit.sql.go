@@ -431,6 +431,12 @@ task AS (
         $5::text, $6::timestamptz, 1, 1, s.queue, s.priority
     FROM started s
     RETURNING id
+),
+started_log AS (
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, at)
+    SELECT 'instance.started', s.workflow_name, s.instance_id, s.run_number, 0, s.started_at
+    FROM started s
+    WHERE $7::boolean
 )
 SELECT t.id AS task_id, s.workflow_name, s.instance_id, s.status, s.params, s.output, s.error_name, s.error_message,
     s.pause_requested, s.run_number, s.created_at, s.updated_at, s.started_at, s.completed_at,
@@ -448,6 +454,7 @@ type LimitTaskAdmitLeasedParams struct {
 	Queues       []string
 	LockOwner    string
 	LockedUntil  time.Time
+	LogStarted   bool
 }
 
 type LimitTaskAdmitLeasedRow struct {
@@ -488,6 +495,8 @@ type LimitTaskAdmitLeasedRow struct {
 // started, the task processing at version 1 with one attempt. Only a
 // queued instance whose run never started, on one of the runner's queues
 // (an empty queues is every queue), qualifies; no row otherwise.
+// The run starts here: its instance.started goes in this transaction
+// (lifecycle log on: @log_started).
 func (q *Queries) LimitTaskAdmitLeased(ctx context.Context, arg LimitTaskAdmitLeasedParams) (LimitTaskAdmitLeasedRow, error) {
 	row := q.db.QueryRow(ctx, limitTaskAdmitLeased,
 		arg.Now,
@@ -496,6 +505,7 @@ func (q *Queries) LimitTaskAdmitLeased(ctx context.Context, arg LimitTaskAdmitLe
 		arg.Queues,
 		arg.LockOwner,
 		arg.LockedUntil,
+		arg.LogStarted,
 	)
 	var i LimitTaskAdmitLeasedRow
 	err := row.Scan(

@@ -73,6 +73,13 @@ started AS (
     WHERE i.workflow_name = c.workflow_name AND i.instance_id = c.instance_id
         AND i.status IN ('queued', 'waiting')
     RETURNING i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy, i.trace_context
+),
+started_log AS (
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, attempt, at)
+    SELECT 'instance.started', s.workflow_name, s.instance_id, s.run_number, 0, s.started_at
+    FROM claimed c
+    JOIN started s ON s.workflow_name = c.workflow_name AND s.instance_id = c.instance_id
+    WHERE $8::boolean AND c.fresh
 )
 SELECT c.id, c.workflow_name, c.instance_id, c.run_number, c.kind, c.priority, c.run_at, c.status,
     c.lock_owner, c.locked_until, c.version, c.attempts, c.last_error, c.lease_losses,
@@ -109,6 +116,7 @@ type TaskClaimParams struct {
 	Max             int32
 	LockOwner       string
 	LockedUntil     time.Time
+	LogStarted      bool
 }
 
 type TaskClaimRow struct {
@@ -184,6 +192,8 @@ type TaskClaimRow struct {
 // started_at: no step of the run exists) comes back fresh, with the columns
 // of its instance as the claim left it (running), so that the runner need
 // not load it.
+// A run that never started starts with this claim: its instance.started
+// goes in the claim's transaction (lifecycle log on: @log_started).
 func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskClaimRow, error) {
 	rows, err := q.db.Query(ctx, taskClaim,
 		arg.Now,
@@ -193,6 +203,7 @@ func (q *Queries) TaskClaim(ctx context.Context, arg TaskClaimParams) ([]TaskCla
 		arg.Max,
 		arg.LockOwner,
 		arg.LockedUntil,
+		arg.LogStarted,
 	)
 	if err != nil {
 		return nil, err

@@ -532,24 +532,31 @@ func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewe
 
 const lifecyclePrune = `-- name: LifecyclePrune :execrows
 DELETE FROM lifecycle_event
-WHERE id IN (SELECT e.id FROM lifecycle_event e ORDER BY e.id LIMIT ?1)
-    AND at < CAST(?2 AS INTEGER)
+WHERE id IN (
+    SELECT e.id FROM lifecycle_event e
+    WHERE e.id IN (SELECT w.id FROM lifecycle_event w ORDER BY w.id LIMIT ?1)
+        AND e.at < CAST(?2 AS INTEGER)
+    ORDER BY e.id
+    LIMIT ?3
+)
     AND id < (SELECT max(m.id) FROM lifecycle_event m)
 `
 
 type LifecyclePruneParams struct {
-	Max    int64
-	Before int64
+	ScanRows int64
+	Before   int64
+	Max      int64
 }
 
-// LifecyclePrune deletes, among the @max oldest events by id, those before
-// a time, and never the newest event (so that no id is reused: the table
-// has no AUTOINCREMENT). An event older than @before that follows a newer
-// one stays until that one is old enough too: ids follow commit order and
-// at is never after the commit, so this keeps at most a step attempt's
-// length past the retention.
+// LifecyclePrune deletes up to @max events before a time, the oldest by id
+// first, looking at no more than the @scan_rows oldest events (four times @max) (there is no
+// index on at: a batch never walks the log), and never the newest event
+// (so that no id is reused: the table has no AUTOINCREMENT). Ids follow
+// commit order and at is near it (a step.started's is the attempt's start,
+// and runners' clocks may differ), so an old event is passed over only
+// while four times @max younger ones come before it.
 func (q *Queries) LifecyclePrune(ctx context.Context, arg LifecyclePruneParams) (int64, error) {
-	result, err := q.exec(ctx, q.lifecyclePruneStmt, lifecyclePrune, arg.Max, arg.Before)
+	result, err := q.exec(ctx, q.lifecyclePruneStmt, lifecyclePrune, arg.ScanRows, arg.Before, arg.Max)
 	if err != nil {
 		return 0, err
 	}

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -40,18 +39,7 @@ func TestLifecycleListInstanceUsesItsIndex(t *testing.T) {
 		{"lifecycleListInstance", []any{"i", 0, "w", "", "[1]", nil, nil, 50}},
 		{"lifecycleListInstanceNewest", []any{"i", 1 << 62, 0, "w", "", "", nil, nil, 50}},
 	} {
-		rows, err := s.write.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+generatedQuery(t, tc.query), tc.args...)
-		require.NoError(t, err, tc.query)
-		var lines []string
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
-			lines = append(lines, detail)
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
-		plan := strings.Join(lines, "\n")
+		plan := queryPlan(t, s, tc.query, tc.args...)
 		require.Regexp(t, `SEARCH e USING INDEX lifecycle_event_instance_idx \(instance_id=\? AND id[<>]\?`, plan, tc.query)
 		require.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.query, plan)
 		require.NotRegexp(t, `(?m)^SCAN (e|lifecycle_event)\b`, plan, tc.query)

@@ -27,6 +27,24 @@ func generatedQuery(t *testing.T, name string) string {
 	return ""
 }
 
+// queryPlan returns the EXPLAIN QUERY PLAN of the generated query name
+// with args, a line per step.
+func queryPlan(t *testing.T, s *Store, name string, args ...any) string {
+	t.Helper()
+	rows, err := s.write.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+generatedQuery(t, name), args...)
+	require.NoError(t, err, name)
+	var lines []string
+	for rows.Next() {
+		var id, parent, notUsed int
+		var detail string
+		require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
+		lines = append(lines, detail)
+	}
+	require.NoError(t, rows.Err())
+	require.NoError(t, rows.Close())
+	return strings.Join(lines, "\n")
+}
+
 // TestPagesAndClaimsUseTheirIndexes pins that history pages, hook claims and
 // pruning search their index in the order they return (no temporary b-tree
 // to sort, no scan of a table that grows forever).
@@ -44,18 +62,7 @@ func TestPagesAndClaimsUseTheirIndexes(t *testing.T) {
 		{"outboxClaim", []any{0, 0, 0, 50}, "workflow_hook_outbox_claim_idx"},
 		{"outboxPrune", []any{0, 1000}, "workflow_hook_outbox_delivered_idx"},
 	} {
-		rows, err := s.write.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+generatedQuery(t, tc.query), tc.args...)
-		require.NoError(t, err, tc.query)
-		var lines []string
-		for rows.Next() {
-			var id, parent, notUsed int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &notUsed, &detail))
-			lines = append(lines, detail)
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
-		plan := strings.Join(lines, "\n")
+		plan := queryPlan(t, s, tc.query, tc.args...)
 		require.Regexp(t, `SEARCH \w+ USING (COVERING )?INDEX `+tc.index+` \(`, plan, "%s:\n%s", tc.query, plan)
 		require.NotContains(t, plan, "TEMP B-TREE", "%s:\n%s", tc.query, plan)
 		require.NotRegexp(t, `(?m)^SCAN `, plan, "%s:\n%s", tc.query, plan)

@@ -68,7 +68,7 @@ func TestPagesAndClaimsUseTheirIndexes(t *testing.T) {
 		{"lifecycleListInstance", []any{"i", int64(0), "w", "", []string{}, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
 		{"lifecycleListInstance", []any{"i", int64(7), "w", "", []string{"step.started"}, now, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
 		{"lifecycleListInstanceNewest", []any{"i", int64(1 << 62), int64(0), "w", "", []string{}, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
-		{"lifecyclePrune", []any{int32(1000), now}, []string{"lifecycle_event_pkey"}, false},
+		{"lifecyclePrune", []any{int32(4000), now, int32(1000)}, []string{"lifecycle_event_pkey"}, false},
 	} {
 		sql := generatedQuery(t, filepath.Join("internal", "pgsqlc"), tc.query)
 		rows, err := conn.Query(ctx, "EXPLAIN "+sql, tc.args...)

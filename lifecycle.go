@@ -169,7 +169,7 @@ func (h *Host) SubscribeLifecycle(ctx context.Context, filter LifecycleFilter, f
 			return fmt.Errorf("duraflow: reading lifecycle events: %w", err)
 		}
 		for _, e := range events {
-			if e.ID != cursor+1 {
+			if !db.LifecycleFollows(cursor, e.ID) {
 				if gapSince.IsZero() {
 					gapSince = clk.Now()
 				}

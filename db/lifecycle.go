@@ -95,7 +95,8 @@ func (t LifecycleEventType) Valid() bool {
 // transition it records, so the log never disagrees with the state.
 type LifecycleEvent struct {
 	// ID grows with every event written (not necessarily in commit order
-	// on Postgres, where concurrent transactions commit in any order).
+	// on Postgres, where concurrent transactions commit in any order), and
+	// skips: see LifecycleRowOf.
 	ID   int64
 	Type LifecycleEventType
 	// WorkflowName and InstanceID name the instance of an instance or
@@ -118,6 +119,11 @@ type LifecycleEvent struct {
 	// WorkerID names the worker of a worker event (worker.*); "" for the
 	// others.
 	WorkerID string
+	// StepStartedAt is set only between a backend's LifecyclePack and
+	// LifecycleUnpack: the start of the attempt whose outcome this event
+	// is, when the event's row also records that attempt's step.started.
+	// Lists never return it set.
+	StepStartedAt time.Time
 }
 
 // LifecycleListParams are the arguments of LifecycleStore.LifecycleList.

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -210,7 +211,7 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 		}
 		sent, held := false, false
 		for _, e := range page.Events {
-			if e.ID != read.AfterID+1 {
+			if !db.LifecycleFollows(read.AfterID, e.ID) {
 				if gapSince.IsZero() {
 					gapSince = time.Now()
 				}

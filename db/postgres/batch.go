@@ -182,8 +182,9 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone, log b
 	w.Now = nowArg(now)
 	w.ETypes, w.EWorkflowNames, w.EInstanceIds, w.ERunNumbers = emptyIfNil(events.types), emptyIfNil(events.workflowNames), emptyIfNil(events.instanceIDs), events.runNumbers
 	w.EStepKeys, w.EAttempts, w.EDetails, w.EAts = emptyIfNil(events.stepKeys), events.attempts, emptyIfNil(events.details), events.ats
+	w.EStartedAts = events.startedAts
 	if w.ERunNumbers == nil {
-		w.ERunNumbers, w.EAttempts, w.EAts = []int32{}, []int32{}, []time.Time{}
+		w.ERunNumbers, w.EAttempts, w.EAts, w.EStartedAts = []int32{}, []int32{}, []time.Time{}, []time.Time{}
 	}
 	var rows []pgsqlc.CheckpointBatchRow
 	step := func(q *pgsqlc.Queries) error {

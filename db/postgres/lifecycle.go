@@ -26,10 +26,13 @@ func (s *Store) logging() bool { return !s.lifecycleOff.Load() }
 type lifecycleArrays struct {
 	types, workflowNames, instanceIDs, stepKeys, details []string
 	runNumbers, attempts                                 []int32
-	ats                                                  []time.Time
+	ats, startedAts                                      []time.Time
 }
 
+// add appends events, as they are stored (db.LifecyclePack: a step's
+// start and outcome in one row).
 func (a *lifecycleArrays) add(events ...db.LifecycleEvent) {
+	events = db.LifecyclePack(events)
 	for i := range events {
 		e := &events[i]
 		a.types = append(a.types, string(e.Type))
@@ -40,13 +43,14 @@ func (a *lifecycleArrays) add(events ...db.LifecycleEvent) {
 		a.attempts = append(a.attempts, int32(e.Attempt))
 		a.details = append(a.details, e.Detail)
 		a.ats = append(a.ats, e.At)
+		a.startedAts = append(a.startedAts, e.StepStartedAt)
 	}
 }
 
 func (a *lifecycleArrays) insertParams(now *time.Time) pgsqlc.LifecycleInsertParams {
 	return pgsqlc.LifecycleInsertParams{
 		Now: now, Types: a.types, WorkflowNames: a.workflowNames, InstanceIds: a.instanceIDs,
-		RunNumbers: a.runNumbers, StepKeys: a.stepKeys, Attempts: a.attempts, Details: a.details, Ats: a.ats,
+		RunNumbers: a.runNumbers, StepKeys: a.stepKeys, Attempts: a.attempts, Details: a.details, Ats: a.ats, StartedAts: a.startedAts,
 	}
 }
 
@@ -77,7 +81,7 @@ func (s *Store) heldLifecycleStep(ctx context.Context, held db.TaskRef, now *tim
 	a.add(events...)
 	arg := pgsqlc.LifecycleInsertHeldParams{
 		Now: now, Types: a.types, WorkflowNames: a.workflowNames, InstanceIds: a.instanceIDs,
-		RunNumbers: a.runNumbers, StepKeys: a.stepKeys, Attempts: a.attempts, Details: a.details, Ats: a.ats,
+		RunNumbers: a.runNumbers, StepKeys: a.stepKeys, Attempts: a.attempts, Details: a.details, Ats: a.ats, StartedAts: a.startedAts,
 		TaskID: held.ID, Version: held.Version,
 	}
 	return func(q *pgsqlc.Queries) error { return q.LifecycleInsertHeld(ctx, arg) }
@@ -118,47 +122,52 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		rows []pgsqlc.LifecycleEvent
 		err  error
 	)
-	pageMax := int32(min(limit, 1<<30))
+	// Rows, not events: a row holds up to two (db.LifecyclePage), and one
+	// more, since the row of the cursor may hold none of the page's.
+	pageMax := int32(min(limit, 1<<30) + 1)
 	since, until := timeArg(p.Since), timeArg(p.Until)
+	after, before, started := db.LifecycleRowAfter(p.AfterID), db.LifecycleRowBefore(p.BeforeID), db.LifecycleWantsStarted(p.Types)
 	switch {
 	case p.InstanceID != "" && p.Newest:
-		before := p.BeforeID
 		if before == 0 {
 			before = math.MaxInt64
 		}
 		rows, err = s.queries.LifecycleListInstanceNewest(ctx, pgsqlc.LifecycleListInstanceNewestParams{
-			InstanceID: p.InstanceID, BeforeID: before, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
+			InstanceID: p.InstanceID, BeforeID: before, AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: pageMax,
 		})
 	case p.InstanceID != "":
 		rows, err = s.queries.LifecycleListInstance(ctx, pgsqlc.LifecycleListInstanceParams{
-			InstanceID: p.InstanceID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
+			InstanceID: p.InstanceID, AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: pageMax,
 		})
 	case p.Newest:
 		rows, err = s.queries.LifecycleListNewest(ctx, pgsqlc.LifecycleListNewestParams{
-			BeforeID: p.BeforeID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
+			BeforeID: before, AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: pageMax,
 		})
 	default:
 		rows, err = s.queries.LifecycleList(ctx, pgsqlc.LifecycleListParams{
-			AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: pageMax,
+			AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: pageMax,
 		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing lifecycle events: %w", interpretError(err))
 	}
-	list := make([]*db.LifecycleEvent, len(rows))
+	stored := make([]*db.LifecycleEvent, len(rows))
 	for i := range rows {
 		r := &rows[i]
-		list[i] = &db.LifecycleEvent{
+		stored[i] = &db.LifecycleEvent{
 			ID: r.ID, Type: db.LifecycleEventType(r.Type), WorkflowName: r.WorkflowName, InstanceID: r.InstanceID,
 			RunNumber: int(r.RunNumber), StepKey: deref(r.StepKey), Attempt: int(r.Attempt), Detail: deref(r.Detail),
 			At: r.At.UTC(), WorkerID: deref(r.WorkerID),
 		}
+		if r.StartedAt != nil {
+			stored[i].StepStartedAt = r.StartedAt.UTC()
+		}
 	}
-	return list, nil
+	return db.LifecyclePage(p, stored, limit), nil
 }
 
 // LifecyclePrune deletes, among the p.Max oldest lifecycle events by id,
@@ -183,9 +192,9 @@ func timeArg(t time.Time) *time.Time {
 // LifecycleLastID returns the id of the newest lifecycle event, 0 when
 // there is none.
 func (s *Store) LifecycleLastID(ctx context.Context) (int64, error) {
-	id, err := s.queries.LifecycleLastID(ctx)
+	row, err := s.queries.LifecycleLastID(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading the last lifecycle event: %w", interpretError(err))
 	}
-	return id, nil
+	return db.LifecycleLastEventID(row), nil
 }

@@ -33,6 +33,8 @@ func (s *Store) bufferLifecycle(log *lifecycleBuf, now int64, events ...db.Lifec
 	if s.lifecycleOff.Load() {
 		return
 	}
+	// As stored: a step's start and outcome in one row.
+	events = db.LifecyclePack(events)
 	for i := range events {
 		e := &events[i]
 		at := now
@@ -43,7 +45,11 @@ func (s *Store) bufferLifecycle(log *lifecycleBuf, now int64, events ...db.Lifec
 		if !ok && log.err == nil {
 			log.err = fmt.Errorf("logging a lifecycle event: unknown type %q", e.Type)
 		}
-		log.rows = append(log.rows, lifecycleRow{e: e, at: at, code: code})
+		row := lifecycleRow{e: e, at: at, code: code}
+		if !e.StepStartedAt.IsZero() {
+			row.startedAt = new(micros(e.StepStartedAt))
+		}
+		log.rows = append(log.rows, row)
 	}
 }
 
@@ -53,6 +59,8 @@ type lifecycleRow struct {
 	e    *db.LifecycleEvent
 	at   int64
 	code int64
+	// startedAt is the step.started the row also records; nil for none.
+	startedAt *int64
 }
 
 // lifecycleBuf holds the lifecycle events of a write transaction until
@@ -111,21 +119,21 @@ func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
 		r := rows[:8]
 		if err := q.LifecycleInsert8(ctx, litesqlc.LifecycleInsert8Params{
 			Type1: r[0].code, WorkflowName1: r[0].e.WorkflowName, InstanceId1: r[0].e.InstanceID, RunNumber1: int64(r[0].e.RunNumber),
-			StepKey1: textArg(r[0].e.StepKey), Attempt1: int64(r[0].e.Attempt), Detail1: textArg(r[0].e.Detail), At1: r[0].at,
+			StepKey1: textArg(r[0].e.StepKey), Attempt1: int64(r[0].e.Attempt), Detail1: textArg(r[0].e.Detail), At1: r[0].at, StartedAt1: r[0].startedAt,
 			Type2: r[1].code, WorkflowName2: r[1].e.WorkflowName, InstanceId2: r[1].e.InstanceID, RunNumber2: int64(r[1].e.RunNumber),
-			StepKey2: textArg(r[1].e.StepKey), Attempt2: int64(r[1].e.Attempt), Detail2: textArg(r[1].e.Detail), At2: r[1].at,
+			StepKey2: textArg(r[1].e.StepKey), Attempt2: int64(r[1].e.Attempt), Detail2: textArg(r[1].e.Detail), At2: r[1].at, StartedAt2: r[1].startedAt,
 			Type3: r[2].code, WorkflowName3: r[2].e.WorkflowName, InstanceId3: r[2].e.InstanceID, RunNumber3: int64(r[2].e.RunNumber),
-			StepKey3: textArg(r[2].e.StepKey), Attempt3: int64(r[2].e.Attempt), Detail3: textArg(r[2].e.Detail), At3: r[2].at,
+			StepKey3: textArg(r[2].e.StepKey), Attempt3: int64(r[2].e.Attempt), Detail3: textArg(r[2].e.Detail), At3: r[2].at, StartedAt3: r[2].startedAt,
 			Type4: r[3].code, WorkflowName4: r[3].e.WorkflowName, InstanceId4: r[3].e.InstanceID, RunNumber4: int64(r[3].e.RunNumber),
-			StepKey4: textArg(r[3].e.StepKey), Attempt4: int64(r[3].e.Attempt), Detail4: textArg(r[3].e.Detail), At4: r[3].at,
+			StepKey4: textArg(r[3].e.StepKey), Attempt4: int64(r[3].e.Attempt), Detail4: textArg(r[3].e.Detail), At4: r[3].at, StartedAt4: r[3].startedAt,
 			Type5: r[4].code, WorkflowName5: r[4].e.WorkflowName, InstanceId5: r[4].e.InstanceID, RunNumber5: int64(r[4].e.RunNumber),
-			StepKey5: textArg(r[4].e.StepKey), Attempt5: int64(r[4].e.Attempt), Detail5: textArg(r[4].e.Detail), At5: r[4].at,
+			StepKey5: textArg(r[4].e.StepKey), Attempt5: int64(r[4].e.Attempt), Detail5: textArg(r[4].e.Detail), At5: r[4].at, StartedAt5: r[4].startedAt,
 			Type6: r[5].code, WorkflowName6: r[5].e.WorkflowName, InstanceId6: r[5].e.InstanceID, RunNumber6: int64(r[5].e.RunNumber),
-			StepKey6: textArg(r[5].e.StepKey), Attempt6: int64(r[5].e.Attempt), Detail6: textArg(r[5].e.Detail), At6: r[5].at,
+			StepKey6: textArg(r[5].e.StepKey), Attempt6: int64(r[5].e.Attempt), Detail6: textArg(r[5].e.Detail), At6: r[5].at, StartedAt6: r[5].startedAt,
 			Type7: r[6].code, WorkflowName7: r[6].e.WorkflowName, InstanceId7: r[6].e.InstanceID, RunNumber7: int64(r[6].e.RunNumber),
-			StepKey7: textArg(r[6].e.StepKey), Attempt7: int64(r[6].e.Attempt), Detail7: textArg(r[6].e.Detail), At7: r[6].at,
+			StepKey7: textArg(r[6].e.StepKey), Attempt7: int64(r[6].e.Attempt), Detail7: textArg(r[6].e.Detail), At7: r[6].at, StartedAt7: r[6].startedAt,
 			Type8: r[7].code, WorkflowName8: r[7].e.WorkflowName, InstanceId8: r[7].e.InstanceID, RunNumber8: int64(r[7].e.RunNumber),
-			StepKey8: textArg(r[7].e.StepKey), Attempt8: int64(r[7].e.Attempt), Detail8: textArg(r[7].e.Detail), At8: r[7].at,
+			StepKey8: textArg(r[7].e.StepKey), Attempt8: int64(r[7].e.Attempt), Detail8: textArg(r[7].e.Detail), At8: r[7].at, StartedAt8: r[7].startedAt,
 		}); err != nil {
 			return fmt.Errorf("logging %d lifecycle events: %w", len(r), err)
 		}
@@ -135,9 +143,9 @@ func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
 		a, b := &rows[0], &rows[1]
 		if err := q.LifecycleInsertPair(ctx, litesqlc.LifecycleInsertPairParams{
 			Type1: a.code, WorkflowName1: a.e.WorkflowName, InstanceId1: a.e.InstanceID, RunNumber1: int64(a.e.RunNumber),
-			StepKey1: textArg(a.e.StepKey), Attempt1: int64(a.e.Attempt), Detail1: textArg(a.e.Detail), At1: a.at,
+			StepKey1: textArg(a.e.StepKey), Attempt1: int64(a.e.Attempt), Detail1: textArg(a.e.Detail), At1: a.at, StartedAt1: a.startedAt,
 			Type2: b.code, WorkflowName2: b.e.WorkflowName, InstanceId2: b.e.InstanceID, RunNumber2: int64(b.e.RunNumber),
-			StepKey2: textArg(b.e.StepKey), Attempt2: int64(b.e.Attempt), Detail2: textArg(b.e.Detail), At2: b.at,
+			StepKey2: textArg(b.e.StepKey), Attempt2: int64(b.e.Attempt), Detail2: textArg(b.e.Detail), At2: b.at, StartedAt2: b.startedAt,
 		}); err != nil {
 			return fmt.Errorf("logging %s and %s: %w", a.e.Type, b.e.Type, err)
 		}
@@ -147,7 +155,7 @@ func (b *lifecycleBuf) flush(ctx context.Context, q *litesqlc.Queries) error {
 		e := &rows[0]
 		if err := q.LifecycleInsert(ctx, litesqlc.LifecycleInsertParams{
 			Type: e.code, WorkflowName: e.e.WorkflowName, InstanceID: e.e.InstanceID, RunNumber: int64(e.e.RunNumber),
-			StepKey: textArg(e.e.StepKey), Attempt: int64(e.e.Attempt), Detail: textArg(e.e.Detail), At: e.at,
+			StepKey: textArg(e.e.StepKey), Attempt: int64(e.e.Attempt), Detail: textArg(e.e.Detail), At: e.at, StartedAt: e.startedAt,
 		}); err != nil {
 			return fmt.Errorf("logging %s: %w", e.e.Type, err)
 		}
@@ -183,45 +191,51 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 		until = new(micros(p.Until))
 	}
 	q := s.queriesFor(ctx, false)
+	// Rows, not events: a row holds up to two (db.LifecyclePage), and one
+	// more, since the row of the cursor may hold none of the page's.
 	limit := int64(lifecycleLimit(p.Limit))
+	after, before := db.LifecycleRowAfter(p.AfterID), db.LifecycleRowBefore(p.BeforeID)
+	started := int64(0)
+	if db.LifecycleWantsStarted(p.Types) {
+		started = 1
+	}
 	var (
 		rows []litesqlc.LifecycleEvent
 		err  error
 	)
 	switch {
 	case p.InstanceID != "" && p.Newest:
-		before := p.BeforeID
 		if before == 0 {
 			before = math.MaxInt64
 		}
 		rows, err = q.LifecycleListInstanceNewest(ctx, litesqlc.LifecycleListInstanceNewestParams{
-			InstanceID: p.InstanceID, BeforeID: before, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
+			InstanceID: p.InstanceID, BeforeID: before, AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: limit + 1,
 		})
 	case p.InstanceID != "":
 		rows, err = q.LifecycleListInstance(ctx, litesqlc.LifecycleListInstanceParams{
-			InstanceID: p.InstanceID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
+			InstanceID: p.InstanceID, AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: limit + 1,
 		})
 	case p.Newest:
 		rows, err = q.LifecycleListNewest(ctx, litesqlc.LifecycleListNewestParams{
-			BeforeID: p.BeforeID, AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
+			BeforeID: before, AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: limit + 1,
 		})
 	default:
 		rows, err = q.LifecycleList(ctx, litesqlc.LifecycleListParams{
-			AfterID: p.AfterID, WorkflowName: p.WorkflowName,
-			WorkerID: p.WorkerID, Types: types, Since: since, Until: until, Max: limit,
+			AfterID: after, WorkflowName: p.WorkflowName,
+			WorkerID: p.WorkerID, Types: types, WithStarted: started, Since: since, Until: until, Max: limit + 1,
 		})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("listing lifecycle events: %w", interpretError(err))
 	}
-	list := make([]*db.LifecycleEvent, len(rows))
+	stored := make([]*db.LifecycleEvent, len(rows))
 	for i := range rows {
-		list[i] = lifecycleEventFromRow(&rows[i])
+		stored[i] = lifecycleEventFromRow(&rows[i])
 	}
-	return list, nil
+	return db.LifecyclePage(p, stored, int(limit)), nil
 }
 
 // LifecyclePrune deletes, among the p.Max oldest lifecycle events, those
@@ -261,6 +275,9 @@ func lifecycleEventFromRow(r *litesqlc.LifecycleEvent) *db.LifecycleEvent {
 	if r.WorkerID != nil {
 		e.WorkerID = *r.WorkerID
 	}
+	if r.StartedAt != nil {
+		e.StepStartedAt = timeFromMicros(*r.StartedAt)
+	}
 	return e
 }
 
@@ -276,9 +293,9 @@ func lifecycleLimit(limit int) int {
 // LifecycleLastID returns the id of the newest lifecycle event, 0 when
 // there is none.
 func (s *Store) LifecycleLastID(ctx context.Context) (int64, error) {
-	id, err := s.queriesFor(ctx, false).LifecycleLastID(ctx)
+	row, err := s.queriesFor(ctx, false).LifecycleLastID(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("reading the last lifecycle event: %w", interpretError(err))
 	}
-	return id, nil
+	return db.LifecycleLastEventID(row), nil
 }

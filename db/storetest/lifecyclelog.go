@@ -197,6 +197,52 @@ func testLifecycleLog(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, "parked", evs[0].Detail)
 	})
 
+	t.Run("StepStartAndOutcomeShareARow", func(t *testing.T) {
+		// A step attempt's start and outcome are stored as one row and
+		// listed as two events with consecutive ids, each found by its own
+		// type and time, and paged one at a time.
+		t.Parallel()
+		b := setup(t, newStore)
+		log := b.lifecycleLog(t)
+		l := b.tail(t)
+		b.create(t, "s")
+		task := b.claim(t, "s")
+		l.next(t)
+		started := b.at(time.Second)
+		p := b.checkpoint(task)
+		p.Now = b.at(3 * time.Second)
+		p.Steps = []db.StepWrite{{Key: "a", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 1,
+			Result: json.RawMessage(`1`), StartedAt: &started}}
+		_, err := b.store.Checkpoint(b.ctx, p)
+		require.NoError(t, err)
+		evs := l.requireNext(t, "the step's start and outcome", "step.started s/a", "step.completed s/a")
+		require.Equal(t, evs[0].ID+1, evs[1].ID, "consecutive ids")
+		require.True(t, evs[0].At.Equal(started))
+		require.True(t, evs[1].At.Equal(p.Now))
+		last, err := log.LifecycleLastID(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, evs[1].ID, last)
+
+		list := func(lp db.LifecycleListParams) []string {
+			t.Helper()
+			lp.WorkflowName, lp.InstanceID = workflowName, "s"
+			events, err := log.LifecycleList(b.ctx, &lp)
+			require.NoError(t, err)
+			keys := []string{}
+			for _, e := range events {
+				keys = append(keys, lifecycleKey(e))
+			}
+			return keys
+		}
+		require.Equal(t, []string{"step.started s/a"}, list(db.LifecycleListParams{Types: []db.LifecycleEventType{db.LifecycleStepStarted}}))
+		require.Equal(t, []string{"step.completed s/a"}, list(db.LifecycleListParams{Types: []db.LifecycleEventType{db.LifecycleStepCompleted}}))
+		require.Equal(t, []string{"step.started s/a"}, list(db.LifecycleListParams{Since: b.at(time.Second), Until: b.at(2 * time.Second)}))
+		require.Equal(t, []string{"step.completed s/a"}, list(db.LifecycleListParams{AfterID: evs[0].ID}))
+		require.Equal(t, []string{"step.started s/a"}, list(db.LifecycleListParams{AfterID: evs[0].ID - 1, Limit: 1}))
+		require.Equal(t, []string{"step.started s/a"}, list(db.LifecycleListParams{Newest: true, BeforeID: evs[1].ID, Limit: 1}))
+		require.Equal(t, []string{"step.completed s/a", "step.started s/a"}, list(db.LifecycleListParams{Newest: true, AfterID: evs[0].ID - 1}))
+	})
+
 	t.Run("ConsumedEvent", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)

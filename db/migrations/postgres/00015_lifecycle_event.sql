@@ -21,7 +21,11 @@ CREATE TABLE lifecycle_event (
     attempt int NOT NULL DEFAULT 0,
     detail text,
     at timestamptz NOT NULL,
-    worker_id text
+    worker_id text,
+    -- A step attempt's step.started and its outcome, always written
+    -- together, are one row: the outcome's, with the attempt's start here
+    -- (db/lifecycle_rows.go: the row's events have ids 2*id-1 and 2*id).
+    started_at timestamptz
 );
 CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (instance_id, id);
 CREATE INDEX lifecycle_event_worker_idx ON lifecycle_event (worker_id, id) WHERE worker_id IS NOT NULL;

@@ -2,6 +2,10 @@
 -- The lifecycle event log: see the Postgres migration 00015_lifecycle_event.sql.
 -- Times are unix microseconds, as in every other table.
 --
+-- A step attempt's step.started and its outcome, always written together,
+-- are one row: the outcome's, with the attempt's start in started_at (see
+-- db/lifecycle_rows.go: the row's events have ids 2*id-1 and 2*id).
+--
 -- What every transition pays for is kept small: type is a small integer
 -- (the codes are in db/sqlite/lifecycle.go, lifecycleTypeCodes), and the
 -- one index an instance event enters is on (instance_id, id), for an
@@ -27,7 +31,8 @@ CREATE TABLE lifecycle_event (
     attempt INTEGER NOT NULL DEFAULT 0,
     detail TEXT,
     at INTEGER NOT NULL,
-    worker_id TEXT
+    worker_id TEXT,
+    started_at INTEGER
 ) STRICT;
 CREATE INDEX lifecycle_event_instance_idx ON lifecycle_event (instance_id, id);
 CREATE INDEX lifecycle_event_worker_idx ON lifecycle_event (worker_id, id) WHERE worker_id IS NOT NULL;

@@ -147,10 +147,11 @@ finished AS (
     RETURNING 1
 ),
 logged AS (
-    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
     SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
         NULLIF(e.detail, ''),
-        coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), sqlc.narg('now')::timestamptz, now())
+        coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), sqlc.narg('now')::timestamptz, now()),
+    NULLIF(e.started_at, '0001-01-01 00:00:00+00'::timestamptz)
     FROM (
         SELECT unnest(@e_types::text[]) AS type,
             unnest(@e_workflow_names::text[]) AS workflow_name,
@@ -159,7 +160,8 @@ logged AS (
             unnest(@e_step_keys::text[]) AS step_key,
             unnest(@e_attempts::int[]) AS attempt,
             unnest(@e_details::text[]) AS detail,
-            unnest(@e_ats::timestamptz[]) AS at
+            unnest(@e_ats::timestamptz[]) AS at,
+            unnest(@e_started_ats::timestamptz[]) AS started_at
     ) AS e
     JOIN held h ON h.workflow_name = e.workflow_name AND h.instance_id = e.instance_id
     RETURNING 1

@@ -3,10 +3,11 @@
 -- transaction of the transition they record, one multi-row insert. The
 -- arrays are parallel; '' is NULL for step keys and details, and the zero
 -- time (year 1) is now (the database clock, or the transition's now).
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
 SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
     NULLIF(e.detail, ''),
-    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), sqlc.narg('now')::timestamptz, now())
+    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), sqlc.narg('now')::timestamptz, now()),
+    NULLIF(e.started_at, '0001-01-01 00:00:00+00'::timestamptz)
 FROM (
     SELECT unnest(@types::text[]) AS type,
         unnest(@workflow_names::text[]) AS workflow_name,
@@ -15,17 +16,19 @@ FROM (
         unnest(@step_keys::text[]) AS step_key,
         unnest(@attempts::int[]) AS attempt,
         unnest(@details::text[]) AS detail,
-        unnest(@ats::timestamptz[]) AS at
+        unnest(@ats::timestamptz[]) AS at,
+            unnest(@started_ats::timestamptz[]) AS started_at
 ) AS e;
 
 -- name: LifecycleInsertHeld :exec
 -- LifecycleInsertHeld is LifecycleInsert guarded by a checkpoint's fence:
 -- it writes only while the task is still held at the version (see
 -- CheckpointSteps), so a fenced-out checkpoint writes no event.
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
 SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
     NULLIF(e.detail, ''),
-    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), sqlc.narg('now')::timestamptz, now())
+    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), sqlc.narg('now')::timestamptz, now()),
+    NULLIF(e.started_at, '0001-01-01 00:00:00+00'::timestamptz)
 FROM (
     SELECT unnest(@types::text[]) AS type,
         unnest(@workflow_names::text[]) AS workflow_name,
@@ -34,7 +37,8 @@ FROM (
         unnest(@step_keys::text[]) AS step_key,
         unnest(@attempts::int[]) AS attempt,
         unnest(@details::text[]) AS detail,
-        unnest(@ats::timestamptz[]) AS at
+        unnest(@ats::timestamptz[]) AS at,
+            unnest(@started_ats::timestamptz[]) AS started_at
 ) AS e
 WHERE EXISTS (
     SELECT 1 FROM workflow_task t
@@ -62,9 +66,12 @@ SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (@workflow_name::text = '' OR e.workflow_name = @workflow_name::text)
     AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
-    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
-    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
-    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[])
+        OR (@with_started::boolean AND e.started_at IS NOT NULL))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz
+        OR e.started_at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz
+        OR e.started_at < sqlc.narg('until')::timestamptz)
 ORDER BY e.id
 LIMIT @max;
 
@@ -76,9 +83,12 @@ WHERE (@before_id::bigint = 0 OR e.id < @before_id::bigint)
     AND e.id > @after_id
     AND (@workflow_name::text = '' OR e.workflow_name = @workflow_name::text)
     AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
-    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
-    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
-    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[])
+        OR (@with_started::boolean AND e.started_at IS NOT NULL))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz
+        OR e.started_at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz
+        OR e.started_at < sqlc.narg('until')::timestamptz)
 ORDER BY e.id DESC
 LIMIT @max;
 
@@ -89,9 +99,12 @@ SELECT * FROM lifecycle_event e
 WHERE e.instance_id = @instance_id::text AND e.id > @after_id
     AND e.workflow_name = @workflow_name::text
     AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
-    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
-    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
-    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[])
+        OR (@with_started::boolean AND e.started_at IS NOT NULL))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz
+        OR e.started_at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz
+        OR e.started_at < sqlc.narg('until')::timestamptz)
 ORDER BY e.id
 LIMIT @max;
 
@@ -103,9 +116,12 @@ WHERE e.instance_id = @instance_id::text
     AND e.id < @before_id::bigint AND e.id > @after_id
     AND e.workflow_name = @workflow_name::text
     AND (@worker_id::text = '' OR e.worker_id = @worker_id::text)
-    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[]))
-    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz)
-    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz)
+    AND (cardinality(@types::text[]) = 0 OR e.type = ANY(@types::text[])
+        OR (@with_started::boolean AND e.started_at IS NOT NULL))
+    AND (sqlc.narg('since')::timestamptz IS NULL OR e.at >= sqlc.narg('since')::timestamptz
+        OR e.started_at >= sqlc.narg('since')::timestamptz)
+    AND (sqlc.narg('until')::timestamptz IS NULL OR e.at < sqlc.narg('until')::timestamptz
+        OR e.started_at < sqlc.narg('until')::timestamptz)
 ORDER BY e.id DESC
 LIMIT @max;
 

@@ -1,8 +1,8 @@
 -- name: LifecycleInsert :exec
 -- LifecycleInsert writes one lifecycle event (docs/events.md) in the
 -- transaction of the transition it records.
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
-VALUES (@type, @workflow_name, @instance_id, @run_number, sqlc.narg('step_key'), @attempt, sqlc.narg('detail'), @at);
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
+VALUES (@type, @workflow_name, @instance_id, @run_number, sqlc.narg('step_key'), @attempt, sqlc.narg('detail'), @at, sqlc.narg('started_at'));
 
 -- name: LifecycleList :many
 -- LifecycleList returns a page of events in id order after a cursor, each
@@ -12,9 +12,12 @@ SELECT * FROM lifecycle_event e
 WHERE e.id > @after_id
     AND (CAST(@workflow_name AS TEXT) = '' OR e.workflow_name = @workflow_name)
     AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
-    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
-    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
-    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types))
+        OR (CAST(@with_started AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER)
+        OR e.started_at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER)
+        OR e.started_at < CAST(sqlc.narg('until') AS INTEGER))
 ORDER BY e.id
 LIMIT @max;
 
@@ -26,9 +29,12 @@ WHERE (CAST(@before_id AS INTEGER) = 0 OR e.id < CAST(@before_id AS INTEGER))
     AND e.id > @after_id
     AND (CAST(@workflow_name AS TEXT) = '' OR e.workflow_name = @workflow_name)
     AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
-    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
-    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
-    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types))
+        OR (CAST(@with_started AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER)
+        OR e.started_at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER)
+        OR e.started_at < CAST(sqlc.narg('until') AS INTEGER))
 ORDER BY e.id DESC
 LIMIT @max;
 
@@ -39,9 +45,12 @@ SELECT * FROM lifecycle_event e
 WHERE e.instance_id = @instance_id AND e.id > @after_id
     AND e.workflow_name = @workflow_name
     AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
-    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
-    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
-    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types))
+        OR (CAST(@with_started AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER)
+        OR e.started_at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER)
+        OR e.started_at < CAST(sqlc.narg('until') AS INTEGER))
 ORDER BY e.id
 LIMIT @max;
 
@@ -53,9 +62,12 @@ WHERE e.instance_id = @instance_id
     AND e.id < CAST(@before_id AS INTEGER) AND e.id > @after_id
     AND e.workflow_name = @workflow_name
     AND (CAST(@worker_id AS TEXT) = '' OR e.worker_id = @worker_id)
-    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types)))
-    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER))
-    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER))
+    AND (CAST(@types AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(@types))
+        OR (CAST(@with_started AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(sqlc.narg('since') AS INTEGER) IS NULL OR e.at >= CAST(sqlc.narg('since') AS INTEGER)
+        OR e.started_at >= CAST(sqlc.narg('since') AS INTEGER))
+    AND (CAST(sqlc.narg('until') AS INTEGER) IS NULL OR e.at < CAST(sqlc.narg('until') AS INTEGER)
+        OR e.started_at < CAST(sqlc.narg('until') AS INTEGER))
 ORDER BY e.id DESC
 LIMIT @max;
 
@@ -85,20 +97,20 @@ SELECT CAST(coalesce(max(id), 0) AS INTEGER) AS id FROM lifecycle_event;
 -- LifecycleInsertPair writes two lifecycle events in one statement: a
 -- step's start and its outcome, the common pair of a checkpoint, for half
 -- the statements of two LifecycleInserts.
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
-VALUES (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1),
-    (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2);
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
+VALUES (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1, sqlc.narg('started_at1')),
+    (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2, sqlc.narg('started_at2'));
 
 -- name: LifecycleInsert8 :exec
 -- LifecycleInsert8 writes eight lifecycle events in one statement: a group
 -- commit's events go eight at a time, then in pairs, then one.
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
 VALUES
-    (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1),
-    (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2),
-    (@type3, @workflow_name3, @instance_id3, @run_number3, sqlc.narg('step_key3'), @attempt3, sqlc.narg('detail3'), @at3),
-    (@type4, @workflow_name4, @instance_id4, @run_number4, sqlc.narg('step_key4'), @attempt4, sqlc.narg('detail4'), @at4),
-    (@type5, @workflow_name5, @instance_id5, @run_number5, sqlc.narg('step_key5'), @attempt5, sqlc.narg('detail5'), @at5),
-    (@type6, @workflow_name6, @instance_id6, @run_number6, sqlc.narg('step_key6'), @attempt6, sqlc.narg('detail6'), @at6),
-    (@type7, @workflow_name7, @instance_id7, @run_number7, sqlc.narg('step_key7'), @attempt7, sqlc.narg('detail7'), @at7),
-    (@type8, @workflow_name8, @instance_id8, @run_number8, sqlc.narg('step_key8'), @attempt8, sqlc.narg('detail8'), @at8);
+    (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1, sqlc.narg('started_at1')),
+    (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2, sqlc.narg('started_at2')),
+    (@type3, @workflow_name3, @instance_id3, @run_number3, sqlc.narg('step_key3'), @attempt3, sqlc.narg('detail3'), @at3, sqlc.narg('started_at3')),
+    (@type4, @workflow_name4, @instance_id4, @run_number4, sqlc.narg('step_key4'), @attempt4, sqlc.narg('detail4'), @at4, sqlc.narg('started_at4')),
+    (@type5, @workflow_name5, @instance_id5, @run_number5, sqlc.narg('step_key5'), @attempt5, sqlc.narg('detail5'), @at5, sqlc.narg('started_at5')),
+    (@type6, @workflow_name6, @instance_id6, @run_number6, sqlc.narg('step_key6'), @attempt6, sqlc.narg('detail6'), @at6, sqlc.narg('started_at6')),
+    (@type7, @workflow_name7, @instance_id7, @run_number7, sqlc.narg('step_key7'), @attempt7, sqlc.narg('detail7'), @at7, sqlc.narg('started_at7')),
+    (@type8, @workflow_name8, @instance_id8, @run_number8, sqlc.narg('step_key8'), @attempt8, sqlc.narg('detail8'), @at8, sqlc.narg('started_at8'));

@@ -121,10 +121,11 @@ finished AS (
     RETURNING 1
 ),
 logged AS (
-    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+    INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
     SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
         NULLIF(e.detail, ''),
-        coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), $10::timestamptz, now())
+        coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), $10::timestamptz, now()),
+    NULLIF(e.started_at, '0001-01-01 00:00:00+00'::timestamptz)
     FROM (
         SELECT unnest($27::text[]) AS type,
             unnest($28::text[]) AS workflow_name,
@@ -133,7 +134,8 @@ logged AS (
             unnest($31::text[]) AS step_key,
             unnest($32::int[]) AS attempt,
             unnest($33::text[]) AS detail,
-            unnest($34::timestamptz[]) AS at
+            unnest($34::timestamptz[]) AS at,
+            unnest($35::timestamptz[]) AS started_at
     ) AS e
     JOIN held h ON h.workflow_name = e.workflow_name AND h.instance_id = e.instance_id
     RETURNING 1
@@ -181,6 +183,7 @@ type CheckpointBatchParams struct {
 	EAttempts       []int32
 	EDetails        []string
 	EAts            []time.Time
+	EStartedAts     []time.Time
 }
 
 type CheckpointBatchRow struct {
@@ -265,6 +268,7 @@ func (q *Queries) CheckpointBatch(ctx context.Context, arg CheckpointBatchParams
 		arg.EAttempts,
 		arg.EDetails,
 		arg.EAts,
+		arg.EStartedAts,
 	)
 	if err != nil {
 		return nil, err

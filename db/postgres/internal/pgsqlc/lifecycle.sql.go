@@ -11,10 +11,11 @@ import (
 )
 
 const lifecycleInsert = `-- name: LifecycleInsert :exec
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
 SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
     NULLIF(e.detail, ''),
-    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), $1::timestamptz, now())
+    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), $1::timestamptz, now()),
+    NULLIF(e.started_at, '0001-01-01 00:00:00+00'::timestamptz)
 FROM (
     SELECT unnest($2::text[]) AS type,
         unnest($3::text[]) AS workflow_name,
@@ -23,7 +24,8 @@ FROM (
         unnest($6::text[]) AS step_key,
         unnest($7::int[]) AS attempt,
         unnest($8::text[]) AS detail,
-        unnest($9::timestamptz[]) AS at
+        unnest($9::timestamptz[]) AS at,
+            unnest($10::timestamptz[]) AS started_at
 ) AS e
 `
 
@@ -37,6 +39,7 @@ type LifecycleInsertParams struct {
 	Attempts      []int32
 	Details       []string
 	Ats           []time.Time
+	StartedAts    []time.Time
 }
 
 // LifecycleInsert writes lifecycle events (docs/events.md) in the
@@ -54,15 +57,17 @@ func (q *Queries) LifecycleInsert(ctx context.Context, arg LifecycleInsertParams
 		arg.Attempts,
 		arg.Details,
 		arg.Ats,
+		arg.StartedAts,
 	)
 	return err
 }
 
 const lifecycleInsertHeld = `-- name: LifecycleInsertHeld :exec
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
 SELECT e.type, e.workflow_name, e.instance_id, e.run_number, NULLIF(e.step_key, ''), e.attempt,
     NULLIF(e.detail, ''),
-    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), $1::timestamptz, now())
+    coalesce(NULLIF(e.at, '0001-01-01 00:00:00+00'::timestamptz), $1::timestamptz, now()),
+    NULLIF(e.started_at, '0001-01-01 00:00:00+00'::timestamptz)
 FROM (
     SELECT unnest($2::text[]) AS type,
         unnest($3::text[]) AS workflow_name,
@@ -71,11 +76,12 @@ FROM (
         unnest($6::text[]) AS step_key,
         unnest($7::int[]) AS attempt,
         unnest($8::text[]) AS detail,
-        unnest($9::timestamptz[]) AS at
+        unnest($9::timestamptz[]) AS at,
+            unnest($10::timestamptz[]) AS started_at
 ) AS e
 WHERE EXISTS (
     SELECT 1 FROM workflow_task t
-    WHERE t.id = $10 AND t.version = $11 AND t.status = 'processing'
+    WHERE t.id = $11 AND t.version = $12 AND t.status = 'processing'
 )
 `
 
@@ -89,6 +95,7 @@ type LifecycleInsertHeldParams struct {
 	Attempts      []int32
 	Details       []string
 	Ats           []time.Time
+	StartedAts    []time.Time
 	TaskID        int64
 	Version       int64
 }
@@ -107,6 +114,7 @@ func (q *Queries) LifecycleInsertHeld(ctx context.Context, arg LifecycleInsertHe
 		arg.Attempts,
 		arg.Details,
 		arg.Ats,
+		arg.StartedAts,
 		arg.TaskID,
 		arg.Version,
 	)
@@ -159,15 +167,18 @@ func (q *Queries) LifecycleLastID(ctx context.Context) (int64, error) {
 }
 
 const lifecycleList = `-- name: LifecycleList :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE e.id > $1
     AND ($2::text = '' OR e.workflow_name = $2::text)
     AND ($3::text = '' OR e.worker_id = $3::text)
-    AND (cardinality($4::text[]) = 0 OR e.type = ANY($4::text[]))
-    AND ($5::timestamptz IS NULL OR e.at >= $5::timestamptz)
-    AND ($6::timestamptz IS NULL OR e.at < $6::timestamptz)
+    AND (cardinality($4::text[]) = 0 OR e.type = ANY($4::text[])
+        OR ($5::boolean AND e.started_at IS NOT NULL))
+    AND ($6::timestamptz IS NULL OR e.at >= $6::timestamptz
+        OR e.started_at >= $6::timestamptz)
+    AND ($7::timestamptz IS NULL OR e.at < $7::timestamptz
+        OR e.started_at < $7::timestamptz)
 ORDER BY e.id
-LIMIT $7
+LIMIT $8
 `
 
 type LifecycleListParams struct {
@@ -175,6 +186,7 @@ type LifecycleListParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        []string
+	WithStarted  bool
 	Since        *time.Time
 	Until        *time.Time
 	Max          int32
@@ -189,6 +201,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -211,6 +224,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -223,15 +237,18 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 }
 
 const lifecycleListInstance = `-- name: LifecycleListInstance :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE e.instance_id = $1::text AND e.id > $2
     AND e.workflow_name = $3::text
     AND ($4::text = '' OR e.worker_id = $4::text)
-    AND (cardinality($5::text[]) = 0 OR e.type = ANY($5::text[]))
-    AND ($6::timestamptz IS NULL OR e.at >= $6::timestamptz)
-    AND ($7::timestamptz IS NULL OR e.at < $7::timestamptz)
+    AND (cardinality($5::text[]) = 0 OR e.type = ANY($5::text[])
+        OR ($6::boolean AND e.started_at IS NOT NULL))
+    AND ($7::timestamptz IS NULL OR e.at >= $7::timestamptz
+        OR e.started_at >= $7::timestamptz)
+    AND ($8::timestamptz IS NULL OR e.at < $8::timestamptz
+        OR e.started_at < $8::timestamptz)
 ORDER BY e.id
-LIMIT $8
+LIMIT $9
 `
 
 type LifecycleListInstanceParams struct {
@@ -240,6 +257,7 @@ type LifecycleListInstanceParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        []string
+	WithStarted  bool
 	Since        *time.Time
 	Until        *time.Time
 	Max          int32
@@ -254,6 +272,7 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -276,6 +295,7 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -288,16 +308,19 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 }
 
 const lifecycleListInstanceNewest = `-- name: LifecycleListInstanceNewest :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE e.instance_id = $1::text
     AND e.id < $2::bigint AND e.id > $3
     AND e.workflow_name = $4::text
     AND ($5::text = '' OR e.worker_id = $5::text)
-    AND (cardinality($6::text[]) = 0 OR e.type = ANY($6::text[]))
-    AND ($7::timestamptz IS NULL OR e.at >= $7::timestamptz)
-    AND ($8::timestamptz IS NULL OR e.at < $8::timestamptz)
+    AND (cardinality($6::text[]) = 0 OR e.type = ANY($6::text[])
+        OR ($7::boolean AND e.started_at IS NOT NULL))
+    AND ($8::timestamptz IS NULL OR e.at >= $8::timestamptz
+        OR e.started_at >= $8::timestamptz)
+    AND ($9::timestamptz IS NULL OR e.at < $9::timestamptz
+        OR e.started_at < $9::timestamptz)
 ORDER BY e.id DESC
-LIMIT $9
+LIMIT $10
 `
 
 type LifecycleListInstanceNewestParams struct {
@@ -307,6 +330,7 @@ type LifecycleListInstanceNewestParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        []string
+	WithStarted  bool
 	Since        *time.Time
 	Until        *time.Time
 	Max          int32
@@ -322,6 +346,7 @@ func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg Lifecycle
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -344,6 +369,7 @@ func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg Lifecycle
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -356,16 +382,19 @@ func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg Lifecycle
 }
 
 const lifecycleListNewest = `-- name: LifecycleListNewest :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE ($1::bigint = 0 OR e.id < $1::bigint)
     AND e.id > $2
     AND ($3::text = '' OR e.workflow_name = $3::text)
     AND ($4::text = '' OR e.worker_id = $4::text)
-    AND (cardinality($5::text[]) = 0 OR e.type = ANY($5::text[]))
-    AND ($6::timestamptz IS NULL OR e.at >= $6::timestamptz)
-    AND ($7::timestamptz IS NULL OR e.at < $7::timestamptz)
+    AND (cardinality($5::text[]) = 0 OR e.type = ANY($5::text[])
+        OR ($6::boolean AND e.started_at IS NOT NULL))
+    AND ($7::timestamptz IS NULL OR e.at >= $7::timestamptz
+        OR e.started_at >= $7::timestamptz)
+    AND ($8::timestamptz IS NULL OR e.at < $8::timestamptz
+        OR e.started_at < $8::timestamptz)
 ORDER BY e.id DESC
-LIMIT $8
+LIMIT $9
 `
 
 type LifecycleListNewestParams struct {
@@ -374,6 +403,7 @@ type LifecycleListNewestParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        []string
+	WithStarted  bool
 	Since        *time.Time
 	Until        *time.Time
 	Max          int32
@@ -388,6 +418,7 @@ func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewe
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -410,6 +441,7 @@ func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewe
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}

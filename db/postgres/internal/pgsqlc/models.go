@@ -19,6 +19,7 @@ type LifecycleEvent struct {
 	Detail       *string
 	At           time.Time
 	WorkerID     *string
+	StartedAt    *time.Time
 }
 
 type WorkflowEvent struct {

@@ -10,8 +10,8 @@ import (
 )
 
 const lifecycleInsert = `-- name: LifecycleInsert :exec
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 `
 
 type LifecycleInsertParams struct {
@@ -23,6 +23,7 @@ type LifecycleInsertParams struct {
 	Attempt      int64
 	Detail       *string
 	At           int64
+	StartedAt    *int64
 }
 
 // LifecycleInsert writes one lifecycle event (docs/events.md) in the
@@ -37,21 +38,22 @@ func (q *Queries) LifecycleInsert(ctx context.Context, arg LifecycleInsertParams
 		arg.Attempt,
 		arg.Detail,
 		arg.At,
+		arg.StartedAt,
 	)
 	return err
 }
 
 const lifecycleInsert8 = `-- name: LifecycleInsert8 :exec
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
 VALUES
-    (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8),
-    (?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16),
-    (?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24),
-    (?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32),
-    (?33, ?34, ?35, ?36, ?37, ?38, ?39, ?40),
-    (?41, ?42, ?43, ?44, ?45, ?46, ?47, ?48),
-    (?49, ?50, ?51, ?52, ?53, ?54, ?55, ?56),
-    (?57, ?58, ?59, ?60, ?61, ?62, ?63, ?64)
+    (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9),
+    (?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18),
+    (?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27),
+    (?28, ?29, ?30, ?31, ?32, ?33, ?34, ?35, ?36),
+    (?37, ?38, ?39, ?40, ?41, ?42, ?43, ?44, ?45),
+    (?46, ?47, ?48, ?49, ?50, ?51, ?52, ?53, ?54),
+    (?55, ?56, ?57, ?58, ?59, ?60, ?61, ?62, ?63),
+    (?64, ?65, ?66, ?67, ?68, ?69, ?70, ?71, ?72)
 `
 
 type LifecycleInsert8Params struct {
@@ -63,6 +65,7 @@ type LifecycleInsert8Params struct {
 	Attempt1      int64
 	Detail1       *string
 	At1           int64
+	StartedAt1    *int64
 	Type2         int64
 	WorkflowName2 string
 	InstanceId2   string
@@ -71,6 +74,7 @@ type LifecycleInsert8Params struct {
 	Attempt2      int64
 	Detail2       *string
 	At2           int64
+	StartedAt2    *int64
 	Type3         int64
 	WorkflowName3 string
 	InstanceId3   string
@@ -79,6 +83,7 @@ type LifecycleInsert8Params struct {
 	Attempt3      int64
 	Detail3       *string
 	At3           int64
+	StartedAt3    *int64
 	Type4         int64
 	WorkflowName4 string
 	InstanceId4   string
@@ -87,6 +92,7 @@ type LifecycleInsert8Params struct {
 	Attempt4      int64
 	Detail4       *string
 	At4           int64
+	StartedAt4    *int64
 	Type5         int64
 	WorkflowName5 string
 	InstanceId5   string
@@ -95,6 +101,7 @@ type LifecycleInsert8Params struct {
 	Attempt5      int64
 	Detail5       *string
 	At5           int64
+	StartedAt5    *int64
 	Type6         int64
 	WorkflowName6 string
 	InstanceId6   string
@@ -103,6 +110,7 @@ type LifecycleInsert8Params struct {
 	Attempt6      int64
 	Detail6       *string
 	At6           int64
+	StartedAt6    *int64
 	Type7         int64
 	WorkflowName7 string
 	InstanceId7   string
@@ -111,6 +119,7 @@ type LifecycleInsert8Params struct {
 	Attempt7      int64
 	Detail7       *string
 	At7           int64
+	StartedAt7    *int64
 	Type8         int64
 	WorkflowName8 string
 	InstanceId8   string
@@ -119,6 +128,7 @@ type LifecycleInsert8Params struct {
 	Attempt8      int64
 	Detail8       *string
 	At8           int64
+	StartedAt8    *int64
 }
 
 // LifecycleInsert8 writes eight lifecycle events in one statement: a group
@@ -133,6 +143,7 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt1,
 		arg.Detail1,
 		arg.At1,
+		arg.StartedAt1,
 		arg.Type2,
 		arg.WorkflowName2,
 		arg.InstanceId2,
@@ -141,6 +152,7 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt2,
 		arg.Detail2,
 		arg.At2,
+		arg.StartedAt2,
 		arg.Type3,
 		arg.WorkflowName3,
 		arg.InstanceId3,
@@ -149,6 +161,7 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt3,
 		arg.Detail3,
 		arg.At3,
+		arg.StartedAt3,
 		arg.Type4,
 		arg.WorkflowName4,
 		arg.InstanceId4,
@@ -157,6 +170,7 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt4,
 		arg.Detail4,
 		arg.At4,
+		arg.StartedAt4,
 		arg.Type5,
 		arg.WorkflowName5,
 		arg.InstanceId5,
@@ -165,6 +179,7 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt5,
 		arg.Detail5,
 		arg.At5,
+		arg.StartedAt5,
 		arg.Type6,
 		arg.WorkflowName6,
 		arg.InstanceId6,
@@ -173,6 +188,7 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt6,
 		arg.Detail6,
 		arg.At6,
+		arg.StartedAt6,
 		arg.Type7,
 		arg.WorkflowName7,
 		arg.InstanceId7,
@@ -181,6 +197,7 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt7,
 		arg.Detail7,
 		arg.At7,
+		arg.StartedAt7,
 		arg.Type8,
 		arg.WorkflowName8,
 		arg.InstanceId8,
@@ -189,14 +206,15 @@ func (q *Queries) LifecycleInsert8(ctx context.Context, arg LifecycleInsert8Para
 		arg.Attempt8,
 		arg.Detail8,
 		arg.At8,
+		arg.StartedAt8,
 	)
 	return err
 }
 
 const lifecycleInsertPair = `-- name: LifecycleInsertPair :exec
-INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8),
-    (?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
+INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9),
+    (?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
 `
 
 type LifecycleInsertPairParams struct {
@@ -208,6 +226,7 @@ type LifecycleInsertPairParams struct {
 	Attempt1      int64
 	Detail1       *string
 	At1           int64
+	StartedAt1    *int64
 	Type2         int64
 	WorkflowName2 string
 	InstanceId2   string
@@ -216,6 +235,7 @@ type LifecycleInsertPairParams struct {
 	Attempt2      int64
 	Detail2       *string
 	At2           int64
+	StartedAt2    *int64
 }
 
 // LifecycleInsertPair writes two lifecycle events in one statement: a
@@ -231,6 +251,7 @@ func (q *Queries) LifecycleInsertPair(ctx context.Context, arg LifecycleInsertPa
 		arg.Attempt1,
 		arg.Detail1,
 		arg.At1,
+		arg.StartedAt1,
 		arg.Type2,
 		arg.WorkflowName2,
 		arg.InstanceId2,
@@ -239,6 +260,7 @@ func (q *Queries) LifecycleInsertPair(ctx context.Context, arg LifecycleInsertPa
 		arg.Attempt2,
 		arg.Detail2,
 		arg.At2,
+		arg.StartedAt2,
 	)
 	return err
 }
@@ -256,15 +278,18 @@ func (q *Queries) LifecycleLastID(ctx context.Context) (int64, error) {
 }
 
 const lifecycleList = `-- name: LifecycleList :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE e.id > ?1
     AND (CAST(?2 AS TEXT) = '' OR e.workflow_name = ?2)
     AND (CAST(?3 AS TEXT) = '' OR e.worker_id = ?3)
-    AND (CAST(?4 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?4)))
-    AND (CAST(?5 AS INTEGER) IS NULL OR e.at >= CAST(?5 AS INTEGER))
-    AND (CAST(?6 AS INTEGER) IS NULL OR e.at < CAST(?6 AS INTEGER))
+    AND (CAST(?4 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?4))
+        OR (CAST(?5 AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(?6 AS INTEGER) IS NULL OR e.at >= CAST(?6 AS INTEGER)
+        OR e.started_at >= CAST(?6 AS INTEGER))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at < CAST(?7 AS INTEGER)
+        OR e.started_at < CAST(?7 AS INTEGER))
 ORDER BY e.id
-LIMIT ?7
+LIMIT ?8
 `
 
 type LifecycleListParams struct {
@@ -272,6 +297,7 @@ type LifecycleListParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        string
+	WithStarted  int64
 	Since        *int64
 	Until        *int64
 	Max          int64
@@ -286,6 +312,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -308,6 +335,7 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -323,15 +351,18 @@ func (q *Queries) LifecycleList(ctx context.Context, arg LifecycleListParams) ([
 }
 
 const lifecycleListInstance = `-- name: LifecycleListInstance :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE e.instance_id = ?1 AND e.id > ?2
     AND e.workflow_name = ?3
     AND (CAST(?4 AS TEXT) = '' OR e.worker_id = ?4)
-    AND (CAST(?5 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?5)))
-    AND (CAST(?6 AS INTEGER) IS NULL OR e.at >= CAST(?6 AS INTEGER))
-    AND (CAST(?7 AS INTEGER) IS NULL OR e.at < CAST(?7 AS INTEGER))
+    AND (CAST(?5 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?5))
+        OR (CAST(?6 AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at >= CAST(?7 AS INTEGER)
+        OR e.started_at >= CAST(?7 AS INTEGER))
+    AND (CAST(?8 AS INTEGER) IS NULL OR e.at < CAST(?8 AS INTEGER)
+        OR e.started_at < CAST(?8 AS INTEGER))
 ORDER BY e.id
-LIMIT ?8
+LIMIT ?9
 `
 
 type LifecycleListInstanceParams struct {
@@ -340,6 +371,7 @@ type LifecycleListInstanceParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        string
+	WithStarted  int64
 	Since        *int64
 	Until        *int64
 	Max          int64
@@ -354,6 +386,7 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -376,6 +409,7 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -391,16 +425,19 @@ func (q *Queries) LifecycleListInstance(ctx context.Context, arg LifecycleListIn
 }
 
 const lifecycleListInstanceNewest = `-- name: LifecycleListInstanceNewest :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE e.instance_id = ?1
     AND e.id < CAST(?2 AS INTEGER) AND e.id > ?3
     AND e.workflow_name = ?4
     AND (CAST(?5 AS TEXT) = '' OR e.worker_id = ?5)
-    AND (CAST(?6 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?6)))
-    AND (CAST(?7 AS INTEGER) IS NULL OR e.at >= CAST(?7 AS INTEGER))
-    AND (CAST(?8 AS INTEGER) IS NULL OR e.at < CAST(?8 AS INTEGER))
+    AND (CAST(?6 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?6))
+        OR (CAST(?7 AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(?8 AS INTEGER) IS NULL OR e.at >= CAST(?8 AS INTEGER)
+        OR e.started_at >= CAST(?8 AS INTEGER))
+    AND (CAST(?9 AS INTEGER) IS NULL OR e.at < CAST(?9 AS INTEGER)
+        OR e.started_at < CAST(?9 AS INTEGER))
 ORDER BY e.id DESC
-LIMIT ?9
+LIMIT ?10
 `
 
 type LifecycleListInstanceNewestParams struct {
@@ -410,6 +447,7 @@ type LifecycleListInstanceNewestParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        string
+	WithStarted  int64
 	Since        *int64
 	Until        *int64
 	Max          int64
@@ -425,6 +463,7 @@ func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg Lifecycle
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -447,6 +486,7 @@ func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg Lifecycle
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}
@@ -462,16 +502,19 @@ func (q *Queries) LifecycleListInstanceNewest(ctx context.Context, arg Lifecycle
 }
 
 const lifecycleListNewest = `-- name: LifecycleListNewest :many
-SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id FROM lifecycle_event e
+SELECT id, type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, worker_id, started_at FROM lifecycle_event e
 WHERE (CAST(?1 AS INTEGER) = 0 OR e.id < CAST(?1 AS INTEGER))
     AND e.id > ?2
     AND (CAST(?3 AS TEXT) = '' OR e.workflow_name = ?3)
     AND (CAST(?4 AS TEXT) = '' OR e.worker_id = ?4)
-    AND (CAST(?5 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?5)))
-    AND (CAST(?6 AS INTEGER) IS NULL OR e.at >= CAST(?6 AS INTEGER))
-    AND (CAST(?7 AS INTEGER) IS NULL OR e.at < CAST(?7 AS INTEGER))
+    AND (CAST(?5 AS TEXT) = '' OR e.type IN (SELECT value FROM json_each(?5))
+        OR (CAST(?6 AS INTEGER) AND e.started_at IS NOT NULL))
+    AND (CAST(?7 AS INTEGER) IS NULL OR e.at >= CAST(?7 AS INTEGER)
+        OR e.started_at >= CAST(?7 AS INTEGER))
+    AND (CAST(?8 AS INTEGER) IS NULL OR e.at < CAST(?8 AS INTEGER)
+        OR e.started_at < CAST(?8 AS INTEGER))
 ORDER BY e.id DESC
-LIMIT ?8
+LIMIT ?9
 `
 
 type LifecycleListNewestParams struct {
@@ -480,6 +523,7 @@ type LifecycleListNewestParams struct {
 	WorkflowName string
 	WorkerID     string
 	Types        string
+	WithStarted  int64
 	Since        *int64
 	Until        *int64
 	Max          int64
@@ -494,6 +538,7 @@ func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewe
 		arg.WorkflowName,
 		arg.WorkerID,
 		arg.Types,
+		arg.WithStarted,
 		arg.Since,
 		arg.Until,
 		arg.Max,
@@ -516,6 +561,7 @@ func (q *Queries) LifecycleListNewest(ctx context.Context, arg LifecycleListNewe
 			&i.Detail,
 			&i.At,
 			&i.WorkerID,
+			&i.StartedAt,
 		); err != nil {
 			return nil, err
 		}

@@ -15,6 +15,7 @@ type LifecycleEvent struct {
 	Detail       *string
 	At           int64
 	WorkerID     *string
+	StartedAt    *int64
 }
 
 type WorkflowEvent struct {

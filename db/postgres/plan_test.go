@@ -65,9 +65,9 @@ func TestPagesAndClaimsUseTheirIndexes(t *testing.T) {
 		{"eventListRun", []any{"w", "i", int32(1), int64(0), int32(50)}, []string{"workflow_event_instance_idx", "workflow_event_instance_id_idx"}, false},
 		{"outboxClaim", []any{now, int32(50), now.Add(time.Minute)}, []string{"workflow_hook_outbox_claim_idx"}, true},
 		{"outboxPrune", []any{now, int32(1000)}, []string{"workflow_hook_outbox_delivered_idx"}, false},
-		{"lifecycleListInstance", []any{"i", int64(0), "w", "", []string{}, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
-		{"lifecycleListInstance", []any{"i", int64(7), "w", "", []string{"step.started"}, now, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
-		{"lifecycleListInstanceNewest", []any{"i", int64(1 << 62), int64(0), "w", "", []string{}, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
+		{"lifecycleListInstance", []any{"i", int64(0), "w", "", []string{}, true, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
+		{"lifecycleListInstance", []any{"i", int64(7), "w", "", []string{"step.started"}, true, now, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
+		{"lifecycleListInstanceNewest", []any{"i", int64(1 << 62), int64(0), "w", "", []string{}, true, nil, nil, int32(50)}, []string{"lifecycle_event_instance_idx"}, false},
 		{"lifecyclePrune", []any{int32(4000), now, int32(1000)}, []string{"lifecycle_event_pkey"}, false},
 	} {
 		sql := generatedQuery(t, filepath.Join("internal", "pgsqlc"), tc.query)
@@ -346,7 +346,7 @@ func TestCheckpointBatchPlanIsPrimaryKeyLookups(t *testing.T) {
 		'{"",""}', '{1,2}', '{"",""}', '{"",""}',
 		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}',
 		'{step.completed,instance.completed}', '{w,w}', '{i3,i7}', '{1,1}', '{s1,""}', '{1,0}', '{"",""}',
-		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}')`, now.Format(time.RFC3339))
+		'{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}', '{0001-01-01 00:00:00+00,0001-01-01 00:00:00+00}')`, now.Format(time.RFC3339))
 	explain := func(what, mode string) {
 		t.Helper()
 		tx, err := conn.Begin(ctx)

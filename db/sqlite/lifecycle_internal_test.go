@@ -36,8 +36,8 @@ func TestLifecycleListInstanceUsesItsIndex(t *testing.T) {
 		query string
 		args  []any
 	}{
-		{"lifecycleListInstance", []any{"i", 0, "w", "", "[1]", nil, nil, 50}},
-		{"lifecycleListInstanceNewest", []any{"i", 1 << 62, 0, "w", "", "", nil, nil, 50}},
+		{"lifecycleListInstance", []any{"i", 0, "w", "", "[1]", 1, nil, nil, 50}},
+		{"lifecycleListInstanceNewest", []any{"i", 1 << 62, 0, "w", "", "", 1, nil, nil, 50}},
 	} {
 		plan := queryPlan(t, s, tc.query, tc.args...)
 		require.Regexp(t, `SEARCH e USING INDEX lifecycle_event_instance_idx \(instance_id=\? AND id[<>]\?`, plan, tc.query)

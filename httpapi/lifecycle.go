@@ -34,8 +34,9 @@ import (
 // and whose data is its JSON; it resumes after the Last-Event-ID header
 // (or after=), else starts after the newest event. It reads the log when
 // Config.LifecycleWakeups signals (the notifications the runners use) and
-// at least every StreamPollInterval, sends each event once every lower id
-// has been read (or after StreamGapGrace), sends a comment line every StreamHeartbeat, reads
+// at least every StreamPollInterval, sends each event once every lower row
+// of the log has been read (db.LifecycleFollows; or after StreamGapGrace),
+// sends a comment line every StreamHeartbeat, reads
 // one page at a time (bounded memory) and ends when the client goes away.
 
 // StreamPollInterval is how often GET /events/stream looks for new events.
@@ -182,9 +183,10 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 	_ = rc.Flush()
 	// The stream reads every event in id order and filters here, so that it
 	// sees the ids it has not got yet: a Postgres transaction may commit
-	// after one that took a later id, and an event is sent only once every
-	// lower id has been read, or StreamGapGrace has passed (an id a
-	// rolled-back transaction took never comes).
+	// after one that took a later row, and an event is sent only once
+	// every lower row has been read (db.LifecycleFollows), or
+	// StreamGapGrace has passed (a row a rolled-back transaction took
+	// never comes).
 	filter := p
 	read := client.LifecycleListParams{AfterID: p.AfterID, PageSize: s.cfg.Limits.MaxPageSize}
 	var wake <-chan struct{}

@@ -667,6 +667,12 @@ func (r *run) restartDatabase(ctx context.Context) {
 		return
 	}
 	for _, inst := range insts {
+		if inst.WorkflowName == crashLoopWorkflow || inst.WorkflowName == sharedLoopWorkflow {
+			// A crash-looping instance makes no progress by design: each
+			// attempt kills its worker, and it waits for the next holder's
+			// claim, restart or not.
+			continue
+		}
 		ref := db.InstanceRef{WorkflowName: inst.WorkflowName, ID: inst.ID}
 		task, err := r.store.TaskGet(ctx, ref)
 		// A lease that expired already is held by no live runner: its

@@ -17,8 +17,12 @@ import (
 
 // LifecyclePack returns events as the backends store them: each
 // step.started that an outcome of the same step attempt follows folds into
-// that outcome, whose StepStartedAt it sets. events is not modified.
+// that outcome, whose StepStartedAt it sets. events is not modified; it
+// is returned as it is when it holds no step.started.
 func LifecyclePack(events []LifecycleEvent) []LifecycleEvent {
+	if !slices.ContainsFunc(events, func(e LifecycleEvent) bool { return e.Type == LifecycleStepStarted }) {
+		return events // nothing to fold: most transitions' events
+	}
 	out := make([]LifecycleEvent, 0, len(events))
 	for i := 0; i < len(events); i++ {
 		e := events[i]

@@ -41,9 +41,9 @@ func (s *Store) bufferLifecycle(log *lifecycleBuf, now int64, events ...db.Lifec
 		if !e.At.IsZero() {
 			at = micros(e.At)
 		}
-		code, ok := lifecycleTypeCodes[e.Type]
-		if !ok && log.err == nil {
-			log.err = fmt.Errorf("logging a lifecycle event: unknown type %q", e.Type)
+		code, err := lifecycleCode(e.Type)
+		if err != nil && log.err == nil {
+			log.err = fmt.Errorf("logging a lifecycle event: %w", err)
 		}
 		row := lifecycleRow{e: e, at: at, code: code}
 		if !e.StepStartedAt.IsZero() {
@@ -95,14 +95,36 @@ var lifecycleTypeCodes = map[db.LifecycleEventType]int64{
 	db.LifecycleWorkerOffline:  17,
 }
 
+// lifecycleTypeNames is lifecycleTypeCodes the other way: the type of
+// each code, "" for a code no type has.
+var lifecycleTypeNames = func() []db.LifecycleEventType {
+	top := int64(0)
+	for _, c := range lifecycleTypeCodes {
+		top = max(top, c)
+	}
+	names := make([]db.LifecycleEventType, top+1)
+	for t, c := range lifecycleTypeCodes {
+		names[c] = t
+	}
+	return names
+}()
+
+// lifecycleCode is the stored code of type t, an error for a type that
+// has none.
+func lifecycleCode(t db.LifecycleEventType) (int64, error) {
+	code, ok := lifecycleTypeCodes[t]
+	if !ok {
+		return 0, fmt.Errorf("unknown lifecycle event type %q", t)
+	}
+	return code, nil
+}
+
 // lifecycleTypeOf is the type stored as code, "" for a code no type has.
 func lifecycleTypeOf(code int64) db.LifecycleEventType {
-	for t, c := range lifecycleTypeCodes {
-		if c == code {
-			return t
-		}
+	if code < 0 || code >= int64(len(lifecycleTypeNames)) {
+		return ""
 	}
-	return ""
+	return lifecycleTypeNames[code]
 }
 
 // flush writes the buffered events with the prepared inserts, eight to a
@@ -171,9 +193,9 @@ func (s *Store) LifecycleList(ctx context.Context, p *db.LifecycleListParams) ([
 	if len(p.Types) > 0 {
 		codes := make([]int64, 0, len(p.Types))
 		for _, t := range p.Types {
-			code, ok := lifecycleTypeCodes[t]
-			if !ok {
-				return nil, fmt.Errorf("listing lifecycle events: unknown type %q", t)
+			code, err := lifecycleCode(t)
+			if err != nil {
+				return nil, fmt.Errorf("listing lifecycle events: %w", err)
 			}
 			codes = append(codes, code)
 		}

@@ -203,9 +203,9 @@ func (s *Store) logWorker(ctx context.Context, q *litesqlc.Queries, id string, f
 	if !ok {
 		return nil
 	}
-	code, ok := lifecycleTypeCodes[e.Type]
-	if !ok {
-		return fmt.Errorf("logging a worker event: unknown type %q", e.Type)
+	code, err := lifecycleCode(e.Type)
+	if err != nil {
+		return fmt.Errorf("logging a worker event: %w", err)
 	}
 	if err := q.WorkerLog(ctx, litesqlc.WorkerLogParams{
 		Type: code, Detail: textArg(e.Detail), At: micros(e.At), WorkerID: &e.WorkerID,

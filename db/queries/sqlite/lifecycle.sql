@@ -94,9 +94,8 @@ WHERE id IN (
 SELECT CAST(coalesce(max(id), 0) AS INTEGER) AS id FROM lifecycle_event;
 
 -- name: LifecycleInsertPair :exec
--- LifecycleInsertPair writes two lifecycle events in one statement: a
--- step's start and its outcome, the common pair of a checkpoint, for half
--- the statements of two LifecycleInserts.
+-- LifecycleInsertPair writes two lifecycle event rows in one statement:
+-- the rest of a transaction's rows after LifecycleInsert8, two at a time.
 INSERT INTO lifecycle_event (type, workflow_name, instance_id, run_number, step_key, attempt, detail, at, started_at)
 VALUES (@type1, @workflow_name1, @instance_id1, @run_number1, sqlc.narg('step_key1'), @attempt1, sqlc.narg('detail1'), @at1, sqlc.narg('started_at1')),
     (@type2, @workflow_name2, @instance_id2, @run_number2, sqlc.narg('step_key2'), @attempt2, sqlc.narg('detail2'), @at2, sqlc.narg('started_at2'));

@@ -238,9 +238,8 @@ type LifecycleInsertPairParams struct {
 	StartedAt2    *int64
 }
 
-// LifecycleInsertPair writes two lifecycle events in one statement: a
-// step's start and its outcome, the common pair of a checkpoint, for half
-// the statements of two LifecycleInserts.
+// LifecycleInsertPair writes two lifecycle event rows in one statement:
+// the rest of a transaction's rows after LifecycleInsert8, two at a time.
 func (q *Queries) LifecycleInsertPair(ctx context.Context, arg LifecycleInsertPairParams) error {
 	_, err := q.exec(ctx, q.lifecycleInsertPairStmt, lifecycleInsertPair,
 		arg.Type1,

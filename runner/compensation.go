@@ -71,7 +71,7 @@ func checkUserStep(key string, cfg *workflow.StepConfig) error {
 		return fmt.Errorf("%w: step %q has a nil compensation", workflow.ErrInvalidRequest, key)
 	}
 	if c.Invoke != nil {
-		if raw := rawStepConfig(c.Options); raw.Retries != nil || raw.Timeout != 0 {
+		if raw := wfcore.RawStepConfig(c.Options...); raw.Retries != nil || raw.Timeout != 0 {
 			return fmt.Errorf("%w: the compensation of step %q invokes a child workflow, which is not retried and waits for InvokeOptions.Timeout: it takes no retries or timeout (CompensationOptions)",
 				workflow.ErrInvalidRequest, key)
 		}
@@ -84,18 +84,6 @@ func checkUserStep(key string, cfg *workflow.StepConfig) error {
 		return fmt.Errorf("compensation of step %q: %w", key, err)
 	}
 	return nil
-}
-
-// rawStepConfig is the configuration opts set, without the defaults that
-// wfcore.NewStepConfig fills in.
-func rawStepConfig(opts []workflow.StepOption) workflow.StepConfig {
-	var c workflow.StepConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&c)
-		}
-	}
-	return c
 }
 
 // registerCompensationLocked remembers the compensation of the completed

@@ -74,7 +74,7 @@ func invokeCompensation(key string, opts []workflow.StepOption) (*wfcore.Compens
 	if len(opts) == 0 {
 		return nil, nil
 	}
-	raw := rawStepConfig(opts)
+	raw := wfcore.RawStepConfig(opts...)
 	if raw.Retries != nil || raw.Timeout != 0 {
 		return nil, fmt.Errorf("%w: invoke step %q: InvokeOptions.Compensation takes only Compensate, CompensateWithInvoke and CompensationOptions (an Invoke is not retried, and its timeout is InvokeOptions.Timeout)",
 			workflow.ErrInvalidRequest, key)
@@ -271,7 +271,7 @@ func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Dura
 // st, when its child completed (err, the child's failure, is nil), with
 // the child's output out as the result it undoes. The caller holds mu.
 func (e *execution) registerChildLocked(st *db.Step, comp *wfcore.Compensation, out json.RawMessage, err error, loaded bool) {
-	if comp == nil || err != nil || st == nil {
+	if comp == nil || err != nil {
 		return
 	}
 	e.registerLocked(st, *comp, out, loaded)

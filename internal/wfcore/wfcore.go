@@ -89,13 +89,19 @@ func NormalizeStepName(name string) (string, error) {
 
 // NewStepConfig applies opts to an empty configuration and fills defaults.
 func NewStepConfig(opts ...workflow.StepOption) workflow.StepConfig {
+	return RawStepConfig(opts...).Resolved()
+}
+
+// RawStepConfig is the configuration opts set, without the defaults
+// NewStepConfig fills in: what an author asked for.
+func RawStepConfig(opts ...workflow.StepOption) workflow.StepConfig {
 	var c workflow.StepConfig
 	for _, o := range opts {
 		if o != nil {
 			o(&c)
 		}
 	}
-	return c.Resolved()
+	return c
 }
 
 // ContextWithStepInfo returns a context carrying info, which

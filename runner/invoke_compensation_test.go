@@ -221,7 +221,7 @@ func TestInvokeCompensationOptionsAreChecked(t *testing.T) {
 			}})
 			errs = append(errs, err)
 			_, err = step.Invoke("no compensation", workflow.InvokeOptions{Workflow: "reserver", Compensation: []workflow.StepOption{
-				workflow.WithNoRetries(),
+				workflow.WithConfig(workflow.StepConfig{}),
 			}})
 			errs = append(errs, err)
 			_, err = step.Do("invoked undo with retries", func(context.Context) (any, error) { return 1, nil },
@@ -238,6 +238,11 @@ func TestInvokeCompensationOptionsAreChecked(t *testing.T) {
 	for i, err := range errs {
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest, i)
 	}
+	// Each is refused for its own reason.
+	require.ErrorContains(t, errs[0], `invoke step "retried": InvokeOptions.Compensation takes only`)
+	require.ErrorContains(t, errs[1], `step "options only" has a nil compensation`)
+	require.ErrorContains(t, errs[2], `invoke step "no compensation": InvokeOptions.Compensation registers no compensation`)
+	require.ErrorContains(t, errs[3], "invokes a child workflow, which is not retried")
 	require.Contains(t, errs[0].Error(), "InvokeOptions.Compensation takes only")
 	require.Contains(t, errs[1].Error(), "nil compensation")
 	require.Contains(t, errs[3].Error(), "invokes a child workflow")

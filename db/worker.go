@@ -60,7 +60,10 @@ type Worker struct {
 	FailedTotal     int64
 	RegisteredAt    time.Time
 	LastHeartbeatAt time.Time
-	Status          WorkerStatus
+	// OfflineAfter is the worker's own reap threshold
+	// (WorkerRegisterParams.OfflineAfter); zero when it recorded none.
+	OfflineAfter time.Duration
+	Status       WorkerStatus
 	// DrainRequestedAt is when a drain was first requested; nil when none was.
 	DrainRequestedAt *time.Time
 	// DeregisteredAt is when the worker deregistered on a clean stop; nil
@@ -79,6 +82,12 @@ type WorkerRegisterParams struct {
 	Workflows      []string
 	MaxConcurrency int
 	Now            time.Time
+	// OfflineAfter is how long the worker may go without a heartbeat
+	// before a reaper marks it offline and releases its tasks, recorded
+	// with its row: the worker starts no step once that time has passed
+	// since its last heartbeat, so reapers must not be quicker. Zero
+	// records none, and reapers use their own WorkerReapParams.OfflineAfter.
+	OfflineAfter time.Duration
 	// ReleaseHeld releases, in the same transaction, every task still
 	// locked by ID, as the reaper releases them: a process sets it on its
 	// first registration, before it claims anything, because whatever its
@@ -139,8 +148,10 @@ type WorkerListParams struct {
 type WorkerReapParams struct {
 	// Now is the reaper's time; released tasks are due at it.
 	Now time.Time
-	// OfflineAfter is the threshold: a worker still online or draining
-	// whose last heartbeat is before Now - OfflineAfter is marked offline.
+	// OfflineAfter is the threshold for the workers that recorded none
+	// (WorkerRegisterParams.OfflineAfter): a worker still online or
+	// draining whose last heartbeat is older than its own threshold, or
+	// this one, at Now is marked offline.
 	OfflineAfter time.Duration
 }
 

@@ -139,6 +139,51 @@ type execution struct {
 // leaseDeadline is when the lease the runner last wrote expires.
 func (e *execution) leaseDeadline() time.Time { return time.Unix(0, e.leaseUntil.Load()) }
 
+// holdsLease reports whether, at now by the runner's clock, no other
+// runner can hold the task: its lease has not run out, and no reaper can
+// have released it (Runner.aliveAt).
+func (e *execution) holdsLease(now time.Time) bool {
+	return now.Before(e.leaseDeadline()) && e.r.aliveAt(now)
+}
+
+// mayStart is asked on a step attempt's goroutine immediately before its
+// callback runs, and reports whether it may run, with the time it checked.
+// While the runner holds the task it answers at once. Past the lease, or
+// past the time a reaper may release the worker's tasks (the process was
+// stopped and has just resumed: SIGSTOP, a long pause of the whole
+// process, a suspended laptop; or its heartbeats failed), it renews before
+// anything starts: the worker's heartbeat when a reaper may have marked it
+// offline, then the task's, which fails when another runner took the task
+// over. Whatever it cannot renew, the run is dropped as when a heartbeat
+// finds the lease lost: nothing starts and nothing is written.
+func (e *execution) mayStart(key string) (time.Time, bool) {
+	now := e.r.now()
+	if e.holdsLease(now) {
+		return now, true
+	}
+	e.log.Info("the lease may have run out before a step started; renewing it", "step", key,
+		"lease_until", e.leaseDeadline(), "worker_alive_until", time.Unix(0, e.r.worker.aliveUntil.Load()))
+	if !e.r.aliveAt(now) && !e.r.renewWorker(e.ctx) {
+		e.log.Info("the worker could not be renewed before a step started; dropping the run", "step", key)
+		e.cancel(errCauseLeaseLost)
+		return now, false
+	}
+	until := e.r.now().Add(e.r.cfg.LeaseDuration)
+	ctx, cancel := context.WithTimeout(e.ctx, e.r.cfg.HeartbeatInterval)
+	err := e.r.cfg.Store.TaskHeartbeat(ctx, &db.TaskHeartbeatParams{Task: e.ref, LockedUntil: until, RunningSteps: e.runningSteps()})
+	cancel()
+	if err == nil {
+		e.leaseUntil.Store(until.UnixNano())
+	}
+	if now = e.r.now(); err != nil || !e.holdsLease(now) {
+		e.log.Info("the lease could not be renewed before a step started; dropping the run", "step", key, "error", err)
+		e.cancel(errCauseLeaseLost)
+		return now, false
+	}
+	e.log.Info("lease renewed; the step starts", "step", key, "lease_until", until)
+	return now, true
+}
+
 // freshRun is the run a claim returned with its task because it never
 // started (db.Claim.FreshRun): its instance and no steps; nil when the run
 // must be loaded.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,9 @@ func New(cfg *Config) (*Runner, error) {
 		execCancel: execCancel,
 		worker:     workerState{drained: make(chan struct{})},
 	}
+	// A runner that is never started has no worker row a reaper could mark
+	// offline: only its leases bound its step starts.
+	r.worker.aliveUntil.Store(math.MaxInt64)
 	if c.TracerProvider != nil {
 		r.tracer = c.TracerProvider.Tracer(tracing.ScopeName)
 	}
@@ -147,6 +151,9 @@ func (r *Runner) Start(ctx context.Context) error {
 		return errors.New("runner: stopped")
 	}
 	r.starting = true
+	// From now on a reaper may release what the worker holds: no step
+	// starts until a registration or heartbeat says how long it may not.
+	r.worker.aliveUntil.Store(0)
 	r.mu.Unlock()
 
 	r.register(ctx, true)

@@ -134,16 +134,6 @@ func (s *step) do(key string, fn workflow.StepFunc, cfg workflow.StepConfig, com
 		return nil, workflow.ErrSuspended
 	}
 	started := e.r.now()
-	if !started.Before(e.leaseDeadline()) {
-		// The lease this runner last wrote has run out (its heartbeats
-		// failed, or the process was stopped and has just resumed): another
-		// runner may hold the instance now, so no attempt starts here. The
-		// run is dropped as when a heartbeat finds the lease lost.
-		e.mu.Unlock()
-		e.log.Info("lease expired before a step started; dropping the run", "step", key, "lease_until", e.leaseDeadline())
-		e.cancel(errCauseLeaseLost)
-		return nil, workflow.ErrSuspended
-	}
 	e.active[key] = true
 	e.inflight++
 	e.running[key] = db.RunningStep{Key: key, Attempt: attempt, StartedAt: started}
@@ -235,10 +225,10 @@ func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepC
 		// ErrDeadlineExceeded; the run then errors (see execution.run).
 		info.Deadline = *d
 	}
-	actx = wfcore.ContextWithStepInfo(actx, info)
 	type result struct {
-		raw json.RawMessage
-		err error
+		raw     json.RawMessage
+		err     error
+		aborted bool
 	}
 	ch := make(chan result, 1)
 	go func() {
@@ -249,7 +239,15 @@ func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepC
 			}
 			ch <- res
 		}()
-		v, err := fn(actx)
+		// The last thing before the callback, on its goroutine: the runner
+		// must still hold the instance, by its own clock.
+		startedAt, ok := e.mayStart(key)
+		if !ok {
+			res.aborted = true
+			return
+		}
+		info.StartedAt = startedAt
+		v, err := fn(wfcore.ContextWithStepInfo(actx, info))
 		if err != nil {
 			res.err = err
 			return
@@ -262,7 +260,7 @@ func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepC
 	}()
 	select {
 	case res := <-ch:
-		return res.raw, res.err, false
+		return res.raw, res.err, res.aborted
 	case <-actx.Done():
 		if errors.Is(context.Cause(actx), errAttemptTimeout) && e.ctx.Err() == nil {
 			// The attempt outlived its timeout. Its goroutine may still

@@ -34,6 +34,77 @@ type workerState struct {
 	// started to succeed without a failure in between; zero after a
 	// failure. Only the worker loop touches it.
 	healthySince time.Time
+
+	// beatMu serialises the registrations and heartbeats of the worker row:
+	// the worker loop's, and those a step start makes when aliveUntil has
+	// passed (renewWorker).
+	beatMu sync.Mutex
+	// aliveUntil is when, in Unix nanoseconds of the runner's clock, a
+	// reaper may mark the worker offline and release its tasks: the time of
+	// the last registration or heartbeat that committed, plus
+	// Config.OfflineAfter, which the worker row records. No step starts at
+	// or past it (see execution.mayStart). Before Start it is the end of
+	// time, since a runner that never started has no worker row to reap;
+	// from Start until the first registration commits it is zero.
+	aliveUntil atomic.Int64
+}
+
+// aliveAt reports whether no reaper can have marked the worker offline at
+// now, by the runner's clock.
+func (r *Runner) aliveAt(now time.Time) bool {
+	return now.UnixNano() < r.worker.aliveUntil.Load()
+}
+
+// beatAt records a registration or heartbeat that committed with Now at:
+// the worker's row is safe from reapers until at + OfflineAfter.
+func (r *Runner) beatAt(at time.Time) {
+	until := at.Add(r.cfg.OfflineAfter).UnixNano()
+	for {
+		old := r.worker.aliveUntil.Load()
+		if old >= until || r.worker.aliveUntil.CompareAndSwap(old, until) {
+			return
+		}
+	}
+}
+
+// renewWorker makes sure no reaper can mark the worker offline for a while
+// before a step starts: when aliveUntil has passed (the process was
+// stopped, or its heartbeats failed), it heartbeats the worker row at once,
+// or registers it again when it was marked offline or never registered. It
+// reports whether the worker is alive after that. A worker that was marked
+// offline comes back, but the tasks it held then were released: the caller
+// checks its own task's lease too.
+func (r *Runner) renewWorker(ctx context.Context) bool {
+	r.worker.beatMu.Lock()
+	defer r.worker.beatMu.Unlock()
+	if r.aliveAt(r.now()) {
+		return true
+	}
+	r.mu.Lock()
+	registered := r.worker.registered
+	r.mu.Unlock()
+	if !registered {
+		r.register(ctx, false)
+		return r.aliveAt(r.now())
+	}
+	now := r.now()
+	callCtx, cancel := context.WithTimeout(ctx, r.cfg.WorkerHeartbeatInterval)
+	res, err := r.cfg.Store.WorkerHeartbeat(callCtx, &db.WorkerHeartbeatParams{
+		ID: r.cfg.ID, ActiveCount: int(r.worker.running.Load()),
+		CompletedTotal: r.worker.completed.Load(), FailedTotal: r.worker.failed.Load(), Now: now,
+	})
+	cancel()
+	switch {
+	case errors.Is(err, db.ErrNotFound) || (err == nil && res.Offline):
+		r.cfg.Logger.Warn("the worker was marked offline while its heartbeats were late; registering again", "runner", r.cfg.ID)
+		r.register(ctx, false)
+	case err != nil:
+		r.cfg.Logger.Warn("renewing the worker's heartbeat before a step failed", "runner", r.cfg.ID, "error", err)
+		return false
+	default:
+		r.beatAt(now)
+	}
+	return r.aliveAt(r.now())
 }
 
 // Drained returns a channel that is closed once the runner drained: a
@@ -112,6 +183,7 @@ func (r *Runner) register(ctx context.Context, first bool) {
 	host, _ := os.Hostname()
 	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	now := r.now()
 	_, err := r.cfg.Store.WorkerRegister(callCtx, &db.WorkerRegisterParams{
 		ID:             r.cfg.ID,
 		Hostname:       host,
@@ -121,7 +193,8 @@ func (r *Runner) register(ctx context.Context, first bool) {
 		Queues:         r.cfg.Queues,
 		Workflows:      r.workflowNames(),
 		MaxConcurrency: r.cfg.MaxConcurrency,
-		Now:            r.now(),
+		Now:            now,
+		OfflineAfter:   r.cfg.OfflineAfter,
 		ReleaseHeld:    first,
 	})
 	if err != nil {
@@ -130,6 +203,7 @@ func (r *Runner) register(ctx context.Context, first bool) {
 		return
 	}
 	r.beatOK()
+	r.beatAt(now)
 	r.mu.Lock()
 	r.worker.registered = true
 	r.mu.Unlock()
@@ -166,12 +240,14 @@ func (r *Runner) workerTick(ctx context.Context) {
 	registered := r.worker.registered
 	r.mu.Unlock()
 	completed, failed := r.worker.completed.Load(), r.worker.failed.Load()
+	r.worker.beatMu.Lock()
 	if !registered {
 		r.register(ctx, false)
 	} else {
+		now := r.now()
 		callCtx, cancel := context.WithTimeout(ctx, r.cfg.WorkerHeartbeatInterval)
 		res, err := r.cfg.Store.WorkerHeartbeat(callCtx, &db.WorkerHeartbeatParams{
-			ID: r.cfg.ID, ActiveCount: int(r.worker.running.Load()), CompletedTotal: completed, FailedTotal: failed, Now: r.now(),
+			ID: r.cfg.ID, ActiveCount: int(r.worker.running.Load()), CompletedTotal: completed, FailedTotal: failed, Now: now,
 		})
 		cancel()
 		switch {
@@ -187,12 +263,14 @@ func (r *Runner) workerTick(ctx context.Context) {
 			}
 		default:
 			r.beatOK()
+			r.beatAt(now)
 			if res.DrainRequested && !r.Draining() {
 				log.Info("a drain was requested")
 				go func() { _ = r.Drain(context.Background()) }()
 			}
 		}
 	}
+	r.worker.beatMu.Unlock()
 	// Reap only after this worker's own heartbeats have succeeded for a
 	// whole threshold: after a database outage every worker's heartbeat is
 	// old, and the first to get through must give the others the time to

@@ -103,6 +103,13 @@ type StepInfo struct {
 	// attempt's context is cancelled at it, with ErrDeadlineExceeded as its
 	// cause (context.Cause).
 	Deadline time.Time
+	// StartedAt is when the runner started the attempt, by its clock: the
+	// moment it last made sure, just before calling the step's function,
+	// that it held the instance's lease. An attempt whose process stops
+	// after that moment (SIGSTOP, a pause of the whole process) may run on
+	// when it resumes, as one stopped inside the function does; its result
+	// is never recorded once another runner took the instance over.
+	StartedAt time.Time
 }
 
 // StepInfoFromContext returns the step attempt a callback runs, if any.

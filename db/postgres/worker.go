@@ -31,6 +31,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p *db.WorkerRegisterParams) 
 			Workflows:      emptyIfNil(p.Workflows),
 			MaxConcurrency: int32(p.MaxConcurrency),
 			Now:            p.Now,
+			OfflineAfterUs: offlineAfterArg(p.OfflineAfter),
 		})
 		if err != nil {
 			return err
@@ -167,7 +168,7 @@ func (s *Store) WorkerDrain(ctx context.Context, p *db.WorkerDrainParams) (*db.W
 func (s *Store) WorkerReap(ctx context.Context, p *db.WorkerReapParams) (db.WorkerReapResult, error) {
 	var res db.WorkerReapResult
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
-		ids, err := q.WorkerMarkOffline(ctx, p.Now.Add(-p.OfflineAfter))
+		ids, err := q.WorkerMarkOffline(ctx, pgsqlc.WorkerMarkOfflineParams{Now: p.Now, ReaperOfflineAfterUs: p.OfflineAfter.Microseconds()})
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -221,6 +222,7 @@ func workerFromRow(r *pgsqlc.WorkflowWorker) *db.Worker {
 		CompletedTotal:   r.CompletedTotal,
 		FailedTotal:      r.FailedTotal,
 		RegisteredAt:     r.RegisteredAt.UTC(),
+		OfflineAfter:     offlineAfterFromRow(r.OfflineAfterUs),
 		LastHeartbeatAt:  r.LastHeartbeatAt.UTC(),
 		Status:           db.WorkerStatus(r.Status),
 		DrainRequestedAt: utcPtr(r.DrainRequestedAt),
@@ -238,4 +240,23 @@ func labelsArg(labels map[string]string) ([]byte, error) {
 		return nil, fmt.Errorf("%w: labels: %v", db.ErrInvalidData, err)
 	}
 	return b, nil
+}
+
+// offlineAfterArg is a worker's own reap threshold as stored: microseconds,
+// or NULL for none.
+func offlineAfterArg(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	us := d.Microseconds()
+	return &us
+}
+
+// offlineAfterFromRow is the stored reap threshold of a worker; zero for
+// none.
+func offlineAfterFromRow(us *int64) time.Duration {
+	if us == nil {
+		return 0
+	}
+	return time.Duration(*us) * time.Microsecond
 }

@@ -31,6 +31,7 @@ func (s *Store) WorkerRegister(ctx context.Context, p *db.WorkerRegisterParams) 
 			Workflows:      listArg(p.Workflows),
 			MaxConcurrency: int64(p.MaxConcurrency),
 			Now:            micros(p.Now),
+			OfflineAfterUs: offlineAfterArg(p.OfflineAfter),
 		})
 		if err != nil {
 			return err
@@ -170,7 +171,7 @@ func (s *Store) WorkerDrain(ctx context.Context, p *db.WorkerDrainParams) (*db.W
 func (s *Store) WorkerReap(ctx context.Context, p *db.WorkerReapParams) (db.WorkerReapResult, error) {
 	var res db.WorkerReapResult
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
-		ids, err := q.WorkerMarkOffline(ctx, micros(p.Now.Add(-p.OfflineAfter)))
+		ids, err := q.WorkerMarkOffline(ctx, litesqlc.WorkerMarkOfflineParams{Now: micros(p.Now), ReaperOfflineAfterUs: p.OfflineAfter.Microseconds()})
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -234,6 +235,7 @@ func workerFromRow(r *litesqlc.WorkflowWorker) *db.Worker {
 		CompletedTotal:   r.CompletedTotal,
 		FailedTotal:      r.FailedTotal,
 		RegisteredAt:     timeFromMicros(r.RegisteredAt),
+		OfflineAfter:     offlineAfterFromRow(r.OfflineAfterUs),
 		LastHeartbeatAt:  timeFromMicros(r.LastHeartbeatAt),
 		Status:           db.WorkerStatus(r.Status),
 		DrainRequestedAt: timePtrFromMicros(r.DrainRequestedAt),
@@ -251,4 +253,23 @@ func labelsArg(labels map[string]string) (string, error) {
 		return "", fmt.Errorf("%w: labels: %v", db.ErrInvalidData, err)
 	}
 	return string(b), nil
+}
+
+// offlineAfterArg is a worker's own reap threshold as stored: microseconds,
+// or NULL for none.
+func offlineAfterArg(d time.Duration) *int64 {
+	if d <= 0 {
+		return nil
+	}
+	us := d.Microseconds()
+	return &us
+}
+
+// offlineAfterFromRow is the stored reap threshold of a worker; zero for
+// none.
+func offlineAfterFromRow(us *int64) time.Duration {
+	if us == nil {
+		return 0
+	}
+	return time.Duration(*us) * time.Microsecond
 }

@@ -275,6 +275,46 @@ func testWorker(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NoError(t, b.store.TaskHeartbeat(b.ctx, &db.TaskHeartbeatParams{Task: ref(late[0]), LockedUntil: b.at(time.Minute)}))
 	})
 
+	t.Run("ReapKeepsToTheWorkersOwnThreshold", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		// "patient" starts no step once 40 s passed since its last
+		// heartbeat; "plain" recorded no threshold (an older version).
+		patient, err := b.store.WorkerRegister(b.ctx, &db.WorkerRegisterParams{
+			ID: "patient", Hostname: "h", PID: 1, MaxConcurrency: 1, Now: b.now, OfflineAfter: 40 * time.Second,
+		})
+		require.NoError(t, err)
+		require.Equal(t, 40*time.Second, patient.OfflineAfter)
+		plain := registerAs(t, b, "plain", b.now, true)
+		require.Zero(t, plain.OfflineAfter)
+
+		// A reaper with a threshold of 15 s marks the worker that recorded
+		// none offline, but not the one that counts on 40 s: its tasks'
+		// holder may still start steps.
+		res, err := b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(20 * time.Second), OfflineAfter: 15 * time.Second})
+		require.NoError(t, err)
+		require.Equal(t, []string{"plain"}, res.WorkerIDs)
+		res, err = b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(40 * time.Second), OfflineAfter: 15 * time.Second})
+		require.NoError(t, err)
+		require.Empty(t, res.WorkerIDs, "at exactly its threshold the worker may still be running")
+
+		// A heartbeat whose answer comes late, written after a newer one,
+		// does not move the heartbeat back.
+		_, err = b.store.WorkerHeartbeat(b.ctx, &db.WorkerHeartbeatParams{ID: "patient", Now: b.at(30 * time.Second)})
+		require.NoError(t, err)
+		_, err = b.store.WorkerHeartbeat(b.ctx, &db.WorkerHeartbeatParams{ID: "patient", Now: b.at(10 * time.Second)})
+		require.NoError(t, err)
+		got, err := b.store.WorkerGet(b.ctx, "patient")
+		require.NoError(t, err)
+		requireTime(t, b.at(30*time.Second), got.LastHeartbeatAt)
+		res, err = b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(69 * time.Second), OfflineAfter: 15 * time.Second})
+		require.NoError(t, err)
+		require.Empty(t, res.WorkerIDs)
+		res, err = b.store.WorkerReap(b.ctx, &db.WorkerReapParams{Now: b.at(71 * time.Second), OfflineAfter: 15 * time.Second})
+		require.NoError(t, err)
+		require.Equal(t, []string{"patient"}, res.WorkerIDs)
+	})
+
 	t.Run("RegisterAgainReleasesTheEarlierLifesTasks", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)

@@ -4,10 +4,10 @@
 -- drain request.
 INSERT INTO workflow_worker (
     worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency,
-    registered_at, last_heartbeat_at
+    registered_at, last_heartbeat_at, offline_after_us
 ) VALUES (
     @worker_id, @hostname, @pid, @version, @labels::jsonb, @queues::text[], @workflows::text[],
-    @max_concurrency, @now::timestamptz, @now::timestamptz
+    @max_concurrency, @now::timestamptz, @now::timestamptz, sqlc.narg('offline_after_us')::bigint
 )
 ON CONFLICT (worker_id) DO UPDATE
 SET hostname = excluded.hostname,
@@ -22,6 +22,7 @@ SET hostname = excluded.hostname,
     failed_total = 0,
     registered_at = excluded.registered_at,
     last_heartbeat_at = excluded.last_heartbeat_at,
+    offline_after_us = excluded.offline_after_us,
     status = 'online',
     drain_requested_at = NULL,
     deregistered_at = NULL
@@ -29,9 +30,11 @@ RETURNING *;
 
 -- name: WorkerHeartbeat :one
 -- WorkerHeartbeat records a live worker's heartbeat; no row when the worker
--- is offline or unknown.
+-- is offline or unknown. The heartbeat time never moves back: a late
+-- answer to an earlier heartbeat cannot shorten the time the worker counts
+-- on before a reaper may mark it offline.
 UPDATE workflow_worker
-SET last_heartbeat_at = @now::timestamptz,
+SET last_heartbeat_at = GREATEST(last_heartbeat_at, @now::timestamptz),
     active_count = @active_count,
     completed_total = @completed_total,
     failed_total = @failed_total
@@ -71,11 +74,14 @@ ORDER BY worker_id
 LIMIT @max;
 
 -- name: WorkerMarkOffline :many
--- WorkerMarkOffline marks the workers still online or draining whose last
--- heartbeat is before the cutoff offline, on the reaper's partial index.
+-- WorkerMarkOffline marks offline the workers still online or draining
+-- whose last heartbeat is older than their own offline_after_us (the
+-- threshold of the reaper for rows without one) at now, on the partial
+-- index of the reaper.
 UPDATE workflow_worker
 SET status = 'offline', active_count = 0
-WHERE status <> 'offline' AND last_heartbeat_at < @cutoff::timestamptz
+WHERE status <> 'offline'
+    AND last_heartbeat_at + make_interval(secs => coalesce(offline_after_us, @reaper_offline_after_us::bigint) / 1000000.0) < @now::timestamptz
 RETURNING worker_id;
 
 -- name: TaskReleaseOwned :execrows

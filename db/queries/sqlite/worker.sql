@@ -4,10 +4,10 @@
 -- drain request.
 INSERT INTO workflow_worker (
     worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency,
-    registered_at, last_heartbeat_at
+    registered_at, last_heartbeat_at, offline_after_us
 ) VALUES (
     @worker_id, @hostname, @pid, @version, @labels, @queues, @workflows,
-    @max_concurrency, @now, @now
+    @max_concurrency, @now, @now, sqlc.narg('offline_after_us')
 )
 ON CONFLICT (worker_id) DO UPDATE
 SET hostname = excluded.hostname,
@@ -22,6 +22,7 @@ SET hostname = excluded.hostname,
     failed_total = 0,
     registered_at = excluded.registered_at,
     last_heartbeat_at = excluded.last_heartbeat_at,
+    offline_after_us = excluded.offline_after_us,
     status = 'online',
     drain_requested_at = NULL,
     deregistered_at = NULL
@@ -29,9 +30,11 @@ RETURNING *;
 
 -- name: WorkerHeartbeat :one
 -- WorkerHeartbeat records a live worker's heartbeat; no row when the worker
--- is offline or unknown.
+-- is offline or unknown. The heartbeat time never moves back: a late
+-- answer to an earlier heartbeat cannot shorten the time the worker counts
+-- on before a reaper may mark it offline.
 UPDATE workflow_worker
-SET last_heartbeat_at = CAST(@now AS INTEGER),
+SET last_heartbeat_at = max(last_heartbeat_at, CAST(@now AS INTEGER)),
     active_count = CAST(@active_count AS INTEGER),
     completed_total = CAST(@completed_total AS INTEGER),
     failed_total = CAST(@failed_total AS INTEGER)
@@ -70,11 +73,14 @@ ORDER BY worker_id
 LIMIT @max;
 
 -- name: WorkerMarkOffline :many
--- WorkerMarkOffline marks the workers still online or draining whose last
--- heartbeat is before the cutoff offline, on the reaper's partial index.
+-- WorkerMarkOffline marks offline the workers still online or draining
+-- whose last heartbeat is older than their own offline_after_us (the
+-- threshold of the reaper for rows without one) at now, on the partial
+-- index of the reaper.
 UPDATE workflow_worker
 SET status = 'offline', active_count = 0
-WHERE status <> 'offline' AND last_heartbeat_at < CAST(@cutoff AS INTEGER)
+WHERE status <> 'offline'
+    AND last_heartbeat_at + coalesce(offline_after_us, CAST(@reaper_offline_after_us AS INTEGER)) < CAST(@now AS INTEGER)
 RETURNING worker_id;
 
 -- name: TaskReleaseOwned :execrows

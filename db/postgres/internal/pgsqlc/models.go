@@ -207,4 +207,5 @@ type WorkflowWorker struct {
 	Status           string
 	DrainRequestedAt *time.Time
 	DeregisteredAt   *time.Time
+	OfflineAfterUs   *int64
 }

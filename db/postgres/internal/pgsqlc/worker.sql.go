@@ -55,7 +55,7 @@ SET status = 'offline',
     last_heartbeat_at = $1::timestamptz,
     deregistered_at = $1::timestamptz
 WHERE worker_id = $2
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerDeregisterParams struct {
@@ -83,12 +83,13 @@ func (q *Queries) WorkerDeregister(ctx context.Context, arg WorkerDeregisterPara
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
 
 const workerGet = `-- name: WorkerGet :one
-SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at FROM workflow_worker WHERE worker_id = $1
+SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us FROM workflow_worker WHERE worker_id = $1
 `
 
 func (q *Queries) WorkerGet(ctx context.Context, workerID string) (WorkflowWorker, error) {
@@ -111,12 +112,13 @@ func (q *Queries) WorkerGet(ctx context.Context, workerID string) (WorkflowWorke
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
 
 const workerGetForUpdate = `-- name: WorkerGetForUpdate :one
-SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at FROM workflow_worker WHERE worker_id = $1 FOR UPDATE
+SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us FROM workflow_worker WHERE worker_id = $1 FOR UPDATE
 `
 
 func (q *Queries) WorkerGetForUpdate(ctx context.Context, workerID string) (WorkflowWorker, error) {
@@ -139,18 +141,19 @@ func (q *Queries) WorkerGetForUpdate(ctx context.Context, workerID string) (Work
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
 
 const workerHeartbeat = `-- name: WorkerHeartbeat :one
 UPDATE workflow_worker
-SET last_heartbeat_at = $1::timestamptz,
+SET last_heartbeat_at = GREATEST(last_heartbeat_at, $1::timestamptz),
     active_count = $2,
     completed_total = $3,
     failed_total = $4
 WHERE worker_id = $5 AND status <> 'offline'
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerHeartbeatParams struct {
@@ -162,7 +165,9 @@ type WorkerHeartbeatParams struct {
 }
 
 // WorkerHeartbeat records a live worker's heartbeat; no row when the worker
-// is offline or unknown.
+// is offline or unknown. The heartbeat time never moves back: a late
+// answer to an earlier heartbeat cannot shorten the time the worker counts
+// on before a reaper may mark it offline.
 func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams) (WorkflowWorker, error) {
 	row := q.db.QueryRow(ctx, workerHeartbeat,
 		arg.Now,
@@ -189,12 +194,13 @@ func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
 
 const workerList = `-- name: WorkerList :many
-SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at FROM workflow_worker
+SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us FROM workflow_worker
 WHERE ($1::text IS NULL OR status = $1::text)
     AND ($2::text IS NULL OR $2::text = ANY(queues))
     AND worker_id > $3
@@ -242,6 +248,7 @@ func (q *Queries) WorkerList(ctx context.Context, arg WorkerListParams) ([]Workf
 			&i.Status,
 			&i.DrainRequestedAt,
 			&i.DeregisteredAt,
+			&i.OfflineAfterUs,
 		); err != nil {
 			return nil, err
 		}
@@ -282,14 +289,22 @@ func (q *Queries) WorkerLog(ctx context.Context, arg WorkerLogParams) error {
 const workerMarkOffline = `-- name: WorkerMarkOffline :many
 UPDATE workflow_worker
 SET status = 'offline', active_count = 0
-WHERE status <> 'offline' AND last_heartbeat_at < $1::timestamptz
+WHERE status <> 'offline'
+    AND last_heartbeat_at + make_interval(secs => coalesce(offline_after_us, $1::bigint) / 1000000.0) < $2::timestamptz
 RETURNING worker_id
 `
 
-// WorkerMarkOffline marks the workers still online or draining whose last
-// heartbeat is before the cutoff offline, on the reaper's partial index.
-func (q *Queries) WorkerMarkOffline(ctx context.Context, cutoff time.Time) ([]string, error) {
-	rows, err := q.db.Query(ctx, workerMarkOffline, cutoff)
+type WorkerMarkOfflineParams struct {
+	ReaperOfflineAfterUs int64
+	Now                  time.Time
+}
+
+// WorkerMarkOffline marks offline the workers still online or draining
+// whose last heartbeat is older than their own offline_after_us (the
+// threshold of the reaper for rows without one) at now, on the partial
+// index of the reaper.
+func (q *Queries) WorkerMarkOffline(ctx context.Context, arg WorkerMarkOfflineParams) ([]string, error) {
+	rows, err := q.db.Query(ctx, workerMarkOffline, arg.ReaperOfflineAfterUs, arg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +328,7 @@ UPDATE workflow_worker
 SET status = 'draining',
     drain_requested_at = coalesce(drain_requested_at, $1::timestamptz)
 WHERE worker_id = $2
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerSetDrainingParams struct {
@@ -341,6 +356,7 @@ func (q *Queries) WorkerSetDraining(ctx context.Context, arg WorkerSetDrainingPa
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
@@ -348,10 +364,10 @@ func (q *Queries) WorkerSetDraining(ctx context.Context, arg WorkerSetDrainingPa
 const workerUpsert = `-- name: WorkerUpsert :one
 INSERT INTO workflow_worker (
     worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency,
-    registered_at, last_heartbeat_at
+    registered_at, last_heartbeat_at, offline_after_us
 ) VALUES (
     $1, $2, $3, $4, $5::jsonb, $6::text[], $7::text[],
-    $8, $9::timestamptz, $9::timestamptz
+    $8, $9::timestamptz, $9::timestamptz, $10::bigint
 )
 ON CONFLICT (worker_id) DO UPDATE
 SET hostname = excluded.hostname,
@@ -366,10 +382,11 @@ SET hostname = excluded.hostname,
     failed_total = 0,
     registered_at = excluded.registered_at,
     last_heartbeat_at = excluded.last_heartbeat_at,
+    offline_after_us = excluded.offline_after_us,
     status = 'online',
     drain_requested_at = NULL,
     deregistered_at = NULL
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerUpsertParams struct {
@@ -382,6 +399,7 @@ type WorkerUpsertParams struct {
 	Workflows      []string
 	MaxConcurrency int32
 	Now            time.Time
+	OfflineAfterUs *int64
 }
 
 // WorkerUpsert registers a worker, or registers the same row again (a
@@ -398,6 +416,7 @@ func (q *Queries) WorkerUpsert(ctx context.Context, arg WorkerUpsertParams) (Wor
 		arg.Workflows,
 		arg.MaxConcurrency,
 		arg.Now,
+		arg.OfflineAfterUs,
 	)
 	var i WorkflowWorker
 	err := row.Scan(
@@ -417,6 +436,7 @@ func (q *Queries) WorkerUpsert(ctx context.Context, arg WorkerUpsertParams) (Wor
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }

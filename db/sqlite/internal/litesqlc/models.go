@@ -203,4 +203,5 @@ type WorkflowWorker struct {
 	Status           string
 	DrainRequestedAt *int64
 	DeregisteredAt   *int64
+	OfflineAfterUs   *int64
 }

@@ -48,7 +48,7 @@ SET status = 'offline',
     last_heartbeat_at = CAST(?1 AS INTEGER),
     deregistered_at = CAST(?1 AS INTEGER)
 WHERE worker_id = ?2
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerDeregisterParams struct {
@@ -76,12 +76,13 @@ func (q *Queries) WorkerDeregister(ctx context.Context, arg WorkerDeregisterPara
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
 
 const workerGet = `-- name: WorkerGet :one
-SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at FROM workflow_worker WHERE worker_id = ?1
+SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us FROM workflow_worker WHERE worker_id = ?1
 `
 
 func (q *Queries) WorkerGet(ctx context.Context, workerID string) (WorkflowWorker, error) {
@@ -104,18 +105,19 @@ func (q *Queries) WorkerGet(ctx context.Context, workerID string) (WorkflowWorke
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
 
 const workerHeartbeat = `-- name: WorkerHeartbeat :one
 UPDATE workflow_worker
-SET last_heartbeat_at = CAST(?1 AS INTEGER),
+SET last_heartbeat_at = max(last_heartbeat_at, CAST(?1 AS INTEGER)),
     active_count = CAST(?2 AS INTEGER),
     completed_total = CAST(?3 AS INTEGER),
     failed_total = CAST(?4 AS INTEGER)
 WHERE worker_id = ?5 AND status <> 'offline'
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerHeartbeatParams struct {
@@ -127,7 +129,9 @@ type WorkerHeartbeatParams struct {
 }
 
 // WorkerHeartbeat records a live worker's heartbeat; no row when the worker
-// is offline or unknown.
+// is offline or unknown. The heartbeat time never moves back: a late
+// answer to an earlier heartbeat cannot shorten the time the worker counts
+// on before a reaper may mark it offline.
 func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams) (WorkflowWorker, error) {
 	row := q.queryRow(ctx, q.workerHeartbeatStmt, workerHeartbeat,
 		arg.Now,
@@ -154,12 +158,13 @@ func (q *Queries) WorkerHeartbeat(ctx context.Context, arg WorkerHeartbeatParams
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
 
 const workerList = `-- name: WorkerList :many
-SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at FROM workflow_worker
+SELECT worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us FROM workflow_worker
 WHERE (CAST(?1 AS TEXT) = '' OR status = CAST(?1 AS TEXT))
     AND (CAST(?2 AS TEXT) = '' OR EXISTS (
         SELECT 1 FROM json_each(workflow_worker.queues) q WHERE q.value = CAST(?2 AS TEXT)
@@ -209,6 +214,7 @@ func (q *Queries) WorkerList(ctx context.Context, arg WorkerListParams) ([]Workf
 			&i.Status,
 			&i.DrainRequestedAt,
 			&i.DeregisteredAt,
+			&i.OfflineAfterUs,
 		); err != nil {
 			return nil, err
 		}
@@ -251,14 +257,22 @@ func (q *Queries) WorkerLog(ctx context.Context, arg WorkerLogParams) error {
 const workerMarkOffline = `-- name: WorkerMarkOffline :many
 UPDATE workflow_worker
 SET status = 'offline', active_count = 0
-WHERE status <> 'offline' AND last_heartbeat_at < CAST(?1 AS INTEGER)
+WHERE status <> 'offline'
+    AND last_heartbeat_at + coalesce(offline_after_us, CAST(?1 AS INTEGER)) < CAST(?2 AS INTEGER)
 RETURNING worker_id
 `
 
-// WorkerMarkOffline marks the workers still online or draining whose last
-// heartbeat is before the cutoff offline, on the reaper's partial index.
-func (q *Queries) WorkerMarkOffline(ctx context.Context, cutoff int64) ([]string, error) {
-	rows, err := q.query(ctx, q.workerMarkOfflineStmt, workerMarkOffline, cutoff)
+type WorkerMarkOfflineParams struct {
+	ReaperOfflineAfterUs int64
+	Now                  int64
+}
+
+// WorkerMarkOffline marks offline the workers still online or draining
+// whose last heartbeat is older than their own offline_after_us (the
+// threshold of the reaper for rows without one) at now, on the partial
+// index of the reaper.
+func (q *Queries) WorkerMarkOffline(ctx context.Context, arg WorkerMarkOfflineParams) ([]string, error) {
+	rows, err := q.query(ctx, q.workerMarkOfflineStmt, workerMarkOffline, arg.ReaperOfflineAfterUs, arg.Now)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +299,7 @@ UPDATE workflow_worker
 SET status = 'draining',
     drain_requested_at = coalesce(drain_requested_at, CAST(?1 AS INTEGER))
 WHERE worker_id = ?2
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerSetDrainingParams struct {
@@ -313,6 +327,7 @@ func (q *Queries) WorkerSetDraining(ctx context.Context, arg WorkerSetDrainingPa
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }
@@ -320,10 +335,10 @@ func (q *Queries) WorkerSetDraining(ctx context.Context, arg WorkerSetDrainingPa
 const workerUpsert = `-- name: WorkerUpsert :one
 INSERT INTO workflow_worker (
     worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency,
-    registered_at, last_heartbeat_at
+    registered_at, last_heartbeat_at, offline_after_us
 ) VALUES (
     ?1, ?2, ?3, ?4, ?5, ?6, ?7,
-    ?8, ?9, ?9
+    ?8, ?9, ?9, ?10
 )
 ON CONFLICT (worker_id) DO UPDATE
 SET hostname = excluded.hostname,
@@ -338,10 +353,11 @@ SET hostname = excluded.hostname,
     failed_total = 0,
     registered_at = excluded.registered_at,
     last_heartbeat_at = excluded.last_heartbeat_at,
+    offline_after_us = excluded.offline_after_us,
     status = 'online',
     drain_requested_at = NULL,
     deregistered_at = NULL
-RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at
+RETURNING worker_id, hostname, pid, version, labels, queues, workflows, max_concurrency, active_count, completed_total, failed_total, registered_at, last_heartbeat_at, status, drain_requested_at, deregistered_at, offline_after_us
 `
 
 type WorkerUpsertParams struct {
@@ -354,6 +370,7 @@ type WorkerUpsertParams struct {
 	Workflows      string
 	MaxConcurrency int64
 	Now            int64
+	OfflineAfterUs *int64
 }
 
 // WorkerUpsert registers a worker, or registers the same row again (a
@@ -370,6 +387,7 @@ func (q *Queries) WorkerUpsert(ctx context.Context, arg WorkerUpsertParams) (Wor
 		arg.Workflows,
 		arg.MaxConcurrency,
 		arg.Now,
+		arg.OfflineAfterUs,
 	)
 	var i WorkflowWorker
 	err := row.Scan(
@@ -389,6 +407,7 @@ func (q *Queries) WorkerUpsert(ctx context.Context, arg WorkerUpsertParams) (Wor
 		&i.Status,
 		&i.DrainRequestedAt,
 		&i.DeregisteredAt,
+		&i.OfflineAfterUs,
 	)
 	return i, err
 }

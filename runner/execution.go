@@ -786,7 +786,9 @@ func (e *execution) signal() {
 // run ends without a checkpoint because the store kept failing), so that a
 // store error that is not transient after all cannot make the run loop
 // forever: it meets MaxLeaseLosses like a crash.
-func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger, until func() time.Time, storeFailed bool) {
+// It reports whether the task went back, or was no longer held (another
+// runner took it over, or a write of its holder ended it).
+func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger, until func() time.Time, storeFailed bool) bool {
 	ctx := context.Background()
 	if r.execCtx.Err() != nil {
 		var cancel context.CancelFunc
@@ -800,7 +802,9 @@ func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *sl
 	})
 	if err != nil && !errors.Is(err, db.ErrLeaseLost) {
 		log.Warn("releasing task failed; it is retried when its lease expires", "error", err)
+		return false
 	}
+	return true
 }
 
 // panicError is what a panic in workflow code or a step callback becomes.

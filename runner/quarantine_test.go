@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -502,5 +503,104 @@ func TestQuarantineLetsASingleCrashRecoverAtFullSpeed(t *testing.T) {
 			h.RequireOutput("w", id, &out)
 			require.Equal(t, "ok", out, id)
 		}
+	})
+}
+
+// slowReleaseStore holds every TaskRelease until the step it names has
+// started or a while has passed, and logs both in order: a hand-back that
+// the runner does not wait for loses that race.
+type slowReleaseStore struct {
+	db.Store
+	stepStarted chan struct{}
+
+	mu  sync.Mutex
+	log []string
+}
+
+func (s *slowReleaseStore) record(what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.log = append(s.log, what)
+}
+
+func (s *slowReleaseStore) events() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.log...)
+}
+
+func (s *slowReleaseStore) TaskRelease(ctx context.Context, p *db.TaskReleaseParams) error {
+	select {
+	case <-s.stepStarted:
+	case <-time.After(2 * time.Second):
+	}
+	err := s.Store.TaskRelease(ctx, p)
+	s.record("hand-back returned")
+	return err
+}
+
+// TestQuarantineHandsBackBeforeTheSuspectRuns: a claim that returns two
+// suspects keeps the first and hands the second back; the one it keeps
+// must not start before the hand-back has committed. Should it kill the
+// process, a suspect still held would die beside it, a lease loss the
+// quarantine is there to spare it. (The hand-back used to run in the
+// background while the kept suspect started at once.)
+func TestQuarantineHandsBackBeforeTheSuspectRuns(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		ctx := context.Background()
+		base := b.NewStore(t)
+		store := &slowReleaseStore{Store: base, stepStarted: make(chan struct{})}
+		clk := clock.NewMock()
+		clk.Set(testharness.DefaultStart)
+		const lease = 30 * time.Second
+		var once sync.Once
+		reg := workflow.NewRegistry()
+		workflow.MustRegister(reg, "w", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				return workflow.Do(step, "one", func(context.Context) (string, error) {
+					store.record("step of " + ev.InstanceID + " started")
+					once.Do(func() { close(store.stepStarted) })
+					return "one", nil
+				})
+			}))
+		c, err := client.New(&client.Config{Store: base, Registry: reg, Clock: clk})
+		require.NoError(t, err)
+		for _, id := range []string{"x", "y"} {
+			_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			require.NoError(t, err)
+		}
+		// Two processes in a row claimed them both and died.
+		for i := range 2 {
+			now := clk.Now().UTC().Truncate(time.Microsecond)
+			tasks, err := base.TaskClaim(ctx, &db.TaskClaimParams{
+				Owner: fmt.Sprintf("dead-%d", i), WorkflowNames: []string{"w"}, Max: 10, Now: now, LockedUntil: now.Add(lease),
+			})
+			require.NoError(t, err)
+			require.Len(t, tasks, 2)
+			clk.Add(lease + time.Second)
+		}
+		r, err := runner.New(&runner.Config{
+			Store: store, Registry: reg, Clock: clk, Logger: quietLogger, ID: "r",
+			LeaseDuration: lease, PollInterval: time.Hour,
+		})
+		require.NoError(t, err)
+		require.NoError(t, r.Start(ctx))
+		defer func() { require.NoError(t, r.Stop(ctx)) }()
+		r.Notify()
+		awaitSignal(t, store.stepStarted, "the kept suspect's step")
+		events := store.events()
+		require.NotEmpty(t, events)
+		require.Equal(t, "hand-back returned", events[0],
+			"the kept suspect started before the other suspect was handed back: %v", events)
+		require.Eventually(t, func() bool {
+			for _, id := range []string{"x", "y"} {
+				info, err := c.Get(ctx, "w", id)
+				if err != nil || info.Status != workflow.StatusComplete {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, 5*time.Millisecond, "both complete")
 	})
 }

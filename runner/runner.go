@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -255,9 +256,10 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 	}
 	run, back := r.quarantine(tasks)
 	r.giveSlots(free - len(run))
-	if len(back) > 0 {
-		// In the background, so that a store that fails cannot hold up the
-		// loop (or Stop) for as long as the hand-back is retried.
+	if len(back) > 0 && !slices.ContainsFunc(run, func(c db.Claim) bool { return c.Task.LeaseLosses >= db.SuspectLeaseLosses }) {
+		// No suspect of this claim runs here (the quarantine was taken
+		// meanwhile): hand them back in the background, so that a store
+		// that fails cannot hold up the loop (or Stop) while it retries.
 		r.active.Add(1)
 		go func() {
 			defer r.active.Done()
@@ -268,7 +270,15 @@ func (r *Runner) claimAndStart(ctx context.Context) (bool, error) {
 		r.active.Add(1)
 		go func(c db.Claim) {
 			defer r.executionDone()
-			r.execute(c.Task, nil, freshRun(&c), c.Task.LeaseLosses >= db.SuspectLeaseLosses)
+			suspect := c.Task.LeaseLosses >= db.SuspectLeaseLosses
+			if suspect && len(back) > 0 && !r.handBack(back) {
+				// The others could not be handed back: this one does not
+				// run beside them either (see handBack).
+				r.handBack([]*db.Task{c.Task})
+				r.leaveQuarantine(true)()
+				return
+			}
+			r.execute(c.Task, nil, freshRun(&c), suspect)
 		}(c)
 	}
 	return len(tasks) == free, nil
@@ -319,9 +329,14 @@ func (r *Runner) quarantine(tasks []db.Claim) (run []db.Claim, back []*db.Task) 
 // to the queue, due at once, without counting a lease loss (they are
 // pending now, so the next claim counts none either). Other runners take
 // them at once; this one excludes them from its claims until its own
-// suspect leaves the quarantine.
-func (r *Runner) handBack(tasks []*db.Task) {
+// suspect leaves the quarantine. The suspect the runner keeps starts only
+// once handBack has returned: should it kill the process, a suspect still
+// held would die beside it, a lease loss the quarantine is there to spare
+// it. handBack reports whether every task went back (or had gone already);
+// when one could not, the caller gives its own suspect back too.
+func (r *Runner) handBack(tasks []*db.Task) bool {
 	runAt := r.now()
+	ok := true
 	for _, t := range tasks {
 		log := r.cfg.Logger.With("workflow", t.WorkflowName, "instance", t.InstanceID, "task", t.ID)
 		log.Debug("handing back a suspect task: this runner already runs one", "lease_losses", t.LeaseLosses)
@@ -330,8 +345,11 @@ func (r *Runner) handBack(tasks []*db.Task) {
 			lockedUntil := *t.LockedUntil
 			until = func() time.Time { return lockedUntil }
 		}
-		r.release(db.TaskRef{ID: t.ID, Version: t.Version}, runAt, "quarantined: its runner already ran another suspect task", log, until, false)
+		if !r.release(db.TaskRef{ID: t.ID, Version: t.Version}, runAt, "quarantined: its runner already ran another suspect task", log, until, false) {
+			ok = false
+		}
 	}
+	return ok
 }
 
 // leaveQuarantine returns a function that frees the quarantine held by the
@@ -434,7 +452,17 @@ func (r *Runner) RunDueLimited(ctx context.Context, maxInstances, maxSteps int) 
 		return 0, err
 	}
 	tasks, back := r.quarantine(tasks)
-	r.handBack(back)
+	if len(back) > 0 && !r.handBack(back) {
+		// The suspect kept must not run beside those still held.
+		for i, c := range tasks {
+			if c.Task.LeaseLosses >= db.SuspectLeaseLosses {
+				r.handBack([]*db.Task{c.Task})
+				r.leaveQuarantine(true)()
+				tasks = slices.Delete(tasks, i, i+1)
+				break
+			}
+		}
+	}
 	var budget *atomic.Int64
 	if maxSteps > 0 {
 		budget = new(atomic.Int64)

@@ -178,4 +178,4 @@ CHAOS_TIMEOUT ?= 30m
 CHAOS_FLAGS ?=
 chaos:
 	DURAFLOW_CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test $(CHAOS_FLAGS) -count=1 -tags chaos \
-		-timeout $(CHAOS_TIMEOUT) -v -run '^(TestChaos|TestLossesBeside)$$' ./internal/chaos/
+		-timeout $(CHAOS_TIMEOUT) -v -run '^(TestChaos|TestLossesBeside|TestStartedBeforeTakeover)$$' ./internal/chaos/

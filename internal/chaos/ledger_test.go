@@ -4,6 +4,7 @@ package chaos_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -55,6 +56,56 @@ func TestLossesBeside(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			require.Equal(t, tc.want, lossesBeside(tc.lines, "i"))
+		})
+	}
+}
+
+// TestStartedBeforeTakeover checks, on hand-made ledgers, which attempts of
+// a completed step that the ledger shows after the recorded attempt
+// finished were started before the recorder took the instance over (a
+// stopped runner's stale attempt) and which after (a completed step run
+// again).
+func TestStartedBeforeTakeover(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1_800_000_000+int64(s), 0) }
+	c := func(pid, s int) ledgerLine {
+		return ledgerLine{kind: 'C', pid: pid, instance: "i", step: "0", token: "-", at: at(s)}
+	}
+	start := func(pid int, token string, s int) ledgerLine {
+		return ledgerLine{kind: 'S', pid: pid, instance: "i", step: "d0", token: token, at: at(s)}
+	}
+	done := func(pid int, token string, s int) ledgerLine {
+		return ledgerLine{kind: 'D', pid: pid, instance: "i", step: "d0", token: token, at: at(s)}
+	}
+	for _, tc := range []struct {
+		name  string
+		lines []ledgerLine
+		want  bool
+	}{
+		{
+			// pid 1 started d0 at 5, then stopped; pid 2 claimed at 20,
+			// ran and finished d0; pid 1's line comes after.
+			"started before the takeover", []ledgerLine{c(1, 0), c(2, 20), start(2, "r", 21), done(2, "r", 22), start(1, "late", 5)}, true,
+		},
+		{
+			"started after the takeover", []ledgerLine{c(1, 0), c(2, 20), start(2, "r", 21), done(2, "r", 22), start(1, "late", 25)}, false,
+		},
+		{
+			// The recorder's own later attempt is a rerun whatever its time.
+			"the recorder again", []ledgerLine{c(2, 20), start(2, "r", 21), done(2, "r", 22), start(2, "late", 10)}, false,
+		},
+		{
+			// Without the recorder's claim nothing shows a takeover.
+			"no claim", []ledgerLine{start(2, "r", 21), done(2, "r", 22), start(1, "late", 5)}, false,
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var starts []int
+			for i, l := range tc.lines {
+				if l.kind == 'S' {
+					starts = append(starts, i)
+				}
+			}
+			require.Equal(t, tc.want, startedBeforeTakeover(tc.lines, starts, "r", tc.lines[len(tc.lines)-1]))
 		})
 	}
 }

@@ -26,6 +26,10 @@ type ledgerLine struct {
 	kind                  byte // 'S' an attempt started, 'D' it finished its work, 'C' a worker claimed the instance's task (step: its lease losses)
 	pid                   int
 	instance, step, token string
+	// at is, for an S line, when the runner started the attempt
+	// (workflow.StepInfo.StartedAt); for a C line the claim's Now; for a D
+	// line when the work finished.
+	at time.Time
 }
 
 // readLedger returns the ledger's lines in the order they were written.
@@ -41,14 +45,18 @@ func readLedger(path string) ([]ledgerLine, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) != 5 || len(f[0]) != 1 {
+		if len(f) != 6 || len(f[0]) != 1 {
 			return nil, fmt.Errorf("reading ledger: malformed line %q", sc.Text())
 		}
 		pid, err := strconv.Atoi(f[1])
 		if err != nil {
 			return nil, fmt.Errorf("reading ledger: malformed line %q", sc.Text())
 		}
-		lines = append(lines, ledgerLine{kind: f[0][0], pid: pid, instance: f[2], step: f[3], token: f[4]})
+		at, err := strconv.ParseInt(f[5], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("reading ledger: malformed line %q", sc.Text())
+		}
+		lines = append(lines, ledgerLine{kind: f[0][0], pid: pid, instance: f[2], step: f[3], token: f[4], at: time.Unix(0, at)})
 	}
 	return lines, sc.Err()
 }
@@ -79,6 +87,12 @@ type summary struct {
 	lost, duplicated, wrongOutput int
 	stepRowsDuplicated            int
 	completedRerun                int
+	// lateStarts are attempts whose ledger line comes after the recorded
+	// attempt of their step finished, but which their runner started
+	// (StepInfo.StartedAt) before the recorder's runner took the instance
+	// over: the process stopped between the start and the function's
+	// first line.
+	lateStarts int
 	reexecuted                    int
 	maxAttemptsOneStep            int
 	crashLooped                   int
@@ -230,6 +244,15 @@ func (r *run) verify(ctx context.Context) {
 				continue
 			}
 			for _, p := range starts[k] {
+				if p > d && startedBeforeTakeover(lines, starts[k], res.Token, lines[p]) {
+					// Its runner started it while it held the instance,
+					// then stopped before the attempt's first line; the
+					// recorder took over only after that start. A stale
+					// attempt, never recorded, not a rerun of a completed
+					// step.
+					s.lateStarts++
+					continue
+				}
 				if p > d {
 					s.completedRerun++
 					dup = true
@@ -427,6 +450,7 @@ func formatSummary(cfg config, sums []*summary) string {
 	row("duplicated", num(func(s *summary) int { return s.duplicated }))
 	row("  step rows recorded twice", num(func(s *summary) int { return s.stepRowsDuplicated }))
 	row("  completed steps run again", num(func(s *summary) int { return s.completedRerun }))
+	row("  stale attempts started before a takeover, run after it", num(func(s *summary) int { return s.lateStarts }))
 	row("wrong output", num(func(s *summary) int { return s.wrongOutput }))
 	row("re-executed side effects", num(func(s *summary) int { return s.reexecuted }))
 	row("most attempts of one step", num(func(s *summary) int { return s.maxAttemptsOneStep }))
@@ -600,4 +624,34 @@ func (r *run) instanceLedger(lines []ledgerLine, id string) string {
 		fmt.Fprintf(&b, "  #%d %c pid %d %s %s %s\n", i, l.kind, l.pid, l.step, l.token, strings.Join(fate, ","))
 	}
 	return b.String()
+}
+
+// startedBeforeTakeover reports whether the attempt of line late, which
+// the ledger shows after the recorded attempt (token recorded, one of the
+// step's S lines at positions starts) finished, was started by its runner
+// before the recorder's runner took the instance over: another process's
+// attempt whose StartedAt is before the claim under which the recorded
+// attempt ran (the recorder's last C line for the instance before the
+// recorded attempt's S line). Such an attempt was started under a lease
+// its runner still held; the process then stopped before the function's
+// first line (the ledger's S line) and ran it on when it resumed. Any other
+// late attempt started after the takeover, which the runner must never do.
+func startedBeforeTakeover(lines []ledgerLine, starts []int, recorded string, late ledgerLine) bool {
+	rs := -1
+	for _, p := range starts {
+		if lines[p].token == recorded {
+			rs = p
+			break
+		}
+	}
+	if rs < 0 || lines[rs].pid == late.pid {
+		return false
+	}
+	for i := rs - 1; i >= 0; i-- {
+		l := lines[i]
+		if l.kind == 'C' && l.instance == late.instance && l.pid == lines[rs].pid {
+			return late.at.Before(l.at)
+		}
+	}
+	return false
 }

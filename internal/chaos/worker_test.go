@@ -174,7 +174,7 @@ func registerCrashLoop(reg *workflow.Registry, name, ledgerPath string) {
 		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (int, error) {
 			return workflow.Do(step, "boom", func(ctx context.Context) (int, error) {
 				info, _ := workflow.StepInfoFromContext(ctx)
-				if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, newToken()); err != nil {
+				if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, newToken(), info.StartedAt); err != nil {
 					return 0, err
 				}
 				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
@@ -193,7 +193,7 @@ func ledgered(ctx context.Context, ledgerPath string, work time.Duration, v int)
 		return stepResult{}, workflow.NonRetryable(errors.New("step callback without step info"))
 	}
 	token := newToken()
-	if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, token); err != nil {
+	if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, token, info.StartedAt); err != nil {
 		return stepResult{}, err
 	}
 	select {
@@ -201,7 +201,7 @@ func ledgered(ctx context.Context, ledgerPath string, work time.Duration, v int)
 		return stepResult{}, ctx.Err()
 	case <-time.After(work):
 	}
-	if err := appendLedger(ledgerPath, 'D', info.InstanceID, info.Step, token); err != nil {
+	if err := appendLedger(ledgerPath, 'D', info.InstanceID, info.Step, token, time.Now()); err != nil {
 		return stepResult{}, err
 	}
 	return stepResult{V: v, Pid: os.Getpid(), Token: token}, nil
@@ -213,16 +213,19 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// appendLedger appends "<kind> <pid> <instance> <step> <token>" to the
-// ledger in one O_APPEND write, which keeps lines of concurrent processes
-// whole and ordered. It does not sync: a SIGKILL loses nothing the kernel
-// accepted.
-func appendLedger(path string, kind byte, instance, step, token string) error {
+// appendLedger appends "<kind> <pid> <instance> <step> <token> <at>" to
+// the ledger in one O_APPEND write, which keeps lines of concurrent
+// processes whole and ordered; at is in Unix nanoseconds: for an S line the
+// attempt's workflow.StepInfo.StartedAt (when the runner last made sure it
+// held the instance, just before the function), for a C line the claim's
+// Now (when it took the task), for a D line when the work finished. It does
+// not sync: a SIGKILL loses nothing the kernel accepted.
+func appendLedger(path string, kind byte, instance, step, token string, at time.Time) error {
 	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return fmt.Errorf("opening ledger: %w", err)
 	}
-	if _, err := fmt.Fprintf(f, "%c %d %s %s %s\n", kind, os.Getpid(), instance, step, token); err != nil {
+	if _, err := fmt.Fprintf(f, "%c %d %s %s %s %d\n", kind, os.Getpid(), instance, step, token, at.UnixNano()); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("writing ledger: %w", err)
 	}
@@ -312,7 +315,7 @@ type claimLedgerSQLite struct {
 
 // TaskClaim claims and writes the claims to the ledger.
 func (s *claimLedgerSQLite) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
-	return ledgerClaims(s.ledger)(s.Store.TaskClaim(ctx, p))
+	return ledgerClaims(s.ledger, p.Now)(s.Store.TaskClaim(ctx, p))
 }
 
 type claimLedgerPostgres struct {
@@ -322,13 +325,13 @@ type claimLedgerPostgres struct {
 
 // TaskClaim claims and writes the claims to the ledger.
 func (s *claimLedgerPostgres) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Claim, error) {
-	return ledgerClaims(s.ledger)(s.Store.TaskClaim(ctx, p))
+	return ledgerClaims(s.ledger, p.Now)(s.Store.TaskClaim(ctx, p))
 }
 
 // ledgerClaims returns a func that writes a C line per claim of an ordinary
 // chaos instance, with the task's lease losses, and passes the claim on; a ledger that cannot be written
 // fails the claim (the worker then claims nothing and the test sees it).
-func ledgerClaims(ledger string) func([]db.Claim, error) ([]db.Claim, error) {
+func ledgerClaims(ledger string, now time.Time) func([]db.Claim, error) ([]db.Claim, error) {
 	return func(claims []db.Claim, err error) ([]db.Claim, error) {
 		if err != nil {
 			return claims, err
@@ -339,7 +342,7 @@ func ledgerClaims(ledger string) func([]db.Claim, error) ([]db.Claim, error) {
 			}
 			// The step field carries the task's lease losses in a row as
 			// the claim found them (the previous holder's loss counted).
-			if err := appendLedger(ledger, 'C', c.Task.InstanceID, strconv.Itoa(c.Task.LeaseLosses), "-"); err != nil {
+			if err := appendLedger(ledger, 'C', c.Task.InstanceID, strconv.Itoa(c.Task.LeaseLosses), "-", now); err != nil {
 				return nil, err
 			}
 		}

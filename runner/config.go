@@ -146,15 +146,20 @@ type Config struct {
 	//
 	// Defaults to 5 seconds, or HeartbeatInterval when that is shorter.
 	WorkerHeartbeatInterval time.Duration
-	// OfflineAfter is the reaper's threshold: a worker whose last heartbeat
-	// is older is marked offline and the tasks it holds are released at
-	// once, without waiting for their leases to expire. Every runner reaps
-	// (the shortest OfflineAfter among them wins) on its own clock, so the
-	// clocks of the hosts must agree to well within it, as for leases. A
-	// runner reaps only once its own heartbeats have succeeded for
-	// OfflineAfter, so that after a database outage it does not take the
-	// work of runners that have not got through yet. It must be at least
-	// twice WorkerHeartbeatInterval.
+	// OfflineAfter is how long the runner's worker may go without a
+	// heartbeat before another runner's reaper marks it offline and
+	// releases the tasks it holds at once, without waiting for their
+	// leases to expire. The worker row records it, and every reaper keeps
+	// to each worker's own (rows an older version wrote, without one, get
+	// the reaper's). The runner starts no step once OfflineAfter has passed
+	// since its last heartbeat that committed, as it starts none once a
+	// task's lease has passed: a process that was stopped (SIGSTOP, a long
+	// pause) renews first, or drops the run. Every runner reaps on its own
+	// clock, so the clocks of the hosts must agree to well within it, as
+	// for leases. A runner reaps only once its own heartbeats have
+	// succeeded for OfflineAfter, so that after a database outage it does
+	// not take the work of runners that have not got through yet. It must
+	// be at least twice WorkerHeartbeatInterval.
 	//
 	// Defaults to three times WorkerHeartbeatInterval.
 	OfflineAfter time.Duration

@@ -233,3 +233,62 @@ func TestDedupedCreateKeepsItsDeadline(t *testing.T) {
 		require.True(t, got.DeadlineAt.Equal(deadline.UTC().Truncate(time.Microsecond)), "deadline %s", got.DeadlineAt)
 	})
 }
+
+// A view lists only the children of its own namespace: a child lives in
+// its parent's namespace, but one an older version started in another
+// namespace is not the view's to see, in Children nor in Get's children.
+func TestNamespaceViewListsOnlyItsChildren(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h, _ := setup(t, b)
+		ctx := h.Context()
+		_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p", Namespace: "acme"})
+		require.NoError(t, err)
+		for i, ns := range []string{"acme", workflow.DefaultNamespace} {
+			_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{
+				ID: fmt.Sprintf("child-%s", ns), Namespace: ns,
+				Parent: &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: fmt.Sprintf("s%d", i)},
+			})
+			require.NoError(t, err)
+		}
+		all, err := h.Client.Children(ctx, "greet", "p")
+		require.NoError(t, err)
+		require.Len(t, all, 2, "the unscoped client sees every child")
+
+		acme := h.Client.Namespace("acme")
+		children, err := acme.Children(ctx, "greet", "p")
+		require.NoError(t, err)
+		require.Len(t, children, 1)
+		require.Equal(t, "child-acme", children[0].ID)
+		info, err := acme.Get(ctx, "greet", "p")
+		require.NoError(t, err)
+		require.Len(t, info.Children, 1)
+		require.Equal(t, "child-acme", info.Children[0].ID)
+	})
+}
+
+// A child create whose parent step has a child already answers that child,
+// whatever id it names (a replay after a crash picks a new random id), and
+// refuses an id another instance holds.
+func TestChildCreateFindsTheStepsChild(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h, _ := setup(t, b)
+		ctx := h.Context()
+		_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p"})
+		require.NoError(t, err)
+		parent := &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "s"}
+		first, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "c1", Parent: parent})
+		require.NoError(t, err)
+		again, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "c2", Parent: parent})
+		require.NoError(t, err)
+		require.Equal(t, first.ID, again.ID, "the step's child, not a second one")
+		_, err = h.Client.Get(ctx, "greet", "c2")
+		require.ErrorIs(t, err, workflow.ErrInstanceNotFound)
+
+		other := &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "t"}
+		_, err = h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p", Parent: other})
+		require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists, "an id held by another instance")
+		require.ErrorContains(t, err, "is not the child of step")
+	})
+}

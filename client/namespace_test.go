@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -290,5 +291,57 @@ func TestChildCreateFindsTheStepsChild(t *testing.T) {
 		_, err = h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p", Parent: other})
 		require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists, "an id held by another instance")
 		require.ErrorContains(t, err, "is not the child of step")
+	})
+}
+
+// A view's placement check sees where each create would put its instance,
+// the queue the workflow would give it too, and its refusal refuses the
+// create (every item of a batch is checked first), writing nothing.
+func TestPlacementCheckRefusesBeforeWriting(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		workflow.MustRegister(h.Registry, "pay", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				return "ok", nil
+			}),
+			workflow.WithQueue("payments"))
+		ctx := h.Context()
+		errRefused := errors.New("refused")
+		var seen []client.Placement
+		view := h.Client.Namespace("acme").WithPlacementCheck(func(_ context.Context, p client.Placement) error {
+			seen = append(seen, p)
+			if p.Queue != p.DefaultQueue || p.Priority > 0 {
+				return errRefused
+			}
+			return nil
+		})
+
+		info, err := view.Create(ctx, "pay", workflow.CreateRequest{ID: "a", Priority: -5})
+		require.NoError(t, err)
+		require.Equal(t, "payments", info.Queue)
+		_, err = view.Create(ctx, "pay", workflow.CreateRequest{ID: "b", Queue: "payments"})
+		require.NoError(t, err, "naming the workflow's own queue")
+		require.Equal(t, []client.Placement{
+			{WorkflowName: "pay", Namespace: "acme", Queue: "payments", DefaultQueue: "payments", Priority: -5},
+			{WorkflowName: "pay", Namespace: "acme", Queue: "payments", DefaultQueue: "payments"},
+		}, seen)
+
+		for _, req := range []workflow.CreateRequest{{ID: "c", Queue: "bulk"}, {ID: "d", Priority: 1}} {
+			_, err := view.Create(ctx, "pay", req)
+			require.ErrorIs(t, err, errRefused)
+			_, err = h.Client.Get(ctx, "pay", req.ID)
+			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused create writes nothing")
+		}
+		_, err = view.CreateBatch(ctx, "pay", []workflow.CreateRequest{{ID: "e"}, {ID: "f", Queue: "bulk"}})
+		require.ErrorIs(t, err, errRefused)
+		for _, id := range []string{"e", "f"} {
+			_, err = h.Client.Get(ctx, "pay", id)
+			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused batch writes nothing")
+		}
+		// Without a check, as the unscoped client: any queue and priority.
+		info, err = h.Client.Namespace("acme").Create(ctx, "pay", workflow.CreateRequest{ID: "g", Queue: "bulk", Priority: 1000})
+		require.NoError(t, err)
+		require.Equal(t, "bulk", info.Queue)
 	})
 }

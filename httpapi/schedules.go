@@ -24,17 +24,17 @@ import (
 
 // addScheduleRoutes registers the schedule routes with route, the
 // registration function of New.
-func (s *Server) addScheduleRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
+func (s *Server) addScheduleRoutes(route routeFunc) {
 	if s.cfg.Schedules == nil {
 		return
 	}
-	route(http.MethodGet, "/schedules", s.listSchedules, ActionRead)
-	route(http.MethodPost, "/schedules", s.createSchedule, ActionSchedules)
-	route(http.MethodGet, "/schedules/:id", s.getSchedule, ActionRead)
-	route(http.MethodPatch, "/schedules/:id", s.updateSchedule, ActionSchedules)
-	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule, ActionSchedules)
-	route(http.MethodPost, "/schedules/:id/enable", s.toggleSchedule(s.cfg.Schedules.Enable), ActionSchedules)
-	route(http.MethodPost, "/schedules/:id/disable", s.toggleSchedule(s.cfg.Schedules.Disable), ActionSchedules)
+	route(http.MethodGet, "/schedules", s.listSchedules, ActionRead, everyNamespace)
+	route(http.MethodPost, "/schedules", s.createSchedule, ActionSchedules, everyNamespace)
+	route(http.MethodGet, "/schedules/:id", s.getSchedule, ActionRead, everyNamespace)
+	route(http.MethodPatch, "/schedules/:id", s.updateSchedule, ActionSchedules, everyNamespace)
+	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule, ActionSchedules, everyNamespace)
+	route(http.MethodPost, "/schedules/:id/enable", s.toggleSchedule(s.cfg.Schedules.Enable), ActionSchedules, everyNamespace)
+	route(http.MethodPost, "/schedules/:id/disable", s.toggleSchedule(s.cfg.Schedules.Disable), ActionSchedules, everyNamespace)
 }
 
 func (s *Server) listSchedules(c echo.Context) error {

@@ -22,10 +22,10 @@ import (
 
 // addWorkerRoutes registers the worker routes with route, the registration
 // function of New.
-func (s *Server) addWorkerRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
-	route(http.MethodGet, "/workers", s.listWorkers, ActionRead)
-	route(http.MethodGet, "/workers/:id", s.getWorker, ActionRead)
-	route(http.MethodPost, "/workers/:id/drain", fleetWide(s.drainWorker), ActionManage)
+func (s *Server) addWorkerRoutes(route routeFunc) {
+	route(http.MethodGet, "/workers", s.listWorkers, ActionRead, everyNamespace)
+	route(http.MethodGet, "/workers/:id", s.getWorker, ActionRead, everyNamespace)
+	route(http.MethodPost, "/workers/:id/drain", s.drainWorker, ActionManage, everyNamespace)
 }
 
 func (s *Server) listWorkers(c echo.Context) error {

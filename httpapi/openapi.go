@@ -172,8 +172,8 @@ func triggerOperation(t *compiledTrigger) map[string]any {
 		"tags":        []any{"triggers"},
 		"operationId": "trigger " + t.source,
 		"summary":     "Start " + t.Workflow + " (an HTTP trigger)",
-		"description": "A trigger of the host: creates an instance of " + t.Workflow +
-			" whose params are built from the request, and answers its id. See the Trigger description at the top.",
+		"description": "A trigger of the host: creates an instance of " + t.Workflow + " in the namespace " + t.Namespace +
+			" whose params are built from the request, and answers its id. A token limited to other namespaces may not call it. See the Trigger description at the top.",
 		"security": []any{map[string]any{"bearer": []any{string(ActionCreate)}}},
 		"responses": map[string]any{
 			"202": map[string]any{

@@ -57,7 +57,7 @@ func TestNamespaceLimitedSessionSeesNoFleetPages(t *testing.T) {
 			}
 			require.Equal(t, http.StatusSeeOther, limited.login(limitedSecret).status, name)
 			for _, page := range []string{"/ui/schedules", "/ui/workers"} {
-				a := limited.get(page + query).requireStatus(t, http.StatusForbidden)
+				a := limited.get(page+query).requireStatus(t, http.StatusForbidden)
 				require.NotContains(t, a.body, "payroll", "%s %s", name, page)
 				require.NotContains(t, a.body, "of default", "%s %s", name, page)
 			}

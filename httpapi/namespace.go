@@ -121,20 +121,15 @@ const limitedTokenKey = "duraflow.limitedToken"
 // token that authorized the request.
 const tokenScopesKey = "duraflow.tokenScopes"
 
-// routeScope says which namespaces a route acts in: the one the request
-// selects (every instance route), or every namespace at once.
+// routeScope says which namespaces a route acts in, when it is not the one
+// the request selects (the instance routes, registered without one).
 type routeScope int
 
-const (
-	// inNamespace is a route that acts in the namespace the request
-	// selects.
-	inNamespace routeScope = iota
-	// everyNamespace is a route that acts on or reads every namespace at
-	// once (the fleet: workers, queues, schedules, lifecycle events,
-	// flows, the tick): a caller limited to namespaces may not call it
-	// (403 FORBIDDEN), and an AuthorizeFunc sees AllNamespaces.
-	everyNamespace
-)
+// everyNamespace is a route that acts on or reads every namespace at once
+// (the fleet: workers, queues, schedules, lifecycle events, flows, the
+// tick): a caller limited to namespaces may not call it (403 FORBIDDEN),
+// and an AuthorizeFunc sees AllNamespaces.
+const everyNamespace routeScope = 1
 
 // routeFunc registers a route in New: its method, path, handler, the
 // action a caller needs, and everyNamespace for a route of every

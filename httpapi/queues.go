@@ -17,6 +17,9 @@ import (
 //	GET /queues           read     every queue that has limits
 //	GET /queues/:name     read     → QUEUE_NOT_FOUND when none were set
 //	PUT /queues/:name     manage   apiclient.QueueLimits → the queue
+//
+// Queues and their running counts span every namespace: a caller limited
+// to namespaces is refused every route (403).
 
 func (s *Server) addQueueRoutes(route routeFunc) {
 	route(http.MethodGet, "/queues", s.listQueues, ActionRead, everyNamespace)

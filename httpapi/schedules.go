@@ -20,7 +20,10 @@ import (
 //	POST   /schedules/:id/enable|disable            schedules
 //
 // Changes need ActionSchedules, not ActionManage: a schedule starts any
-// workflow with any params, which manage alone must not allow.
+// workflow with any params, which manage alone must not allow. Schedules
+// belong to no namespace (their instances are created in the default
+// one): a caller limited to namespaces is refused every route (403),
+// reads included.
 
 // addScheduleRoutes registers the schedule routes with route, the
 // registration function of New.

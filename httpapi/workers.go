@@ -18,7 +18,8 @@ import (
 //
 // A drain needs ActionManage, as pausing or terminating instances does: it
 // moves work, and changes no data. An unknown id is 404 WORKER_NOT_FOUND, a
-// drain of an offline worker 409 WORKER_OFFLINE.
+// drain of an offline worker 409 WORKER_OFFLINE. Workers serve every
+// namespace: a caller limited to namespaces is refused every route (403).
 
 // addWorkerRoutes registers the worker routes with route, the registration
 // function of New.

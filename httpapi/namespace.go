@@ -140,8 +140,9 @@ type routeFunc func(method, path string, h echo.HandlerFunc, action Action, scop
 // the route decides (ns: AllNamespaces, or a trigger's): a token limited
 // to namespaces may act only in one of them, never in AllNamespaces (403
 // FORBIDDEN); then a request that selects another namespace than a
-// trigger's is 400 INVALID_REQUEST. A selector on a route of every namespace is
-// ignored, as it is by a GET /workers of an API client scoped to one.
+// trigger's is 400 INVALID_REQUEST. A selector on a route of every
+// namespace is ignored, as a GET /workers of an API client scoped to one
+// sends it; such a route records no namespace (it uses none).
 func resolveRouteNamespace(c echo.Context, ns string, allowed []string, tokenName string) error {
 	selected, err := selectedNamespace(c.Request())
 	if err != nil {
@@ -155,7 +156,9 @@ func resolveRouteNamespace(c echo.Context, ns string, allowed []string, tokenNam
 	case ns != AllNamespaces && selected != "" && selected != ns:
 		return fmt.Errorf("%w: this route acts in namespace %q; the request selects %q", workflow.ErrInvalidRequest, ns, selected)
 	}
-	c.Set(namespaceKey, ns)
+	if ns != AllNamespaces {
+		c.Set(namespaceKey, ns)
+	}
 	return nil
 }
 

@@ -331,3 +331,31 @@ func TestNamespacedCreatesKeepToTheirQueuesAndPriorities(t *testing.T) {
 		}
 	})
 }
+
+// Ids are unique per workflow across namespaces: a create whose id another
+// namespace uses gets the answer of any taken id, 409
+// INSTANCE_ID_ALREADY_EXISTS with the same message as for an id of its own
+// namespace, which says nothing of the instance that holds it.
+func TestIDOfAnotherNamespaceAnswersLikeAnyTakenID(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
+		b := setupOn(t, backend, "s-admin", withTokens("admin:s-admin:*", "def:s-def:*@default"))
+		b.call(t, http.MethodPost, "/api/workflows/greet/instances?namespace=acme", `{"id":"taken","params":{"name":"acme-secret"}}`, "Authorization: Bearer s-admin").
+			requireOK(t, http.StatusCreated, nil)
+		b.call(t, http.MethodPost, "/api/workflows/greet/instances", `{"id":"own","params":{"name":"x"}}`, "Authorization: Bearer s-def").
+			requireOK(t, http.StatusCreated, nil)
+
+		other := b.call(t, http.MethodPost, "/api/workflows/greet/instances", `{"id":"taken"}`, "Authorization: Bearer s-def")
+		msgOther := other.requireError(t, http.StatusConflict, apiclient.CodeInstanceIDAlreadyExists)
+		own := b.call(t, http.MethodPost, "/api/workflows/greet/instances", `{"id":"own"}`, "Authorization: Bearer s-def")
+		msgOwn := own.requireError(t, http.StatusConflict, apiclient.CodeInstanceIDAlreadyExists)
+		require.Equal(t, strings.ReplaceAll(msgOwn, "own", "taken"), msgOther, "the same answer as an id of its own namespace")
+		for _, leak := range []string{"acme", "acme-secret", "createdAt"} {
+			require.NotContains(t, string(other.body), leak)
+		}
+		var batch apiclient.InstanceBatch
+		b.call(t, http.MethodPost, "/api/workflows/greet/instances/batch", `{"instances":[{"id":"taken"}]}`, "Authorization: Bearer s-def").
+			requireOK(t, http.StatusCreated, &batch)
+		require.Empty(t, batch.Instances, "a batch skips a taken id, whatever its namespace")
+	})
+}

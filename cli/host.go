@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,13 +43,17 @@ type hostConfig struct {
 	tokens       []string
 	triggers     []string
 	triggersFile string
-	httpAllow    []string
-	timeouts     httpTimeouts
-	limits       httpapi.Limits
-	maxBodyBytes int64
-	flowRefresh  time.Duration
-	flowsDir     string // dev
-	stub         bool   // dev
+	// namespaceQueues ("ns=q1,q2" each) and namespaceMaxPriority bound the
+	// creates of callers limited to namespaces (httpapi.Config).
+	namespaceQueues      []string
+	namespaceMaxPriority int
+	httpAllow            []string
+	timeouts             httpTimeouts
+	limits               httpapi.Limits
+	maxBodyBytes         int64
+	flowRefresh          time.Duration
+	flowsDir             string // dev
+	stub                 bool   // dev
 	// activityInterval is how often dev logs its activity summary; 0 for
 	// never (serve, worker).
 	activityInterval time.Duration
@@ -113,9 +118,13 @@ func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "api-prefix", "DURAFLOW_API_PREFIX")
 	fs.BoolVar(&c.tick, "tick", false, "enable POST <prefix>/_runner/tick, which fires due schedules and runs due work once (needs a token with the tick scope)")
 	bindEnv(fs, "tick", "DURAFLOW_TICK")
-	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[,key=source...]": a request to the path (at the root) starts the workflow with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x; credential headers and query parameters (Authorization, Cookie, token, api_key, …) only with a trailing ",allowCredentialHeaders" (repeatable; needs the create scope)`)
-	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","params":{key: source},"allowCredentialHeaders":false}]`)
+	fs.StringArrayVar(&c.triggers, "trigger", nil, `HTTP trigger "[METHOD ]/path=workflow[@namespace][,key=source...]": a request to the path (at the root) starts the workflow (in the namespace, default "default") with the JSON body as params, or params mapped from body.a.b, query.x, header.X, path.x; credential headers and query parameters (Authorization, Cookie, token, api_key, …) only with a trailing ",allowCredentialHeaders" (repeatable; needs the create scope, and a token limited to namespaces only fires the triggers of its namespaces)`)
+	fs.StringVar(&c.triggersFile, "triggers-file", "", `JSON file of HTTP triggers: [{"method","path","workflow","namespace","params":{key: source},"allowCredentialHeaders":false}]`)
 	bindEnv(fs, "triggers-file", "DURAFLOW_TRIGGERS_FILE")
+	fs.StringArrayVar(&c.namespaceQueues, "namespace-queues", nil, `"namespace=queue1,queue2": the task queues a token limited to namespaces may name in a create in that namespace, besides the workflow's own (repeatable; default: the workflow's queue only)`)
+	bindEnv(fs, "namespace-queues", "DURAFLOW_NAMESPACE_QUEUES")
+	fs.IntVar(&c.namespaceMaxPriority, "namespace-max-priority", 0, "the highest priority a token limited to namespaces may ask for in a create (-1000 to 1000)")
+	bindEnv(fs, "namespace-max-priority", "DURAFLOW_NAMESPACE_MAX_PRIORITY")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /ui on the API address (same tokens and scopes as the API)")
 	bindEnv(fs, "console", "DURAFLOW_CONSOLE")
 	addTimeoutFlags(fs, c)
@@ -323,12 +332,18 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			return nil, usageError(fmt.Errorf("--metrics-addr: %w", err))
 		}
 	}
-	var triggers []httpapi.Trigger
+	var (
+		triggers        []httpapi.Trigger
+		namespaceQueues map[string][]string
+	)
 	if serveHTTP {
 		if err := httpapi.CheckListenAddr(cfg.addr, len(tokens) > 0 || o.Authorize != nil); err != nil {
 			return nil, usageError(fmt.Errorf("--addr: %w", err))
 		}
 		if triggers, err = loadTriggers(cfg); err != nil {
+			return nil, err
+		}
+		if namespaceQueues, err = parseNamespaceQueues(cfg.namespaceQueues); err != nil {
 			return nil, err
 		}
 		if cfg.console {
@@ -456,6 +471,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			WriteTimeout: cfg.timeouts.write, IdleTimeout: cfg.timeouts.idle,
 			Limits: cfg.limits, MaxBodyBytes: cfg.maxBodyBytes, Version: o.Version,
 			LifecycleWakeups: h.core.LifecycleWakeups,
+			NamespaceQueues:  namespaceQueues, NamespaceMaxPriority: cfg.namespaceMaxPriority,
 		}
 		if cfg.tick {
 			apiCfg.Tick = h.tickFunc(dispatcher.TickFunc(h.runner))
@@ -497,6 +513,28 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		"runner", cfg.runner, "notify", h.core.Listening() != nil, "hooks", h.core.Hooks() != nil, "api", h.url, "console", h.consoleURL(), "auth", auth,
 		"triggers", len(triggers), "flows", len(h.flowNames()), "metrics", h.metricsWhere(), "tracing", h.tracer != nil)
 	return h, nil
+}
+
+// parseNamespaceQueues reads --namespace-queues: "namespace=queue,…"
+// items, the queues of one namespace given in one item or several.
+func parseNamespaceQueues(items []string) (map[string][]string, error) {
+	if len(items) == 0 {
+		return nil, nil
+	}
+	out := map[string][]string{}
+	for _, item := range items {
+		ns, list, ok := strings.Cut(item, "=")
+		ns = strings.TrimSpace(ns)
+		if !ok || ns == "" || strings.TrimSpace(list) == "" {
+			return nil, usageError(fmt.Errorf("--namespace-queues %q: want namespace=queue1,queue2", item))
+		}
+		for q := range strings.SplitSeq(list, ",") {
+			if q = strings.TrimSpace(q); q != "" && !slices.Contains(out[ns], q) {
+				out[ns] = append(out[ns], q)
+			}
+		}
+	}
+	return out, nil
 }
 
 // loadTriggers reads the HTTP triggers of --triggers-file and --trigger.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,6 +44,6 @@ func TestTickFiresDueSchedules(t *testing.T) {
 	res, err := tick(h.Context(), 10, 0)
 	require.NoError(t, err)
 	require.Equal(t, 42, res)
-	require.Equal(t, []string{schedule.InstanceID("s", testharness.DefaultStart.Add(5*time.Minute))}, ran,
-		"the instance was started before the runner's tick")
+	require.Len(t, ran, 1, "the instance was started before the runner's tick")
+	require.True(t, strings.HasPrefix(ran[0], schedule.InstanceIDPrefix("s", testharness.DefaultStart.Add(5*time.Minute))+"-"), ran[0])
 }

@@ -134,12 +134,15 @@ type Client struct {
 	namespace string
 	// nsErr is the error of an invalid namespace given to Namespace, which
 	// every call of the view returns.
-	nsErr  error
-	queues *queueCache
-	served *servedCache
-	limits func(context.Context, string, json.RawMessage) (*workflow.Limits, error)
-	obs    Observer
-	traced bool
+	nsErr error
+	// placementCheck, when set, checks where each create of the view puts
+	// its instance (see WithPlacementCheck).
+	placementCheck PlacementFunc
+	queues         *queueCache
+	served         *servedCache
+	limits         func(context.Context, string, json.RawMessage) (*workflow.Limits, error)
+	obs            Observer
+	traced         bool
 }
 
 var _ workflow.Engine = (*Client)(nil)

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/duraflow/duraflow/db"
@@ -45,19 +46,38 @@ func (c *Client) fillDepth(ctx context.Context, info *workflow.InstanceInfo) err
 	return nil
 }
 
-// existingChild answers a child create whose id exists: the same parent
-// step's child (a replay of the step after a crash) is returned as it is;
-// an instance of anything else is workflow.ErrInstanceAlreadyExists.
+// existingChild answers a child create that the store refused as existing
+// (its id is taken, or its parent step has a child already): the parent
+// step's child (a replay of the step after a crash, which may have picked
+// another id) is returned as it is, whatever its id; an id that an
+// instance of anything else holds is workflow.ErrInstanceAlreadyExists.
 func (c *Client) existingChild(ctx context.Context, workflowName, id string, parent *db.ParentLink) (*workflow.InstanceInfo, error) {
-	inst, err := c.store.InstanceGet(ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
-	if err != nil {
-		return nil, mapError(err, workflowName, id)
-	}
-	if !parent.Same(inst.Parent) {
+	inst, err := c.store.InstanceChildOf(ctx, parent)
+	if errors.Is(err, db.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s/%s exists and is not the child of step %q of %s/%s run %d",
 			workflow.ErrInstanceAlreadyExists, workflowName, id, parent.StepKey, parent.WorkflowName, parent.InstanceID, parent.RunNumber)
 	}
+	if err != nil {
+		return nil, mapError(err, workflowName, id)
+	}
 	return InstanceInfo(inst), nil
+}
+
+// ownChildren keeps, for a view scoped to a namespace, the children of
+// that namespace: a child lives in its parent's namespace, but one an
+// older version started may not, and a view never shows another
+// namespace's instance.
+func (c *Client) ownChildren(list []*db.Instance) []*db.Instance {
+	if c.namespace == "" {
+		return list
+	}
+	out := list[:0:0]
+	for _, inst := range list {
+		if inst.Namespace == c.namespace {
+			out = append(out, inst)
+		}
+	}
+	return out
 }
 
 // Children returns the instances the Invoke steps of an instance started
@@ -73,6 +93,7 @@ func (c *Client) Children(ctx context.Context, workflowName, id string) ([]*work
 	if err != nil {
 		return nil, err
 	}
+	list = c.ownChildren(list)
 	out := make([]*workflow.InstanceInfo, len(list))
 	if len(list) == 0 {
 		return out, nil
@@ -98,7 +119,7 @@ func (c *Client) fillChildren(ctx context.Context, info *workflow.InstanceInfo) 
 	if err != nil {
 		return err
 	}
-	for _, inst := range list {
+	for _, inst := range c.ownChildren(list) {
 		ref := &workflow.ChildRef{WorkflowName: inst.WorkflowName, ID: inst.ID, Status: inst.Status}
 		if inst.Parent != nil {
 			ref.RunNumber, ref.StepKey = inst.Parent.RunNumber, inst.Parent.StepKey

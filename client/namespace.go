@@ -61,10 +61,47 @@ type placement struct {
 	Priority  int
 }
 
+// Placement is where a create puts its instance, as a PlacementFunc sees
+// it.
+type Placement struct {
+	// WorkflowName is the workflow of the instance.
+	WorkflowName string
+	// Namespace is the instance's namespace.
+	Namespace string
+	// Queue is the instance's task queue: the one the request names, or
+	// DefaultQueue.
+	Queue string
+	// DefaultQueue is the queue the instance would get had the request
+	// named none: Config.QueueFunc's for its metadata, else the
+	// workflow's, else workflow.DefaultQueue.
+	DefaultQueue string
+	// Priority is the instance's priority.
+	Priority int
+}
+
+// PlacementFunc checks where a create of a view puts its instance (see
+// WithPlacementCheck): nil allows it; an error refuses the create, which
+// then writes nothing and returns the error as it is.
+type PlacementFunc func(ctx context.Context, p Placement) error
+
+// WithPlacementCheck returns a view of the client whose creates (Create,
+// CreateBatch, CreateTx; every item of a batch) call check with where
+// they would put their instance, before anything is written. The HTTP API
+// sets one on the views of callers limited to namespaces, so that they
+// choose only the queues and priorities their namespace allows
+// (httpapi.Config.NamespaceQueues, NamespaceMaxPriority). A nil check
+// removes the view's.
+func (c *Client) WithPlacementCheck(check PlacementFunc) *Client {
+	view := *c
+	view.placementCheck = check
+	return &view
+}
+
 // placement checks the placement fields of req and returns where the
 // instance goes: the client's namespace (or the request's, or the
 // default), the request's queue (or QueueFunc's for its metadata, or the
-// workflow's), and its priority.
+// workflow's), and its priority. A view's placement check
+// (WithPlacementCheck) then has its say.
 func (c *Client) placement(ctx context.Context, workflowName string, req *workflow.CreateRequest, metadata json.RawMessage) (placement, error) {
 	if err := workflow.ValidateCreatePlacement(req); err != nil {
 		return placement{}, err
@@ -74,17 +111,29 @@ func (c *Client) placement(ctx context.Context, workflowName string, req *workfl
 		return placement{}, err
 	}
 	at := placement{Namespace: ns, Queue: req.Queue, Priority: req.Priority}
-	if at.Queue == "" && c.queue != nil {
-		if at.Queue, err = c.queue(ctx, workflowName, metadata); err != nil {
+	var defaultQueue string
+	if (at.Queue == "" || c.placementCheck != nil) && c.queue != nil {
+		if defaultQueue, err = c.queue(ctx, workflowName, metadata); err != nil {
 			return placement{}, err
 		}
 	}
-	if at.Queue == "" {
+	if defaultQueue == "" {
 		if def, ok := c.registry.Definition(workflowName); ok {
-			at.Queue = def.Queue
+			defaultQueue = def.Queue
 		}
 	}
+	if at.Queue == "" {
+		at.Queue = defaultQueue
+	}
 	at.Namespace, at.Queue = db.CreatePlacement(at.Namespace, at.Queue)
+	if c.placementCheck != nil {
+		_, defaultQueue = db.CreatePlacement(at.Namespace, defaultQueue)
+		if err := c.placementCheck(ctx, Placement{
+			WorkflowName: workflowName, Namespace: at.Namespace, Queue: at.Queue, DefaultQueue: defaultQueue, Priority: at.Priority,
+		}); err != nil {
+			return placement{}, err
+		}
+	}
 	return at, nil
 }
 

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -231,5 +232,116 @@ func TestDedupedCreateKeepsItsDeadline(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, got.DeadlineAt, "the deadline is stored")
 		require.True(t, got.DeadlineAt.Equal(deadline.UTC().Truncate(time.Microsecond)), "deadline %s", got.DeadlineAt)
+	})
+}
+
+// A view lists only the children of its own namespace: a child lives in
+// its parent's namespace, but one an older version started in another
+// namespace is not the view's to see, in Children nor in Get's children.
+func TestNamespaceViewListsOnlyItsChildren(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h, _ := setup(t, b)
+		ctx := h.Context()
+		_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p", Namespace: "acme"})
+		require.NoError(t, err)
+		for i, ns := range []string{"acme", workflow.DefaultNamespace} {
+			_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{
+				ID: fmt.Sprintf("child-%s", ns), Namespace: ns,
+				Parent: &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: fmt.Sprintf("s%d", i)},
+			})
+			require.NoError(t, err)
+		}
+		all, err := h.Client.Children(ctx, "greet", "p")
+		require.NoError(t, err)
+		require.Len(t, all, 2, "the unscoped client sees every child")
+
+		acme := h.Client.Namespace("acme")
+		children, err := acme.Children(ctx, "greet", "p")
+		require.NoError(t, err)
+		require.Len(t, children, 1)
+		require.Equal(t, "child-acme", children[0].ID)
+		info, err := acme.Get(ctx, "greet", "p")
+		require.NoError(t, err)
+		require.Len(t, info.Children, 1)
+		require.Equal(t, "child-acme", info.Children[0].ID)
+	})
+}
+
+// A child create whose parent step has a child already answers that child,
+// whatever id it names (a replay after a crash picks a new random id), and
+// refuses an id another instance holds.
+func TestChildCreateFindsTheStepsChild(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h, _ := setup(t, b)
+		ctx := h.Context()
+		_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p"})
+		require.NoError(t, err)
+		parent := &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "s"}
+		first, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "c1", Parent: parent})
+		require.NoError(t, err)
+		again, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "c2", Parent: parent})
+		require.NoError(t, err)
+		require.Equal(t, first.ID, again.ID, "the step's child, not a second one")
+		_, err = h.Client.Get(ctx, "greet", "c2")
+		require.ErrorIs(t, err, workflow.ErrInstanceNotFound)
+
+		other := &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "t"}
+		_, err = h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p", Parent: other})
+		require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists, "an id held by another instance")
+		require.ErrorContains(t, err, "is not the child of step")
+	})
+}
+
+// A view's placement check sees where each create would put its instance,
+// the queue the workflow would give it too, and its refusal refuses the
+// create (every item of a batch is checked first), writing nothing.
+func TestPlacementCheckRefusesBeforeWriting(t *testing.T) {
+	t.Parallel()
+	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
+		h := testharness.New(t, testharness.WithBackend(b))
+		workflow.MustRegister(h.Registry, "pay", workflow.Func[any, string](
+			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				return "ok", nil
+			}),
+			workflow.WithQueue("payments"))
+		ctx := h.Context()
+		errRefused := errors.New("refused")
+		var seen []client.Placement
+		view := h.Client.Namespace("acme").WithPlacementCheck(func(_ context.Context, p client.Placement) error {
+			seen = append(seen, p)
+			if p.Queue != p.DefaultQueue || p.Priority > 0 {
+				return errRefused
+			}
+			return nil
+		})
+
+		info, err := view.Create(ctx, "pay", workflow.CreateRequest{ID: "a", Priority: -5})
+		require.NoError(t, err)
+		require.Equal(t, "payments", info.Queue)
+		_, err = view.Create(ctx, "pay", workflow.CreateRequest{ID: "b", Queue: "payments"})
+		require.NoError(t, err, "naming the workflow's own queue")
+		require.Equal(t, []client.Placement{
+			{WorkflowName: "pay", Namespace: "acme", Queue: "payments", DefaultQueue: "payments", Priority: -5},
+			{WorkflowName: "pay", Namespace: "acme", Queue: "payments", DefaultQueue: "payments"},
+		}, seen)
+
+		for _, req := range []workflow.CreateRequest{{ID: "c", Queue: "bulk"}, {ID: "d", Priority: 1}} {
+			_, err := view.Create(ctx, "pay", req)
+			require.ErrorIs(t, err, errRefused)
+			_, err = h.Client.Get(ctx, "pay", req.ID)
+			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused create writes nothing")
+		}
+		_, err = view.CreateBatch(ctx, "pay", []workflow.CreateRequest{{ID: "e"}, {ID: "f", Queue: "bulk"}})
+		require.ErrorIs(t, err, errRefused)
+		for _, id := range []string{"e", "f"} {
+			_, err = h.Client.Get(ctx, "pay", id)
+			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused batch writes nothing")
+		}
+		// Without a check, as the unscoped client: any queue and priority.
+		info, err = h.Client.Namespace("acme").Create(ctx, "pay", workflow.CreateRequest{ID: "g", Queue: "bulk", Priority: 1000})
+		require.NoError(t, err)
+		require.Equal(t, "bulk", info.Queue)
 	})
 }

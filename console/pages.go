@@ -110,7 +110,7 @@ func (c *Console) overview(w http.ResponseWriter, rq *request) {
 	switch p := rq.sess.principal; {
 	case c.cfg.Stats == nil:
 		v.CountsNote = "Counts are not available on this server."
-	case len(p.Namespaces) > 0 || !p.Can(rq.Request, httpapi.ActionMetrics):
+	case !p.CanEveryNamespace(rq.Request, httpapi.ActionMetrics):
 		// The counts span every namespace, as the metrics do.
 		v.CountsNote = "Counts by status span every namespace: they need a token with the metrics scope that is not limited to namespaces."
 	default:
@@ -582,9 +582,14 @@ type schedulesView struct {
 	NextCursor string
 }
 
-// schedules lists the schedules, a page at a time.
+// schedules lists the schedules, a page at a time. Schedules belong to no
+// namespace: a session limited to namespaces may not see them, as the API
+// refuses it GET /schedules.
 func (c *Console) schedules(w http.ResponseWriter, rq *request) {
 	q, err := query(rq, "cursor")
+	if err == nil {
+		err = rq.sess.principal.AllowEveryNamespace(rq.Request, httpapi.ActionRead)
+	}
 	if err != nil {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
@@ -606,9 +611,14 @@ type workersView struct {
 	NextCursor string
 }
 
-// workers lists the registered workers, a page at a time.
+// workers lists the registered workers, a page at a time. Workers serve
+// every namespace: a session limited to namespaces may not see them, as
+// the API refuses it GET /workers.
 func (c *Console) workers(w http.ResponseWriter, rq *request) {
 	q, err := query(rq, "cursor")
+	if err == nil {
+		err = rq.sess.principal.AllowEveryNamespace(rq.Request, httpapi.ActionRead)
+	}
 	if err != nil {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return

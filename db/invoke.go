@@ -88,6 +88,11 @@ type ChildStore interface {
 	// InstanceChildren returns the children an instance's Invoke steps
 	// started (every run), oldest first.
 	InstanceChildren(ctx context.Context, ref InstanceRef) ([]*Instance, error)
+	// InstanceChildOf returns the child that the step parent names (its
+	// workflow, id, run and step key; the policy aside) started, or
+	// ErrNotFound. A step has at most one child per run (see
+	// InstanceCreateParams.Parent).
+	InstanceChildOf(ctx context.Context, parent *ParentLink) (*Instance, error)
 	// InstanceDepth counts the ancestors of an instance along the parent
 	// links (0 for an instance that no step invoked), counting at most max:
 	// how deep it nests. ErrNotFound is not reported: a missing instance

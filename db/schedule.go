@@ -108,7 +108,9 @@ type ScheduleFireParams struct {
 	// WorkflowName is the workflow of the instances, the schedule's.
 	WorkflowName string
 	// Instances are the instances to start, one per due time, oldest first.
-	// An id that exists already is skipped (the time fired before).
+	// An id that exists already refuses the whole firing (ErrAlreadyExists:
+	// nothing is created and the schedule does not advance), so that a due
+	// time never passes without its instance unseen.
 	Instances []InstanceCreateItem
 	// NextFireAt is the schedule's next due time after this firing.
 	NextFireAt time.Time
@@ -131,8 +133,7 @@ type ScheduleFireParams struct {
 type ScheduleFireResult struct {
 	// Schedule is the schedule after the firing.
 	Schedule *Schedule
-	// Created are the instances the firing created, in the order given;
-	// ids that existed are left out.
+	// Created are the instances the firing created, in the order given.
 	Created []*Instance
 }
 
@@ -158,10 +159,11 @@ type ScheduleStore interface {
 	// ScheduleFire commits one firing in one transaction: it advances an
 	// enabled schedule whose version is still p.Version to p.NextFireAt and
 	// creates p.Instances (queued, each with a task due now, as
-	// InstanceCreate does, skipping ids that exist), with hook entries and
-	// wake notifications as InstanceCreate records them. When the version
-	// moved on, or the schedule is disabled or gone, it returns
-	// ErrScheduleChanged and changes nothing, so a due time fires exactly once
-	// however many schedulers race for it.
+	// InstanceCreate does), with hook entries and wake notifications as
+	// InstanceCreate records them. When the version moved on, or the
+	// schedule is disabled or gone, it returns ErrScheduleChanged and
+	// changes nothing, so a due time fires exactly once however many
+	// schedulers race for it. When an id of p.Instances exists it returns
+	// ErrAlreadyExists and changes nothing.
 	ScheduleFire(ctx context.Context, p *ScheduleFireParams) (*ScheduleFireResult, error)
 }

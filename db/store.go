@@ -311,7 +311,10 @@ type InstanceCreateParams struct {
 	Limits []LimitSpec
 	// Parent, when set, records the instance as a child of the parent's
 	// invoking step, in the same transaction (a statement of its own: a
-	// create without one runs no statement more).
+	// create without one runs no statement more). A step has at most one
+	// child per run: when that step already has one, the create is
+	// ErrAlreadyExists whatever its ID, and changes nothing
+	// (ChildStore.InstanceChildOf finds the child).
 	Parent *ParentLink
 	// TraceContext, when not empty, is the caller's trace context as the
 	// engine encodes it (opaque to the store: the W3C trace context fields
@@ -835,7 +838,7 @@ type Store interface {
 	// InstanceCreate inserts a queued instance and its first task (kind run, due
 	// now), or with p.Lease a running instance whose task is leased to
 	// p.Lease.Owner (see CreateLease). It returns ErrAlreadyExists when the id
-	// is taken.
+	// is taken, or when p.Parent names a step that has a child already.
 	InstanceCreate(ctx context.Context, p *InstanceCreateParams) (CreateResult, error)
 	// InstanceCreateMany inserts the instances whose ids are free, with their
 	// tasks, and returns only those, in input order; existing ids are

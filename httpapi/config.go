@@ -213,6 +213,25 @@ type Config struct {
 	//
 	// Defaults to none.
 	Triggers []Trigger
+	// NamespaceQueues lists, by namespace, the task queues that a create
+	// of a caller limited to namespaces (a token with Token.Namespaces, or
+	// one an AuthorizeFunc does not allow in AllNamespaces) may name in
+	// that namespace, besides the queue the workflow gives its instances
+	// anyway. Another queue is 403 FORBIDDEN and creates nothing: queues
+	// and their limits are shared by every namespace, so a tenant must not
+	// fill another's.
+	//
+	// Defaults to none: such a caller's instances run on their workflow's
+	// queue.
+	NamespaceQueues map[string][]string
+	// NamespaceMaxPriority is the highest priority a create of a caller
+	// limited to namespaces may ask for; a higher one is 403 FORBIDDEN and
+	// creates nothing. Priorities order the claims of every namespace, so a
+	// tenant must not get ahead of the others.
+	//
+	// Defaults to 0 (workflow's default priority): such a caller may lower
+	// its instances' priority, not raise it.
+	NamespaceMaxPriority int
 	// Clock supplies the receivedAt of the provenance that triggers record.
 	//
 	// Defaults to the real clock.
@@ -310,6 +329,19 @@ func (c *Config) validate() error {
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return err
+	}
+	if c.NamespaceMaxPriority < workflow.MinPriority || c.NamespaceMaxPriority > workflow.MaxPriority {
+		return fmt.Errorf("httpapi: NamespaceMaxPriority %d must be between %d and %d", c.NamespaceMaxPriority, workflow.MinPriority, workflow.MaxPriority)
+	}
+	for ns, queues := range c.NamespaceQueues {
+		if err := workflow.ValidateNamespace(ns); err != nil {
+			return fmt.Errorf("httpapi: NamespaceQueues: %w", err)
+		}
+		for _, q := range queues {
+			if err := workflow.ValidateQueueName(q); err != nil {
+				return fmt.Errorf("httpapi: NamespaceQueues[%q]: %w", ns, err)
+			}
+		}
 	}
 	for _, d := range []struct {
 		name string

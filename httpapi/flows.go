@@ -24,11 +24,11 @@ import (
 
 // addFlowRoutes registers the flow routes with route, the registration
 // function of New.
-func (s *Server) addFlowRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
+func (s *Server) addFlowRoutes(route routeFunc) {
 	if s.cfg.Flows == nil {
 		return
 	}
-	route(http.MethodPost, "/flows", s.applyFlow, ActionFlows)
+	route(http.MethodPost, "/flows", s.applyFlow, ActionFlows, everyNamespace)
 	route(http.MethodGet, "/flows", s.listFlows, ActionRead)
 	route(http.MethodGet, "/flows/:id", s.getFlow, ActionRead)
 	route(http.MethodGet, "/flows/:id/versions", s.flowVersions, ActionRead)

@@ -7,10 +7,12 @@ import (
 )
 
 // Guard protects a handler served beside the API, such as the duraflow
-// command's /metrics, exactly as the API's routes are protected: with
-// authorize (an AuthorizeFunc) when it is set, else with tokens, each
-// request needing action as a scope; with neither, only requests addressed
-// to a loopback host are served (403 otherwise). A refusal is answered in
+// command's /metrics, exactly as the API's routes of every namespace are
+// protected: with authorize (an AuthorizeFunc) when it is set, which sees
+// RequestNamespace answer AllNamespaces, else with tokens, each request
+// needing action as a scope (a token limited to namespaces is refused);
+// with neither, only requests addressed to a loopback host are served
+// (403 otherwise). A refusal is answered in
 // the API's JSON error shape (401 UNAUTHORIZED, 403 FORBIDDEN). Tokens are
 // checked as Config.Tokens are (names, hashes and scopes), and an error is
 // returned for a set the API would refuse.
@@ -20,7 +22,13 @@ func Guard(tokens []Token, authorize AuthorizeFunc, action Action, next http.Han
 		if err != nil {
 			return nil, err
 		}
-		authorize = set.authorize
+		authorize = func(r *http.Request, action Action) error {
+			tok, err := set.match(r, action)
+			if err == nil && len(tok.Namespaces) > 0 {
+				err = fmt.Errorf("%w: token %q is limited to namespaces and may not read what spans every namespace", ErrForbidden, tok.Name)
+			}
+			return err
+		}
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var err error
@@ -30,7 +38,7 @@ func Guard(tokens []Token, authorize AuthorizeFunc, action Action, next http.Han
 				err = fmt.Errorf("%w: authentication is off, so only loopback hosts are served (Host %q)", ErrForbidden, r.Host)
 			}
 		default:
-			if err = authorize(r, action); err != nil && !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrForbidden) {
+			if err = authorize(withRouteNamespace(r, AllNamespaces), action); err != nil && !errors.Is(err, ErrUnauthorized) && !errors.Is(err, ErrForbidden) {
 				err = fmt.Errorf("authorizing %s: %w", action, err)
 			}
 		}

@@ -112,7 +112,7 @@ func (s *Server) createInstance(c echo.Context) error {
 		return err
 	}
 	prov := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path())
-	info, err := s.scoped(c).Create(c.Request().Context(), name, workflow.CreateRequest{
+	info, err := s.creating(c).Create(c.Request().Context(), name, workflow.CreateRequest{
 		ID: req.ID, Params: req.Params, Metadata: prov.Metadata(),
 		Queue: req.Queue, Priority: req.Priority, DedupeKey: req.DedupeKey, Deadline: req.DeadlineTime(),
 	})
@@ -152,7 +152,7 @@ func (s *Server) createBatch(c echo.Context) error {
 			Queue: r.Queue, Priority: r.Priority, DedupeKey: r.DedupeKey, Deadline: r.DeadlineTime(),
 		}
 	}
-	created, err := s.scoped(c).CreateBatch(c.Request().Context(), name, reqs)
+	created, err := s.creating(c).CreateBatch(c.Request().Context(), name, reqs)
 	if err != nil {
 		return err
 	}

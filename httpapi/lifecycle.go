@@ -54,9 +54,9 @@ const StreamHeartbeat = 15 * time.Second
 
 // addLifecycleRoutes registers the lifecycle event routes with route, the
 // registration function of New.
-func (s *Server) addLifecycleRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
-	route(http.MethodGet, "/events", fleetWide(s.listLifecycle), ActionRead)
-	route(http.MethodGet, "/events/stream", fleetWide(s.streamLifecycle), ActionRead)
+func (s *Server) addLifecycleRoutes(route routeFunc) {
+	route(http.MethodGet, "/events", s.listLifecycle, ActionRead, everyNamespace)
+	route(http.MethodGet, "/events/stream", s.streamLifecycle, ActionRead, everyNamespace)
 	route(http.MethodGet, "/workflows/:name/instances/:id/lifecycle", s.instanceLifecycle, ActionRead)
 }
 

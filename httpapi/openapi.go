@@ -41,6 +41,11 @@ type Route struct {
 	// Action is what a token needs to call it; empty for /healthz and
 	// /readyz, which need nothing.
 	Action Action
+	// EveryNamespace marks a route that acts on or reads every namespace
+	// at once (workers, queues, schedules, lifecycle events, applying
+	// flows, the tick): a caller limited to namespaces may not call it,
+	// and an AuthorizeFunc sees RequestNamespace answer AllNamespaces.
+	EveryNamespace bool
 }
 
 // Routes returns the routes of the server, as its router holds them,
@@ -48,11 +53,13 @@ type Route struct {
 func (s *Server) Routes() []Route { return slices.Clone(s.routes) }
 
 // routesOf lists the routes of e with the action each was registered with
-// (none for a route registered without one: /healthz and /readyz).
-func routesOf(e *echo.Echo, actions map[string]Action) []Route {
+// (none for a route registered without one: /healthz and /readyz), and
+// whether it acts on every namespace.
+func routesOf(e *echo.Echo, actions map[string]Action, every map[string]bool) []Route {
 	var out []Route
 	for _, r := range e.Routes() {
-		out = append(out, Route{Method: r.Method, Path: r.Path, Action: actions[r.Method+" "+r.Path]})
+		key := r.Method + " " + r.Path
+		out = append(out, Route{Method: r.Method, Path: r.Path, Action: actions[key], EveryNamespace: every[key]})
 	}
 	slices.SortFunc(out, func(a, b Route) int {
 		return cmp.Or(strings.Compare(a.Path, b.Path), strings.Compare(a.Method, b.Method))
@@ -165,8 +172,8 @@ func triggerOperation(t *compiledTrigger) map[string]any {
 		"tags":        []any{"triggers"},
 		"operationId": "trigger " + t.source,
 		"summary":     "Start " + t.Workflow + " (an HTTP trigger)",
-		"description": "A trigger of the host: creates an instance of " + t.Workflow +
-			" whose params are built from the request, and answers its id. See the Trigger description at the top.",
+		"description": "A trigger of the host: creates an instance of " + t.Workflow + " in the namespace " + t.Namespace +
+			" whose params are built from the request, and answers its id. A token limited to other namespaces may not call it. See the Trigger description at the top.",
 		"security": []any{map[string]any{"bearer": []any{string(ActionCreate)}}},
 		"responses": map[string]any{
 			"202": map[string]any{

@@ -245,7 +245,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "POST", path: "/api/workflows/{name}/instances", id: "createInstance", tag: "instances", summary: "Create an instance",
-			description: "Creates an instance of the workflow in the request's namespace; it runs on its queue's runners. With a `dedupeKey` held by an active instance, nothing is created and that instance is answered (200, `deduplicated: true`). An empty body creates an instance with a random id and null params.",
+			description: "Creates an instance of the workflow in the request's namespace; it runs on its queue's runners. With a `dedupeKey` held by an active instance, nothing is created and that instance is answered (200, `deduplicated: true`). An empty body creates an instance with a random id and null params. " + namespacedCreate,
 			scope:       httpapi.ActionCreate, params: []any{"workflowName"},
 			body: apiclient.CreateRequest{}, bodyExample: obj{"id": "g-1", "params": obj{"name": "ada"}},
 			ok: []okResp{
@@ -256,7 +256,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "POST", path: "/api/workflows/{name}/instances/batch", id: "createInstances", tag: "instances", summary: "Create instances",
-			description: "Creates 1 to " + strconv.Itoa(workflow.MaxBatchSize) + " instances at once, all validated before any is written. Ids that exist already are skipped and left out of the answer.",
+			description: "Creates 1 to " + strconv.Itoa(workflow.MaxBatchSize) + " instances at once, all validated before any is written. Ids that exist already are skipped and left out of the answer. " + namespacedCreate,
 			scope:       httpapi.ActionCreate, params: []any{"workflowName"},
 			body: apiclient.CreateBatchRequest{}, bodyRequired: true,
 			bodyExample: obj{"instances": []any{obj{"id": "g-1", "params": obj{"name": "ada"}}, obj{"params": obj{"name": "bob"}}}},
@@ -304,7 +304,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "POST", path: "/api/_runner/tick", id: "tick", tag: "runner", summary: "Run due work once",
-			description: "Runs the runner's due work once, within the bounds of the body, and answers how many claimed tasks it ran and the limits it ran under. One tick at a time by default: another answers 429 TICK_BUSY. The token scope `tick` is never granted by `*`.",
+			description: "Runs the runner's due work once, within the bounds of the body, and answers how many claimed tasks it ran and the limits it ran under. One tick at a time by default: another answers 429 TICK_BUSY. The token scope `tick` is never granted by `*`. " + spansEveryNamespace,
 			scope:       httpapi.ActionTick, condition: "Config.Tick",
 			body: apiclient.TickRequest{}, bodyExample: obj{"maxInstances": 50, "maxSteps": 500},
 			ok: []okResp{{status: 200, description: "What the tick did.", body: apiclient.TickResult{},
@@ -315,13 +315,13 @@ func apiOperations() []apiOp {
 		// Schedules.
 		{
 			method: "GET", path: "/api/schedules", id: "listSchedules", tag: "schedules", summary: "List schedules",
-			description: "A page of schedules ordered by id.", scope: httpapi.ActionRead, condition: "Config.Schedules",
+			description: "A page of schedules ordered by id. " + spansEveryNamespace, scope: httpapi.ActionRead, condition: "Config.Schedules",
 			params: []any{obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only the schedules of this workflow."}, "pageSize", "cursor"},
 			ok:     []okResp{{status: 200, description: "A page of schedules.", body: schedule.ListResult{}}},
 		},
 		{
 			method: "POST", path: "/api/schedules", id: "createSchedule", tag: "schedules", summary: "Create a schedule",
-			description: "Creates a cron schedule that starts the workflow with its params at every due time. Needs the `schedules` scope, not `manage` or `create`: a schedule starts instances again and again without further requests.",
+			description: "Creates a cron schedule that starts the workflow with its params at every due time, in the namespace `default`. Needs the `schedules` scope, not `manage` or `create`: a schedule starts instances again and again without further requests. " + spansEveryNamespace,
 			scope:       httpapi.ActionSchedules, condition: "Config.Schedules",
 			body: schedule.CreateRequest{}, bodyRequired: true,
 			bodyExample: obj{"id": "nightly-report", "workflowName": "report", "cron": "0 3 * * *", "timeZone": "Europe/Paris", "params": obj{"kind": "daily"}},
@@ -330,28 +330,28 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "GET", path: "/api/schedules/{id}", id: "getSchedule", tag: "schedules", summary: "Get a schedule",
-			description: "The schedule, with its next fire time.", scope: httpapi.ActionRead, condition: "Config.Schedules",
+			description: "The schedule, with its next fire time. " + spansEveryNamespace, scope: httpapi.ActionRead, condition: "Config.Schedules",
 			params: []any{"scheduleId"},
 			ok:     []okResp{{status: 200, description: "The schedule.", body: schedule.Info{}}},
 			errs:   []apiclient.Code{apiclient.CodeScheduleNotFound},
 		},
 		{
 			method: "PATCH", path: "/api/schedules/{id}", id: "updateSchedule", tag: "schedules", summary: "Change a schedule",
-			description: "Changes the fields the body holds; the others stay.", scope: httpapi.ActionSchedules, condition: "Config.Schedules",
+			description: "Changes the fields the body holds; the others stay. " + spansEveryNamespace, scope: httpapi.ActionSchedules, condition: "Config.Schedules",
 			params: []any{"scheduleId"}, body: schedule.UpdateRequest{}, bodyRequired: true, bodyExample: obj{"cron": "0 4 * * *"},
 			ok:   []okResp{{status: 200, description: "The schedule after the change.", body: schedule.Info{}}},
 			errs: []apiclient.Code{apiclient.CodeScheduleNotFound, apiclient.CodeWorkflowNotFound},
 		},
 		{
 			method: "DELETE", path: "/api/schedules/{id}", id: "deleteSchedule", tag: "schedules", summary: "Delete a schedule",
-			description: "Deletes the schedule; the instances it started stay.", scope: httpapi.ActionSchedules, condition: "Config.Schedules",
+			description: "Deletes the schedule; the instances it started stay. " + spansEveryNamespace, scope: httpapi.ActionSchedules, condition: "Config.Schedules",
 			params: []any{"scheduleId"},
 			ok:     []okResp{{status: 204, description: "Deleted."}},
 			errs:   []apiclient.Code{apiclient.CodeScheduleNotFound},
 		},
 		{
 			method: "POST", path: "/api/schedules/{id}/enable", id: "enableSchedule", tag: "schedules", summary: "Enable a schedule",
-			description: "The schedule fires again from the next due time. The body, if any, must be an empty JSON object.",
+			description: "The schedule fires again from the next due time. The body, if any, must be an empty JSON object. " + spansEveryNamespace,
 			scope:       httpapi.ActionSchedules, condition: "Config.Schedules", params: []any{"scheduleId"},
 			body: obj{"type": "object", "additionalProperties": false, "maxProperties": 0},
 			ok:   []okResp{{status: 200, description: "The schedule.", body: schedule.Info{}}},
@@ -359,7 +359,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "POST", path: "/api/schedules/{id}/disable", id: "disableSchedule", tag: "schedules", summary: "Disable a schedule",
-			description: "The schedule stops firing until enabled. The body, if any, must be an empty JSON object.",
+			description: "The schedule stops firing until enabled. The body, if any, must be an empty JSON object. " + spansEveryNamespace,
 			scope:       httpapi.ActionSchedules, condition: "Config.Schedules", params: []any{"scheduleId"},
 			body: obj{"type": "object", "additionalProperties": false, "maxProperties": 0},
 			ok:   []okResp{{status: 200, description: "The schedule.", body: schedule.Info{}}},
@@ -369,19 +369,19 @@ func apiOperations() []apiOp {
 		// Queues.
 		{
 			method: "GET", path: "/api/queues", id: "listQueues", tag: "queues", summary: "List queues with limits",
-			description: "Every queue that has limits, with how many instances hold a slot.", scope: httpapi.ActionRead,
+			description: "Every queue that has limits, with how many instances of every namespace hold a slot. " + spansEveryNamespace, scope: httpapi.ActionRead,
 			ok: []okResp{{status: 200, description: "The queues.", body: apiclient.QueueList{}}},
 		},
 		{
 			method: "GET", path: "/api/queues/{name}", id: "getQueue", tag: "queues", summary: "Get a queue's limits",
-			description: "The queue's limits; QUEUE_NOT_FOUND when none were ever set.", scope: httpapi.ActionRead,
+			description: "The queue's limits; QUEUE_NOT_FOUND when none were ever set. " + spansEveryNamespace, scope: httpapi.ActionRead,
 			params: []any{"queueName"},
 			ok:     []okResp{{status: 200, description: "The queue.", body: apiclient.Queue{}}},
 			errs:   []apiclient.Code{apiclient.CodeQueueNotFound},
 		},
 		{
 			method: "PUT", path: "/api/queues/{name}", id: "setQueueLimits", tag: "queues", summary: "Set a queue's limits",
-			description: "Replaces the queue's limits: an absent field is no limit. Fleet-wide: a token limited to namespaces may not call it.",
+			description: "Replaces the queue's limits: an absent field is no limit. " + spansEveryNamespace,
 			scope:       httpapi.ActionManage, params: []any{"queueName"},
 			body: apiclient.QueueLimits{}, bodyRequired: true, bodyExample: obj{"maxRunning": 10, "rate": obj{"limit": 100, "period": "1m"}},
 			ok:   []okResp{{status: 200, description: "The queue with its new limits.", body: apiclient.Queue{}}},
@@ -391,7 +391,7 @@ func apiOperations() []apiOp {
 		// Flows.
 		{
 			method: "POST", path: "/api/flows", id: "applyFlow", tag: "flows", summary: "Apply a flow definition",
-			description: "Stores a flow definition (docs/flows.md) byte for byte as a new version, or answers 200 when that version is stored already with the same definition. A definition that does not validate is 400 INVALID_FLOW with the problems at their JSON paths. Needs the `flows` scope: a flow's http steps make requests from the server's network position.",
+			description: "Stores a flow definition (docs/flows.md) byte for byte as a new version, or answers 200 when that version is stored already with the same definition. A definition that does not validate is 400 INVALID_FLOW with the problems at their JSON paths. Needs the `flows` scope: a flow's http steps make requests from the server's network position. " + spansEveryNamespace,
 			scope:       httpapi.ActionFlows, condition: "Config.Flows",
 			body: obj{"type": "object", "description": "A flow definition (docs/flows.md)."}, bodyRequired: true,
 			bodyExample: obj{"id": "doubler", "version": "1.0.0", "initialStepId": "double", "output": "result",
@@ -433,7 +433,7 @@ func apiOperations() []apiOp {
 		// Workers.
 		{
 			method: "GET", path: "/api/workers", id: "listWorkers", tag: "workers", summary: "List workers",
-			description: "A page of the registered runners, by id.", scope: httpapi.ActionRead,
+			description: "A page of the registered runners, by id. " + spansEveryNamespace, scope: httpapi.ActionRead,
 			params: []any{
 				obj{"name": "status", "in": "query", "schema": obj{"$ref": "#/components/schemas/WorkerStatus"}, "description": "Only workers with this status."},
 				obj{"name": "queue", "in": "query", "schema": obj{"type": "string"}, "description": "Only workers that serve this queue."},
@@ -445,13 +445,13 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "GET", path: "/api/workers/{id}", id: "getWorker", tag: "workers", summary: "Get a worker",
-			description: "One registered runner.", scope: httpapi.ActionRead, params: []any{"workerId"},
+			description: "One registered runner. " + spansEveryNamespace, scope: httpapi.ActionRead, params: []any{"workerId"},
 			ok:   []okResp{{status: 200, description: "The worker.", body: workflow.WorkerInfo{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkerNotFound},
 		},
 		{
 			method: "POST", path: "/api/workers/{id}/drain", id: "drainWorker", tag: "workers", summary: "Drain a worker",
-			description: "Asks the runner to stop claiming new work and finish what it holds; it sees the request at its next heartbeat. Fleet-wide: a token limited to namespaces may not call it. The body, if any, must be an empty JSON object.",
+			description: "Asks the runner to stop claiming new work and finish what it holds; it sees the request at its next heartbeat. " + spansEveryNamespace + " The body, if any, must be an empty JSON object.",
 			scope:       httpapi.ActionManage, params: []any{"workerId"},
 			body: obj{"type": "object", "additionalProperties": false, "maxProperties": 0},
 			ok:   []okResp{{status: 200, description: "The worker, draining.", body: workflow.WorkerInfo{}}},
@@ -461,7 +461,7 @@ func apiOperations() []apiOp {
 		// Lifecycle events.
 		{
 			method: "GET", path: "/api/events", id: "listLifecycleEvents", tag: "lifecycle", summary: "List lifecycle events",
-			description: "A page of the lifecycle event log of every namespace (docs/events.md), in id order: what happened to instances (created, started, step started, completed, failed, retrying, waiting, event received, paused, resumed, terminated, restarted, completed, errored) and to workers (online, draining, offline; these name a `workerId` and no workflow or instance). Fleet-wide: a token limited to namespaces may not call it.",
+			description: "A page of the lifecycle event log of every namespace (docs/events.md), in id order: what happened to instances (created, started, step started, completed, failed, retrying, waiting, event received, paused, resumed, terminated, restarted, completed, errored) and to workers (online, draining, offline; these name a `workerId` and no workflow or instance). " + spansEveryNamespace,
 			scope:       httpapi.ActionRead,
 			params: []any{
 				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
@@ -472,7 +472,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "GET", path: "/api/events/stream", id: "streamLifecycleEvents", tag: "lifecycle", summary: "Stream lifecycle events",
-			description: "Server-sent events: each new lifecycle event that matches the filters, as a message whose `id` is the event's id and whose `data` is its JSON (the items of listLifecycleEvents). It starts after the `Last-Event-ID` header, else after `after`, else after the newest event, and sends a comment line as a heartbeat every " + httpapi.StreamHeartbeat.String() + ". Bad filters are answered 400 before the stream starts. Fleet-wide: a token limited to namespaces may not call it.",
+			description: "Server-sent events: each new lifecycle event that matches the filters, as a message whose `id` is the event's id and whose `data` is its JSON (the items of listLifecycleEvents). It starts after the `Last-Event-ID` header, else after `after`, else after the newest event, and sends a comment line as a heartbeat every " + httpapi.StreamHeartbeat.String() + ". Bad filters are answered 400 before the stream starts. " + spansEveryNamespace,
 			scope:       httpapi.ActionRead,
 			params: []any{
 				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
@@ -498,6 +498,13 @@ func apiOperations() []apiOp {
 // changeRule is the one rule of the life-cycle routes' answers.
 const changeRule = "Pause, resume, terminate, restart and compensate all answer 200 with the instance as it is after the change."
 
+// spansEveryNamespace ends the description of a route that acts on or
+// reads every namespace at once.
+const spansEveryNamespace = "Spans every namespace: a token limited to namespaces may not call it (403 FORBIDDEN)."
+
+// namespacedCreate ends the description of the create routes.
+const namespacedCreate = "Ids are unique per workflow across namespaces: an id another namespace uses is 409 INSTANCE_ID_ALREADY_EXISTS, as any taken id. A token limited to namespaces may name only the workflow's own queue or those its namespace is given, and a priority up to the server's cap (0 by default): anything else is 403 FORBIDDEN."
+
 // apiDescription is the document's description: the rules every route
 // follows.
 const apiDescription = `Duraflow's management API: workflows, their instances, events, history, schedules, queues, flows, workers, the runner's tick and health.
@@ -506,7 +513,7 @@ const apiDescription = `Duraflow's management API: workflows, their instances, e
 
 **Authentication.** Bearer tokens with scopes (` + "`Authorization: Bearer <token>`" + `); each operation names the one scope it needs as its security requirement: read, create, manage, events, flows, schedules or tick. A token's ` + "`*`" + ` grants every scope but tick. Missing or unknown credentials answer 401 UNAUTHORIZED (with WWW-Authenticate), a token without the scope 403 FORBIDDEN, both before the body is read. A server without tokens serves only requests whose Host is a loopback name or address, without credentials (403 FORBIDDEN otherwise). Cross-origin browser requests that change state are refused (403 FORBIDDEN).
 
-**Namespaces.** Every API route acts in one namespace: the ` + "`namespace`" + ` query parameter or the ` + "`Duraflow-Namespace`" + ` header selects it (default ` + "`default`" + `); a token limited to namespaces may select only its own, and an instance of another namespace is not found.
+**Namespaces.** Every instance route acts in one namespace: the ` + "`namespace`" + ` query parameter or the ` + "`Duraflow-Namespace`" + ` header selects it (default ` + "`default`" + `); a token limited to namespaces may select only its own, and an instance of another namespace is not found. The routes of schedules, queues, workers, lifecycle events, applying flows and the tick span every namespace: a token limited to namespaces may not call them (403 FORBIDDEN), and a host's Authorize hook sees their namespace as ` + "`*`" + `. Instance ids are unique per workflow across namespaces; the ids the engine picks (children, schedule firings, creates without an id) are random.
 
 **Errors.** Every error answers ` + "`{\"error\":{\"code\":\"…\",\"message\":\"…\"}}`" + ` with a code of ErrorCode; each code belongs to one HTTP status. Each operation lists the codes it may answer by status. An unknown path answers 404 NOT_FOUND, a known path with another method 405 METHOD_NOT_ALLOWED, an unexpected failure 500 INTERNAL (the message says only to see the server log).
 
@@ -514,7 +521,7 @@ const apiDescription = `Duraflow's management API: workflows, their instances, e
 
 **Paging.** Every list (instances, history, schedules, flows, workers) answers a page with ` + "`hasNextPage`" + ` and, when it is true, a ` + "`cursor`" + `: pass it back as the ` + "`cursor`" + ` query parameter, with the same filters, for the next page. ` + "`pageSize`" + ` bounds the page (` + "`limit`" + `, on GET /workers, is a deprecated alias).
 
-**Triggers.** A host may add HTTP triggers at the root (httpapi.Trigger): a request to one creates an instance of its workflow with params built from the request and answers 202 TriggerResponse with a Location header. They need the create scope. The served document lists them.`
+**Triggers.** A host may add HTTP triggers at the root (httpapi.Trigger): a request to one creates an instance of its workflow with params built from the request, in the trigger's namespace (` + "`default`" + ` unless it names one), and answers 202 TriggerResponse with a Location header. They need the create scope in that namespace. The served document lists them.`
 
 // errorStatuses maps each error code to its HTTP status, from the comments
 // of the Code constants (apiclient/errors.go: "// 404").

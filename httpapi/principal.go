@@ -112,6 +112,26 @@ func (p *Principal) Allow(r *http.Request, action Action) error {
 // Can is Allow as a boolean, to decide what a page shows.
 func (p *Principal) Can(r *http.Request, action Action) bool { return p.Allow(r, action) == nil }
 
+// AllowEveryNamespace is Allow for what acts on or reads every namespace
+// at once, as the API's routes of every namespace do (workers, queues,
+// schedules, lifecycle events, counts): a token limited to namespaces is
+// refused (ErrForbidden), and an AuthorizeFunc is asked with
+// RequestNamespace answering AllNamespaces.
+func (p *Principal) AllowEveryNamespace(r *http.Request, action Action) error {
+	if p.authorize != nil {
+		return wrapAuthorizeError(action, p.authorize(withRouteNamespace(withBearer(r, p.secret), AllNamespaces), action))
+	}
+	if len(p.Namespaces) > 0 {
+		return fmt.Errorf("%w: token %q is limited to namespaces and may not see what spans every namespace", ErrForbidden, p.Name)
+	}
+	return p.Allow(r, action)
+}
+
+// CanEveryNamespace is AllowEveryNamespace as a boolean.
+func (p *Principal) CanEveryNamespace(r *http.Request, action Action) bool {
+	return p.AllowEveryNamespace(r, action) == nil
+}
+
 // Namespace returns the namespace r acts in, as the API decides it: the
 // one r selects (its "namespace" query parameter or Duraflow-Namespace
 // header), else the first of the principal's namespaces, else

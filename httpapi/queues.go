@@ -17,11 +17,14 @@ import (
 //	GET /queues           read     every queue that has limits
 //	GET /queues/:name     read     → QUEUE_NOT_FOUND when none were set
 //	PUT /queues/:name     manage   apiclient.QueueLimits → the queue
+//
+// Queues and their running counts span every namespace: a caller limited
+// to namespaces is refused every route (403).
 
-func (s *Server) addQueueRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
-	route(http.MethodGet, "/queues", s.listQueues, ActionRead)
-	route(http.MethodGet, "/queues/:name", s.getQueue, ActionRead)
-	route(http.MethodPut, "/queues/:name", fleetWide(s.setQueue), ActionManage)
+func (s *Server) addQueueRoutes(route routeFunc) {
+	route(http.MethodGet, "/queues", s.listQueues, ActionRead, everyNamespace)
+	route(http.MethodGet, "/queues/:name", s.getQueue, ActionRead, everyNamespace)
+	route(http.MethodPut, "/queues/:name", s.setQueue, ActionManage, everyNamespace)
 }
 
 func (s *Server) listQueues(c echo.Context) error {

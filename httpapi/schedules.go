@@ -20,21 +20,24 @@ import (
 //	POST   /schedules/:id/enable|disable            schedules
 //
 // Changes need ActionSchedules, not ActionManage: a schedule starts any
-// workflow with any params, which manage alone must not allow.
+// workflow with any params, which manage alone must not allow. Schedules
+// belong to no namespace (their instances are created in the default
+// one): a caller limited to namespaces is refused every route (403),
+// reads included.
 
 // addScheduleRoutes registers the schedule routes with route, the
 // registration function of New.
-func (s *Server) addScheduleRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
+func (s *Server) addScheduleRoutes(route routeFunc) {
 	if s.cfg.Schedules == nil {
 		return
 	}
-	route(http.MethodGet, "/schedules", s.listSchedules, ActionRead)
-	route(http.MethodPost, "/schedules", s.createSchedule, ActionSchedules)
-	route(http.MethodGet, "/schedules/:id", s.getSchedule, ActionRead)
-	route(http.MethodPatch, "/schedules/:id", s.updateSchedule, ActionSchedules)
-	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule, ActionSchedules)
-	route(http.MethodPost, "/schedules/:id/enable", s.toggleSchedule(s.cfg.Schedules.Enable), ActionSchedules)
-	route(http.MethodPost, "/schedules/:id/disable", s.toggleSchedule(s.cfg.Schedules.Disable), ActionSchedules)
+	route(http.MethodGet, "/schedules", s.listSchedules, ActionRead, everyNamespace)
+	route(http.MethodPost, "/schedules", s.createSchedule, ActionSchedules, everyNamespace)
+	route(http.MethodGet, "/schedules/:id", s.getSchedule, ActionRead, everyNamespace)
+	route(http.MethodPatch, "/schedules/:id", s.updateSchedule, ActionSchedules, everyNamespace)
+	route(http.MethodDelete, "/schedules/:id", s.deleteSchedule, ActionSchedules, everyNamespace)
+	route(http.MethodPost, "/schedules/:id/enable", s.toggleSchedule(s.cfg.Schedules.Enable), ActionSchedules, everyNamespace)
+	route(http.MethodPost, "/schedules/:id/disable", s.toggleSchedule(s.cfg.Schedules.Disable), ActionSchedules, everyNamespace)
 }
 
 func (s *Server) listSchedules(c echo.Context) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func TestScheduleRoutes(t *testing.T) {
 	require.Len(t, res.Started, 23, "the morning schedule once, the hourly one for each of 22 hours")
 	got, err = b.api.GetSchedule(b.ctx, "morning")
 	require.NoError(t, err)
-	require.Equal(t, "morning-20260102T073000Z", got.LastInstanceID)
+	require.True(t, strings.HasPrefix(got.LastInstanceID, "morning-20260102T073000Z-"), got.LastInstanceID)
 	require.Equal(t, time.Date(2026, 1, 3, 7, 30, 0, 0, time.UTC), *got.NextFireAt)
 	inst, err := b.api.Get(b.ctx, "greet", got.LastInstanceID)
 	require.NoError(t, err)
@@ -115,7 +116,7 @@ func TestScheduleRoutes(t *testing.T) {
 	var apiErr *apiclient.APIError
 	require.True(t, errors.As(err, &apiErr))
 	require.Equal(t, apiclient.CodeScheduleNotFound, apiErr.Code)
-	_, err = b.api.Get(b.ctx, "greet", "morning-20260102T073000Z")
+	_, err = b.api.Get(b.ctx, "greet", got.LastInstanceID)
 	require.NoError(t, err, "the instances a schedule started stay")
 }
 

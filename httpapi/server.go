@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,9 @@ type Server struct {
 	actions  map[string]Action // by "METHOD path", as registered
 	triggers []*compiledTrigger
 	openAPI  []byte
+	// everyNamespace holds the routes (by "METHOD path") that act on every
+	// namespace (see routeScope).
+	everyNamespace map[string]bool
 }
 
 // New returns a server for cfg; see Config for the defaults.
@@ -51,6 +55,8 @@ func New(cfg *Config) (*Server, error) {
 		log:       cfg.Logger,
 		tickSlots: make(chan struct{}, cfg.MaxConcurrentTicks),
 		actions:   map[string]Action{},
+
+		everyNamespace: map[string]bool{},
 	}
 	switch {
 	case cfg.Authorize != nil:
@@ -74,8 +80,13 @@ func New(cfg *Config) (*Server, error) {
 		prefix = ""
 	}
 	g := e.Group(prefix)
-	route := func(method, path string, h echo.HandlerFunc, action Action) {
-		g.Add(method, path, h, s.authMiddleware(action))
+	route := func(method, path string, h echo.HandlerFunc, action Action, scope ...routeScope) {
+		ns := ""
+		if slices.Contains(scope, everyNamespace) {
+			ns = AllNamespaces
+			s.everyNamespace[method+" "+prefix+path] = true
+		}
+		g.Add(method, path, h, s.authMiddleware(action, ns))
 		s.actions[method+" "+prefix+path] = action
 	}
 	// The document of the API, under the prefix and behind the read scope
@@ -105,7 +116,7 @@ func New(cfg *Config) (*Server, error) {
 	route(http.MethodPost, "/workflows/:name/instances/:id/events", s.sendEvent, ActionEvents)
 	route(http.MethodGet, "/workflows/:name/instances/:id/history", s.history, ActionRead)
 	if cfg.Tick != nil {
-		route(http.MethodPost, "/_runner/tick", s.tick, ActionTick)
+		route(http.MethodPost, "/_runner/tick", s.tick, ActionTick, everyNamespace)
 	}
 	s.addScheduleRoutes(route)
 	s.addQueueRoutes(route)
@@ -116,7 +127,7 @@ func New(cfg *Config) (*Server, error) {
 	if err := s.addTriggers(e); err != nil {
 		return nil, err
 	}
-	s.routes = routesOf(e, s.actions)
+	s.routes = routesOf(e, s.actions, s.everyNamespace)
 	var err error
 	if s.openAPI, err = s.buildOpenAPI(); err != nil {
 		return nil, err
@@ -184,12 +195,20 @@ func (s *Server) HTTPServer() *http.Server {
 // tokens or an AuthorizeFunc). Pass it to CheckListenAddr.
 func (s *Server) AuthConfigured() bool { return s.authorize != nil }
 
-// authMiddleware checks that the request may do action. Without
-// authentication it accepts only requests addressed to a loopback host.
-func (s *Server) authMiddleware(action Action) echo.MiddlewareFunc {
+// authMiddleware checks that the request may do action in the namespace
+// it acts in, and records that namespace: for ns "" the one the request
+// selects (resolveNamespace); else ns, which the route decides
+// (AllNamespaces for a route of every namespace, or a trigger's), and
+// which an AuthorizeFunc sees as RequestNamespace. Without authentication
+// it accepts only requests addressed to a loopback host.
+func (s *Server) authMiddleware(action Action, ns string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			r := c.Request()
+			if ns != "" {
+				r = withRouteNamespace(r, ns)
+				c.SetRequest(r)
+			}
 			var (
 				namespaces []string // the token's, when it is limited to some
 				tokenName  string
@@ -211,7 +230,13 @@ func (s *Server) authMiddleware(action Action) echo.MiddlewareFunc {
 				}
 				return fmt.Errorf("authorizing %s: %w", action, err)
 			}
-			if err := resolveNamespace(c, namespaces, tokenName); err != nil {
+			var err error
+			if ns == "" {
+				err = resolveNamespace(c, namespaces, tokenName)
+			} else {
+				err = resolveRouteNamespace(c, ns, namespaces, tokenName)
+			}
+			if err != nil {
 				return err
 			}
 			if len(namespaces) > 0 {

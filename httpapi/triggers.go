@@ -44,6 +44,15 @@ type Trigger struct {
 	// Workflow names the workflow to start; a flow registered in the
 	// registry is started by its id the same way.
 	Workflow string `json:"workflow"`
+	// Namespace is the namespace the trigger creates its instances in. A
+	// token limited to namespaces may call the trigger only when this is
+	// one of them (403 FORBIDDEN otherwise), an AuthorizeFunc sees it as
+	// RequestNamespace, and a request that selects another namespace is
+	// 400 INVALID_REQUEST. In the command-line form it follows the
+	// workflow after "@": "POST /hooks/orders=orders@acme".
+	//
+	// Defaults to workflow.DefaultNamespace.
+	Namespace string `json:"namespace,omitempty"`
 	// Params maps keys of the params object to sources in the request. A
 	// key is a dot path ("order.id" makes {"order":{"id":…}}); a source is
 	// one of
@@ -109,9 +118,10 @@ const maxRequestIDLength = 200
 
 // ParseTrigger parses the command-line form of a trigger:
 //
-//	[METHOD ]PATH=WORKFLOW[,KEY=SOURCE...][,allowCredentialHeaders]
+//	[METHOD ]PATH=WORKFLOW[@NAMESPACE][,KEY=SOURCE...][,allowCredentialHeaders]
 //
-// such as "POST /hooks/orders=orders" (the body as params) or
+// such as "POST /hooks/orders=orders" (the body as params),
+// "POST /hooks/acme/orders=orders@acme" (instances in the namespace acme) or
 // "/hooks/orders/:id=orders,order.id=path.id,order.lines=body.lines,source=header.X-Source".
 // The method defaults to POST. See Trigger for keys and sources; the result
 // is checked as New checks Config.Triggers.
@@ -127,6 +137,12 @@ func ParseTrigger(spec string) (Trigger, error) {
 		return Trigger{}, fmt.Errorf("trigger %q: want [METHOD ]PATH=WORKFLOW[,KEY=SOURCE...]", spec)
 	}
 	t.Path, t.Workflow = strings.TrimSpace(path), strings.TrimSpace(wf)
+	if wf, ns, ok := strings.Cut(t.Workflow, "@"); ok {
+		t.Workflow, t.Namespace = strings.TrimSpace(wf), strings.TrimSpace(ns)
+		if t.Namespace == "" {
+			return Trigger{}, fmt.Errorf("trigger %q: an empty namespace after %q", spec, "@")
+		}
+	}
 	for _, part := range parts[1:] {
 		if strings.TrimSpace(part) == allowCredentialHeadersItem {
 			t.AllowCredentialHeaders = true
@@ -225,6 +241,12 @@ func compileTrigger(t Trigger) (*compiledTrigger, error) {
 	if err := workflow.ValidateWorkflowName(t.Workflow); err != nil {
 		return nil, fmt.Errorf("trigger %s: %w", name, err)
 	}
+	if t.Namespace == "" {
+		t.Namespace = workflow.DefaultNamespace
+	}
+	if err := workflow.ValidateNamespace(t.Namespace); err != nil {
+		return nil, fmt.Errorf("trigger %s: %w", name, err)
+	}
 	ct := &compiledTrigger{Trigger: t, source: name}
 	keys := make([]string, 0, len(t.Params))
 	for k := range t.Params {
@@ -300,7 +322,7 @@ func (s *Server) addTriggers(e *echo.Echo) error {
 			s.log.Warn("httpapi: a trigger names a workflow that is not registered (yet); its requests answer 404 until it is",
 				"trigger", ct.source, "workflow", ct.Workflow)
 		}
-		e.Add(ct.Method, ct.Path, s.trigger(ct), s.authMiddleware(ActionCreate))
+		e.Add(ct.Method, ct.Path, s.trigger(ct), s.authMiddleware(ActionCreate, ct.Namespace))
 		s.actions[ct.Method+" "+ct.Path] = ActionCreate
 		s.triggers = append(s.triggers, ct)
 	}
@@ -328,7 +350,7 @@ func (s *Server) trigger(t *compiledTrigger) echo.HandlerFunc {
 		if err := s.checkPayload("params", params); err != nil {
 			return err
 		}
-		info, err := s.client.Create(r.Context(), t.Workflow, workflow.CreateRequest{Params: params, Metadata: prov.Metadata()})
+		info, err := s.client.Namespace(t.Namespace).Create(r.Context(), t.Workflow, workflow.CreateRequest{Params: params, Metadata: prov.Metadata()})
 		if err != nil {
 			return err
 		}

@@ -18,14 +18,15 @@ import (
 //
 // A drain needs ActionManage, as pausing or terminating instances does: it
 // moves work, and changes no data. An unknown id is 404 WORKER_NOT_FOUND, a
-// drain of an offline worker 409 WORKER_OFFLINE.
+// drain of an offline worker 409 WORKER_OFFLINE. Workers serve every
+// namespace: a caller limited to namespaces is refused every route (403).
 
 // addWorkerRoutes registers the worker routes with route, the registration
 // function of New.
-func (s *Server) addWorkerRoutes(route func(method, path string, h echo.HandlerFunc, action Action)) {
-	route(http.MethodGet, "/workers", s.listWorkers, ActionRead)
-	route(http.MethodGet, "/workers/:id", s.getWorker, ActionRead)
-	route(http.MethodPost, "/workers/:id/drain", fleetWide(s.drainWorker), ActionManage)
+func (s *Server) addWorkerRoutes(route routeFunc) {
+	route(http.MethodGet, "/workers", s.listWorkers, ActionRead, everyNamespace)
+	route(http.MethodGet, "/workers/:id", s.getWorker, ActionRead, everyNamespace)
+	route(http.MethodPost, "/workers/:id/drain", s.drainWorker, ActionManage, everyNamespace)
 }
 
 func (s *Server) listWorkers(c echo.Context) error {

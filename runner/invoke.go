@@ -1,7 +1,7 @@
 package runner
 
 import (
-	"crypto/sha256"
+	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,10 +17,10 @@ import (
 	"github.com/duraflow/duraflow/workflow"
 )
 
-// Invoke implements workflow.Step: it starts the child once (an
-// idempotent create on a deterministic id, so a replay after a crash
+// Invoke implements workflow.Step: it starts the child once (a create
+// that finds the step's child when it has one, so a replay after a crash
 // between the start and the parent's next checkpoint finds the same
-// child) and waits for its end as WaitForEvent waits for an event: on the
+// child; a step has at most one child per run) and waits for its end as WaitForEvent waits for an event: on the
 // reserved type workflow.InvokeEventType(run, key), which the child's
 // last checkpoint sends in its own transaction (db.CheckpointParams.
 // NotifyParent). The step row has type invoke.
@@ -234,7 +234,7 @@ func (s *step) invoke(key string, opts workflow.InvokeOptions, timeout time.Dura
 	}
 	if !timeoutAt.After(e.r.now()) {
 		if opts.TerminateOnTimeout {
-			if err := e.terminateChild(key, opts); err != nil {
+			if err := e.terminateChild(key); err != nil {
 				return nil, err
 			}
 		}
@@ -296,8 +296,10 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 	if err != nil {
 		return err
 	}
+	// The child lives in its parent's namespace: the parent's callers see
+	// it, and nobody else does.
 	req := workflow.CreateRequest{
-		ID: id, Params: params, Metadata: opts.Metadata, Queue: opts.Queue, Priority: opts.Priority,
+		ID: id, Params: params, Metadata: opts.Metadata, Namespace: e.inst.Namespace, Queue: opts.Queue, Priority: opts.Priority,
 		Parent: &workflow.ParentRef{
 			WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, RunNumber: e.inst.RunNumber,
 			StepKey: key, Policy: opts.Policy, Depth: depth,
@@ -311,13 +313,17 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 	// and the child's create stores it: the child's runs descend from it.
 	ctx, span := e.ctx, e.startStepSpan(key, db.StepTypeInvoke, 1)
 	if span != nil {
-		span.SetAttributes(attribute.String(tracing.AttrChildName, opts.Workflow), attribute.String(tracing.AttrChildID, id))
+		span.SetAttributes(attribute.String(tracing.AttrChildName, opts.Workflow))
 		ctx = trace.ContextWithSpan(ctx, span)
 	}
 	err = e.r.retryStore(e.ctx, e.leaseDeadline, "starting a child", e.log, func() error {
-		_, err := engine.Create(ctx, opts.Workflow, req)
+		info, err := engine.Create(ctx, opts.Workflow, req)
 		if childRefused(err) {
 			refused, err = err, nil
+		}
+		if err == nil && span != nil {
+			// The step's child: this id, or the one an earlier pass started.
+			span.SetAttributes(attribute.String(tracing.AttrChildID, info.ID))
 		}
 		return err
 	})
@@ -337,16 +343,25 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 }
 
 // terminateChild terminates the child of the Invoke step key whose wait
-// timed out (an ended or missing child is left as it is). A store that
-// fails is retried while the lease holds; then the run is given back, and
-// its replay terminates the child again before it records the timeout.
-func (e *execution) terminateChild(key string, opts workflow.InvokeOptions) error {
-	id, engine, err := e.child(key, opts)
+// timed out (an ended or missing child is left as it is), found by its
+// parent link: its id may be random. A store that fails is retried while
+// the lease holds; then the run is given back, and its replay terminates
+// the child again before it records the timeout.
+func (e *execution) terminateChild(key string) error {
+	engine, err := e.r.cfg.Registry.Engine()
 	if err != nil {
-		return err
+		return fmt.Errorf("invoke step %q: %w", key, err)
 	}
+	link := &db.ParentLink{WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, RunNumber: e.inst.RunNumber, StepKey: key}
 	err = e.r.retryStore(e.ctx, e.leaseDeadline, "terminating a child", e.log, func() error {
-		_, err := engine.Terminate(e.ctx, opts.Workflow, id)
+		child, err := e.r.cfg.Store.InstanceChildOf(e.ctx, link)
+		if errors.Is(err, db.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		_, err = engine.Terminate(e.ctx, child.WorkflowName, child.ID)
 		if errors.Is(err, workflow.ErrInstanceTerminal) || errors.Is(err, workflow.ErrInstanceNotFound) {
 			return nil
 		}
@@ -359,12 +374,12 @@ func (e *execution) terminateChild(key string, opts workflow.InvokeOptions) erro
 	return nil
 }
 
-// child returns the id of the child of the Invoke step key (opts.ID, or
-// the one childID derives) and the engine that starts and ends it.
+// child returns the id of a new child of the Invoke step key (opts.ID, or
+// a new one from childID) and the engine that starts it.
 func (e *execution) child(key string, opts workflow.InvokeOptions) (string, workflow.Engine, error) {
 	id := opts.ID
 	if id == "" {
-		id = childID(e.inst, key)
+		id = childID(e.inst)
 	}
 	engine, err := e.r.cfg.Registry.Engine()
 	if err != nil {
@@ -399,16 +414,26 @@ func childRefused(err error) bool {
 	return false
 }
 
-// childID is the id of the child of the Invoke step key: the parent's id
-// (shortened) and a hash of the parent, its run and the step, so that
-// every replay of the step names the same child and two steps never do.
-func childID(inst *db.Instance, key string) string {
-	sum := sha256.Sum256(fmt.Appendf(nil, "%s\x00%s\x00%d\x00%s", inst.WorkflowName, inst.ID, inst.RunNumber, key))
+// childIDRandomBytes is how many random bytes end the id of a child.
+const childIDRandomBytes = 12
+
+// childID is a new id for a child of inst: the parent's id (shortened) and
+// run number, then 24 random hex digits. The random part makes the id
+// unguessable, so that nobody (another namespace's caller above all) can
+// create an instance with it first and make the step fail; a replay of the
+// step needs no fixed id, as it finds the step's child by its parent link
+// (db.ChildStore.InstanceChildOf, client: existingChild), and a step has
+// at most one child per run whatever ids its replays pick.
+func childID(inst *db.Instance) string {
+	var b [childIDRandomBytes]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("reading random bytes: %v", err))
+	}
 	prefix := inst.ID
 	if len(prefix) > 60 {
 		prefix = prefix[:60]
 	}
-	return fmt.Sprintf("%s-%d-%s", prefix, inst.RunNumber, hex.EncodeToString(sum[:10]))
+	return fmt.Sprintf("%s-%d-%s", prefix, inst.RunNumber, hex.EncodeToString(b[:]))
 }
 
 // childResult decodes the end of a child recorded as an Invoke step's

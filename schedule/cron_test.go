@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -170,23 +171,34 @@ func TestDueTimes(t *testing.T) {
 func TestInstanceID(t *testing.T) {
 	t.Parallel()
 	due := time.Date(2026, 3, 14, 2, 0, 0, 0, time.UTC)
-	require.Equal(t, "nightly-20260314T020000Z", InstanceID("nightly", due))
+	require.Equal(t, "nightly-20260314T020000Z", InstanceIDPrefix("nightly", due))
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	require.NoError(t, err)
-	require.Equal(t, "nightly-20260314T020000Z", InstanceID("nightly", due.In(berlin)), "always UTC")
+	require.Equal(t, "nightly-20260314T020000Z", InstanceIDPrefix("nightly", due.In(berlin)), "always UTC")
 
-	fits := strings.Repeat("a", workflow.MaxIDLength-17)
-	require.Equal(t, fits+"-20260314T020000Z", InstanceID(fits, due))
+	// An id is the prefix and 16 random hex digits: another each time.
+	randomEnd := regexp.MustCompile(`^nightly-20260314T020000Z-[0-9a-f]{16}$`)
+	seen := map[string]bool{}
+	for range 100 {
+		id := InstanceID("nightly", due)
+		require.Regexp(t, randomEnd, id)
+		require.False(t, seen[id], "the id %s came twice", id)
+		seen[id] = true
+	}
+
+	fits := strings.Repeat("a", workflow.MaxIDLength-17-17)
+	require.Equal(t, fits+"-20260314T020000Z", InstanceIDPrefix(fits, due))
+	require.Len(t, InstanceID(fits, due), workflow.MaxIDLength)
 
 	long1, long2 := strings.Repeat("b", 100), strings.Repeat("b", 99)+"c"
 	id1, id2 := InstanceID(long1, due), InstanceID(long2, due)
 	for _, id := range []string{id1, id2} {
 		require.Len(t, id, workflow.MaxIDLength)
 		require.NoError(t, workflow.ValidateInstanceID(id))
-		require.True(t, strings.HasSuffix(id, "-20260314T020000Z"), id)
+		require.Contains(t, id, "-20260314T020000Z-", id)
 	}
-	require.NotEqual(t, id1, id2, "cut ids keep a hash of the whole schedule id")
-	require.NotEqual(t, InstanceID("s", due), InstanceID("s", due.Add(time.Second)))
+	require.NotEqual(t, InstanceIDPrefix(long1, due), InstanceIDPrefix(long2, due), "cut ids keep a hash of the whole schedule id")
+	require.NotEqual(t, InstanceIDPrefix("s", due), InstanceIDPrefix("s", due.Add(time.Second)))
 
 	for _, id := range []string{"nightly", "a_b-c", "_x", strings.Repeat("z", 100)} {
 		require.NoError(t, ValidateID(id), id)

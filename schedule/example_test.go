@@ -2,6 +2,7 @@ package schedule_test
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/duraflow/duraflow/schedule"
@@ -27,7 +28,12 @@ func ExampleParse() {
 	// Mon 2026-03-09 02:30 EDT
 }
 
-func ExampleInstanceID() {
-	fmt.Println(schedule.InstanceID("nightly", time.Date(2026, 3, 14, 1, 0, 0, 0, time.UTC)))
-	// Output: nightly-20260314T010000Z
+func ExampleInstanceIDPrefix() {
+	due := time.Date(2026, 3, 14, 1, 0, 0, 0, time.UTC)
+	fmt.Println(schedule.InstanceIDPrefix("nightly", due))
+	id := schedule.InstanceID("nightly", due)
+	fmt.Println(len(id), strings.HasPrefix(id, schedule.InstanceIDPrefix("nightly", due)+"-"))
+	// Output:
+	// nightly-20260314T010000Z
+	// 41 true
 }

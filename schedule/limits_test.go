@@ -38,15 +38,18 @@ func TestFireAdmitsUnderLimits(t *testing.T) {
 		require.NoError(t, err)
 
 		h.Advance(5 * time.Minute)
-		_, err = s.FireDue(ctx)
+		res, err := s.FireDue(ctx)
 		require.NoError(t, err)
+		require.Len(t, res.Started, 1)
+		first := res.Started[0].InstanceID
 		h.RunDue()
 		h.Advance(5 * time.Minute)
-		_, err = s.FireDue(ctx)
+		res, err = s.FireDue(ctx)
 		require.NoError(t, err)
+		require.Len(t, res.Started, 1)
+		second := res.Started[0].InstanceID
 		h.RunDue()
 
-		first, second := schedule.InstanceID("g", at(5*time.Minute)), schedule.InstanceID("g", at(10*time.Minute))
 		h.RequireStatus("gated", first, workflow.StatusWaiting)
 		waiting := h.RequireStatus("gated", second, workflow.StatusQueued)
 		require.NotNil(t, waiting.WaitingFor, "the scheduled instance waits for the slot")
@@ -83,10 +86,12 @@ func TestFireSetsTheWorkflowsDeadline(t *testing.T) {
 			require.NoError(t, err)
 		}
 		h.Advance(5 * time.Minute)
-		_, err = s.FireDue(ctx)
+		res, err := s.FireDue(ctx)
 		require.NoError(t, err)
-		for _, name := range []string{"timed", "timedLimited"} {
-			inst, err := h.Client.Get(ctx, name, schedule.InstanceID(name, at(5*time.Minute)))
+		require.Len(t, res.Started, 2)
+		for _, st := range res.Started {
+			name := st.WorkflowName
+			inst, err := h.Client.Get(ctx, name, st.InstanceID)
 			require.NoError(t, err)
 			require.NotNil(t, inst.DeadlineAt, name)
 			require.True(t, inst.DeadlineAt.Equal(inst.CreatedAt.Add(time.Hour)), "%s: deadline %s, created %s", name, inst.DeadlineAt, inst.CreatedAt)

@@ -266,7 +266,7 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 		prov := &workflow.Provenance{
 			Type: workflow.TriggerCron, Source: "schedule " + sched.ID, ScheduledFor: &t, ReceivedAt: now,
 		}
-		item := db.InstanceCreateItem{ID: InstanceID(sched.ID, t), Params: params, Metadata: prov.Metadata(), DeadlineAt: deadline}
+		item := db.InstanceCreateItem{Params: params, Metadata: prov.Metadata(), DeadlineAt: deadline}
 		if s.cfg.LimitsFunc != nil {
 			limits, err := s.cfg.LimitsFunc(ctx, sched.WorkflowName, item.Params, item.Metadata)
 			if err != nil {
@@ -279,7 +279,7 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 	if len(due) > 0 {
 		p.LastFiredAt = &due[len(due)-1]
 	}
-	fired, err := s.cfg.Store.ScheduleFire(ctx, p)
+	fired, err := s.commit(ctx, sched, p, due)
 	if errors.Is(err, db.ErrScheduleChanged) {
 		res.Lost++
 		return nil
@@ -307,6 +307,32 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 		s.cfg.WakeFunc(sched.WorkflowName)
 	}
 	return nil
+}
+
+// maxIDTries bounds the firings of one due schedule that an instance id
+// taken already refuses (db.ErrAlreadyExists): each try draws new ids.
+const maxIDTries = 3
+
+// commit commits the firing p of sched for the due times due, with new
+// ids (InstanceID). A taken id refuses the whole firing, which changed
+// nothing; it is tried again with other ids, and logged, so that a due
+// time never passes without its instance unseen. Past maxIDTries the error
+// is returned: the schedule stays due, and the next poll fires it again.
+func (s *Scheduler) commit(ctx context.Context, sched *db.Schedule, p *db.ScheduleFireParams, due []time.Time) (*db.ScheduleFireResult, error) {
+	for try := 1; ; try++ {
+		for i := range p.Instances {
+			p.Instances[i].ID = InstanceID(sched.ID, due[i])
+		}
+		fired, err := s.cfg.Store.ScheduleFire(ctx, p)
+		if !errors.Is(err, db.ErrAlreadyExists) {
+			return fired, err
+		}
+		s.cfg.Logger.Warn("schedule: an instance id of the firing was taken already; the firing changed nothing",
+			"schedule", sched.ID, "workflow", sched.WorkflowName, "try", try, "max_tries", maxIDTries)
+		if try == maxIDTries {
+			return nil, fmt.Errorf("schedule %q: %d firings with new instance ids found an id taken: %w", sched.ID, try, err)
+		}
+	}
 }
 
 // now is the clock's time in UTC, to the microsecond both backends store.

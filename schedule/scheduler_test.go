@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,7 +77,8 @@ func (b *testBundle) fireDue(t *testing.T) *schedule.FireResult {
 	return res
 }
 
-// instanceIDs lists the ids of every instance of the report workflow, sorted.
+// instanceIDs lists the ids of every instance of the report workflow
+// without their random ends (schedule.InstanceIDPrefix), sorted.
 func (b *testBundle) instanceIDs(t *testing.T) []string {
 	t.Helper()
 	var ids []string
@@ -84,7 +87,7 @@ func (b *testBundle) instanceIDs(t *testing.T) []string {
 		page, err := b.h.Client.List(b.ctx, p)
 		require.NoError(t, err)
 		for _, inst := range page.Instances {
-			ids = append(ids, inst.ID)
+			ids = append(ids, prefixOf(t, inst.ID))
 		}
 		if page.NextCursor == "" {
 			break
@@ -95,13 +98,27 @@ func (b *testBundle) instanceIDs(t *testing.T) []string {
 	return ids
 }
 
+// randomEndRE is the random end of the id of an instance a schedule started.
+var randomEndRE = regexp.MustCompile(`-[0-9a-f]{16}$`)
+
+// prefixOf is id, the id of an instance a schedule started, without its
+// random end: schedule.InstanceIDPrefix of its schedule and due time.
+func prefixOf(t *testing.T, id string) string {
+	t.Helper()
+	loc := randomEndRE.FindStringIndex(id)
+	require.NotNil(t, loc, "%s does not end in 16 random hex digits", id)
+	return id[:loc[0]]
+}
+
 // at returns 09:00 UTC on the start day plus d.
 func at(d time.Duration) time.Time { return time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC).Add(d) }
 
+// ids are the prefixes of the ids of the instances a schedule starts at
+// times.
 func ids(scheduleID string, times ...time.Time) []string {
 	out := make([]string, len(times))
 	for i, t := range times {
-		out[i] = schedule.InstanceID(scheduleID, t)
+		out[i] = schedule.InstanceIDPrefix(scheduleID, t)
 	}
 	return out
 }
@@ -124,10 +141,10 @@ func TestFireOncePerDueTimeWithRacingSchedulers(t *testing.T) {
 		for minute := 1; minute <= 120; minute++ {
 			b.h.Advance(time.Minute)
 			if minute%5 == 0 {
-				want = append(want, schedule.InstanceID("every5", at(time.Duration(minute)*time.Minute)))
+				want = append(want, schedule.InstanceIDPrefix("every5", at(time.Duration(minute)*time.Minute)))
 			}
 			if minute%60 == 0 {
-				want = append(want, schedule.InstanceID("hourly", at(time.Duration(minute)*time.Minute)))
+				want = append(want, schedule.InstanceIDPrefix("hourly", at(time.Duration(minute)*time.Minute)))
 			}
 			var wg sync.WaitGroup
 			for _, s := range schedulers {
@@ -141,10 +158,11 @@ func TestFireOncePerDueTimeWithRacingSchedulers(t *testing.T) {
 						mu.Lock()
 						defer mu.Unlock()
 						for _, st := range res.Started {
-							if want := schedule.InstanceID(st.ScheduleID, st.ScheduledFor); st.InstanceID != want {
-								t.Errorf("started %s for %s, want the derived id %s", st.InstanceID, st.ScheduledFor, want)
+							want := schedule.InstanceIDPrefix(st.ScheduleID, st.ScheduledFor)
+							if !strings.HasPrefix(st.InstanceID, want+"-") || !randomEndRE.MatchString(st.InstanceID) {
+								t.Errorf("started %s for %s, want %s and a random end", st.InstanceID, st.ScheduledFor, want)
 							}
-							started = append(started, st.InstanceID)
+							started = append(started, want)
 						}
 					})
 				}
@@ -161,7 +179,7 @@ func TestFireOncePerDueTimeWithRacingSchedulers(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, at(2*time.Hour+5*time.Minute), *info.NextFireAt)
 		require.Equal(t, at(2*time.Hour), *info.LastFiredAt)
-		require.Equal(t, schedule.InstanceID("every5", at(2*time.Hour)), info.LastInstanceID)
+		require.Equal(t, schedule.InstanceIDPrefix("every5", at(2*time.Hour)), prefixOf(t, info.LastInstanceID))
 	})
 }
 
@@ -174,10 +192,13 @@ func TestFiredInstancesRecordProvenanceAndRun(t *testing.T) {
 	b.h.Advance(30 * time.Second)
 	res := b.fireDue(t)
 	due := time.Date(2026, 1, 2, 1, 0, 0, 0, time.UTC)
-	require.Equal(t, []schedule.Started{{ScheduleID: "nightly", WorkflowName: "report", InstanceID: "nightly-20260102T010000Z", ScheduledFor: due}}, res.Started)
+	require.Len(t, res.Started, 1)
+	id := res.Started[0].InstanceID
+	require.Equal(t, "nightly-20260102T010000Z", prefixOf(t, id))
+	require.Equal(t, []schedule.Started{{ScheduleID: "nightly", WorkflowName: "report", InstanceID: id, ScheduledFor: due}}, res.Started)
 	require.Equal(t, 1, res.Fired)
 
-	inst, err := b.h.Client.Get(b.ctx, "report", "nightly-20260102T010000Z")
+	inst, err := b.h.Client.Get(b.ctx, "report", id)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"schedule":"nightly"}`, string(inst.Params))
 	prov, err := workflow.ProvenanceOf(inst.Metadata)
@@ -190,7 +211,7 @@ func TestFiredInstancesRecordProvenanceAndRun(t *testing.T) {
 
 	b.h.RunUntilIdle()
 	var out string
-	b.h.RequireOutput("report", "nightly-20260102T010000Z", &out)
+	b.h.RequireOutput("report", id, &out)
 	require.Equal(t, "report of nightly", out)
 	require.Empty(t, b.fireDue(t).Started, "nothing more is due")
 }
@@ -222,15 +243,16 @@ func TestCatchUpIsCappedAfterAnOutage(t *testing.T) {
 		b.h.Advance(5 * time.Minute)
 		res = b.fireDue(t)
 		require.ElementsMatch(t, append(ids("one", last.Add(5*time.Minute)), ids("three", last.Add(5*time.Minute))...),
-			startedIDs(res))
+			startedIDs(t, res))
 		require.Len(t, b.instanceIDs(t), 6)
 	})
 }
 
-func startedIDs(res *schedule.FireResult) []string {
+// startedIDs are the prefixes of the ids of the instances res started.
+func startedIDs(t *testing.T, res *schedule.FireResult) []string {
 	out := make([]string, len(res.Started))
 	for i, s := range res.Started {
-		out[i] = s.InstanceID
+		out[i] = prefixOf(t, s.InstanceID)
 	}
 	return out
 }
@@ -257,7 +279,7 @@ func TestEnableDisable(t *testing.T) {
 	require.Equal(t, at(time.Hour+5*time.Minute), *on.NextFireAt, "the first due time after now")
 	require.Empty(t, b.fireDue(t).Started, "times that passed while disabled do not fire")
 	b.h.Advance(5 * time.Minute)
-	require.Equal(t, ids("s", at(time.Hour+5*time.Minute)), startedIDs(b.fireDue(t)))
+	require.Equal(t, ids("s", at(time.Hour+5*time.Minute)), startedIDs(t, b.fireDue(t)))
 
 	// Enabling an enabled schedule keeps its next fire time.
 	same, err := b.sched.Enable(b.ctx, "s")
@@ -287,14 +309,14 @@ func TestStartedSchedulerFiresInTheBackground(t *testing.T) {
 		require.NoError(t, s.Stop(ctx))
 	})
 
-	want := schedule.InstanceID("s", at(5*time.Minute))
+	want := schedule.InstanceIDPrefix("s", at(5*time.Minute))
 	deadline := time.After(10 * time.Second)
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for {
 		// Each step moves the fake clock past a poll, which wakes the loop.
 		b.h.Advance(time.Second)
-		if _, err := b.h.Client.Get(b.ctx, "report", want); err == nil {
+		if len(b.instanceIDs(t)) > 0 {
 			break
 		}
 		select {

@@ -61,9 +61,11 @@ type InvokeOptions struct {
 	Workflow string
 	// Params is the child's input, encoded as JSON.
 	Params any
-	// ID is the child's instance id. Empty derives one from the parent's
-	// id, run number and the step name, so that every replay of the step
-	// names the same child.
+	// ID is the child's instance id. Empty picks a new one: the parent's
+	// id and run number, then 24 random hex digits, which nobody can work
+	// out beforehand and so create first. A replay of the step does not
+	// need the same id: a step has at most one child per run, and the
+	// replay finds it by its parent link.
 	//
 	// A fixed id names one child for good: after a restart of the parent,
 	// the new run's Invoke finds that id taken by the old run's child and

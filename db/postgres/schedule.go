@@ -120,8 +120,9 @@ func (s *Store) ScheduleListDue(ctx context.Context, p *db.ScheduleListDueParams
 // the schedule goes first: of several schedulers racing for one due time,
 // the others block on the row until the first commits, then find the
 // version moved on and change nothing (db.ErrScheduleChanged). The instances
-// are inserted as InstanceCreateMany inserts them (skipping existing ids),
-// with their tasks, hook entries and a wake notification.
+// are inserted as InstanceCreateMany inserts them, with their tasks, hook
+// entries and a wake notification; an id that exists rolls the whole
+// firing back (db.ErrAlreadyExists).
 func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db.ScheduleFireResult, error) {
 	res := &db.ScheduleFireResult{Created: []*db.Instance{}}
 	err := s.inTx(ctx, func(q *pgsqlc.Queries) error {
@@ -148,6 +149,10 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		created, err := s.createMany(ctx, q, &db.InstanceCreateManyParams{
 			WorkflowName: p.WorkflowName, Instances: p.Instances, Now: &now, RecordHooks: p.RecordHooks,
 		}, p.Queue)
+		if err == nil && len(created) != len(p.Instances) {
+			// An id is taken: the whole firing rolls back.
+			return db.ErrAlreadyExists
+		}
 		for _, c := range created {
 			res.Created = append(res.Created, c.Instance)
 		}

@@ -58,6 +58,21 @@ func setParent(ctx context.Context, q *litesqlc.Queries, workflowName, id string
 	})
 }
 
+// InstanceChildOf returns the child the step parent started in its run,
+// or db.ErrNotFound.
+func (s *Store) InstanceChildOf(ctx context.Context, parent *db.ParentLink) (*db.Instance, error) {
+	row, err := s.queriesFor(ctx, false).InstanceChildOf(ctx, litesqlc.InstanceChildOfParams{
+		ParentWorkflowName: parent.WorkflowName,
+		ParentInstanceID:   parent.InstanceID,
+		ParentRunNumber:    int64(parent.RunNumber),
+		ParentStepKey:      parent.StepKey,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the child of step %q: %w", parent.StepKey, interpretError(err))
+	}
+	return instanceFromRow(&row), nil
+}
+
 // InstanceChildren returns the children an instance's Invoke steps
 // started, oldest first.
 func (s *Store) InstanceChildren(ctx context.Context, ref db.InstanceRef) ([]*db.Instance, error) {

@@ -148,8 +148,9 @@ func (s *Store) ScheduleListDue(ctx context.Context, p *db.ScheduleListDueParams
 // database's single write lock: of several schedulers racing for one due
 // time, the first advances the schedule and the others find its version
 // moved on and change nothing (db.ErrScheduleChanged). The instances are
-// inserted as InstanceCreateMany inserts them (skipping existing ids), with
-// their tasks and hook entries.
+// inserted as InstanceCreateMany inserts them, with their tasks and hook
+// entries; an id that exists rolls the whole firing back
+// (db.ErrAlreadyExists).
 func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db.ScheduleFireResult, error) {
 	res := &db.ScheduleFireResult{Created: []*db.Instance{}}
 	err := s.inTx(ctx, func(q *litesqlc.Queries) error {
@@ -173,6 +174,10 @@ func (s *Store) ScheduleFire(ctx context.Context, p *db.ScheduleFireParams) (*db
 		created, err := s.createMany(ctx, q, &db.InstanceCreateManyParams{
 			WorkflowName: p.WorkflowName, Instances: p.Instances, RecordHooks: p.RecordHooks,
 		}, p.Queue, now)
+		if err == nil && len(created) != len(p.Instances) {
+			// An id is taken: the whole firing rolls back.
+			return db.ErrAlreadyExists
+		}
 		for _, c := range created {
 			res.Created = append(res.Created, c.Instance)
 		}

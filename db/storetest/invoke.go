@@ -13,15 +13,20 @@ import (
 
 func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 	const childType = "@invoke/1/sum"
-	// createChild creates id as the child of step "sum" of parent, run 1.
-	createChild := func(t *testing.T, b *testBundle, parent, id string, policy db.ParentPolicy) *db.Instance {
+	// createChildOf creates id as the child of step key of parent, run.
+	createChildOf := func(t *testing.T, b *testBundle, parent, id string, run int, key string, policy db.ParentPolicy) *db.Instance {
 		t.Helper()
 		res, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 			WorkflowName: workflowName, ID: id, Now: new(b.now),
-			Parent: &db.ParentLink{WorkflowName: workflowName, InstanceID: parent, RunNumber: 1, StepKey: "sum", Policy: policy},
+			Parent: &db.ParentLink{WorkflowName: workflowName, InstanceID: parent, RunNumber: run, StepKey: key, Policy: policy},
 		})
 		require.NoError(t, err)
 		return res.Instance
+	}
+	// createChild creates id as the child of step "sum" of parent, run 1.
+	createChild := func(t *testing.T, b *testBundle, parent, id string, policy db.ParentPolicy) *db.Instance {
+		t.Helper()
+		return createChildOf(t, b, parent, id, 1, "sum", policy)
 	}
 	// waitForChild suspends the claimed parent on its invoke step "sum".
 	waitForChild := func(t *testing.T, b *testBundle, task *db.Task) *db.CheckpointResult {
@@ -62,7 +67,7 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, want, child.Parent, "the default policy is terminate")
 		require.Equal(t, want, b.get(t, "c").Parent)
 		require.Nil(t, b.get(t, "p").Parent)
-		createChild(t, b, "p", "d", db.ParentPolicyAbandon)
+		createChildOf(t, b, "p", "d", 1, "other", db.ParentPolicyAbandon)
 		children, err := b.store.InstanceChildren(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: "p"})
 		require.NoError(t, err)
 		require.Len(t, children, 2)
@@ -76,6 +81,60 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 			Parent: &db.ParentLink{WorkflowName: workflowName, InstanceID: "p", RunNumber: 1, StepKey: "sum"},
 		})
 		require.ErrorIs(t, err, db.ErrAlreadyExists, "the same id twice is refused; the caller compares the links")
+	})
+
+	// A step starts at most one child per run, whatever id a second create
+	// names and whichever way the create goes (queued, leased for an eager
+	// start, limited): the second changes nothing, and InstanceChildOf
+	// finds the first. This is what makes the start of a child exactly-once
+	// with random ids.
+	t.Run("OneChildPerStepAndRun", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		b.create(t, "p")
+		first := createChild(t, b, "p", "c", "")
+		link := &db.ParentLink{WorkflowName: workflowName, InstanceID: "p", RunNumber: 1, StepKey: "sum"}
+		for name, p := range map[string]*db.InstanceCreateParams{
+			"queued": {WorkflowName: workflowName, ID: "c2", Now: new(b.now), Parent: link},
+			"leased": {WorkflowName: workflowName, ID: "c3", Now: new(b.now), Parent: link,
+				Lease: &db.CreateLease{Owner: "eager", LockedUntil: b.at(lease)}},
+			"limited": {WorkflowName: workflowName, ID: "c4", Now: new(b.now), Parent: link,
+				Limits: []db.LimitSpec{{Scope: "workflow:" + workflowName, Define: true, MaxRunning: 5}}},
+			"another workflow": {WorkflowName: "shipping", ID: "c5", Now: new(b.now), Parent: link},
+		} {
+			_, err := b.store.InstanceCreate(b.ctx, p)
+			require.ErrorIs(t, err, db.ErrAlreadyExists, name)
+			_, err = b.store.InstanceGet(b.ctx, db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.ID})
+			require.ErrorIs(t, err, db.ErrNotFound, "%s: the refused create wrote no instance", name)
+			_, err = b.store.TaskGet(b.ctx, db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.ID})
+			require.ErrorIs(t, err, db.ErrNotFound, "%s: and no task", name)
+		}
+		got, err := b.store.InstanceChildOf(b.ctx, link)
+		require.NoError(t, err)
+		require.Equal(t, first.ID, got.ID)
+		require.Equal(t, first.Parent, got.Parent)
+
+		// Another run or another step of the same parent has a child of
+		// its own.
+		createChildOf(t, b, "p", "r2", 2, "sum", "")
+		createChildOf(t, b, "p", "s2", 1, "other", "")
+		for _, c := range []struct {
+			run  int
+			key  string
+			want string
+		}{{1, "sum", "c"}, {2, "sum", "r2"}, {1, "other", "s2"}} {
+			got, err := b.store.InstanceChildOf(b.ctx, &db.ParentLink{WorkflowName: workflowName, InstanceID: "p", RunNumber: c.run, StepKey: c.key})
+			require.NoError(t, err)
+			require.Equal(t, c.want, got.ID)
+		}
+		for _, l := range []*db.ParentLink{
+			{WorkflowName: workflowName, InstanceID: "p", RunNumber: 3, StepKey: "sum"},
+			{WorkflowName: workflowName, InstanceID: "p", RunNumber: 1, StepKey: "none"},
+			{WorkflowName: "shipping", InstanceID: "p", RunNumber: 1, StepKey: "sum"},
+		} {
+			_, err := b.store.InstanceChildOf(b.ctx, l)
+			require.ErrorIs(t, err, db.ErrNotFound, "%+v", l)
+		}
 	})
 
 	t.Run("ChildEndWakesWaitingParentInItsCheckpoint", func(t *testing.T) {
@@ -147,8 +206,8 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NoError(t, err)
 		require.False(t, res.ParentWoken)
 		require.Equal(t, workflow.StatusComplete, b.get(t, "c").Status)
-		createChild(t, b, "p", "d", "")
-		res, err = b.store.Checkpoint(b.ctx, forged(b.claim(t, "d"), 2, "sum"))
+		createChildOf(t, b, "p", "d", 1, "other", "")
+		res, err = b.store.Checkpoint(b.ctx, forged(b.claim(t, "d"), 2, "other"))
 		require.NoError(t, err)
 		require.False(t, res.ParentWoken)
 		require.Equal(t, workflow.StatusComplete, b.get(t, "d").Status)
@@ -238,7 +297,7 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b := setup(t, newStore)
 		b.create(t, "p")
 		createChild(t, b, "p", "c", "")
-		createChild(t, b, "p", "a", db.ParentPolicyAbandon)
+		createChildOf(t, b, "p", "a", 1, "other", db.ParentPolicyAbandon)
 		_, err := b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{
 			WorkflowName: workflowName, ID: "g", Now: new(b.now),
 			Parent: &db.ParentLink{WorkflowName: workflowName, InstanceID: "c", RunNumber: 1, StepKey: "sum"},

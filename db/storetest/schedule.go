@@ -293,25 +293,32 @@ func testSchedule(t *testing.T, newStore func(t *testing.T) db.Store) {
 		requireTimePtr(t, b.at(time.Hour), b.getSchedule(t, "s").NextFireAt)
 	})
 
-	t.Run("FireSkipsExistingInstances", func(t *testing.T) {
+	// A firing whose id is taken creates nothing and does not advance: the
+	// due time never vanishes unseen, and the scheduler fires it again with
+	// other ids.
+	t.Run("FireOfATakenIDChangesNothing", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t, newStore)
 		s := b.createSchedule(t, "s", 0)
-		existing := fmt.Sprintf("s-%d", b.now.Unix())
+		existing := fmt.Sprintf("s-%d", b.at(5*time.Minute).Unix())
 		b.create(t, existing)
-		res, err := b.fire(s, b.at(10*time.Minute), b.now, b.at(5*time.Minute))
-		require.NoError(t, err)
-		require.Equal(t, []string{fmt.Sprintf("s-%d", b.at(5*time.Minute).Unix())}, ids(res.Created))
+		_, err := b.fire(s, b.at(10*time.Minute), b.now, b.at(5*time.Minute))
+		require.ErrorIs(t, err, db.ErrAlreadyExists)
 		requireJSON(t, `{"id":"`+existing+`"}`, b.get(t, existing).Params, "the existing instance is left alone")
+		_, err = b.store.InstanceGet(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: fmt.Sprintf("s-%d", b.now.Unix())})
+		require.ErrorIs(t, err, db.ErrNotFound, "the free id of the same firing was not created either")
+		after := b.getSchedule(t, "s")
+		require.Equal(t, s.Version, after.Version, "the schedule did not advance")
+		requireTimePtr(t, b.now, after.NextFireAt)
+		require.Nil(t, after.LastFiredAt)
 
-		// A firing with no due times (all skipped) only advances.
-		s = res.Schedule
-		res, err = b.fire(s, b.at(15*time.Minute))
+		// A firing with no due times only advances.
+		res, err := b.fire(after, b.at(15*time.Minute))
 		require.NoError(t, err)
 		require.Empty(t, res.Created)
 		requireTimePtr(t, b.at(15*time.Minute), res.Schedule.NextFireAt)
-		requireTimePtr(t, b.at(5*time.Minute), res.Schedule.LastFiredAt, "kept")
-		require.Equal(t, s.LastInstanceID, res.Schedule.LastInstanceID, "kept")
+		require.Nil(t, res.Schedule.LastFiredAt, "kept")
+		require.Empty(t, res.Schedule.LastInstanceID, "kept")
 	})
 
 	t.Run("FireRecordsHooks", func(t *testing.T) {

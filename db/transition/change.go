@@ -144,8 +144,8 @@ type FirePlan struct {
 
 // Fire is the rule of a schedule's firing (ScheduleFire): the schedule
 // advances, fenced by its version, and records the last instance it
-// starts; each instance is created as Create says, an id that exists
-// already being skipped (that due time fired before).
+// starts; each instance is created as Create says, and an id that exists
+// already refuses the whole firing (db.ErrAlreadyExists, rolled back).
 func Fire(p *db.ScheduleFireParams) FirePlan {
 	plan := FirePlan{Create: Create(false, p.RecordHooks)}
 	if n := len(p.Instances); n > 0 {

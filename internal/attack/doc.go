@@ -33,6 +33,19 @@
 //   - A token limited to one namespace: every instance route on an
 //     instance of another namespace is 404 INSTANCE_NOT_FOUND (403 when it
 //     selects that namespace), changes nothing, and its lists are empty.
+//     Every route that spans every namespace (schedules, workers, queues,
+//     lifecycle events) is 403 to it, reads included, and answers nothing
+//     of them; it fires only its namespace's triggers; its creates keep to
+//     their workflow's queue, the queues --namespace-queues gives it and
+//     priority 0. The child a subflow step of its instance starts lives in
+//     its namespace: the other tenant (a token limited to "default")
+//     neither reads it nor sends it events, and cannot make the step fail
+//     by creating the id the parent's id once gave; nor can it make a
+//     schedule's firing vanish by creating the ids its due times once gave.
+//   - An Authorize hook that limits a tenant by RequestNamespace, as the
+//     documentation suggests (package level, on each backend): every route
+//     of the server but the tenant's namespace's is 403 to it, the routes
+//     of every namespace whatever it selects.
 //   - Bad bodies: nesting depth, size, invalid encodings, truncated JSON,
 //     trailing data, and slow bodies with and without a token (401 at once
 //     without one, 408 REQUEST_TIMEOUT at --body-timeout with one).

@@ -49,6 +49,15 @@ WHERE parent_workflow_name = @parent_workflow_name::text
     AND parent_instance_id = @parent_instance_id::text
 ORDER BY created_at, instance_id;
 
+-- name: InstanceChildOf :one
+-- InstanceChildOf returns the child an Invoke step started in one run of
+-- its parent (at most one: workflow_instance_parent_step_idx).
+SELECT * FROM workflow_instance
+WHERE parent_workflow_name = @parent_workflow_name::text
+    AND parent_instance_id = @parent_instance_id::text
+    AND parent_run_number = @parent_run_number::integer
+    AND parent_step_key = @parent_step_key::text;
+
 -- name: InstanceChildrenToTerminate :many
 -- InstanceChildrenToTerminate lists the children of an instance that a
 -- terminate of the parent terminates: not terminal, with policy terminate.

@@ -49,6 +49,15 @@ WHERE parent_workflow_name = CAST(@parent_workflow_name AS TEXT)
     AND parent_instance_id = CAST(@parent_instance_id AS TEXT)
 ORDER BY created_at, instance_id;
 
+-- name: InstanceChildOf :one
+-- InstanceChildOf returns the child an Invoke step started in one run of
+-- its parent (at most one: workflow_instance_parent_step_idx).
+SELECT * FROM workflow_instance
+WHERE parent_workflow_name = CAST(@parent_workflow_name AS TEXT)
+    AND parent_instance_id = CAST(@parent_instance_id AS TEXT)
+    AND parent_run_number = CAST(@parent_run_number AS INTEGER)
+    AND parent_step_key = CAST(@parent_step_key AS TEXT);
+
 -- name: InstanceChildrenToTerminate :many
 -- InstanceChildrenToTerminate lists the children of an instance that a
 -- terminate of the parent terminates: not terminal, with policy terminate.

@@ -81,6 +81,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.flowVersionsStmt, err = db.PrepareContext(ctx, flowVersions); err != nil {
 		return nil, fmt.Errorf("error preparing query FlowVersions: %w", err)
 	}
+	if q.instanceChildOfStmt, err = db.PrepareContext(ctx, instanceChildOf); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceChildOf: %w", err)
+	}
 	if q.instanceChildrenStmt, err = db.PrepareContext(ctx, instanceChildren); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceChildren: %w", err)
 	}
@@ -458,6 +461,11 @@ func (q *Queries) Close() error {
 	if q.flowVersionsStmt != nil {
 		if cerr := q.flowVersionsStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing flowVersionsStmt: %w", cerr)
+		}
+	}
+	if q.instanceChildOfStmt != nil {
+		if cerr := q.instanceChildOfStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceChildOfStmt: %w", cerr)
 		}
 	}
 	if q.instanceChildrenStmt != nil {
@@ -983,6 +991,7 @@ type Queries struct {
 	flowLatestUpsertStmt              *sql.Stmt
 	flowListStmt                      *sql.Stmt
 	flowVersionsStmt                  *sql.Stmt
+	instanceChildOfStmt               *sql.Stmt
 	instanceChildrenStmt              *sql.Stmt
 	instanceChildrenToTerminateStmt   *sql.Stmt
 	instanceCompleteStmt              *sql.Stmt
@@ -1101,6 +1110,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		flowLatestUpsertStmt:              q.flowLatestUpsertStmt,
 		flowListStmt:                      q.flowListStmt,
 		flowVersionsStmt:                  q.flowVersionsStmt,
+		instanceChildOfStmt:               q.instanceChildOfStmt,
 		instanceChildrenStmt:              q.instanceChildrenStmt,
 		instanceChildrenToTerminateStmt:   q.instanceChildrenToTerminateStmt,
 		instanceCompleteStmt:              q.instanceCompleteStmt,

@@ -9,6 +9,64 @@ import (
 	"context"
 )
 
+const instanceChildOf = `-- name: InstanceChildOf :one
+SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
+WHERE parent_workflow_name = CAST(?1 AS TEXT)
+    AND parent_instance_id = CAST(?2 AS TEXT)
+    AND parent_run_number = CAST(?3 AS INTEGER)
+    AND parent_step_key = CAST(?4 AS TEXT)
+`
+
+type InstanceChildOfParams struct {
+	ParentWorkflowName string
+	ParentInstanceID   string
+	ParentRunNumber    int64
+	ParentStepKey      string
+}
+
+// InstanceChildOf returns the child an Invoke step started in one run of
+// its parent (at most one: workflow_instance_parent_step_idx).
+func (q *Queries) InstanceChildOf(ctx context.Context, arg InstanceChildOfParams) (WorkflowInstance, error) {
+	row := q.queryRow(ctx, q.instanceChildOfStmt, instanceChildOf,
+		arg.ParentWorkflowName,
+		arg.ParentInstanceID,
+		arg.ParentRunNumber,
+		arg.ParentStepKey,
+	)
+	var i WorkflowInstance
+	err := row.Scan(
+		&i.WorkflowName,
+		&i.InstanceID,
+		&i.Status,
+		&i.Params,
+		&i.Output,
+		&i.ErrorName,
+		&i.ErrorMessage,
+		&i.PauseRequested,
+		&i.RunNumber,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+		&i.StartedAt,
+		&i.CompletedAt,
+		&i.RetentionUntil,
+		&i.Metadata,
+		&i.Namespace,
+		&i.Queue,
+		&i.Priority,
+		&i.DedupeKey,
+		&i.Limited,
+		&i.DeadlineAt,
+		&i.RunAttempt,
+		&i.ParentWorkflowName,
+		&i.ParentInstanceID,
+		&i.ParentRunNumber,
+		&i.ParentStepKey,
+		&i.ParentPolicy,
+		&i.TraceContext,
+	)
+	return i, err
+}
+
 const instanceChildren = `-- name: InstanceChildren :many
 SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE parent_workflow_name = CAST(?1 AS TEXT)

@@ -233,14 +233,15 @@ func TestRunnerStoppedPastItsReapBeforeAStepStartsNoneOnce(t *testing.T) {
 		rb := newRunner(storeB, "b", nil)
 		var resumed sync.Once
 		resumeOnce := func() { resumed.Do(func() { close(resume) }) }
-		// A failure must not leave A stopped: Stop would wait for it.
-		defer resumeOnce()
 		require.NoError(t, ra.Start(ctx))
 		require.NoError(t, rb.Start(ctx))
 		defer func() {
 			require.NoError(t, ra.Stop(ctx))
 			require.NoError(t, rb.Stop(ctx))
 		}()
+		// Deferred last, so it runs first: a failure must not leave A
+		// stopped, since Stop would wait for it.
+		defer resumeOnce()
 		reg := workflow.NewRegistry()
 		twoStepWorkflow(reg, &runs)
 		c, err := client.New(&client.Config{Store: base, Registry: reg, Clock: clk})
@@ -271,11 +272,7 @@ func TestRunnerStoppedPastItsReapBeforeAStepStartsNoneOnce(t *testing.T) {
 		// offline and releases its task; B's runner completes the instance.
 		for range 4 {
 			clk.Add(5 * time.Second)
-			select {
-			case <-storeB.reaped:
-			case <-time.After(10 * time.Second):
-				t.Fatal("B did not reap")
-			}
+			awaitReapAt(t, storeB.reaped, clk.Now())
 		}
 		w, err := base.WorkerGet(ctx, "a")
 		require.NoError(t, err)
@@ -299,4 +296,20 @@ func TestRunnerStoppedPastItsReapBeforeAStepStartsNoneOnce(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, `"ab"`, string(info.Output))
 	})
+}
+
+// awaitReapAt waits until a reap with Now at has returned (reaped is a
+// killableStore's), skipping those of earlier times.
+func awaitReapAt(t *testing.T, reaped <-chan time.Time, at time.Time) {
+	t.Helper()
+	for {
+		select {
+		case now := <-reaped:
+			if now.Equal(at) {
+				return
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no reap at %s", at)
+		}
+	}
 }

@@ -32,7 +32,7 @@ type workerState struct {
 	running atomic.Int64
 	// healthySince is when the worker's registrations and heartbeats last
 	// started to succeed without a failure in between; zero after a
-	// failure. Only the worker loop touches it.
+	// failure. Under beatMu, but for Start's first registration.
 	healthySince time.Time
 
 	// beatMu serialises the registrations and heartbeats of the worker row:
@@ -99,6 +99,7 @@ func (r *Runner) renewWorker(ctx context.Context) bool {
 		r.cfg.Logger.Warn("the worker was marked offline while its heartbeats were late; registering again", "runner", r.cfg.ID)
 		r.register(ctx, false)
 	case err != nil:
+		r.worker.healthySince = time.Time{}
 		r.cfg.Logger.Warn("renewing the worker's heartbeat before a step failed", "runner", r.cfg.ID, "error", err)
 		return false
 	default:
@@ -270,12 +271,13 @@ func (r *Runner) workerTick(ctx context.Context) {
 			}
 		}
 	}
+	h := r.worker.healthySince
 	r.worker.beatMu.Unlock()
 	// Reap only after this worker's own heartbeats have succeeded for a
 	// whole threshold: after a database outage every worker's heartbeat is
 	// old, and the first to get through must give the others the time to
 	// get through too instead of taking their work.
-	if h := r.worker.healthySince; h.IsZero() || r.now().Sub(h) < r.cfg.OfflineAfter {
+	if h.IsZero() || r.now().Sub(h) < r.cfg.OfflineAfter {
 		return
 	}
 	callCtx, cancel := context.WithTimeout(ctx, r.cfg.WorkerHeartbeatInterval)

@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 )
 
 // workerState is the runner's part in the worker registry: its row, kept
@@ -34,6 +35,10 @@ type workerState struct {
 	// started to succeed without a failure in between; zero after a
 	// failure. Only the worker loop touches it.
 	healthySince time.Time
+	// outage logs the registrations and heartbeats that fail because the
+	// database is unavailable, once per outage. Only Start's registration
+	// and then the worker loop touch it.
+	outage *backoff.Outage
 }
 
 // Drained returns a channel that is closed once the runner drained: a
@@ -124,8 +129,10 @@ func (r *Runner) register(ctx context.Context, first bool) {
 		Now:            r.now(),
 		ReleaseHeld:    first,
 	})
-	if err != nil {
-		r.cfg.Logger.Warn("registering the worker failed; trying again at the next worker heartbeat", "runner", r.cfg.ID, "error", err)
+	if unavailable, _ := r.worker.outage.Round(err); err != nil {
+		if !unavailable {
+			r.cfg.Logger.Warn("registering the worker failed; trying again at the next worker heartbeat", "runner", r.cfg.ID, "error", err)
+		}
 		r.worker.healthySince = time.Time{}
 		return
 	}
@@ -174,6 +181,10 @@ func (r *Runner) workerTick(ctx context.Context) {
 			ID: r.cfg.ID, ActiveCount: int(r.worker.running.Load()), CompletedTotal: completed, FailedTotal: failed, Now: r.now(),
 		})
 		cancel()
+		unavailable := false
+		if ctx.Err() == nil {
+			unavailable, _ = r.worker.outage.Round(err)
+		}
 		switch {
 		case errors.Is(err, db.ErrNotFound) || (err == nil && res.Offline):
 			// Marked offline (its heartbeats were late): the tasks it held
@@ -182,7 +193,7 @@ func (r *Runner) workerTick(ctx context.Context) {
 			r.register(ctx, false)
 		case err != nil:
 			r.worker.healthySince = time.Time{}
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !unavailable {
 				log.Warn("worker heartbeat failed", "error", err)
 			}
 		default:

@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 )
 
 // The lifecycle event log (docs/events.md): the store writes the events in
@@ -82,7 +83,9 @@ func (h *Host) PruneLifecycle(ctx context.Context) (int, error) {
 }
 
 // pruneLoop prunes the lifecycle event log every prune interval until ctx
-// is done.
+// is done. A prune that fails because the database is unavailable is tried
+// again with backoff (backoff.Loop, in real time) until the database is
+// back, not at the next interval, and the outage is logged once.
 func (h *Host) pruneLoop(ctx context.Context) {
 	defer close(h.pruneDone)
 	every := h.cfg.LifecyclePruneInterval
@@ -91,16 +94,30 @@ func (h *Host) pruneLoop(ctx context.Context) {
 	}
 	ticker := h.clock().Ticker(every)
 	defer ticker.Stop()
+	outage := backoff.NewOutage(h.logger(), "pruning lifecycle events", backoff.Loop)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			if n, err := h.PruneLifecycle(ctx); err != nil && ctx.Err() == nil {
+		}
+		for {
+			n, err := h.PruneLifecycle(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if unavailable, wait := outage.Round(err); unavailable {
+				if !backoff.Sleep(ctx, wait) {
+					return
+				}
+				continue
+			}
+			if err != nil {
 				h.logger().Warn("pruning lifecycle events", "error", err)
 			} else if n > 0 {
 				h.logger().Debug("pruned lifecycle events", "deleted", n)
 			}
+			break
 		}
 	}
 }

@@ -189,3 +189,47 @@ func TestHostStartsWhileTheDatabaseIsDown(t *testing.T) {
 		return err == nil && info.Status == workflow.StatusComplete && string(info.Output) == `"yes"`
 	}, outagetest.WaitTimeout, time.Millisecond)
 }
+
+// TestSubscriberOutlivesAnOutage keeps a lifecycle subscription while the
+// database is down: it reads again with backoff instead of ending, and
+// delivers the events committed once the database is back. Only Postgres
+// refuses reads.
+func TestSubscriberOutlivesAnOutage(t *testing.T) {
+	t.Parallel()
+	d := outagetest.Postgres(t)
+	log := outagetest.NewLog()
+	reg := workflow.NewRegistry()
+	greet := register(reg)
+	h := startHost(t, d.Store, &duraflow.Config{Registry: reg, Logger: log.Logger()})
+	ctx, cancel := context.WithTimeout(t.Context(), outagetest.WaitTimeout)
+	defer cancel()
+	_, err := greet.Create(ctx, workflow.CreateOptions[greetParams]{ID: "before"})
+	require.NoError(t, err)
+	after, err := d.Store.(db.LifecycleStore).LifecycleLastID(ctx)
+	require.NoError(t, err)
+	require.Positive(t, after)
+	got := make(chan db.LifecycleEvent, 10)
+	subscribed := make(chan error, 1)
+	go func() {
+		filter := duraflow.LifecycleFilter{Types: []db.LifecycleEventType{db.LifecycleCreated}, AfterID: after}
+		subscribed <- h.SubscribeLifecycle(ctx, filter, func(e db.LifecycleEvent) error {
+			got <- e
+			return nil
+		})
+	}()
+
+	d.Down(t)
+	log.Wait(t, "database unavailable; retrying with backoff", "while", "reading lifecycle events for a subscriber")
+	d.Up(t)
+	_, err = greet.Create(ctx, workflow.CreateOptions[greetParams]{ID: "after"})
+	require.NoError(t, err)
+	select {
+	case e := <-got:
+		require.Equal(t, "after", e.InstanceID)
+	case err := <-subscribed:
+		t.Fatalf("the subscription ended: %v", err)
+	case <-ctx.Done():
+		t.Fatalf("no event after the database came back; the log:\n%s", log)
+	}
+	log.Wait(t, "database available again", "while", "reading lifecycle events for a subscriber")
+}

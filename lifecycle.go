@@ -150,9 +150,11 @@ var ErrNoLifecycleLog = errors.New("duraflow: the store keeps no lifecycle event
 // SubscribeLifecycle calls fn with each committed lifecycle event that
 // matches filter, in id order, from any process on the store, until ctx is
 // done or fn returns an error (which it returns); it returns nil when ctx
-// is done. Events are read from the log by id cursor, woken by the host's
-// wake-ups (its own commits, and other processes' through the store's
-// listener where the host listens) and otherwise every second. Delivery is
+// is done. While the database is unavailable it reads again with backoff
+// and logs the outage once; another error reading the log ends it. Events
+// are read from the log by id cursor, woken by the host's wake-ups (its
+// own commits, and other processes' through the store's listener where
+// the host listens) and otherwise every second. Delivery is
 // at least once across restarts when the caller keeps the last id it
 // handled and passes it as filter.AfterID; within one call each event is
 // delivered once. An id that is missing (a Postgres transaction that has
@@ -177,12 +179,22 @@ func (h *Host) SubscribeLifecycle(ctx context.Context, filter LifecycleFilter, f
 	defer h.unsubscribe(wake)
 	clk := h.clock()
 	var gapSince time.Time // when the first missing id after cursor was seen
+	outage := backoff.NewOutage(h.logger(), "reading lifecycle events for a subscriber", backoff.Loop)
 	for {
 		events, err := ls.LifecycleList(ctx, &db.LifecycleListParams{AfterID: cursor, Limit: subscriberPage})
-		if err != nil {
-			if ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if unavailable, wait := outage.Round(err); unavailable {
+			select {
+			case <-ctx.Done():
 				return nil
+			case <-wake:
+			case <-time.After(wait):
 			}
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("duraflow: reading lifecycle events: %w", err)
 		}
 		for _, e := range events {

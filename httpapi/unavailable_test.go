@@ -155,3 +155,23 @@ func TestOpenAPIDocumentsDatabaseUnavailable(t *testing.T) {
 		}
 	}
 }
+
+// TestLifecycleStreamOutlivesAnOutage keeps a lifecycle stream open while
+// the database is down: the stream reads again with backoff instead of
+// ending (an EventSource would not reconnect past the 503 a new request
+// meets), and delivers the events committed once the database is back.
+// Only Postgres refuses reads.
+func TestLifecycleStreamOutlivesAnOutage(t *testing.T) {
+	t.Parallel()
+	d := outagetest.Postgres(t)
+	log := outagetest.NewLog()
+	b := setupOn(t, onStore(d.Name, d.Store), "", func(c *httpapi.Config, _ *testharness.Harness) { c.Logger = log.Logger() })
+	s := openStream(t, b, "/api/events/stream?workflow=greet&type=instance.created")
+
+	d.Down(t)
+	log.Wait(t, "httpapi: lifecycle stream: database unavailable; retrying with backoff")
+	d.Up(t)
+	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "after"})
+	require.NoError(t, err)
+	require.Equal(t, "after", s.next(t).InstanceID)
+}

@@ -97,7 +97,7 @@ func TestHostSurvivesADatabaseOutage(t *testing.T) {
 		// 09:10:30: the sleep ends, the hook's retry is due, the schedule's
 		// 09:05 and the prune's interval have come.
 		clk.Add(10 * time.Minute)
-		whiles := []string{"claiming tasks", "delivering hooks", "firing schedules", "pruning lifecycle events"}
+		whiles := []string{"claiming tasks", "delivering hooks", "firing schedules", "pruning lifecycle events", "registering and heartbeating the worker"}
 		if d.ReadsFail {
 			whiles = append(whiles, "listening for wake-ups")
 		}
@@ -106,6 +106,9 @@ func TestHostSurvivesADatabaseOutage(t *testing.T) {
 		}
 
 		d.Up(t)
+		// The worker heartbeats on the clock: its next beat is the first
+		// after the outage.
+		clk.Add(runner.DefaultWorkerHeartbeatInterval)
 		select {
 		case <-woke:
 		case <-time.After(outagetest.WaitTimeout):
@@ -132,7 +135,7 @@ func TestHostSurvivesADatabaseOutage(t *testing.T) {
 			require.Equal(t, 1, log.Count("database unavailable; retrying with backoff", "while", while), "%s: one warning for the outage", while)
 			require.Equal(t, 1, log.Count("database available again", "while", while), while)
 		}
-		for _, msg := range []string{"claiming tasks failed", "delivering hooks failed", "schedule: firing due schedules failed", "pruning lifecycle events"} {
+		for _, msg := range []string{"claiming tasks failed", "delivering hooks failed", "schedule: firing due schedules failed", "pruning lifecycle events", "worker heartbeat failed"} {
 			require.Zero(t, log.Count(msg), "%s: no warning per failed round", msg)
 		}
 	})

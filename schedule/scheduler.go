@@ -219,7 +219,8 @@ const maxRounds = 100
 // FireDue fires every schedule that is due now and returns what it
 // started. A schedule that another scheduler fires first is left alone; one
 // that fails is logged, and FireDue goes on with the others and returns the
-// failures joined.
+// failures joined, except after a failure because the database is
+// unavailable (db.ErrUnavailable), which ends the call.
 func (s *Scheduler) FireDue(ctx context.Context) (*FireResult, error) {
 	return s.fireDue(ctx, false)
 }
@@ -246,6 +247,11 @@ func (s *Scheduler) fireDue(ctx context.Context, quiet bool) (*FireResult, error
 					s.cfg.Logger.Error("schedule: firing failed", "schedule", sched.ID, "workflow", sched.WorkflowName, "error", err)
 				}
 				errs = append(errs, fmt.Errorf("firing schedule %q: %w", sched.ID, err))
+				if errors.Is(err, db.ErrUnavailable) {
+					// The next firings would wait for the database too
+					// (on SQLite, a busy timeout each): the round ends.
+					return res, errors.Join(errs...)
+				}
 			}
 		}
 		// A full batch may hide more due schedules; a batch with failures

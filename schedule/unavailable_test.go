@@ -2,12 +2,14 @@ package schedule_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/outagetest"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/workflow"
@@ -51,4 +53,37 @@ func TestFiringResumesWhenTheDatabaseReturns(t *testing.T) {
 		require.Zero(t, log.Count("schedule: firing failed"), "no error per failed firing")
 		require.Equal(t, 1, log.Count("schedule: started an instance"), "the due time fired once")
 	})
+}
+
+// TestFireDueStopsAtAnUnavailableDatabase locks an SQLite file with two
+// schedules due: the first firing fails after its busy timeout and ends
+// the call, instead of every due schedule waiting for its own.
+func TestFireDueStopsAtAnUnavailableDatabase(t *testing.T) {
+	t.Parallel()
+	d := outagetest.SQLite(t)
+	ctx := context.Background()
+	clk := clock.NewMock()
+	clk.Set(start)
+	reg := workflow.NewRegistry()
+	workflow.MustRegister(reg, "report", workflow.Func[report, string](
+		func(ctx context.Context, ev workflow.Event[report], step workflow.Step) (string, error) {
+			return "", nil
+		}))
+	s, err := schedule.New(&schedule.Config{Store: d.Store, Registry: reg, Clock: clk, Logger: outagetest.NewLog().Logger()})
+	require.NoError(t, err)
+	for _, id := range []string{"a", "b"} {
+		_, err = s.Create(ctx, schedule.CreateRequest{ID: id, WorkflowName: "report", Cron: "*/5 * * * *"})
+		require.NoError(t, err)
+	}
+	clk.Add(5 * time.Minute)
+
+	d.Down(t)
+	_, err = s.FireDue(ctx)
+	require.ErrorIs(t, err, db.ErrUnavailable)
+	require.Equal(t, 1, strings.Count(err.Error(), `firing schedule "`), "one firing tried: %v", err)
+
+	d.Up(t)
+	res, err := s.FireDue(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 2, res.Fired)
 }

@@ -213,6 +213,12 @@ func (h *Host) Listening() <-chan struct{} {
 // once they run; they run until Stop, not until ctx is done (ctx bounds
 // loading the flows), so that Stop can drain them. When a part fails to
 // start, the parts started before are stopped again.
+//
+// A database that is unavailable (db.ErrUnavailable) does not fail Start:
+// every part retries with backoff until the database is back, and the
+// flows load in the background meanwhile, so Ready reports the host not
+// ready until they are loaded. Any other error loading the flows fails
+// Start.
 func (h *Host) Start(ctx context.Context) (err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -234,7 +240,11 @@ func (h *Host) Start(ctx context.Context) (err error) {
 	bg := context.WithoutCancel(ctx)
 	if h.flows != nil {
 		if _, err := h.flows.Load(ctx); err != nil {
-			return fmt.Errorf("duraflow: loading flows: %w", err)
+			if !errors.Is(err, db.ErrUnavailable) || ctx.Err() != nil {
+				return fmt.Errorf("duraflow: loading flows: %w", err)
+			}
+			// The flow refresh loads them once the database is back.
+			h.logger().Info("duraflow: starting while the database is unavailable; the stored flows load once it is back")
 		}
 	}
 	if h.hooks != nil {
@@ -268,6 +278,26 @@ func (h *Host) Start(ctx context.Context) (err error) {
 		listenCtx, cancel := context.WithCancel(bg)
 		h.stopListen, h.listenDone = cancel, make(chan struct{})
 		go h.listen(listenCtx)
+	}
+	return nil
+}
+
+// Ready reports whether the host can do all its work: nil once its
+// database answers and, with Config.Flows, the stored flows are loaded
+// (which Start leaves to the background while the database is
+// unavailable); an error that says what is missing otherwise. It is meant
+// for a readiness check (httpapi.Config.Ready): a host that is not ready
+// keeps running and retrying, and becomes ready by itself.
+func (h *Host) Ready(ctx context.Context) error {
+	if err := h.store.Ping(ctx); err != nil {
+		return fmt.Errorf("duraflow: %w", err)
+	}
+	if h.flows != nil {
+		select {
+		case <-h.flows.Loaded():
+		default:
+			return errors.New("duraflow: the stored flows are not loaded yet")
+		}
 	}
 	return nil
 }

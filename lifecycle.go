@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 )
 
 // The lifecycle event log (docs/events.md): the store writes the events in
@@ -82,7 +83,9 @@ func (h *Host) PruneLifecycle(ctx context.Context) (int, error) {
 }
 
 // pruneLoop prunes the lifecycle event log every prune interval until ctx
-// is done.
+// is done. A prune that fails because the database is unavailable is tried
+// again with backoff (backoff.Loop, in real time) until the database is
+// back, not at the next interval, and the outage is logged once.
 func (h *Host) pruneLoop(ctx context.Context) {
 	defer close(h.pruneDone)
 	every := h.cfg.LifecyclePruneInterval
@@ -91,16 +94,30 @@ func (h *Host) pruneLoop(ctx context.Context) {
 	}
 	ticker := h.clock().Ticker(every)
 	defer ticker.Stop()
+	outage := backoff.NewOutage(h.logger(), "pruning lifecycle events", backoff.Loop)
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-ticker.C:
-			if n, err := h.PruneLifecycle(ctx); err != nil && ctx.Err() == nil {
+		}
+		for {
+			n, err := h.PruneLifecycle(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if unavailable, wait := outage.Round(err); unavailable {
+				if !backoff.Sleep(ctx, wait) {
+					return
+				}
+				continue
+			}
+			if err != nil {
 				h.logger().Warn("pruning lifecycle events", "error", err)
 			} else if n > 0 {
 				h.logger().Debug("pruned lifecycle events", "deleted", n)
 			}
+			break
 		}
 	}
 }
@@ -133,9 +150,11 @@ var ErrNoLifecycleLog = errors.New("duraflow: the store keeps no lifecycle event
 // SubscribeLifecycle calls fn with each committed lifecycle event that
 // matches filter, in id order, from any process on the store, until ctx is
 // done or fn returns an error (which it returns); it returns nil when ctx
-// is done. Events are read from the log by id cursor, woken by the host's
-// wake-ups (its own commits, and other processes' through the store's
-// listener where the host listens) and otherwise every second. Delivery is
+// is done. While the database is unavailable it reads again with backoff
+// and logs the outage once; another error reading the log ends it. Events
+// are read from the log by id cursor, woken by the host's wake-ups (its
+// own commits, and other processes' through the store's listener where
+// the host listens) and otherwise every second. Delivery is
 // at least once across restarts when the caller keeps the last id it
 // handled and passes it as filter.AfterID; within one call each event is
 // delivered once. An id that is missing (a Postgres transaction that has
@@ -160,12 +179,22 @@ func (h *Host) SubscribeLifecycle(ctx context.Context, filter LifecycleFilter, f
 	defer h.unsubscribe(wake)
 	clk := h.clock()
 	var gapSince time.Time // when the first missing id after cursor was seen
+	outage := backoff.NewOutage(h.logger(), "reading lifecycle events for a subscriber", backoff.Loop)
 	for {
 		events, err := ls.LifecycleList(ctx, &db.LifecycleListParams{AfterID: cursor, Limit: subscriberPage})
-		if err != nil {
-			if ctx.Err() != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		if unavailable, wait := outage.Round(err); unavailable {
+			select {
+			case <-ctx.Done():
 				return nil
+			case <-wake:
+			case <-time.After(wait):
 			}
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("duraflow: reading lifecycle events: %w", err)
 		}
 		for _, e := range events {

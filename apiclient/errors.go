@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/flowapi"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/workflow"
@@ -43,6 +44,7 @@ const (
 	CodeRequestTimeout          Code = "REQUEST_TIMEOUT"            // 408: the body did not arrive within BodyTimeout
 	CodeTickBusy                Code = "TICK_BUSY"                  // 429: every tick slot is taken
 	CodeNotReady                Code = "NOT_READY"                  // 503: Config.Ready failed
+	CodeDatabaseUnavailable     Code = "DATABASE_UNAVAILABLE"       // 503: the database cannot serve now (db.ErrUnavailable); try again after Retry-After
 	CodeInternal                Code = "INTERNAL"                   // 500
 )
 
@@ -71,6 +73,13 @@ var (
 	ErrNotReady = errors.New("not ready")
 )
 
+// fixedMessages are the messages of the codes whose cause stays in the
+// server (ErrorMessage): a DATABASE_UNAVAILABLE error's driver error names
+// the database's address and user.
+var fixedMessages = map[Code]string{
+	CodeDatabaseUnavailable: "the database is unavailable; try again shortly",
+}
+
 // errorKinds is the one mapping between errors, statuses and codes: the
 // server answers with the first row whose error the failure matches
 // (ErrorCode), and APIError.Is matches a code back to its row's error. Order matters where
@@ -80,6 +89,9 @@ var errorKinds = []struct {
 	status int
 	code   Code
 }{
+	// First: a failure the database's outage caused says so, whatever
+	// else its chain holds (a conclusion drawn from a read that failed).
+	{db.ErrUnavailable, http.StatusServiceUnavailable, CodeDatabaseUnavailable},
 	{workflow.ErrWorkflowNotFound, http.StatusNotFound, CodeWorkflowNotFound},
 	{workflow.ErrInstanceNotFound, http.StatusNotFound, CodeInstanceNotFound},
 	{workflow.ErrInstanceAlreadyExists, http.StatusConflict, CodeInstanceIDAlreadyExists},
@@ -122,6 +134,17 @@ func ErrorCode(err error) (status int, code Code, ok bool) {
 		}
 	}
 	return 0, "", false
+}
+
+// ErrorMessage returns the message a Duraflow server answers err with:
+// err's own text, or the fixed text of a code whose cause stays in the
+// server (DATABASE_UNAVAILABLE: the driver's error names the database).
+// Call it for an error ErrorCode knows.
+func ErrorMessage(err error) string {
+	if _, code, ok := ErrorCode(err); ok && fixedMessages[code] != "" {
+		return fixedMessages[code]
+	}
+	return err.Error()
 }
 
 // APIError is an error answer of the HTTP API, as Client returns it and the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/flowapi"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -41,4 +42,21 @@ func TestErrorTableReadsBothWays(t *testing.T) {
 	status, code, _ := ErrorCode(workflow.ErrInstanceNotFound)
 	require.Equal(t, http.StatusNotFound, status)
 	require.Equal(t, CodeInstanceNotFound, code)
+}
+
+// TestDatabaseUnavailableKeepsItsCause checks that an outage answers 503
+// DATABASE_UNAVAILABLE whatever else its chain says, with a message that
+// does not pass the driver's error (the database's address) on.
+func TestDatabaseUnavailableKeepsItsCause(t *testing.T) {
+	t.Parallel()
+	err := fmt.Errorf("getting instance: %w: %w: failed to connect to `user=app database=prod`: 10.0.0.7:5432: connection refused",
+		workflow.ErrInstanceNotFound, db.ErrUnavailable)
+	status, code, ok := ErrorCode(err)
+	require.True(t, ok)
+	require.Equal(t, http.StatusServiceUnavailable, status)
+	require.Equal(t, CodeDatabaseUnavailable, code)
+	msg := ErrorMessage(err)
+	require.NotContains(t, msg, "10.0.0.7")
+	require.NotContains(t, msg, "prod")
+	require.Equal(t, "instance not found", ErrorMessage(workflow.ErrInstanceNotFound), "other codes answer the error's own text")
 }

@@ -626,9 +626,10 @@ func (h *host) apiURL() string {
 	return h.url + p
 }
 
-// ready is /readyz: the database answers and every migration is applied.
+// ready is /readyz: the database answers, the stored flows are loaded
+// (duraflow.Host.Ready) and every migration is applied.
 func (h *host) ready(ctx context.Context) error {
-	if err := h.store.Ping(ctx); err != nil {
+	if err := h.core.Ready(ctx); err != nil {
 		return err
 	}
 	st, err := dburl.MigrateStatus(ctx, h.store)

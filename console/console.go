@@ -16,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/httpapi"
+	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -185,8 +186,38 @@ func (c *Console) authed(h handlerFunc) http.HandlerFunc {
 			c.renderError(w, r, sess, err)
 			return
 		}
-		h(w, &request{Request: r, sess: sess, namespace: ns})
+		rq := &request{Request: r, sess: sess, namespace: ns}
+		if r.Method != http.MethodGet {
+			h(w, rq)
+			return
+		}
+		retryReads(w, rq, h)
 	}
+}
+
+// retryMark is in the context of a try of a page that may be tried again:
+// renderError notes an unavailable database in it instead of answering.
+type retryMark struct{ unavailable bool }
+
+type retryMarkKey struct{}
+
+// retryReads renders a page (a GET, which changes nothing) again, with
+// backoff (backoff.Request), while it fails because the database is
+// unavailable, up to backoff.RequestAttempts tries in all; the last try
+// answers what it meets, the database unavailable page included.
+func retryReads(w http.ResponseWriter, rq *request, h handlerFunc) {
+	b := backoff.Request.New()
+	for range backoff.RequestAttempts - 1 {
+		mark := &retryMark{}
+		h(w, &request{Request: rq.WithContext(context.WithValue(rq.Context(), retryMarkKey{}, mark)), sess: rq.sess, namespace: rq.namespace})
+		if !mark.unavailable {
+			return
+		}
+		if !backoff.Sleep(rq.Context(), b.Next()) {
+			return
+		}
+	}
+	h(w, rq)
 }
 
 // checkOrigin refuses a POST whose Origin, or without one whose Referer,
@@ -244,23 +275,43 @@ type errorView struct {
 	Code    apiclient.Code
 	Message string
 	Login   bool
+	// Unavailable is set for DATABASE_UNAVAILABLE: the page says that the
+	// database does not answer and that reloading later will do.
+	Unavailable bool
 }
 
-// renderError answers err as an error page, with the status and code the
-// API would answer it with; an error the API does not know is logged and
-// shown as an internal error, without its text.
+// renderError answers err as an error page, with the status, code and
+// message the API would answer it with; an error the API does not know is
+// logged and shown as an internal error, without its text. An unavailable
+// database answers 503 with Retry-After and a page that says so, unless
+// the page is to be tried again (retryReads).
 func (c *Console) renderError(w http.ResponseWriter, r *http.Request, sess *session, err error) {
 	status, code, known := apiclient.ErrorCode(err)
-	msg := err.Error()
 	if !known {
 		if errors.Is(err, context.Canceled) {
 			return
 		}
-		status, code, msg = http.StatusInternalServerError, apiclient.CodeInternal, "internal error (see the server's log)"
+		status, code = http.StatusInternalServerError, apiclient.CodeInternal
 		c.log.ErrorContext(r.Context(), "console: request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 	}
-	c.renderStatus(w, r, sess, status, "error", http.StatusText(status), errorView{
+	msg := "internal error (see the server's log)"
+	if known {
+		msg = apiclient.ErrorMessage(err)
+	}
+	title := http.StatusText(status)
+	if code == apiclient.CodeDatabaseUnavailable {
+		if mark, _ := r.Context().Value(retryMarkKey{}).(*retryMark); mark != nil {
+			mark.unavailable = true
+			return
+		}
+		title = "Database unavailable"
+	}
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
+	c.renderStatus(w, r, sess, status, "error", title, errorView{
 		Status: status, Code: code, Message: msg, Login: status == http.StatusUnauthorized,
+		Unavailable: code == apiclient.CodeDatabaseUnavailable,
 	})
 }
 

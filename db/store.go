@@ -41,6 +41,20 @@ var (
 	// transient (a lost connection, a timeout, a serialization failure, a
 	// busy database): the runner retries those with backoff.
 	ErrInvalidData = errors.New("db: data refused")
+	// ErrUnavailable means the database could not serve the call: it cannot
+	// be reached (connection refused or reset), is shutting down, starting
+	// up or recovering (Postgres 57P01, 57P02, 57P03, class 08, 53300), or
+	// is locked by another writer past the busy timeout (SQLite
+	// SQLITE_BUSY, SQLITE_LOCKED). The same call may succeed once the
+	// database is back. Backends wrap the driver's error with it in their
+	// interpretError, so errors.Is finds it and the message keeps the cause.
+	//
+	// A write that fails with it may still have committed, when the
+	// connection was lost after the commit was sent: repeat only writes that
+	// are fenced or idempotent (a task's or an outbox entry's version, a
+	// schedule's version, a delete by age), never one that consumes what it
+	// reads.
+	ErrUnavailable = errors.New("db: database unavailable")
 )
 
 // StepType says what kind of durable operation a step row records.

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -33,11 +35,17 @@ func (r *Registry) Load(ctx context.Context) ([]string, error) {
 			}
 		}
 		if len(page) < listBatch {
+			r.loadedOnce.Do(func() { close(r.loaded) })
 			return added, nil
 		}
 		after = page[len(page)-1].ID
 	}
 }
+
+// Loaded returns a channel that is closed once a Load succeeded: every flow
+// stored then is registered (or skipped). A host is ready to run flows
+// from then on (duraflow.Host.Ready).
+func (r *Registry) Loaded() <-chan struct{} { return r.loaded }
 
 // loadOne registers the flow id from the store, if it is stored and valid
 // here.
@@ -93,7 +101,10 @@ func (r *Registry) skip(id, version, why string) {
 // Start refreshes the registry in the background until Stop: every
 // RefreshInterval, and at once after Notify, it loads the flows other
 // processes applied (see Load) and calls WakeFunc with each id it
-// registered. It does not load at once; call Load first.
+// registered. It loads at once only when no Load has succeeded yet (call
+// Load first to load before Start returns). While the database is
+// unavailable it loads again with backoff (backoff.Loop, in real time)
+// instead of at the next refresh, and logs the outage once.
 func (r *Registry) Start(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -120,15 +131,29 @@ func (r *Registry) loop(ctx context.Context, ticker *clock.Ticker) {
 		case <-ctx.Done():
 		}
 	}()
+	outage := backoff.NewOutage(r.log, "loading flows", backoff.Loop)
+	var retry <-chan time.Time // set while the database is unavailable
+	select {
+	case <-r.loaded:
+	default:
+		retry = closedTime // never loaded: load at once
+	}
 	for {
 		select {
 		case <-r.stop:
 			return
 		case <-ticker.C:
 		case <-r.poke:
+		case <-retry:
 		}
+		retry = nil
 		added, err := r.Load(ctx)
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if unavailable, wait := outage.Round(err); unavailable {
+			retry = time.After(wait)
+		} else if err != nil {
 			r.log.Warn("flow: refreshing flows failed", "error", err)
 		}
 		for _, id := range added {
@@ -137,6 +162,13 @@ func (r *Registry) loop(ctx context.Context, ticker *clock.Ticker) {
 		}
 	}
 }
+
+// closedTime is a channel that is always ready.
+var closedTime = func() <-chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
 
 // Stop ends the background refresh and waits for a refresh in flight, or
 // for ctx.

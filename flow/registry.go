@@ -107,6 +107,10 @@ type Registry struct {
 	stop     chan struct{}
 	done     chan struct{}
 	started  bool
+
+	// loaded is closed by the first Load that succeeds.
+	loaded     chan struct{}
+	loadedOnce sync.Once
 }
 
 // New returns a registry for cfg; see Config for the defaults. It registers
@@ -130,6 +134,7 @@ func New(cfg *Config) (*Registry, error) {
 		poke:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		loaded:  make(chan struct{}),
 	}
 	r.runs = newRunCache(r)
 	return r, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 )
 
 // Enqueued is what OnWorkflowEnqueued receives.
@@ -158,13 +159,30 @@ func (d *Deliverer) Stop(ctx context.Context) error {
 	}
 }
 
+// loop delivers due entries until ctx is done: again at once after a full
+// batch, otherwise at a wake-up or the next poll. While the database is
+// unavailable it tries again with backoff (backoff.Loop, in real time)
+// instead of at the next poll, and logs the outage once.
 func (d *Deliverer) loop(ctx context.Context) {
 	defer close(d.done)
 	t := d.cfg.Clock.Timer(d.cfg.PollInterval)
 	defer t.Stop()
+	outage := backoff.NewOutage(d.cfg.Logger, "delivering hooks", backoff.Loop)
 	for {
 		n, err := d.DeliverDue(ctx)
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if unavailable, wait := outage.Round(err); unavailable {
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.wakeCh:
+			case <-time.After(wait):
+			}
+			continue
+		}
+		if err != nil {
 			d.cfg.Logger.Warn("delivering hooks failed", "error", err)
 		}
 		if n == d.cfg.BatchSize && err == nil {
@@ -204,12 +222,19 @@ func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) {
 	return len(entries), nil
 }
 
+// deliver calls the hook for a claimed entry and records the outcome. The
+// record is fenced by the entry's version, so a record whose answer was
+// lost can be repeated: while the database is unavailable it is, with
+// backoff (backoff.Call), until the entry's lease ends, after which another
+// claim delivers the entry again.
 func (d *Deliverer) deliver(ctx context.Context, e *db.OutboxEntry) {
 	callErr := d.call(ctx, e)
 	now := d.now()
-	var err error
+	var record func() error
 	if callErr == nil {
-		err = d.cfg.Store.OutboxDelivered(ctx, &db.OutboxDeliveredParams{ID: e.ID, Version: e.Version, Now: now})
+		record = func() error {
+			return d.cfg.Store.OutboxDelivered(ctx, &db.OutboxDeliveredParams{ID: e.ID, Version: e.Version, Now: now})
+		}
 	} else {
 		delay := d.cfg.RetryDelay
 		for i := 1; i < e.Attempts && delay < d.cfg.MaxRetryDelay; i++ {
@@ -218,11 +243,26 @@ func (d *Deliverer) deliver(ctx context.Context, e *db.OutboxEntry) {
 		delay = min(delay, d.cfg.MaxRetryDelay)
 		d.cfg.Logger.Warn("hook failed; retrying", "hook", "OnWorkflowEnqueued", "workflow", e.WorkflowName,
 			"instance", e.InstanceID, "attempt", e.Attempts, "in", delay, "error", callErr)
-		err = d.cfg.Store.OutboxRetry(ctx, &db.OutboxRetryParams{
-			ID: e.ID, Version: e.Version, NextAttemptAt: now.Add(delay), LastError: truncate(callErr.Error(), 2000),
-		})
+		record = func() error {
+			return d.cfg.Store.OutboxRetry(ctx, &db.OutboxRetryParams{
+				ID: e.ID, Version: e.Version, NextAttemptAt: now.Add(delay), LastError: truncate(callErr.Error(), 2000),
+			})
+		}
 	}
-	if err != nil && !errors.Is(err, db.ErrLeaseLost) {
+	leaseEnd := now.Add(d.cfg.Lease)
+	if e.LockedUntil != nil {
+		leaseEnd = *e.LockedUntil
+	}
+	b := backoff.Call.New()
+	err := record()
+	for errors.Is(err, db.ErrUnavailable) && d.cfg.Clock.Now().Before(leaseEnd) {
+		d.cfg.Logger.Debug("recording a hook delivery failed; retrying until its lease ends", "entry", e.ID, "error", err)
+		if !backoff.Sleep(ctx, b.Next()) {
+			break
+		}
+		err = record()
+	}
+	if err != nil && !errors.Is(err, db.ErrLeaseLost) && ctx.Err() == nil {
 		d.cfg.Logger.Warn("recording a hook delivery failed; it is retried when its lease expires", "error", err)
 	}
 }

@@ -27,10 +27,11 @@ const internalMessage = "internal error (see the server log)"
 
 // errorStatus maps an error to its answer through apiclient's table. known
 // is false for failures the table doesn't know; their message is never
-// shown to the caller.
+// shown to the caller, nor is the cause of one whose code has a fixed
+// message (apiclient.ErrorMessage).
 func errorStatus(err error) (status int, code apiclient.Code, message string, known bool) {
 	if status, code, ok := apiclient.ErrorCode(err); ok {
-		return status, code, err.Error(), true
+		return status, code, apiclient.ErrorMessage(err), true
 	}
 	return http.StatusInternalServerError, apiclient.CodeInternal, internalMessage, false
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -201,9 +203,31 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 	var (
 		buf      bytes.Buffer
 		gapSince time.Time // when the first id missing after read.AfterID was seen
+		outage   *backoff.Backoff
 	)
 	for {
 		page, err := s.client.ListLifecycleEvents(ctx, read)
+		if err != nil && errors.Is(err, db.ErrUnavailable) && ctx.Err() == nil {
+			// The stream outlives an outage of the database: an
+			// EventSource would not reconnect after the 503 a new request
+			// meets meanwhile. It reads again with backoff, and keeps the
+			// connection alive with heartbeats.
+			if outage == nil {
+				outage = backoff.Loop.New()
+				s.log.DebugContext(ctx, "httpapi: lifecycle stream: database unavailable; retrying with backoff", "error", err)
+			}
+			if time.Since(lastWrite) >= StreamHeartbeat {
+				if _, err := w.Write([]byte(": heartbeat\n\n")); err != nil || rc.Flush() != nil {
+					return nil
+				}
+				lastWrite = time.Now()
+			}
+			if !backoff.Sleep(ctx, min(outage.Next(), StreamHeartbeat)) {
+				return nil
+			}
+			continue
+		}
+		outage = nil
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil

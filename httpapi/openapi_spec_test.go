@@ -184,12 +184,12 @@ func apiOperations() []apiOp {
 	return []apiOp{
 		{
 			method: "GET", path: "/healthz", id: "healthz", tag: "health", summary: "Liveness",
-			description: "Answers 200 while the process serves. At the root, outside the prefix and outside authentication.",
+			description: "Answers 200 while the process serves, also while its database is unavailable (the process retries and recovers by itself; see /readyz). At the root, outside the prefix and outside authentication.",
 			ok:          []okResp{{status: 200, description: "Serving.", body: apiclient.HealthStatus{}, example: obj{"status": "ok"}}},
 		},
 		{
 			method: "GET", path: "/readyz", id: "readyz", tag: "health", summary: "Readiness",
-			description: "Answers 200 when the host's readiness check passes (its database answers), 503 NOT_READY with the reason otherwise. At the root, outside the prefix and outside authentication.",
+			description: "Answers 200 when the host's readiness check passes (duraflow serve: its database answers, its migrations are applied and its stored flows are loaded), 503 NOT_READY with the reason otherwise. At the root, outside the prefix and outside authentication.",
 			ok:          []okResp{{status: 200, description: "Ready.", body: apiclient.HealthStatus{}, example: obj{"status": "ok"}}},
 			errs:        []apiclient.Code{apiclient.CodeNotReady},
 		},
@@ -515,7 +515,7 @@ const apiDescription = `Duraflow's management API: workflows, their instances, e
 
 **Namespaces.** Every instance route acts in one namespace: the ` + "`namespace`" + ` query parameter or the ` + "`Duraflow-Namespace`" + ` header selects it (default ` + "`default`" + `); a token limited to namespaces may select only its own, and an instance of another namespace is not found. The routes of schedules, queues, workers, lifecycle events, applying flows and the tick span every namespace: a token limited to namespaces may not call them (403 FORBIDDEN), and a host's Authorize hook sees their namespace as ` + "`*`" + `. Instance ids are unique per workflow across namespaces; the ids the engine picks (children, schedule firings, creates without an id) are random.
 
-**Errors.** Every error answers ` + "`{\"error\":{\"code\":\"…\",\"message\":\"…\"}}`" + ` with a code of ErrorCode; each code belongs to one HTTP status. Each operation lists the codes it may answer by status. An unknown path answers 404 NOT_FOUND, a known path with another method 405 METHOD_NOT_ALLOWED, an unexpected failure 500 INTERNAL (the message says only to see the server log).
+**Errors.** Every error answers ` + "`{\"error\":{\"code\":\"…\",\"message\":\"…\"}}`" + ` with a code of ErrorCode; each code belongs to one HTTP status. Each operation lists the codes it may answer by status. An unknown path answers 404 NOT_FOUND, a known path with another method 405 METHOD_NOT_ALLOWED, an unexpected failure 500 INTERNAL (the message says only to see the server log). While the database is unavailable (down, restarting, or locked past its busy timeout) a request answers 503 DATABASE_UNAVAILABLE with Retry-After, never 500: the server tries a read (GET) again a few times within about a second first, and never repeats a write, whose answer may have been lost after its commit (a create repeated with the same instance id or dedupe key cannot start a second instance).
 
 **Bad input.** An unknown query parameter is refused: 400 INVALID_REQUEST naming it (and the ones the route allows); so is a parameter given twice unless the route says it repeats. ` + "`namespace`" + ` is allowed everywhere. A request body is one JSON object (except a flow definition, stored as sent, and a trigger's body) decoded strictly: a field the schema does not have, a value of the wrong type, malformed JSON or data after the object are 400 INVALID_REQUEST naming the field or the byte offset; nesting deeper than the payload limit allows is 400 PAYLOAD_TOO_DEEP; a body over the size limit is 413 PAYLOAD_TOO_LARGE, and one that does not arrive within the body timeout 408 REQUEST_TIMEOUT.
 
@@ -543,7 +543,7 @@ func errorStatuses(t *testing.T) map[apiclient.Code]int {
 // commonErrors are the codes every authenticated route may answer, and
 // bodyErrors those of every route that reads a body.
 var (
-	commonErrors = []apiclient.Code{apiclient.CodeInvalidRequest, apiclient.CodeUnauthorized, apiclient.CodeForbidden, apiclient.CodeInternal}
+	commonErrors = []apiclient.Code{apiclient.CodeInvalidRequest, apiclient.CodeUnauthorized, apiclient.CodeForbidden, apiclient.CodeDatabaseUnavailable, apiclient.CodeInternal}
 	bodyErrors   = []apiclient.Code{apiclient.CodeInvalidRequest, apiclient.CodePayloadTooDeep, apiclient.CodePayloadTooLarge, apiclient.CodeRequestTimeout}
 )
 
@@ -736,7 +736,7 @@ func errorResponse(status int, codes []apiclient.Code) obj {
 	switch status {
 	case http.StatusUnauthorized:
 		resp["headers"] = obj{"WWW-Authenticate": obj{"$ref": "#/components/headers/WWW-Authenticate"}}
-	case http.StatusTooManyRequests:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		resp["headers"] = obj{"Retry-After": obj{"$ref": "#/components/headers/Retry-After"}}
 	}
 	return resp

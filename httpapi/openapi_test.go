@@ -278,7 +278,7 @@ func conformanceTokens() []string {
 func TestOpenAPIConformance(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
-		var notReady atomic.Bool
+		var notReady, tickDown atomic.Bool
 		b := setupOn(t, backend, adminToken, withFlows(t, nil), withSchedules(t, nil), withTick, withTokens(conformanceTokens()...),
 			withTriggers(
 				httpapi.Trigger{Path: "/hooks/greet", Workflow: "greet"},
@@ -290,6 +290,13 @@ func TestOpenAPIConformance(t *testing.T) {
 						return errors.New("the database is away")
 					}
 					return nil
+				}
+				tick := c.Tick
+				c.Tick = func(ctx context.Context, maxInstances, maxSteps int) (int, error) {
+					if tickDown.Load() {
+						return 0, fmt.Errorf("claiming tasks: %w: dial tcp 127.0.0.1:5432: connect: connection refused", db.ErrUnavailable)
+					}
+					return tick(ctx, maxInstances, maxSteps)
 				}
 			})
 		served := b.call(t, http.MethodGet, "/api/openapi.json", "", "Authorization: Bearer "+adminToken)
@@ -522,6 +529,12 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.ok("tick", func() error { _, err := api.Tick(ctx, apiclient.TickRequest{MaxInstances: 10}); return err })
 		c.raw("tick, no body", adminToken, "POST", "/api/_runner/tick", "", 200, "", false)
 		c.raw("tick, out of range", adminToken, "POST", "/api/_runner/tick", `{"maxInstances":-1}`, 400, apiclient.CodeInvalidRequest, false)
+		tickDown.Store(true)
+		c.fails("tick, database unavailable", apiclient.CodeDatabaseUnavailable, func() error {
+			_, err := api.Tick(ctx, apiclient.TickRequest{})
+			return err
+		})
+		tickDown.Store(false)
 
 		// Schedules.
 		c.ok("create schedule", func() error {

@@ -17,6 +17,8 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 )
 
 // Server is the HTTP API over one management client. Its Handler is safe for
@@ -86,7 +88,7 @@ func New(cfg *Config) (*Server, error) {
 			ns = AllNamespaces
 			s.everyNamespace[method+" "+prefix+path] = true
 		}
-		g.Add(method, path, h, s.authMiddleware(action, ns))
+		g.Add(method, path, h, s.authMiddleware(action, ns), retryReads)
 		s.actions[method+" "+prefix+path] = action
 	}
 	// The document of the API, under the prefix and behind the read scope
@@ -267,6 +269,31 @@ func extractTraceContext(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// retryReads runs a read (GET, HEAD) again, with backoff
+// (backoff.Request), while it fails because the database is unavailable
+// and has written nothing, up to backoff.RequestAttempts tries in all: a
+// short outage, such as a restart's moment or a connection the restart
+// broke, then costs the caller a little time instead of an error. A write
+// is never repeated (its answer may have been lost after its commit): it
+// answers 503 DATABASE_UNAVAILABLE at once, and the caller decides.
+func retryReads(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if m := c.Request().Method; m != http.MethodGet && m != http.MethodHead {
+			return next(c)
+		}
+		b := backoff.Request.New()
+		for attempt := 1; ; attempt++ {
+			err := next(c)
+			if err == nil || attempt == backoff.RequestAttempts || c.Response().Committed || !errors.Is(err, db.ErrUnavailable) {
+				return err
+			}
+			if !backoff.Sleep(c.Request().Context(), b.Next()) {
+				return err
+			}
+		}
+	}
+}
+
 func recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
@@ -300,7 +327,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 	switch status {
 	case http.StatusUnauthorized:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="duraflow"`)
-	case http.StatusTooManyRequests:
+	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
 		w.Header().Set("Retry-After", "1")
 	}
 	if r.ContentLength != 0 && c.Get(bodyReadKey) == nil {

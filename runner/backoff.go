@@ -4,24 +4,16 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
-)
-
-// Backoff of the calls retried after a transient store error. The waits are
-// in real time, whatever the runner's clock: they pace calls to a database
-// that is recovering, which the runner's clock does not govern.
-const (
-	retryFirstDelay = 50 * time.Millisecond
-	retryMaxDelay   = time.Second
+	"github.com/duraflow/duraflow/internal/backoff"
 )
 
 // transient reports whether err is a store error that retrying the same
-// call may cure: a lost connection, a timeout, a serialization failure, a
-// busy database. The store's sentinels (a lost lease, refused data, a
-// missing row) are answers, not failures, and a stopped runner is final.
+// call may cure: an unavailable database (db.ErrUnavailable), a timeout, a
+// serialization failure. The store's sentinels (a lost lease, refused data,
+// a missing row) are answers, not failures, and a stopped runner is final.
 func transient(err error) bool {
 	switch {
 	case err == nil,
@@ -44,11 +36,12 @@ func transient(err error) bool {
 // fixed at the first failure, though a heartbeat may move the lease on
 // meanwhile: an error only this call meets (a bad query, a statement
 // timeout) gives up after one lease, like an outage that fails the
-// heartbeats too. It waits between calls with exponential backoff and
-// jitter, from retryFirstDelay up to retryMaxDelay, so that a store outage
-// delays the work by about as long as it lasts. It returns op's last error.
+// heartbeats too. It waits between calls as backoff.Call says (50 ms
+// doubling to 1 s, jittered, in real time whatever the runner's clock), so
+// that a store outage delays the work by about as long as it lasts. It
+// returns op's last error.
 func (r *Runner) retryStore(ctx context.Context, until func() time.Time, what string, log *slog.Logger, op func() error) error {
-	delay := retryFirstDelay
+	b := backoff.Call.New()
 	var deadline time.Time
 	for attempt := 1; ; attempt++ {
 		err := op()
@@ -71,15 +64,8 @@ func (r *Runner) retryStore(ctx context.Context, until func() time.Time, what st
 		if attempt == 1 {
 			log.Warn("store call failed; retrying until the database answers", "call", what, "error", err)
 		}
-		// Full jitter over the upper half of the delay.
-		wait := delay/2 + rand.N(delay/2+1)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !backoff.Sleep(ctx, b.Next()) {
 			return err
-		case <-t.C:
 		}
-		delay = min(2*delay, retryMaxDelay)
 	}
 }

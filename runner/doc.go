@@ -16,6 +16,9 @@
 // error may be transient: the checkpoint, heartbeat, run load or hand-back is
 // retried with backoff while the lease the runner last wrote holds (see
 // retryStore), so a database outage stalls a run about as long as it lasts.
+// While claims fail because the database is unavailable (db.ErrUnavailable)
+// the claim loop tries again with backoff instead of at its next poll, and
+// logs the outage once and its end once.
 // A task whose lease expired without a checkpoint (or that was given back
 // because the store kept failing) Config.MaxLeaseLosses times in a row
 // (db.Task.LeaseLosses) is a crash loop: the runner errors the

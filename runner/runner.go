@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/internal/tracing"
 )
 
@@ -83,7 +84,10 @@ func New(cfg *Config) (*Runner, error) {
 		slots:      make(chan struct{}, c.MaxConcurrency),
 		execCtx:    execCtx,
 		execCancel: execCancel,
-		worker:     workerState{drained: make(chan struct{})},
+		worker: workerState{
+			drained: make(chan struct{}),
+			outage:  backoff.NewOutage(c.Logger.With("runner", c.ID), "registering and heartbeating the worker", backoff.Loop),
+		},
 	}
 	// A runner that is never started has no worker row a reaper could mark
 	// offline: only its leases bound its step starts.
@@ -208,14 +212,32 @@ func (r *Runner) stopExecutions(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// loop claims due work until ctx is done: again as soon as a slot frees
+// after a claim that filled every slot, otherwise at a wake-up or the next
+// poll. While the database is unavailable it claims again with backoff
+// (backoff.Loop, in real time) instead of at the next poll, so work goes
+// on within moments of the database's return, and logs the outage once.
 func (r *Runner) loop(ctx context.Context) {
 	defer close(r.loopDone)
 	poll := r.cfg.Clock.Timer(r.cfg.PollInterval)
 	defer poll.Stop()
+	outage := backoff.NewOutage(r.cfg.Logger.With("runner", r.cfg.ID), "claiming tasks", backoff.Loop)
 	for {
 		full, err := r.claimAndStart(ctx)
 		r.polls.Add(1)
-		if err != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return
+		}
+		if unavailable, wait := outage.Round(err); unavailable {
+			select {
+			case <-ctx.Done():
+				return
+			case <-r.wakeCh:
+			case <-time.After(wait):
+			}
+			continue
+		}
+		if err != nil {
 			r.cfg.Logger.Warn("claiming tasks failed", "runner", r.cfg.ID, "error", err)
 		}
 		if full && err == nil {

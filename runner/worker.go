@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 )
 
 // workerState is the runner's part in the worker registry: its row, kept
@@ -47,6 +48,10 @@ type workerState struct {
 	// time, since a runner that never started has no worker row to reap;
 	// from Start until the first registration commits it is zero.
 	aliveUntil atomic.Int64
+	// outage logs the registrations and heartbeats that fail because the
+	// database is unavailable, once per outage. Under beatMu, but for
+	// Start's first registration.
+	outage *backoff.Outage
 }
 
 // aliveAt reports whether no reaper can have marked the worker offline at
@@ -100,9 +105,12 @@ func (r *Runner) renewWorker(ctx context.Context) bool {
 		r.register(ctx, false)
 	case err != nil:
 		r.worker.healthySince = time.Time{}
-		r.cfg.Logger.Warn("renewing the worker's heartbeat before a step failed", "runner", r.cfg.ID, "error", err)
+		if unavailable, _ := r.worker.outage.Round(err); !unavailable {
+			r.cfg.Logger.Warn("renewing the worker's heartbeat before a step failed", "runner", r.cfg.ID, "error", err)
+		}
 		return false
 	default:
+		r.worker.outage.Round(nil)
 		r.beatAt(now)
 	}
 	return r.aliveAt(r.now())
@@ -198,8 +206,10 @@ func (r *Runner) register(ctx context.Context, first bool) {
 		OfflineAfter:   r.cfg.OfflineAfter,
 		ReleaseHeld:    first,
 	})
-	if err != nil {
-		r.cfg.Logger.Warn("registering the worker failed; trying again at the next worker heartbeat", "runner", r.cfg.ID, "error", err)
+	if unavailable, _ := r.worker.outage.Round(err); err != nil {
+		if !unavailable {
+			r.cfg.Logger.Warn("registering the worker failed; trying again at the next worker heartbeat", "runner", r.cfg.ID, "error", err)
+		}
 		r.worker.healthySince = time.Time{}
 		return
 	}
@@ -251,6 +261,10 @@ func (r *Runner) workerTick(ctx context.Context) {
 			ID: r.cfg.ID, ActiveCount: int(r.worker.running.Load()), CompletedTotal: completed, FailedTotal: failed, Now: now,
 		})
 		cancel()
+		unavailable := false
+		if ctx.Err() == nil {
+			unavailable, _ = r.worker.outage.Round(err)
+		}
 		switch {
 		case errors.Is(err, db.ErrNotFound) || (err == nil && res.Offline):
 			// Marked offline (its heartbeats were late): the tasks it held
@@ -259,7 +273,7 @@ func (r *Runner) workerTick(ctx context.Context) {
 			r.register(ctx, false)
 		case err != nil:
 			r.worker.healthySince = time.Time{}
-			if ctx.Err() == nil {
+			if ctx.Err() == nil && !unavailable {
 				log.Warn("worker heartbeat failed", "error", err)
 			}
 		default:

@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -158,12 +159,29 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	}
 }
 
+// loop fires due schedules every PollInterval until ctx is done. While the
+// database is unavailable it tries again with backoff (backoff.Loop, in
+// real time) instead of at the next poll, so a due time fires within
+// moments of the database's return, and logs the outage once.
 func (s *Scheduler) loop(ctx context.Context) {
 	defer close(s.loopDone)
 	poll := s.cfg.Clock.Timer(s.cfg.PollInterval)
 	defer poll.Stop()
+	outage := backoff.NewOutage(s.cfg.Logger, "firing schedules", backoff.Loop)
 	for {
-		if _, err := s.FireDue(ctx); err != nil && ctx.Err() == nil {
+		_, err := s.fireDue(ctx, true)
+		if ctx.Err() != nil {
+			return
+		}
+		if unavailable, wait := outage.Round(err); unavailable {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			continue
+		}
+		if err != nil {
 			s.cfg.Logger.Warn("schedule: firing due schedules failed", "error", err)
 		}
 		poll.Reset(s.cfg.PollInterval)
@@ -201,8 +219,15 @@ const maxRounds = 100
 // FireDue fires every schedule that is due now and returns what it
 // started. A schedule that another scheduler fires first is left alone; one
 // that fails is logged, and FireDue goes on with the others and returns the
-// failures joined.
+// failures joined, except after a failure because the database is
+// unavailable (db.ErrUnavailable), which ends the call.
 func (s *Scheduler) FireDue(ctx context.Context) (*FireResult, error) {
+	return s.fireDue(ctx, false)
+}
+
+// fireDue is FireDue; quiet leaves a firing that fails because the
+// database is unavailable unlogged, for a loop that logs the outage once.
+func (s *Scheduler) fireDue(ctx context.Context, quiet bool) (*FireResult, error) {
 	res := &FireResult{Started: []Started{}}
 	var errs []error
 	for range maxRounds {
@@ -218,8 +243,15 @@ func (s *Scheduler) FireDue(ctx context.Context) (*FireResult, error) {
 			}
 			if err := s.fire(ctx, sched, now, res); err != nil {
 				failed++
-				s.cfg.Logger.Error("schedule: firing failed", "schedule", sched.ID, "workflow", sched.WorkflowName, "error", err)
+				if !quiet || !errors.Is(err, db.ErrUnavailable) {
+					s.cfg.Logger.Error("schedule: firing failed", "schedule", sched.ID, "workflow", sched.WorkflowName, "error", err)
+				}
 				errs = append(errs, fmt.Errorf("firing schedule %q: %w", sched.ID, err))
+				if errors.Is(err, db.ErrUnavailable) {
+					// The next firings would wait for the database too
+					// (on SQLite, a busy timeout each): the round ends.
+					return res, errors.Join(errs...)
+				}
 			}
 		}
 		// A full batch may hide more due schedules; a batch with failures

@@ -1,8 +1,12 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,17 +28,34 @@ const (
 	pgClassProgramLimit       = "54"
 )
 
+// SQLSTATEs of a server that cannot serve now and will again: the
+// connection exception class, a shutdown that ends the session (a fast or
+// immediate stop, a crash of another backend), a server that accepts no
+// connection yet (starting up, recovering, shutting down), and too many
+// connections.
+const (
+	pgClassConnectionException = "08"
+	pgAdminShutdown            = "57P01"
+	pgCrashShutdown            = "57P02"
+	pgCannotConnectNow         = "57P03"
+	pgTooManyConnections       = "53300"
+)
+
 // interpretError maps driver errors onto db's sentinel errors, so that no
 // driver error type escapes the package as a condition callers test for.
-// An error the values of a write caused wraps db.ErrInvalidData; every other
-// error (a lost connection, a timeout, a serialization failure) is returned
-// as it is, and may be transient.
+// An error the values of a write caused wraps db.ErrInvalidData; one that
+// says the database cannot be reached or cannot serve now (unavailable)
+// wraps db.ErrUnavailable; every other error (a timeout, a serialization
+// failure) is returned as it is, and may be transient.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return db.ErrNotFound
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %w", db.ErrUnavailable, err)
 	}
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -50,4 +71,29 @@ func interpretError(err error) error {
 		}
 	}
 	return err
+}
+
+// unavailable reports whether err says that the server could not serve the
+// call: it answered with one of the SQLSTATEs above, or it did not answer
+// at all (no connection could be made, the connection broke or was closed
+// under the call). The caller's own context ending is not an outage.
+func unavailable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	if pgErr, ok := errors.AsType[*pgconn.PgError](err); ok {
+		switch pgErr.Code {
+		case pgAdminShutdown, pgCrashShutdown, pgCannotConnectNow, pgTooManyConnections:
+			return true
+		}
+		return strings.HasPrefix(pgErr.Code, pgClassConnectionException)
+	}
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true
+	}
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) ||
+		pgconn.SafeToRetry(err)
 }

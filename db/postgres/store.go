@@ -102,7 +102,7 @@ func (s *Store) Close() error {
 // Ping checks that the database answers, on a connection of the pool.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.pool.Ping(ctx); err != nil {
-		return fmt.Errorf("pinging postgres: %w", err)
+		return fmt.Errorf("pinging postgres: %w", interpretError(err))
 	}
 	return nil
 }

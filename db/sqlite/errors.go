@@ -15,8 +15,10 @@ import (
 // driver error type escapes the package as a condition callers test for.
 // An error the values of a write caused (a check such as json_valid, a
 // not-null or foreign key constraint, a value too big or of the wrong type)
-// wraps db.ErrInvalidData; every other error (SQLITE_BUSY, I/O) is returned
-// as it is, and may be transient.
+// wraps db.ErrInvalidData; a database locked by another connection past
+// the busy timeout (SQLITE_BUSY, SQLITE_LOCKED and their extended codes)
+// wraps db.ErrUnavailable; every other error (I/O) is returned as it is,
+// and may be transient.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -37,6 +39,8 @@ func interpretError(err error) error {
 		return db.ErrAlreadyExists
 	case code&0xff == sqlite3.SQLITE_CONSTRAINT, code == sqlite3.SQLITE_TOOBIG, code == sqlite3.SQLITE_MISMATCH:
 		return fmt.Errorf("%w: %w", db.ErrInvalidData, err)
+	case code&0xff == sqlite3.SQLITE_BUSY, code&0xff == sqlite3.SQLITE_LOCKED:
+		return fmt.Errorf("%w: %w", db.ErrUnavailable, err)
 	}
 	return err
 }

@@ -206,7 +206,7 @@ func (s *Store) Close() error {
 // one connection).
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.read.PingContext(ctx); err != nil {
-		return fmt.Errorf("pinging sqlite: %w", err)
+		return fmt.Errorf("pinging sqlite: %w", interpretError(err))
 	}
 	return nil
 }

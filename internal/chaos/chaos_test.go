@@ -26,6 +26,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/internal/pgcluster"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -166,7 +167,7 @@ type run struct {
 	store   db.Store
 	client  *client.Client
 	fleet   *fleet
-	cluster *pgCluster
+	cluster *pgcluster.Cluster
 	ledger  string
 	sum     *summary
 
@@ -215,7 +216,7 @@ func runChaos(t *testing.T, cfg config, backend string, seed int64, sum *summary
 		require.NoError(t, sqlite.Migrate(ctx, s))
 		r.store = s
 	case "postgres":
-		r.cluster = startPGCluster(t)
+		r.cluster = pgcluster.Start(t)
 		r.dsn = r.cluster.URL()
 		s, err := postgres.Open(ctx, r.dsn)
 		require.NoError(t, err)
@@ -688,7 +689,7 @@ func (r *run) restartDatabase(ctx context.Context) {
 			holder[ref] = task.LockOwner
 		}
 	}
-	back, err := r.cluster.restart(restartDowntime)
+	back, err := r.cluster.Restart(restartDowntime)
 	if err != nil {
 		r.failf("restarting postgres: %v", err)
 		return

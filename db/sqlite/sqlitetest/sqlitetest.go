@@ -2,6 +2,7 @@ package sqlitetest
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"path/filepath"
 	"sync"
@@ -20,12 +21,23 @@ type Option func(*options)
 
 type options struct {
 	noMigrations bool
+	busyTimeout  time.Duration
 }
 
 // WithoutMigrations leaves the fresh database empty, for tests of migrating
 // itself.
 func WithoutMigrations() Option {
 	return func(o *options) { o.noMigrations = true }
+}
+
+// WithBusyTimeout sets how long the store's calls wait for a lock that
+// another connection holds (SQLite's busy_timeout) before they fail with
+// SQLITE_BUSY, which the store reports as db.ErrUnavailable: short, for
+// tests of a locked database (LockWrites). It applies to file stores only.
+//
+// Defaults to the store's 10 seconds.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(o *options) { o.busyTimeout = d }
 }
 
 // NewStore returns a store on a fresh, migrated in-memory database that is
@@ -44,6 +56,51 @@ func NewFileStore(t testing.TB, opts ...Option) *sqlite.Store {
 	return open(t, FilePath(t), opts)
 }
 
+// NewFileStoreAt is NewFileStore on the database file at path, created
+// when it does not exist (FilePath names a fresh one), so that the test
+// can reach the file itself (LockWrites).
+func NewFileStoreAt(t testing.TB, path string, opts ...Option) *sqlite.Store {
+	t.Helper()
+	return open(t, path, opts)
+}
+
+// LockWrites takes the write lock of the database file at path on a
+// connection of its own and holds it, as another process's long write
+// transaction would, until the returned function is called or the test
+// ends. Meanwhile every write of a store on the file waits for its busy
+// timeout (WithBusyTimeout) and fails with db.ErrUnavailable; reads go on,
+// since the file is in WAL mode.
+func LockWrites(t testing.TB, path string) (unlock func()) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	sqlDB, err := sql.Open("sqlite", path+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatalf("sqlitetest: opening %s to lock it: %v", path, err)
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err == nil {
+		_, err = conn.ExecContext(ctx, "BEGIN EXCLUSIVE")
+	}
+	if err != nil {
+		_ = sqlDB.Close()
+		t.Fatalf("sqlitetest: locking %s: %v", path, err)
+	}
+	var once sync.Once
+	unlock = func() {
+		once.Do(func() {
+			_, err := conn.ExecContext(context.Background(), "ROLLBACK")
+			_ = conn.Close()
+			_ = sqlDB.Close()
+			if err != nil {
+				t.Errorf("sqlitetest: unlocking %s: %v", path, err)
+			}
+		})
+	}
+	t.Cleanup(unlock)
+	return unlock
+}
+
 // FilePath returns the path of a database file that does not exist yet, in
 // the test's temporary directory.
 func FilePath(t testing.TB) string {
@@ -59,6 +116,9 @@ func open(t testing.TB, dsn string, opts []Option) *sqlite.Store {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
+	if o.busyTimeout > 0 && dsn != ":memory:" {
+		dsn += fmt.Sprintf("?_pragma=busy_timeout(%d)", o.busyTimeout.Milliseconds())
+	}
 	store, err := openStore(ctx, dsn)
 	if err != nil {
 		t.Fatalf("sqlitetest: opening %s: %v", dsn, err)

@@ -245,7 +245,7 @@ func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunSt
 		})
 		if err != nil {
 			log.Error("loading run failed", "error", err)
-			r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log, until, true)
+			r.release(ref, r.now().Add(r.cfg.PollInterval), fmt.Sprintf("loading run: %v", err), log, until, !errors.Is(err, db.ErrUnavailable))
 			return
 		}
 	}
@@ -513,8 +513,9 @@ func (e *execution) finish(p *db.CheckpointParams) {
 		if !errors.Is(err, db.ErrLeaseLost) {
 			// The store kept failing (or refused even the error that ends
 			// the run): a lease loss, unless the runner is stopping and cut
-			// the checkpoint short, which is no fault of the run's.
-			storeFailed := !errors.Is(err, errRunnerStopped) && e.r.execCtx.Err() == nil
+			// the checkpoint short, or the database was unavailable, which
+			// is no fault of the run's.
+			storeFailed := !errors.Is(err, errRunnerStopped) && e.r.execCtx.Err() == nil && !errors.Is(err, db.ErrUnavailable)
 			e.r.release(e.ref, e.r.now().Add(e.r.cfg.PollInterval), err.Error(), e.log, e.leaseDeadline, storeFailed)
 		}
 		return
@@ -564,7 +565,9 @@ func (e *execution) abandon(cause error) {
 	if storeFailed {
 		runAt = runAt.Add(e.r.cfg.PollInterval)
 	}
-	e.r.release(e.ref, runAt, cause.Error(), e.log, e.leaseDeadline, storeFailed)
+	// An outage of the database is no fault of the run's: its hand-back
+	// counts no lease loss.
+	e.r.release(e.ref, runAt, cause.Error(), e.log, e.leaseDeadline, storeFailed && !errors.Is(cause, db.ErrUnavailable))
 }
 
 // refusedEnd is the checkpoint that ends a run whose last checkpoint p the
@@ -785,7 +788,9 @@ func (e *execution) signal() {
 // most ShutdownGrace. storeFailed counts the hand-back as a lease loss (the
 // run ends without a checkpoint because the store kept failing), so that a
 // store error that is not transient after all cannot make the run loop
-// forever: it meets MaxLeaseLosses like a crash.
+// forever: it meets MaxLeaseLosses like a crash. Callers leave it unset
+// when the database was unavailable (db.ErrUnavailable): an outage is no
+// fault of the run's, and must not count it down towards MaxLeaseLosses.
 // It reports whether the task went back, or was no longer held (another
 // runner took it over, or a write of its holder ended it).
 func (r *Runner) release(ref db.TaskRef, runAt time.Time, reason string, log *slog.Logger, until func() time.Time, storeFailed bool) bool {

@@ -1,6 +1,6 @@
 # Duraflow's developer targets:
 #
-#   make test       go test -race ./... (Postgres tests skip when it is unreachable)
+#   make test       go test -race ./... (Postgres tests skip when it is unreachable; TESTTIMEOUT per package)
 #   make generate   regenerate the sqlc code (installs sqlc when missing) and httpapi/openapi.json
 #   make cli-transcript  rerun the commands of the transcript in docs/cli.md and rewrite their output
 #   make verify     gofmt, go vet (with the attack and chaos tags), generated code and the OpenAPI document in sync, make lint
@@ -43,8 +43,12 @@ BENCH_BIN ?= $(or $(TMPDIR),/tmp)/duraflow-bench
 
 .PHONY: test generate sqlc sqlc-diff openapi openapi-diff cli-transcript verify lint golangci-lint tidy-check bench bench-go bench-run examples attack fuzz chaos
 
+# TESTTIMEOUT bounds each package's test binary: the runner's tests run
+# several minutes under -race on two cores, near go test's default of 10m.
+TESTTIMEOUT ?= 20m
+
 test:
-	$(GO) test -race $(TESTFLAGS) ./...
+	$(GO) test -race -timeout $(TESTTIMEOUT) $(TESTFLAGS) ./...
 
 # generate regenerates the sqlc code of every backend from db/queries and the
 # goose migrations in db/migrations, and the OpenAPI document.

@@ -61,10 +61,11 @@ type Config struct {
 	//
 	// Defaults to nil: every workflow shows as a Go workflow.
 	Flows *flow.Registry
-	// Stats reads the instance counts by workflow and status of the
-	// overview (one index-backed query).
+	// Stats reads the overview's instance counts by workflow and status
+	// and its throughput, the instances that ended in the last hour (an
+	// index-backed query each, which read no instance).
 	//
-	// Defaults to nil: the overview shows throughput only.
+	// Defaults to nil: the overview shows neither.
 	Stats db.StatsStore
 	// Clock is the time the timeline and the throughput are drawn against.
 	//
@@ -176,7 +177,7 @@ func (c *Config) validate() error {
 		return fmt.Errorf("console: LoginFailures %d must be at least 1", c.LoginFailures)
 	}
 	if c.LoginFailureInterval < 0 {
-		return fmt.Errorf("console: LoginFailureInterval %s must be positive", c.LoginFailureInterval)
+		return fmt.Errorf("console: LoginFailureInterval %s must not be negative", c.LoginFailureInterval)
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return fmt.Errorf("console: %w", err)

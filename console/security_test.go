@@ -366,3 +366,30 @@ func TestPagesReadNoPayloadTheyDoNotShow(t *testing.T) {
 		require.Contains(t, page.body, `id="truncated"`)
 	})
 }
+
+// TestNewChecksTheNewBounds: the bounds of sessions, logins, limits and
+// forms are checked when the console is made.
+func TestNewChecksTheNewBounds(t *testing.T) {
+	t.Parallel()
+	h := testharness.New(t)
+	for _, tc := range []struct {
+		cfg  console.Config
+		want string
+	}{
+		{console.Config{MaxSessions: 5, MaxSessionsPerCredential: 6}, "MaxSessionsPerCredential 6 must be between 1 and MaxSessions (5)"},
+		{console.Config{MaxSessionsPerCredential: -1}, "MaxSessionsPerCredential -1"},
+		{console.Config{LoginFailures: -1}, "LoginFailures -1"},
+		{console.Config{LoginFailureInterval: -time.Second}, "LoginFailureInterval -1s must not be negative"},
+		{console.Config{Limits: httpapi.Limits{MaxPageSize: 1001}}, "MaxPageSize 1001"},
+		{console.Config{MaxBodyBytes: httpapi.DefaultMaxBodyBytes + 1}, "MaxBodyBytes 1114113"},
+		{console.Config{TrustedProxies: []netip.Prefix{{}}}, "TrustedProxies"},
+	} {
+		cfg := tc.cfg
+		cfg.Client = h.Client
+		_, err := console.New(&cfg)
+		require.ErrorContains(t, err, tc.want)
+	}
+	// A small MaxSessions lowers the default bound per token with it.
+	_, err := console.New(&console.Config{Client: h.Client, MaxSessions: 5})
+	require.NoError(t, err)
+}

@@ -446,7 +446,9 @@ type InstanceListParams struct {
 	// reads: an instance's payloads are read only while the payloads of
 	// the instances before it in the page add up to less than the budget
 	// (their lengths in bytes); the instances after it come without them,
-	// PayloadsOmitted set, their payloads never read. The first instance
+	// PayloadsOmitted set: the store never receives their payloads (an
+	// SQLite store reads only their sizes; a Postgres server reads them to
+	// measure them, and sends none). The first instance
 	// always carries its own, so a page holds at most the budget plus one
 	// instance's payloads. Zero reads every payload.
 	PayloadBudget int

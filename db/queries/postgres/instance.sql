@@ -146,8 +146,9 @@ LIMIT @max;
 -- (keep) only while the payloads of the rows before it in the page add up
 -- to less than @payload_budget bytes, and none with @omit_payloads; a row
 -- past the budget comes without them, payloads_omitted set. The window
--- sums each row's sizes (their lengths in bytes) over the rows before it;
--- a payload it does not keep is never detoasted or sent.
+-- sums each row's sizes (their lengths in bytes, which the server measures
+-- by reading them) over the rows before it; a payload it does not keep is
+-- never sent.
 SELECT
     p.workflow_name, p.instance_id, p.status,
     coalesce((CASE WHEN p.keep THEN p.params END)::text, '')::text AS params,

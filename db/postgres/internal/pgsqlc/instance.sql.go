@@ -929,8 +929,9 @@ type InstanceListBoundedRow struct {
 // (keep) only while the payloads of the rows before it in the page add up
 // to less than @payload_budget bytes, and none with @omit_payloads; a row
 // past the budget comes without them, payloads_omitted set. The window
-// sums each row's sizes (their lengths in bytes) over the rows before it;
-// a payload it does not keep is never detoasted or sent.
+// sums each row's sizes (their lengths in bytes, which the server measures
+// by reading them) over the rows before it; a payload it does not keep is
+// never sent.
 func (q *Queries) InstanceListBounded(ctx context.Context, arg InstanceListBoundedParams) ([]InstanceListBoundedRow, error) {
 	rows, err := q.db.Query(ctx, instanceListBounded,
 		arg.OmitPayloads,

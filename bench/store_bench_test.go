@@ -233,3 +233,47 @@ func requireStatus(b *testing.B, c *client.Client, want workflow.InstanceStatus)
 	require.NoError(b, err)
 	require.Equal(b, want, info.Status)
 }
+
+// BenchmarkInstanceList measures one page of 50 of the instance list of a
+// workflow of 1000 instances with small params (about 60 bytes), as the
+// HTTP API and the console read it: whole (no byte budget), with the
+// client's byte budget (the API's lists), and without payloads (the
+// console's instance list).
+func BenchmarkInstanceList(b *testing.B) {
+	for _, be := range benchBackends {
+		b.Run(be.name, func(b *testing.B) {
+			store := be.newStore(b)
+			ctx := b.Context()
+			for from := 0; from < 1000; from += workflow.MaxBatchSize {
+				items := make([]db.InstanceCreateItem, workflow.MaxBatchSize)
+				for i := range items {
+					items[i] = db.InstanceCreateItem{ID: "list" + strconv.Itoa(from+i), Params: json.RawMessage(fmt.Sprintf(`{"order":%d,"customer":"customer-%d","total":12.5}`, from+i, from+i))}
+				}
+				now := time.Now().UTC().Add(time.Duration(from) * time.Microsecond).Truncate(time.Microsecond)
+				_, err := store.InstanceCreateMany(ctx, &db.InstanceCreateManyParams{WorkflowName: "list", Instances: items, Now: &now})
+				require.NoError(b, err)
+			}
+			analyze(b, store)
+			for _, tc := range []struct {
+				name string
+				p    db.InstanceListParams
+			}{
+				{"whole", db.InstanceListParams{}},
+				{"budget", db.InstanceListParams{PayloadBudget: client.DefaultPagePayloadBytes}},
+				{"omit", db.InstanceListParams{OmitPayloads: true}},
+			} {
+				b.Run(tc.name, func(b *testing.B) {
+					p := tc.p
+					p.WorkflowName, p.Limit = "list", 51
+					b.ReportAllocs()
+					for b.Loop() {
+						page, err := store.InstanceList(ctx, &p)
+						if err != nil || len(page) != 51 {
+							b.Fatalf("%d rows, %v", len(page), err)
+						}
+					}
+				})
+			}
+		})
+	}
+}

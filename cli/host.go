@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -80,6 +81,8 @@ type hostConfig struct {
 	metricsOnAPI     bool   // serve: /metrics on the API address
 	metricsAddr      string // a listen address of its own for /metrics; "" for none
 	console          bool   // dev, serve: the web console at /ui
+	secureCookies    bool   // dev, serve: the console's cookies always Secure
+	trustedProxies   []string
 }
 
 // addMetricsFlags adds --metrics-addr (with its default) and, when onAPI,
@@ -127,6 +130,10 @@ func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "namespace-max-priority", "DURAFLOW_NAMESPACE_MAX_PRIORITY")
 	fs.BoolVar(&c.console, "console", true, "serve the web console at /ui on the API address (same tokens and scopes as the API)")
 	bindEnv(fs, "console", "DURAFLOW_CONSOLE")
+	fs.BoolVar(&c.secureCookies, "secure-cookies", false, "mark the web console's cookies Secure on every answer: set it when a proxy in front of the server terminates TLS (without it they are Secure only over TLS, which the server does not serve)")
+	bindEnv(fs, "secure-cookies", "DURAFLOW_SECURE_COOKIES")
+	fs.StringSliceVar(&c.trustedProxies, "trusted-proxies", nil, "addresses or CIDR prefixes of reverse proxies in front of the server (comma-separated or repeated): from them the web console takes the client address of X-Forwarded-For (for its login throttle) and TLS from X-Forwarded-Proto: https (for Secure cookies)")
+	bindEnv(fs, "trusted-proxies", "DURAFLOW_TRUSTED_PROXIES")
 	addTimeoutFlags(fs, c)
 	addLimitFlags(fs, c)
 }
@@ -317,6 +324,9 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		if err := cfg.limits.Validate(); err != nil {
 			return nil, usageError(err)
 		}
+		if cfg.maxBodyBytes < 0 || cfg.maxBodyBytes > httpapi.DefaultMaxBodyBytes {
+			return nil, usageError(fmt.Errorf("--max-body-bytes %d must be between 1 and %d (the engine's payload limit plus 64 KiB), or 0 for --max-payload-bytes + 64 KiB: it may be lowered, not raised", cfg.maxBodyBytes, httpapi.DefaultMaxBodyBytes))
+		}
 	}
 	var tokens []httpapi.Token
 	for _, spec := range cfg.tokens {
@@ -335,6 +345,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	var (
 		triggers        []httpapi.Trigger
 		namespaceQueues map[string][]string
+		proxies         []netip.Prefix
 	)
 	if serveHTTP {
 		if err := httpapi.CheckListenAddr(cfg.addr, len(tokens) > 0 || o.Authorize != nil); err != nil {
@@ -346,15 +357,11 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		if namespaceQueues, err = parseNamespaceQueues(cfg.namespaceQueues); err != nil {
 			return nil, err
 		}
-		if cfg.console {
-			if p := strings.TrimSuffix(cfg.prefix, "/"); p == console.Path || strings.HasPrefix(p, console.Path+"/") {
-				return nil, usageError(fmt.Errorf("--api-prefix %q collides with the web console at %s (choose another prefix or --console=false)", cfg.prefix, console.Path))
-			}
-			for _, tr := range triggers {
-				if tr.Path == console.Path || strings.HasPrefix(tr.Path, console.Path+"/") {
-					return nil, usageError(fmt.Errorf("trigger %s collides with the web console at %s (choose another path or --console=false)", tr.Path, console.Path))
-				}
-			}
+		if err := checkHostPaths(cfg, triggers); err != nil {
+			return nil, usageError(err)
+		}
+		if proxies, err = parsePrefixes(cfg.trustedProxies); err != nil {
+			return nil, usageError(fmt.Errorf("--trusted-proxies: %w", err))
 		}
 	}
 
@@ -484,9 +491,13 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 			return nil, usageError(err)
 		}
 		if cfg.console {
+			// The console holds its forms to the API's limits: the
+			// server's, defaults filled, are the one source of both.
 			h.console, err = console.New(&console.Config{
 				Client: h.client, Tokens: tokens, Authorize: o.Authorize,
 				Schedules: h.scheduler, Flows: h.flows, Stats: h.store, Logger: log,
+				Limits: h.api.Limits(), MaxBodyBytes: h.api.MaxBodyBytes(),
+				SecureCookies: cfg.secureCookies, TrustedProxies: proxies,
 			})
 			if err != nil {
 				return nil, usageError(err)
@@ -533,6 +544,74 @@ func parseNamespaceQueues(items []string) (map[string][]string, error) {
 				out[ns] = append(out[ns], q)
 			}
 		}
+	}
+	return out, nil
+}
+
+// hostPath is a path the host serves itself beside the API, before any
+// request reaches it: a trigger or an API prefix there could never be
+// reached.
+type hostPath struct {
+	path, what, off string
+}
+
+// hostPaths are the paths the host serves on the API address: /metrics
+// with --metrics, the web console's with --console.
+func hostPaths(cfg *hostConfig) []hostPath {
+	var out []hostPath
+	if cfg.metricsOnAPI {
+		out = append(out, hostPath{"/metrics", "the metrics", "--metrics=false"})
+	}
+	if cfg.console {
+		out = append(out, hostPath{console.Path, "the web console", "--console=false"})
+	}
+	return out
+}
+
+// checkHostPaths refuses an API prefix or a trigger whose first path
+// segment is that of a path the host serves itself (hostPaths): requests
+// there would never reach it. /healthz, /readyz and the prefix itself are
+// the API's, which httpapi.New checks.
+func checkHostPaths(cfg *hostConfig, triggers []httpapi.Trigger) error {
+	for _, hp := range hostPaths(cfg) {
+		seg := firstPathSegment(hp.path)
+		if firstPathSegment(cfg.prefix) == seg {
+			return fmt.Errorf("--api-prefix %q collides with %s at %s (choose another prefix or %s)", cfg.prefix, hp.what, hp.path, hp.off)
+		}
+		for _, tr := range triggers {
+			if firstPathSegment(tr.Path) == seg {
+				return fmt.Errorf("trigger %s collides with %s at %s (choose another path or %s)", tr.Path, hp.what, hp.path, hp.off)
+			}
+		}
+	}
+	return nil
+}
+
+// firstPathSegment is the first segment of a path: "ui" of "/ui/x".
+func firstPathSegment(p string) string {
+	seg, _, _ := strings.Cut(strings.TrimPrefix(p, "/"), "/")
+	return seg
+}
+
+// parsePrefixes reads addresses ("10.0.0.1", "::1") and CIDR prefixes
+// ("10.0.0.0/8").
+func parsePrefixes(list []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("%q is neither an address nor a CIDR prefix", s)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
 }

@@ -99,6 +99,12 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"BadWorkflowName", []string{"worker", "--workflows", "-bad"}, nil, `"-bad"`},
 		{"APIPrefixOnTheConsole", []string{"serve", "--addr", "127.0.0.1:0", "--api-prefix", "/ui"}, nil, "collides with the web console"},
 		{"TriggerOnTheConsole", []string{"serve", "--addr", "127.0.0.1:0", "--trigger", "/ui/orders=hello"}, nil, "collides with the web console"},
+		{"TriggerOnTheMetrics", []string{"serve", "--addr", "127.0.0.1:0", "--trigger", "GET /metrics=hello"}, nil, "trigger /metrics collides with the metrics at /metrics (choose another path or --metrics=false)"},
+		{"TriggerUnderTheMetrics", []string{"serve", "--addr", "127.0.0.1:0", "--trigger", "POST /metrics/orders=hello"}, nil, "collides with the metrics"},
+		{"APIPrefixOnTheMetrics", []string{"serve", "--addr", "127.0.0.1:0", "--api-prefix", "/metrics"}, nil, "collides with the metrics"},
+		{"BodyBoundRaised", []string{"serve", "--addr", "127.0.0.1:0", "--max-body-bytes", "524288000"}, nil, "--max-body-bytes 524288000 must be between 1 and 1114112"},
+		{"BodyBoundRaisedFromEnvironment", []string{"serve", "--addr", "127.0.0.1:0"}, map[string]string{"DURAFLOW_MAX_BODY_BYTES": "1114113"}, "may be lowered, not raised"},
+		{"NegativeBodyBound", []string{"serve", "--addr", "127.0.0.1:0", "--max-body-bytes", "-1"}, nil, "--max-body-bytes -1"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

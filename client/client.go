@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -696,6 +697,11 @@ func (c *Client) SendEventDelivery(ctx context.Context, workflowName, id, eventT
 	return &EventDelivery{Delivered: res.Woken || res.DeliveredTo != "", Step: res.DeliveredTo}, nil
 }
 
+// DefaultPagePayloadBytes is the byte budget of a page of List and of
+// History when the call names none (ListParams.MaxPayloadBytes,
+// HistoryParams.MaxPayloadBytes): 4 MiB.
+const DefaultPagePayloadBytes = paging.PagePayloadBytes
+
 // ListParams select a page of instances.
 type ListParams struct {
 	// WorkflowName filters by workflow; empty lists all.
@@ -713,6 +719,19 @@ type ListParams struct {
 	PageSize int
 	// Cursor continues a previous page (ListResult.NextCursor).
 	Cursor string
+	// OmitPayloads leaves the params, metadata, output and error message
+	// of the page's instances out (InstanceInfo.Error keeps its name): the
+	// database does not read them, and MaxPayloadBytes does not apply.
+	OmitPayloads bool
+	// MaxPayloadBytes bounds the payload bytes (params, metadata, output
+	// and error message) of the page: an instance is in it only while the
+	// payloads of the instances before it add up to less, so a page holds
+	// at most that plus one instance's payloads, and ends early, with a
+	// NextCursor, where the budget is spent. The first instance is always
+	// in the page.
+	//
+	// Defaults to DefaultPagePayloadBytes (4 MiB).
+	MaxPayloadBytes int
 }
 
 // ListResult is one page of instances.
@@ -739,6 +758,10 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 	if p.PageSize < 1 || p.PageSize > paging.MaxPageSize {
 		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
 	}
+	budget, err := payloadBudget(p.MaxPayloadBytes)
+	if err != nil {
+		return nil, err
+	}
 	ns, err := c.scope(p.Namespace)
 	if err != nil {
 		return nil, err
@@ -748,7 +771,10 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 			return nil, err
 		}
 	}
-	lp := &db.InstanceListParams{WorkflowName: p.WorkflowName, Namespace: ns, Queue: p.Queue, Limit: p.PageSize + 1}
+	lp := &db.InstanceListParams{
+		WorkflowName: p.WorkflowName, Namespace: ns, Queue: p.Queue, Limit: p.PageSize + 1,
+		OmitPayloads: p.OmitPayloads, PayloadBudget: budget,
+	}
 	for _, s := range p.Statuses {
 		if !knownStatus(s) {
 			return nil, fmt.Errorf("%w: unknown status %q", workflow.ErrInvalidRequest, s)
@@ -767,8 +793,19 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
 	res := &ListResult{Instances: []*workflow.InstanceInfo{}}
-	if len(rows) > p.PageSize {
-		rows = rows[:p.PageSize]
+	// The page ends before the first instance past the byte budget (the
+	// store read none of its payloads), or after PageSize.
+	spent := false
+	if !p.OmitPayloads {
+		for i, r := range rows {
+			if r.PayloadsOmitted {
+				rows, spent = rows[:i], true
+				break
+			}
+		}
+	}
+	if spent || len(rows) > p.PageSize {
+		rows = rows[:min(len(rows), p.PageSize)]
 		last := rows[len(rows)-1]
 		res.NextCursor = encodeCursor(&db.InstanceCursor{UpdatedAt: last.UpdatedAt, WorkflowName: last.WorkflowName, ID: last.ID})
 	}
@@ -791,7 +828,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 // workflowStored reports whether the database holds an instance of the
 // workflow in namespace ns ("" for every namespace).
 func (c *Client) workflowStored(ctx context.Context, name, ns string) (bool, error) {
-	rows, err := c.store.InstanceList(ctx, &db.InstanceListParams{WorkflowName: name, Namespace: ns, Limit: 1})
+	rows, err := c.store.InstanceList(ctx, &db.InstanceListParams{WorkflowName: name, Namespace: ns, Limit: 1, OmitPayloads: true})
 	if err != nil {
 		return false, fmt.Errorf("listing instances: %w", err)
 	}
@@ -876,14 +913,34 @@ type HistoryParams struct {
 	// Run is the run number; 0 means the current run.
 	Run int
 	// PageSize bounds the steps and the events of one page (each up to
-	// PageSize); 0 returns everything in one page.
+	// PageSize), 1 to 1000; 0 is 1000.
 	PageSize int
 	// Cursor continues a previous page (History.NextCursor).
 	Cursor string
+	// MaxPayloadBytes bounds the payload bytes of one page: the steps'
+	// results and error messages, then the events' payloads. A step or an
+	// event is in the page only while the payloads before it add up to
+	// less, so a page holds at most that plus one step's or event's
+	// payload, and ends early, with a NextCursor, where the budget is
+	// spent. A page always holds at least one step or event when any is
+	// left.
+	//
+	// Defaults to DefaultPagePayloadBytes (4 MiB).
+	MaxPayloadBytes int
+}
+
+// payloadBudget returns the byte budget of a page: max, or the default
+// for 0.
+func payloadBudget(max int) (int, error) {
+	if max < 0 {
+		return 0, fmt.Errorf("%w: the payload budget of a page must not be negative", workflow.ErrInvalidRequest)
+	}
+	return cmp.Or(max, DefaultPagePayloadBytes), nil
 }
 
 // History returns a page of the steps and events of a run of an instance,
-// both in the order they were recorded.
+// both in the order they were recorded. Every page has a cursor to the
+// next until none is left: follow History.NextCursor to read a run whole.
 func (c *Client) History(ctx context.Context, workflowName, id string, p HistoryParams) (*History, error) {
 	info, err := c.Get(ctx, workflowName, id)
 	if err != nil {
@@ -892,6 +949,11 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 	if p.PageSize < 0 || p.PageSize > paging.MaxPageSize {
 		return nil, fmt.Errorf("%w: pageSize must be between 1 and %d", workflow.ErrInvalidRequest, paging.MaxPageSize)
 	}
+	budget, err := payloadBudget(p.MaxPayloadBytes)
+	if err != nil {
+		return nil, err
+	}
+	limit := cmp.Or(p.PageSize, paging.MaxPageSize)
 	run := p.Run
 	var cur historyCursor
 	if p.Cursor != "" {
@@ -911,17 +973,42 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 	if run > info.RunNumber {
 		return nil, fmt.Errorf("%w: instance %q has %d run(s)", workflow.ErrInvalidRequest, id, info.RunNumber)
 	}
+	// The steps spend the byte budget first, the events what is left; a
+	// list ends before its first row past it (the store read none of its
+	// payloads), and the events wait for the next page when the steps
+	// spent it all.
 	steps, err := c.store.StepList(ctx, &db.StepListParams{
-		WorkflowName: workflowName, InstanceID: id, RunNumber: run, AfterID: cur.Step, Limit: p.PageSize,
+		WorkflowName: workflowName, InstanceID: id, RunNumber: run, AfterID: cur.Step, Limit: limit, PayloadBudget: budget,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("listing steps: %w", err)
 	}
-	events, err := c.store.EventList(ctx, &db.EventListParams{
-		WorkflowName: workflowName, InstanceID: id, RunNumber: run, AfterID: cur.Event, Limit: p.PageSize,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("listing events: %w", err)
+	more := len(steps) == limit
+	spent := 0
+	for i, s := range steps {
+		if s.PayloadsOmitted {
+			steps, more = steps[:i], true
+			break
+		}
+		spent += len(s.Result) + len(s.ErrorMessage)
+	}
+	var events []*db.Event
+	if spent < budget {
+		events, err = c.store.EventList(ctx, &db.EventListParams{
+			WorkflowName: workflowName, InstanceID: id, RunNumber: run, AfterID: cur.Event, Limit: limit, PayloadBudget: budget - spent,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing events: %w", err)
+		}
+		more = more || len(events) == limit
+		for i, e := range events {
+			if e.PayloadOmitted {
+				events, more = events[:i], true
+				break
+			}
+		}
+	} else {
+		more = true
 	}
 	h := &History{Instance: info, RunNumber: run, Steps: []*StepInfo{}, Events: []*EventInfo{}}
 	next := historyCursor{Run: run, Step: cur.Step, Event: cur.Event}
@@ -954,7 +1041,7 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 		})
 		next.Event = e.ID
 	}
-	if p.PageSize > 0 && (len(steps) == p.PageSize || len(events) == p.PageSize) {
+	if more {
 		h.NextCursor = encodeHistoryCursor(next)
 	}
 	return h, nil

@@ -10,7 +10,7 @@ import (
 
 // fillPending sets info.Pending on a waiting or paused instance: the steps
 // of its current run that wait (an event, a sleep, a child) or that wait
-// for their next attempt, read from its step rows. Other instances have
+// for their next attempt, read from their step rows. Other instances have
 // none, and nothing is read for them.
 func (c *Client) fillPending(ctx context.Context, info *workflow.InstanceInfo) error {
 	switch info.Status {
@@ -18,8 +18,12 @@ func (c *Client) fillPending(ctx context.Context, info *workflow.InstanceInfo) e
 	default:
 		return nil
 	}
+	// Only the steps that wait or retry, whose error messages are held to
+	// a page's byte budget (one past it shows no message); no result is
+	// needed, and none of a completed step is read.
 	steps, err := c.store.StepList(ctx, &db.StepListParams{
 		WorkflowName: info.WorkflowName, InstanceID: info.ID, RunNumber: info.RunNumber,
+		Statuses: []db.StepStatus{db.StepStatusWaiting, db.StepStatusRetrying}, PayloadBudget: DefaultPagePayloadBytes,
 	})
 	if err != nil {
 		return fmt.Errorf("listing steps: %w", err)

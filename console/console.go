@@ -30,15 +30,12 @@ var staticFS embed.FS
 // inline script or style, no frames, forms posting only to itself.
 const contentSecurityPolicy = "default-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
-// maxFormBytes bounds a POSTed form: an event payload at the engine's
-// limit and the fields around it.
-const maxFormBytes = workflow.MaxPayloadBytes + 64<<10
-
 // Console serves the web console. Its Handler is safe for concurrent use.
 type Console struct {
 	cfg      *Config
 	auth     *httpapi.Authenticator
 	sessions *sessions
+	throttle *loginThrottle
 	pages    map[string]*template.Template
 	log      *slog.Logger
 	handler  http.Handler
@@ -57,7 +54,11 @@ func New(cfg *Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, auth: auth, sessions: newSessions(cfg.SessionTTL, cfg.MaxSessions), log: cfg.Logger}
+	c := &Console{
+		cfg: cfg, auth: auth, log: cfg.Logger,
+		sessions: newSessions(cfg.SessionTTL, cfg.MaxSessions, cfg.MaxSessionsPerCredential, cfg.Clock),
+		throttle: newLoginThrottle(cfg.LoginFailures, cfg.LoginFailureInterval),
+	}
 	if c.pages, err = parseTemplates(); err != nil {
 		return nil, err
 	}
@@ -117,7 +118,11 @@ func (c *Console) secure(next http.Handler) http.Handler {
 			return
 		}
 		if r.Method == http.MethodPost {
-			r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+			if r.ContentLength > c.cfg.MaxBodyBytes {
+				c.renderError(w, r, nil, fmt.Errorf("%w: the form is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, r.ContentLength, c.cfg.MaxBodyBytes))
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, c.cfg.MaxBodyBytes)
 		}
 		next.ServeHTTP(w, r)
 	})
@@ -152,8 +157,8 @@ func (c *Console) authed(h handlerFunc) http.HandlerFunc {
 			}
 			if sess = c.sessions.get(sessionID(r)); sess == nil {
 				var id string
-				id, sess = c.sessions.create(p)
-				setCookie(w, r, sessionCookie, id, 0)
+				id, sess = c.sessions.create(p, credentialOf(""))
+				c.setCookie(w, r, sessionCookie, id, 0)
 			}
 		} else if sess = c.sessions.get(sessionID(r)); sess == nil {
 			if r.Method == http.MethodGet {
@@ -168,8 +173,8 @@ func (c *Console) authed(h handlerFunc) http.HandlerFunc {
 				c.renderError(w, r, sess, err)
 				return
 			}
-			if err := r.ParseForm(); err != nil {
-				c.renderError(w, r, sess, fmt.Errorf("%w: reading the form: %v", workflow.ErrInvalidRequest, err))
+			if err := c.parseForm(r); err != nil {
+				c.renderError(w, r, sess, err)
 				return
 			}
 			if !sameToken(r.PostForm.Get("csrf"), sess.csrf) {
@@ -218,6 +223,19 @@ func retryReads(w http.ResponseWriter, rq *request, h handlerFunc) {
 		}
 	}
 	h(w, rq)
+}
+
+// parseForm reads a POSTed form, at most Config.MaxBodyBytes: a larger one
+// is workflow.ErrPayloadTooLarge (413), as a body past the API's bound.
+func (c *Console) parseForm(r *http.Request) error {
+	err := r.ParseForm()
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return fmt.Errorf("%w: the form is larger than %d bytes", workflow.ErrPayloadTooLarge, c.cfg.MaxBodyBytes)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: reading the form: %v", workflow.ErrInvalidRequest, err)
+	}
+	return nil
 }
 
 // checkOrigin refuses a POST whose Origin, or without one whose Referer,

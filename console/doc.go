@@ -13,7 +13,10 @@
 // namespaces, loopback only without tokens. A login form exchanges a token
 // for a server-side session (the cookie holds a random id, never the
 // token); every form carries the session's CSRF token and every POST is
-// checked for it and for a same-origin Origin or Referer.
+// checked for it and for a same-origin Origin or Referer. Sessions are
+// bounded per token, failed logins throttled per client address, and what
+// a form sends is held to the API's limits (Config.Limits). No page reads
+// a payload it does not show.
 //
 // The console must not know a database backend, the runner or the command:
 // the command mounts Handler at Path.

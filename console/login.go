@@ -3,10 +3,12 @@ package console
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"path"
+	"strconv"
 	"strings"
 
 	"github.com/duraflow/duraflow/httpapi"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // loginView is the data of the login page.
@@ -16,12 +18,35 @@ type loginView struct {
 	Error string
 }
 
-// safeNext keeps a post-login destination only when it is a console path.
+// safeNext keeps a post-login destination only when it is a console path:
+// a path alone (no scheme, host or fragment) that, its dot segments
+// resolved as a browser resolves them ("%2e" is a dot), still lies under
+// Path. Anything else is the overview.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, Path+"/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n") {
-		return Path + "/"
+	const home = Path + "/"
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.ContainsAny(next, "\\\r\n\t") {
+		return home
 	}
-	return next
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.Opaque != "" || u.User != nil {
+		return home
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") && clean != "/" {
+		clean += "/"
+	}
+	if clean != Path && !strings.HasPrefix(clean, Path+"/") {
+		return home
+	}
+	out := u.EscapedPath()
+	if clean != u.Path {
+		// Dot segments or doubled slashes: the cleaned path, escaped anew.
+		out = (&url.URL{Path: clean}).EscapedPath()
+	}
+	if u.RawQuery != "" {
+		out += "?" + u.RawQuery
+	}
+	return out
 }
 
 // loginPage shows the login form (without authentication: the overview).
@@ -35,13 +60,14 @@ func (c *Console) loginPage(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) showLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	tok := randomToken()
-	setCookie(w, r, loginCookie, tok, 600)
+	c.setCookie(w, r, loginCookie, tok, 600)
 	c.renderStatus(w, r, nil, status, "login", "Log in", loginView{Next: safeNext(r.FormValue("next")), Token: tok, Error: msg})
 }
 
 // login exchanges a token for a session: the form must repeat the login
-// cookie and come from the console's origin; the token must match and
-// carry the read scope.
+// cookie and come from the console's origin; the client address must not
+// be throttled (loginThrottle); the token must match and carry the read
+// scope. An unknown token spends one try of the address's budget.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if !c.auth.Enabled() {
 		http.Redirect(w, r, Path+"/", http.StatusSeeOther)
@@ -51,13 +77,20 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, nil, err)
 		return
 	}
-	if err := r.ParseForm(); err != nil {
-		c.renderError(w, r, nil, fmt.Errorf("%w: reading the form: %v", workflow.ErrInvalidRequest, err))
+	if err := c.parseForm(r); err != nil {
+		c.renderError(w, r, nil, err)
 		return
 	}
 	ck, err := r.Cookie(loginCookie)
 	if err != nil || !sameToken(ck.Value, r.PostForm.Get("csrf")) {
 		c.renderError(w, r, nil, fmt.Errorf("%w: the login form's CSRF token is missing or wrong (reload the page and try again)", httpapi.ErrForbidden))
+		return
+	}
+	addr := c.clientAddr(r)
+	if wait := c.throttle.wait(addr, c.cfg.Clock.Now()); wait > 0 {
+		secs := retryAfter(wait)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.showLogin(w, r, http.StatusTooManyRequests, fmt.Sprintf("Too many failed logins from your address: try again in %d seconds.", secs))
 		return
 	}
 	secret := strings.TrimSpace(r.PostForm.Get("token"))
@@ -75,22 +108,25 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 			c.renderError(w, r, nil, err)
 			return
 		}
+		if status == http.StatusUnauthorized {
+			c.throttle.fail(addr, c.cfg.Clock.Now())
+		}
 		c.showLogin(w, r, status, msg)
 		return
 	}
 	if old := sessionID(r); old != "" {
 		c.sessions.remove(old)
 	}
-	id, _ := c.sessions.create(p)
-	setCookie(w, r, sessionCookie, id, 0)
-	setCookie(w, r, loginCookie, "", -1)
+	id, _ := c.sessions.create(p, credentialOf(secret))
+	c.setCookie(w, r, sessionCookie, id, 0)
+	c.setCookie(w, r, loginCookie, "", -1)
 	http.Redirect(w, r, safeNext(r.PostForm.Get("next")), http.StatusSeeOther)
 }
 
 // logout ends the session.
 func (c *Console) logout(w http.ResponseWriter, rq *request) {
 	c.sessions.remove(sessionID(rq.Request))
-	setCookie(w, rq.Request, sessionCookie, "", -1)
+	c.setCookie(w, rq.Request, sessionCookie, "", -1)
 	target := Path + "/login"
 	if !c.auth.Enabled() {
 		target = Path + "/"

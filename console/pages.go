@@ -24,9 +24,10 @@ import (
 // pageSize is the length of the console's list pages.
 const pageSize = 50
 
-// throughputPage bounds the ended instances one overview reads per
-// workflow: one page of the list index, newest first.
-const throughputPage = 1000
+// throughputMax bounds the ended instances one overview counts (one
+// index-backed query, db.StatsStore.StatsEnded): counts at the bound are
+// shown with a "+".
+const throughputMax = 100000
 
 // statuses are the instance statuses in the order the console shows them.
 var statuses = []workflow.InstanceStatus{
@@ -36,6 +37,23 @@ var statuses = []workflow.InstanceStatus{
 
 // scoped is the management client of the request's namespace.
 func (c *Console) scoped(rq *request) *client.Client { return c.cfg.Client.Namespace(rq.namespace) }
+
+// pageSize is the length of a page the console reads: want, within the
+// API's Limits.MaxPageSize.
+func (c *Console) pageSize(want int) int { return c.cfg.Limits.PageSize(want) }
+
+// instanceRef returns the workflow name and instance id of the request's
+// path, held to the API's limits.
+func (c *Console) instanceRef(rq *request) (wf, id string, err error) {
+	wf, id = rq.PathValue("workflow"), rq.PathValue("id")
+	if err := c.cfg.Limits.CheckWorkflowName(wf); err != nil {
+		return "", "", err
+	}
+	if err := c.cfg.Limits.CheckInstanceID(id); err != nil {
+		return "", "", err
+	}
+	return wf, id, nil
+}
 
 // query reads the console's query parameters: each at most once.
 func query(rq *request, names ...string) (url.Values, error) {
@@ -60,32 +78,35 @@ type workflowRow struct {
 	Counts  map[workflow.InstanceStatus]int64
 	Total   int64
 	// Ended counts the instances that ended in the last hour (complete,
-	// errored, terminated); AtLeast marks a count cut at throughputPage.
-	Ended, Completed, Errored int
+	// errored, terminated); AtLeast marks a count cut at throughputMax.
+	Ended, Completed, Errored int64
 	AtLeast                   bool
 }
 
 type bucket struct {
 	Label     string
-	Completed int
-	Errored   int
-	Height    int // of the completed bar, in px (0 to 100)
-	ErrHeight int
-	Y, ErrY   int
+	Completed int64
+	Errored   int64
+	Height    int64 // of the completed bar, in px (0 to 100)
+	ErrHeight int64
+	Y, ErrY   int64
 }
 
 type overviewView struct {
-	Statuses    []workflow.InstanceStatus
-	Rows        []*workflowRow
-	HasCounts   bool
-	CountsNote  string
-	Buckets     []*bucket
-	Ended       int
-	AtLeast     bool
-	Since, Now  time.Time
-	TasksReady  int64
-	TasksLeased int64
-	Workers     int64
+	Statuses   []workflow.InstanceStatus
+	Rows       []*workflowRow
+	HasCounts  bool
+	CountsNote string
+	Buckets    []*bucket
+	Ended      int64
+	AtLeast    bool
+	// NoThroughput says that the server reads no counts (Config.Stats
+	// is nil): the throughput is not shown.
+	NoThroughput bool
+	Since, Now   time.Time
+	TasksReady   int64
+	TasksLeased  int64
+	Workers      int64
 }
 
 // overview shows the counts by status per workflow and the instances that
@@ -138,42 +159,44 @@ func (c *Console) overview(w http.ResponseWriter, rq *request) {
 	for i := range slots {
 		v.Buckets = append(v.Buckets, &bucket{Label: v.Since.Add(time.Duration(i) * 5 * time.Minute).Format("15:04")})
 	}
-	sc := c.scoped(rq)
-	for _, row := range rows {
-		res, err := sc.List(ctx, client.ListParams{
-			WorkflowName: row.Name, PageSize: throughputPage,
-			Statuses: []workflow.InstanceStatus{workflow.StatusComplete, workflow.StatusErrored, workflow.StatusTerminated},
+	if c.cfg.Stats == nil {
+		v.NoThroughput = true
+	} else {
+		// One index-backed count of the session's namespace: no instance
+		// is read, let alone its payloads.
+		ended, err := c.cfg.Stats.StatsEnded(ctx, &db.StatsEndedParams{
+			Namespace: rq.namespace, Since: v.Since, Until: v.Now, Bucket: 5 * time.Minute, Max: throughputMax,
 		})
 		if err != nil {
-			c.renderError(w, rq.Request, rq.sess, err)
+			c.renderError(w, rq.Request, rq.sess, fmt.Errorf("counting ended instances: %w", err))
 			return
 		}
-		for _, in := range res.Instances {
-			at := in.UpdatedAt
-			if in.CompletedAt != nil {
-				at = *in.CompletedAt
+		for _, e := range ended {
+			row := byName[e.WorkflowName]
+			if row == nil {
+				row = &workflowRow{Name: e.WorkflowName, Kind: "unregistered"}
+				byName[e.WorkflowName] = row
+				v.Rows = append(v.Rows, row)
 			}
-			if at.Before(v.Since) || at.After(v.Now) {
-				continue
-			}
-			row.Ended++
-			i := min(int(at.Sub(v.Since)/(5*time.Minute)), slots-1)
-			if in.Status == workflow.StatusComplete {
-				row.Completed++
-				v.Buckets[i].Completed++
+			i := min(max(e.Bucket, 0), slots-1)
+			row.Ended += e.Count
+			if e.Status == workflow.StatusComplete {
+				row.Completed += e.Count
+				v.Buckets[i].Completed += e.Count
 			} else {
-				row.Errored++
-				v.Buckets[i].Errored++
+				row.Errored += e.Count
+				v.Buckets[i].Errored += e.Count
+			}
+			v.Ended += e.Count
+		}
+		if v.Ended >= throughputMax {
+			v.AtLeast = true
+			for _, row := range v.Rows {
+				row.AtLeast = true
 			}
 		}
-		if res.NextCursor != "" {
-			last := res.Instances[len(res.Instances)-1]
-			row.AtLeast = !last.UpdatedAt.Before(v.Since)
-		}
-		v.Ended += row.Ended
-		v.AtLeast = v.AtLeast || row.AtLeast
 	}
-	highest := 1
+	highest := int64(1)
 	for _, b := range v.Buckets {
 		highest = max(highest, b.Completed+b.Errored)
 	}
@@ -240,6 +263,10 @@ func (c *Console) workflowPage(w http.ResponseWriter, rq *request) {
 		return
 	}
 	name := rq.PathValue("name")
+	if err := c.cfg.Limits.CheckWorkflowName(name); err != nil {
+		c.renderError(w, rq.Request, rq.sess, err)
+		return
+	}
 	if !slices.Contains(c.cfg.Client.WorkflowNames(), name) {
 		c.renderError(w, rq.Request, rq.sess, fmt.Errorf("%w: %q", workflow.ErrWorkflowNotFound, name))
 		return
@@ -292,8 +319,18 @@ func (c *Console) instances(w http.ResponseWriter, rq *request) {
 		Workflow: q.Get("workflow"), Status: q.Get("status"), ID: strings.TrimSpace(q.Get("id")),
 		Instances: []*workflow.InstanceInfo{},
 	}
+	if v.Workflow != "" {
+		if err := c.cfg.Limits.CheckWorkflowName(v.Workflow); err != nil {
+			c.renderError(w, rq.Request, rq.sess, err)
+			return
+		}
+	}
 	sc := c.scoped(rq)
 	if v.ID != "" {
+		if err := c.cfg.Limits.CheckInstanceID(v.ID); err != nil {
+			c.renderError(w, rq.Request, rq.sess, err)
+			return
+		}
 		v.Searched = true
 		names := v.Workflows
 		if v.Workflow != "" {
@@ -317,7 +354,8 @@ func (c *Console) instances(w http.ResponseWriter, rq *request) {
 		c.render(w, rq, "instances", "Instances", v)
 		return
 	}
-	p := client.ListParams{WorkflowName: v.Workflow, Cursor: q.Get("cursor"), PageSize: pageSize}
+	// The list shows no params, output or error message: none is read.
+	p := client.ListParams{WorkflowName: v.Workflow, Cursor: q.Get("cursor"), PageSize: c.pageSize(pageSize), OmitPayloads: true}
 	if v.Status != "" {
 		p.Statuses = []workflow.InstanceStatus{workflow.InstanceStatus(v.Status)}
 	}
@@ -380,7 +418,7 @@ const historyPageSize = 1000
 // it.
 func (c *Console) loadInstance(rq *request, wf, id string, run int) (*instanceView, error) {
 	sc := c.scoped(rq)
-	h, err := sc.History(rq.Context(), wf, id, client.HistoryParams{Run: run, PageSize: historyPageSize})
+	h, err := sc.History(rq.Context(), wf, id, client.HistoryParams{Run: run, PageSize: c.pageSize(historyPageSize)})
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +438,7 @@ func (c *Console) loadInstance(rq *request, wf, id string, run int) (*instanceVi
 	for _, e := range h.Events {
 		v.Events = append(v.Events, &eventRow{EventInfo: e, PayloadText: prettyJSON(e.Payload)})
 	}
-	v.Lifecycle, v.MoreLifecycle, err = sc.NewestInstanceLifecycle(rq.Context(), wf, id, pageSize)
+	v.Lifecycle, v.MoreLifecycle, err = sc.NewestInstanceLifecycle(rq.Context(), wf, id, c.pageSize(pageSize))
 	switch {
 	case errors.Is(err, client.ErrNoLifecycleLog):
 		v.NoLifecycle = true
@@ -441,7 +479,12 @@ func (c *Console) instancePage(w http.ResponseWriter, rq *request) {
 			return
 		}
 	}
-	v, err := c.loadInstance(rq, rq.PathValue("workflow"), rq.PathValue("id"), run)
+	wf, id, err := c.instanceRef(rq)
+	if err != nil {
+		c.renderError(w, rq.Request, rq.sess, err)
+		return
+	}
+	v, err := c.loadInstance(rq, wf, id, run)
 	if err != nil {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
@@ -466,11 +509,16 @@ func (c *Console) instanceLifecycle(w http.ResponseWriter, rq *request) {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
 	}
-	v := &lifecycleView{WorkflowName: rq.PathValue("workflow"), ID: rq.PathValue("id")}
+	wf, id, err := c.instanceRef(rq)
+	if err != nil {
+		c.renderError(w, rq.Request, rq.sess, err)
+		return
+	}
+	v := &lifecycleView{WorkflowName: wf, ID: id}
 	if rq.namespace != workflow.DefaultNamespace {
 		v.NamespaceQ = rq.namespace
 	}
-	res, err := c.scoped(rq).InstanceLifecycle(rq.Context(), v.WorkflowName, v.ID, client.LifecycleListParams{PageSize: pageSize, Cursor: q.Get("cursor")})
+	res, err := c.scoped(rq).InstanceLifecycle(rq.Context(), v.WorkflowName, v.ID, client.LifecycleListParams{PageSize: c.pageSize(pageSize), Cursor: q.Get("cursor")})
 	switch {
 	case errors.Is(err, client.ErrNoLifecycleLog):
 		v.NoLog = true
@@ -500,8 +548,8 @@ type confirmView struct {
 }
 
 // parseAction reads and authorizes the action of a confirmation or of its
-// POST, and for an event its type and payload.
-func parseAction(rq *request, form url.Values) (*confirmView, error) {
+// POST, and for an event its type and payload, held to the API's limits.
+func (c *Console) parseAction(rq *request, form url.Values) (*confirmView, error) {
 	v := &confirmView{Action: form.Get("action"), EventType: strings.TrimSpace(form.Get("type")), Payload: strings.TrimSpace(form.Get("payload"))}
 	scope, ok := actionScopes[v.Action]
 	if !ok {
@@ -514,8 +562,14 @@ func parseAction(rq *request, form url.Values) (*confirmView, error) {
 		if v.EventType == "" {
 			return nil, fmt.Errorf("%w: an event needs a type", workflow.ErrInvalidRequest)
 		}
+		if err := c.cfg.Limits.CheckEventType(v.EventType); err != nil {
+			return nil, err
+		}
 		if v.Payload == "" {
 			v.Payload = "null"
+		}
+		if err := c.cfg.Limits.CheckPayload("the event payload", []byte(v.Payload)); err != nil {
+			return nil, err
 		}
 		if !json.Valid([]byte(v.Payload)) {
 			return nil, fmt.Errorf("%w: the event payload is not valid JSON", workflow.ErrInvalidRequest)
@@ -534,12 +588,17 @@ func (c *Console) confirmPage(w http.ResponseWriter, rq *request) {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
 	}
-	v, err := parseAction(rq, q)
+	wf, id, err := c.instanceRef(rq)
 	if err != nil {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
 	}
-	if v.Info, err = c.scoped(rq).Get(rq.Context(), rq.PathValue("workflow"), rq.PathValue("id")); err != nil {
+	v, err := c.parseAction(rq, q)
+	if err != nil {
+		c.renderError(w, rq.Request, rq.sess, err)
+		return
+	}
+	if v.Info, err = c.scoped(rq).Get(rq.Context(), wf, id); err != nil {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
 	}
@@ -548,13 +607,18 @@ func (c *Console) confirmPage(w http.ResponseWriter, rq *request) {
 
 // action does a confirmed action and goes back to the instance.
 func (c *Console) action(w http.ResponseWriter, rq *request) {
-	v, err := parseAction(rq, rq.PostForm)
+	wf, id, err := c.instanceRef(rq)
+	if err != nil {
+		c.renderError(w, rq.Request, rq.sess, err)
+		return
+	}
+	v, err := c.parseAction(rq, rq.PostForm)
 	if err != nil {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
 	}
 	sc := c.scoped(rq)
-	ctx, wf, id := rq.Context(), rq.PathValue("workflow"), rq.PathValue("id")
+	ctx := rq.Context()
 	switch v.Action {
 	case "pause":
 		_, err = sc.Pause(ctx, wf, id)
@@ -596,7 +660,7 @@ func (c *Console) schedules(w http.ResponseWriter, rq *request) {
 	}
 	v := &schedulesView{Off: c.cfg.Schedules == nil}
 	if !v.Off {
-		res, err := c.cfg.Schedules.List(rq.Context(), schedule.ListParams{PageSize: pageSize, Cursor: q.Get("cursor")})
+		res, err := c.cfg.Schedules.List(rq.Context(), schedule.ListParams{PageSize: c.pageSize(pageSize), Cursor: q.Get("cursor")})
 		if err != nil {
 			c.renderError(w, rq.Request, rq.sess, err)
 			return
@@ -623,7 +687,7 @@ func (c *Console) workers(w http.ResponseWriter, rq *request) {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
 	}
-	res, err := c.cfg.Client.ListWorkers(rq.Context(), client.WorkerListParams{PageSize: pageSize, Cursor: q.Get("cursor")})
+	res, err := c.cfg.Client.ListWorkers(rq.Context(), client.WorkerListParams{PageSize: c.pageSize(pageSize), Cursor: q.Get("cursor")})
 	if err != nil {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return

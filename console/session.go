@@ -2,11 +2,15 @@ package console
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/httpapi"
 )
@@ -24,20 +28,43 @@ const (
 // memory only.
 type session struct {
 	principal *httpapi.Principal
-	csrf      string
-	expires   time.Time
+	// credential names what the session was made with (credentialOf), so
+	// that one credential's sessions are bounded apart from the others'.
+	credential string
+	csrf       string
+	expires    time.Time
 }
 
-// sessions maps session ids to sessions, bounded and expiring.
+// credentialOf is the key of the credential a login presented: a hash of
+// its secret, distinct for every token (the API refuses two tokens with
+// one secret) and for every secret an AuthorizeFunc accepts. Without
+// authentication it is "" for every loopback browser.
+func credentialOf(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(secret))
+	return string(sum[:])
+}
+
+// sessions maps session ids to sessions, bounded in all and per
+// credential, and expiring.
 type sessions struct {
-	mu  sync.Mutex
-	m   map[string]*session
-	ttl time.Duration
-	max int
+	mu sync.Mutex
+	m  map[string]*session
+	// byCredential holds the ids of each credential's sessions, oldest
+	// first (every session lasts ttl, so also the first to expire).
+	byCredential map[string][]string
+	ttl          time.Duration
+	max, perCred int
+	clock        clock.Clock
 }
 
-func newSessions(ttl time.Duration, maxSessions int) *sessions {
-	return &sessions{m: map[string]*session{}, ttl: ttl, max: maxSessions}
+func newSessions(ttl time.Duration, maxSessions, perCredential int, clk clock.Clock) *sessions {
+	return &sessions{
+		m: map[string]*session{}, byCredential: map[string][]string{},
+		ttl: ttl, max: maxSessions, perCred: perCredential, clock: clk,
+	}
 }
 
 // randomToken returns 256 random bits, base64url-encoded.
@@ -47,38 +74,61 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// create stores a new session for p and returns its id.
-func (s *sessions) create(p *httpapi.Principal) (string, *session) {
-	now := time.Now()
+// create stores a new session for p, made with credential, and returns
+// its id. Past the credential's bound it ends that credential's oldest
+// session; past the bound of all, the expired ones, then the oldest of the
+// credential that holds the most.
+func (s *sessions) create(p *httpapi.Principal, credential string) (string, *session) {
+	now := s.clock.Now()
 	id := randomToken()
-	sess := &session{principal: p, csrf: randomToken(), expires: now.Add(s.ttl)}
+	sess := &session{principal: p, credential: credential, csrf: randomToken(), expires: now.Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if ids := s.byCredential[credential]; len(ids) >= s.perCred {
+		s.removeLocked(ids[0])
+	}
 	if len(s.m) >= s.max {
 		s.evictLocked(now)
 	}
 	s.m[id] = sess
+	s.byCredential[credential] = append(s.byCredential[credential], id)
 	return id, sess
 }
 
 // evictLocked drops the expired sessions, and when none had expired the
-// one closest to its expiry.
+// oldest session of the credential with the most sessions.
 func (s *sessions) evictLocked(now time.Time) {
-	var (
-		oldestID string
-		oldest   time.Time
-	)
 	for id, sess := range s.m {
 		if !sess.expires.After(now) {
-			delete(s.m, id)
-			continue
-		}
-		if oldestID == "" || sess.expires.Before(oldest) {
-			oldestID, oldest = id, sess.expires
+			s.removeLocked(id)
 		}
 	}
-	if len(s.m) >= s.max && oldestID != "" {
-		delete(s.m, oldestID)
+	if len(s.m) < s.max {
+		return
+	}
+	var most []string
+	for _, ids := range s.byCredential {
+		if len(ids) > len(most) {
+			most = ids
+		}
+	}
+	if len(most) > 0 {
+		s.removeLocked(most[0])
+	}
+}
+
+// removeLocked ends the session of id, if it exists.
+func (s *sessions) removeLocked(id string) {
+	sess := s.m[id]
+	if sess == nil {
+		return
+	}
+	delete(s.m, id)
+	ids := slices.DeleteFunc(s.byCredential[sess.credential], func(x string) bool { return x == id })
+	if len(ids) == 0 {
+		delete(s.byCredential, sess.credential)
+	} else {
+		s.byCredential[sess.credential] = ids
 	}
 }
 
@@ -93,8 +143,8 @@ func (s *sessions) get(id string) *session {
 	if sess == nil {
 		return nil
 	}
-	if !sess.expires.After(time.Now()) {
-		delete(s.m, id)
+	if !sess.expires.After(s.clock.Now()) {
+		s.removeLocked(id)
 		return nil
 	}
 	return sess
@@ -104,15 +154,16 @@ func (s *sessions) get(id string) *session {
 func (s *sessions) remove(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.m, id)
+	s.removeLocked(id)
 }
 
 // setCookie writes a console cookie: HttpOnly, SameSite=Strict, on Path,
-// Secure over TLS; maxAge < 0 deletes it.
-func setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
+// Secure when the request came over TLS (see Console.overTLS); maxAge < 0
+// deletes it.
+func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
 	http.SetCookie(w, &http.Cookie{
 		Name: name, Value: value, Path: Path, MaxAge: maxAge,
-		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil,
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: c.overTLS(r),
 	})
 }
 

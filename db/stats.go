@@ -45,9 +45,40 @@ type Stats struct {
 	WorkersOnline int64
 }
 
+// StatsEndedParams select what StatsEnded counts.
+type StatsEndedParams struct {
+	// Namespace is the namespace counted; empty counts every namespace.
+	Namespace string
+	// Since and Until bound when the instances ended, both included: a
+	// terminal instance's UpdatedAt.
+	Since, Until time.Time
+	// Bucket is the width of the buckets of time counted apart, from Since
+	// (bucket 0 holds [Since, Since+Bucket)). It must be positive.
+	Bucket time.Duration
+	// Max bounds the instances read: the counts add up to at most Max,
+	// and when they add up to Max some may be left out. It must be
+	// positive.
+	Max int
+}
+
+// EndedCount is how many instances of one workflow ended with one status
+// in one bucket of StatsEndedParams.
+type EndedCount struct {
+	WorkflowName string
+	Status       workflow.InstanceStatus
+	Bucket       int
+	Count        int64
+}
+
 // StatsStore reads the engine's gauges (see Stats).
 type StatsStore interface {
 	// StatsGet reads the gauges of Stats, each with one index-backed
 	// query, outside any transaction. It writes nothing.
 	StatsGet(ctx context.Context, p *StatsGetParams) (*Stats, error)
+	// StatsEnded counts the instances that ended (complete, errored or
+	// terminated) in a span of time, by workflow, status and bucket of
+	// time, with one query on the list index of update times; it reads no
+	// payload and writes nothing. Pairs and buckets with no instance are
+	// left out.
+	StatsEnded(ctx context.Context, p *StatsEndedParams) ([]EndedCount, error)
 }

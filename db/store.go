@@ -177,6 +177,11 @@ type Instance struct {
 	// Every read that returns an instance carries it (the claims' fresh
 	// runs too), so that each run pass links to the creator's trace.
 	TraceContext string
+	// PayloadsOmitted is set by InstanceList on an instance whose payloads
+	// (Params, Metadata, Output and ErrorMessage) it did not read, past
+	// the page's InstanceListParams.PayloadBudget or for
+	// InstanceListParams.OmitPayloads: they are empty, whatever is stored.
+	PayloadsOmitted bool
 }
 
 // CreateResult is what a create reports for one instance it created.
@@ -214,6 +219,10 @@ type Step struct {
 	CompletedAt   *time.Time
 	// StartedAt is when the step's latest attempt started (Do steps).
 	StartedAt *time.Time
+	// PayloadsOmitted is set by StepList on a step whose Result and
+	// ErrorMessage it did not read, past StepListParams.PayloadBudget:
+	// they are empty, whatever is stored.
+	PayloadsOmitted bool
 }
 
 // Event is an event sent to an instance run and buffered until a matching
@@ -228,6 +237,10 @@ type Event struct {
 	CreatedAt         time.Time
 	DeliveredAt       *time.Time
 	ConsumedByStepKey string
+	// PayloadOmitted is set by EventList on an event whose Payload it did
+	// not read, past EventListParams.PayloadBudget: it is empty, whatever
+	// is stored.
+	PayloadOmitted bool
 }
 
 // Task is a row of the durable internal queue: at most one per instance.
@@ -442,6 +455,20 @@ type InstanceListParams struct {
 	Queue  string
 	Limit  int
 	Cursor *InstanceCursor
+	// OmitPayloads leaves the payloads (Params, Metadata, Output and
+	// ErrorMessage) of every instance of the page unread: each comes with
+	// PayloadsOmitted set.
+	OmitPayloads bool
+	// PayloadBudget, when positive, bounds the payload bytes the page
+	// reads: an instance's payloads are read only while the payloads of
+	// the instances before it in the page add up to less than the budget
+	// (their lengths in bytes); the instances after it come without them,
+	// PayloadsOmitted set: the store never receives their payloads (an
+	// SQLite store reads only their sizes; a Postgres server reads them to
+	// measure them, and sends none). The first instance
+	// always carries its own, so a page holds at most the budget plus one
+	// instance's payloads. Zero reads every payload.
+	PayloadBudget int
 }
 
 // InstanceCursor is the keyset position after which a page starts.
@@ -758,6 +785,13 @@ type StepListParams struct {
 	AfterID int64
 	// Limit is the page length; 0 lists every step.
 	Limit int
+	// Statuses filters by status; empty lists every status.
+	Statuses []StepStatus
+	// PayloadBudget, when positive, bounds the payload bytes (Result and
+	// ErrorMessage) the page reads, as InstanceListParams.PayloadBudget
+	// does: the steps past it come with PayloadsOmitted set (every one of
+	// them when Limit is 0). Zero reads every payload.
+	PayloadBudget int
 }
 
 // EventListParams are the arguments of Store.EventList.
@@ -770,6 +804,11 @@ type EventListParams struct {
 	AfterID int64
 	// Limit is the page length; 0 lists every event.
 	Limit int
+	// PayloadBudget, when positive, bounds the payload bytes the page
+	// reads, as InstanceListParams.PayloadBudget does: the events past it
+	// come with PayloadOmitted set (every one of them when Limit is 0).
+	// Zero reads every payload.
+	PayloadBudget int
 }
 
 // HookReason says why a workflow was enqueued, in an OnWorkflowEnqueued hook.

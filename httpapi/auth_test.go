@@ -286,6 +286,7 @@ func TestNewValidatesConfig(t *testing.T) {
 		{"prefix with a parameter", &httpapi.Config{Client: h.Client, Prefix: "/:x"}, "Prefix"},
 		{"negative ticks", &httpapi.Config{Client: h.Client, MaxConcurrentTicks: -1}, "MaxConcurrentTicks"},
 		{"negative body", &httpapi.Config{Client: h.Client, MaxBodyBytes: -1}, "MaxBodyBytes"},
+		{"body raised", &httpapi.Config{Client: h.Client, MaxBodyBytes: httpapi.DefaultMaxBodyBytes + 1}, "MaxBodyBytes 1114113 must be between 1 and 1114112"},
 		{"same name", &httpapi.Config{Client: h.Client, Tokens: []httpapi.Token{tok, httpapi.NewToken("a", "other", httpapi.ActionRead)}}, "two tokens"},
 		{"same secret", &httpapi.Config{Client: h.Client, Tokens: []httpapi.Token{tok, httpapi.NewToken("b", "secret", httpapi.ActionRead)}}, "same secret"},
 		{"no scopes", &httpapi.Config{Client: h.Client, Tokens: []httpapi.Token{httpapi.NewToken("c", "x")}}, "no scopes"},

@@ -17,12 +17,12 @@ import (
 	"github.com/duraflow/duraflow/workflow"
 )
 
-// DefaultMaxBodyBytes is the default bound of a request body: one payload at
-// the limit of workflow.MaxPayloadBytes plus 64 KiB for the JSON around it
-// (the id, the event type, field names). A batch shares the same bound, so a
-// batch whose params add up to more than about 1 MiB must be split (or the
-// bound raised). With a lower Limits.MaxPayloadBytes the default is that
-// plus 64 KiB.
+// DefaultMaxBodyBytes is the default bound of a request body, and the
+// largest Config.MaxBodyBytes may be: one payload at the limit of
+// workflow.MaxPayloadBytes plus 64 KiB for the JSON around it (the id, the
+// event type, field names). A batch shares the same bound, so a batch whose
+// params add up to more than about 1 MiB must be split. With a lower
+// Limits.MaxPayloadBytes the default is that plus 64 KiB.
 const DefaultMaxBodyBytes = workflow.MaxPayloadBytes + envelopeBytes
 
 // envelopeBytes is the room a body has for the JSON around its payload.
@@ -74,8 +74,8 @@ func DefaultLimits() Limits {
 	}
 }
 
-// withDefaults fills the zero fields of l from DefaultLimits.
-func (l Limits) withDefaults() Limits {
+// WithDefaults returns l with its zero fields filled from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	return Limits{
 		MaxPayloadBytes:       cmp.Or(l.MaxPayloadBytes, d.MaxPayloadBytes),
@@ -90,7 +90,7 @@ func (l Limits) withDefaults() Limits {
 // Validate refuses a limit that is negative or past the engine's; a zero
 // one is the engine's. New validates Config.Limits.
 func (l Limits) Validate() error {
-	l = l.withDefaults()
+	l = l.WithDefaults()
 	d := DefaultLimits()
 	for _, f := range []struct {
 		name     string
@@ -108,6 +108,56 @@ func (l Limits) Validate() error {
 		}
 	}
 	return nil
+}
+
+// DefaultMaxBodyBytes returns the bound of a request body that goes with
+// l when none is configured: its MaxPayloadBytes plus 64 KiB for the JSON
+// around a payload (DefaultMaxBodyBytes with the engine's limits).
+func (l Limits) DefaultMaxBodyBytes() int64 {
+	return int64(l.WithDefaults().MaxPayloadBytes) + envelopeBytes
+}
+
+// CheckPayload checks params or an event payload against MaxPayloadBytes:
+// workflow.ErrPayloadTooLarge past it. what names the payload in the
+// error ("params", "the event payload").
+func (l Limits) CheckPayload(what string, b []byte) error {
+	if max := l.WithDefaults().MaxPayloadBytes; len(b) > max {
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, what, len(b), max)
+	}
+	return nil
+}
+
+// CheckInstanceID checks an instance id against MaxIDLength:
+// workflow.ErrInvalidInstanceID past it.
+func (l Limits) CheckInstanceID(id string) error {
+	if max := l.WithDefaults().MaxIDLength; len(id) > max {
+		return fmt.Errorf("%w: the instance id is %d characters, the limit is %d", workflow.ErrInvalidInstanceID, len(id), max)
+	}
+	return nil
+}
+
+// CheckEventType checks an event type against MaxEventTypeLength:
+// workflow.ErrInvalidEventType past it.
+func (l Limits) CheckEventType(eventType string) error {
+	if max := l.WithDefaults().MaxEventTypeLength; len(eventType) > max {
+		return fmt.Errorf("%w: the event type is %d characters, the limit is %d", workflow.ErrInvalidEventType, len(eventType), max)
+	}
+	return nil
+}
+
+// CheckWorkflowName checks the workflow name of an instance route against
+// MaxWorkflowNameLength: workflow.ErrInvalidWorkflowName past it.
+func (l Limits) CheckWorkflowName(name string) error {
+	if max := l.WithDefaults().MaxWorkflowNameLength; len(name) > max {
+		return fmt.Errorf("%w: the workflow name is %d characters, the limit is %d", workflow.ErrInvalidWorkflowName, len(name), max)
+	}
+	return nil
+}
+
+// PageSize returns want capped at MaxPageSize: the length of a page a
+// reader beside the API (the web console) asks for.
+func (l Limits) PageSize(want int) int {
+	return min(want, l.WithDefaults().MaxPageSize)
 }
 
 // Default timeouts of the *http.Server that Server.HTTPServer returns.
@@ -187,7 +237,9 @@ type Config struct {
 	// Defaults to slog.Default().
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body. A larger body is refused with 413
-	// PAYLOAD_TOO_LARGE before anything is decoded or written.
+	// PAYLOAD_TOO_LARGE before anything is decoded or written. Like the
+	// Limits, it may be lowered, not raised: New refuses more than
+	// DefaultMaxBodyBytes.
 	//
 	// Defaults to Limits.MaxPayloadBytes + 64 KiB (DefaultMaxBodyBytes, 1
 	// MiB + 64 KiB, with the default limits).
@@ -299,8 +351,8 @@ func (c *Config) WithDefaults() *Config {
 	}
 	out.MaxConcurrentTicks = cmp.Or(out.MaxConcurrentTicks, 1)
 	out.Version = cmp.Or(out.Version, buildVersion())
-	out.Limits = out.Limits.withDefaults()
-	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, int64(out.Limits.MaxPayloadBytes)+envelopeBytes)
+	out.Limits = out.Limits.WithDefaults()
+	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, out.Limits.DefaultMaxBodyBytes())
 	out.ReadHeaderTimeout = cmp.Or(out.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	out.BodyTimeout = cmp.Or(out.BodyTimeout, DefaultBodyTimeout)
 	out.WriteTimeout = cmp.Or(out.WriteTimeout, DefaultWriteTimeout)
@@ -324,8 +376,8 @@ func (c *Config) validate() error {
 	if c.MaxConcurrentTicks < 1 {
 		return fmt.Errorf("httpapi: MaxConcurrentTicks %d must be at least 1", c.MaxConcurrentTicks)
 	}
-	if c.MaxBodyBytes < 1 {
-		return fmt.Errorf("httpapi: MaxBodyBytes %d must be positive", c.MaxBodyBytes)
+	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > DefaultMaxBodyBytes {
+		return fmt.Errorf("httpapi: MaxBodyBytes %d must be between 1 and %d (the engine's payload limit plus 64 KiB): it may be lowered, not raised", c.MaxBodyBytes, DefaultMaxBodyBytes)
 	}
 	if err := c.Limits.Validate(); err != nil {
 		return err

@@ -217,8 +217,8 @@ func (s *Server) sendEvent(c echo.Context) error {
 	if err := s.decodeBody(c, &req, false); err != nil {
 		return err
 	}
-	if max := s.cfg.Limits.MaxEventTypeLength; len(req.Type) > max {
-		return fmt.Errorf("%w: the event type is %d characters, the limit is %d", workflow.ErrInvalidEventType, len(req.Type), max)
+	if err := s.cfg.Limits.CheckEventType(req.Type); err != nil {
+		return err
 	}
 	if err := s.checkPayload("the event payload", req.Payload); err != nil {
 		return err

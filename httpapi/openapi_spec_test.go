@@ -25,6 +25,10 @@ import (
 	"github.com/duraflow/duraflow/workflow"
 )
 
+// pagePayload is the byte budget of a page of instances or history, as the
+// descriptions say it.
+var pagePayload = strconv.Itoa(client.DefaultPagePayloadBytes>>20) + " MiB"
+
 // This file is the source of openapi.json: the table of the API's
 // operations below, and the Go types of their bodies (openapi_schema_test.go).
 // `make generate` rewrites the file with
@@ -222,7 +226,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "GET", path: "/api/instances", id: "listAllInstances", tag: "instances", summary: "List the instances of every workflow",
-			description: "A page of the instances of every workflow stored in the request's namespace, whether this server runs the workflow or not, most recently updated first, in one order with one cursor. While `hasNextPage` is true, pass `cursor` back for the next page.",
+			description: "A page of the instances of every workflow stored in the request's namespace, whether this server runs the workflow or not, most recently updated first, in one order with one cursor. While `hasNextPage` is true, pass `cursor` back for the next page. A page ends early, with a cursor, once the payloads of its instances (params, metadata, output, error message) reach " + pagePayload + ": it may hold fewer than `pageSize`.",
 			scope:       httpapi.ActionRead,
 			params: []any{
 				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": obj{"type": "string"}}, "style": "form", "explode": true,
@@ -233,7 +237,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "GET", path: "/api/workflows/{name}/instances", id: "listInstances", tag: "instances", summary: "List instances",
-			description: "A page of the workflow's instances in the request's namespace, most recently updated first, whether this server runs the workflow or not: the workflow is unknown (404) only when it is neither registered nor stored. While `hasNextPage` is true, pass `cursor` back for the next page.",
+			description: "A page of the workflow's instances in the request's namespace, most recently updated first, whether this server runs the workflow or not: the workflow is unknown (404) only when it is neither registered nor stored. While `hasNextPage` is true, pass `cursor` back for the next page. A page ends early, with a cursor, once the payloads of its instances (params, metadata, output, error message) reach " + pagePayload + ": it may hold fewer than `pageSize`.",
 			scope:       httpapi.ActionRead,
 			params: []any{"workflowName",
 				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": obj{"type": "string"}}, "style": "form", "explode": true,
@@ -292,7 +296,7 @@ func apiOperations() []apiOp {
 		},
 		{
 			method: "GET", path: "/api/workflows/{name}/instances/{id}/history", id: "instanceHistory", tag: "instances", summary: "Read an instance's history",
-			description: "A page of the steps and events of one run of the instance (the current one unless `run` says), in the order they were recorded. While `hasNextPage` is true, pass `cursor` back for the next page.",
+			description: "A page of the steps and events of one run of the instance (the current one unless `run` says), in the order they were recorded. While `hasNextPage` is true, pass `cursor` back for the next page. A page ends early, with a cursor, once the payloads it holds (step results and error messages first, then event payloads) reach " + pagePayload + ": it may hold fewer steps and events than `pageSize`.",
 			scope:       httpapi.ActionRead,
 			params: []any{"workflowName", "instanceId",
 				obj{"name": "run", "in": "query", "schema": obj{"type": "integer", "minimum": 0}, "description": "The run number; 0 or absent is the current run."},

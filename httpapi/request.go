@@ -154,28 +154,18 @@ func (s *Server) workflowParam(c echo.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if max := s.cfg.Limits.MaxWorkflowNameLength; len(name) > max {
-		return "", fmt.Errorf("%w: the workflow name is %d characters, the limit is %d", workflow.ErrInvalidWorkflowName, len(name), max)
+	if err := s.cfg.Limits.CheckWorkflowName(name); err != nil {
+		return "", err
 	}
 	return name, nil
 }
 
 // checkID checks an instance id against Limits.MaxIDLength.
-func (s *Server) checkID(id string) error {
-	if max := s.cfg.Limits.MaxIDLength; len(id) > max {
-		return fmt.Errorf("%w: the instance id is %d characters, the limit is %d", workflow.ErrInvalidInstanceID, len(id), max)
-	}
-	return nil
-}
+func (s *Server) checkID(id string) error { return s.cfg.Limits.CheckInstanceID(id) }
 
 // checkPayload checks params or an event payload against
 // Limits.MaxPayloadBytes; what names it.
-func (s *Server) checkPayload(what string, b []byte) error {
-	if max := s.cfg.Limits.MaxPayloadBytes; len(b) > max {
-		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", workflow.ErrPayloadTooLarge, what, len(b), max)
-	}
-	return nil
-}
+func (s *Server) checkPayload(what string, b []byte) error { return s.cfg.Limits.CheckPayload(what, b) }
 
 // checkCreate checks one create request (an instance of a batch when i >= 0)
 // against the limits.

@@ -193,6 +193,14 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
+// Limits returns the limits the server applies, its zero fields filled:
+// what a handler served beside the API (the web console) applies too.
+func (s *Server) Limits() Limits { return s.cfg.Limits }
+
+// MaxBodyBytes returns the bound of a request body the server applies
+// (Config.MaxBodyBytes, or its default).
+func (s *Server) MaxBodyBytes() int64 { return s.cfg.MaxBodyBytes }
+
 // AuthConfigured reports whether the server authenticates requests (it has
 // tokens or an AuthorizeFunc). Pass it to CheckListenAddr.
 func (s *Server) AuthConfigured() bool { return s.authorize != nil }

@@ -367,10 +367,19 @@ func (h *Harness) RequireOutput(workflowName, id string, out any) {
 	require.NoError(h.t, json.Unmarshal(info.Output, out), "decoding output of %s/%s", workflowName, id)
 }
 
-// History returns the steps and events of the instance's current run.
+// History returns the steps and events of the instance's current run,
+// every page of them.
 func (h *Harness) History(workflowName, id string) *client.History {
 	h.t.Helper()
 	hist, err := h.Client.History(h.ctx, workflowName, id, client.HistoryParams{})
 	require.NoError(h.t, err)
+	for next := hist.NextCursor; next != ""; {
+		page, err := h.Client.History(h.ctx, workflowName, id, client.HistoryParams{Run: hist.RunNumber, Cursor: next})
+		require.NoError(h.t, err)
+		hist.Steps = append(hist.Steps, page.Steps...)
+		hist.Events = append(hist.Events, page.Events...)
+		next = page.NextCursor
+	}
+	hist.NextCursor = ""
 	return hist
 }

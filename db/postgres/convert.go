@@ -39,6 +39,63 @@ func instanceFromRow(r *pgsqlc.WorkflowInstance) *db.Instance {
 	}
 }
 
+// instanceFromBoundedRow converts a row of InstanceListBounded, whose
+// payloads are ” when it did not read them (or none is stored).
+func instanceFromBoundedRow(r *pgsqlc.InstanceListBoundedRow) *db.Instance {
+	inst := instanceFromRow(&pgsqlc.WorkflowInstance{
+		WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, Status: r.Status,
+		Params: textJSON(r.Params), Output: textJSON(r.Output), ErrorName: r.ErrorName, ErrorMessage: textPtr(r.ErrorMessage),
+		PauseRequested: r.PauseRequested, RunNumber: r.RunNumber, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, RetentionUntil: r.RetentionUntil, Metadata: textJSON(r.Metadata),
+		Namespace: r.Namespace, Queue: r.Queue, Priority: r.Priority, DedupeKey: r.DedupeKey, Limited: r.Limited,
+		DeadlineAt: r.DeadlineAt, RunAttempt: r.RunAttempt,
+		ParentWorkflowName: r.ParentWorkflowName, ParentInstanceID: r.ParentInstanceID, ParentRunNumber: r.ParentRunNumber,
+		ParentStepKey: r.ParentStepKey, ParentPolicy: r.ParentPolicy, TraceContext: r.TraceContext,
+	})
+	inst.PayloadsOmitted = r.PayloadsOmitted
+	return inst
+}
+
+// stepFromBoundedRow converts a row of StepListBounded.
+func stepFromBoundedRow(r *pgsqlc.StepListBoundedRow) *db.Step {
+	step := stepFromRow(&pgsqlc.WorkflowStep{
+		ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber, StepKey: r.StepKey,
+		Type: r.Type, Status: r.Status, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts, TimeoutMs: r.TimeoutMs,
+		NextRetryAt: r.NextRetryAt, WakeAt: r.WakeAt, WaitEventType: r.WaitEventType, Result: textJSON(r.Result),
+		ErrorName: r.ErrorName, ErrorMessage: textPtr(r.ErrorMessage), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CompletedAt: r.CompletedAt, StartedAt: r.StartedAt,
+	})
+	step.PayloadsOmitted = r.PayloadsOmitted
+	return step
+}
+
+// eventFromBoundedRow converts a row of EventListBounded.
+func eventFromBoundedRow(r *pgsqlc.EventListBoundedRow) *db.Event {
+	ev := eventFromRow(&pgsqlc.WorkflowEvent{
+		ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber, Type: r.Type,
+		Payload: textJSON(r.Payload), CreatedAt: r.CreatedAt, DeliveredAt: r.DeliveredAt, ConsumedByStepKey: r.ConsumedByStepKey,
+	})
+	ev.PayloadOmitted = r.PayloadOmitted
+	return ev
+}
+
+// textJSON is JSON a bounded list read as text: ” (none stored, or not
+// read) is nil.
+func textJSON(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}
+
+// textPtr is text a bounded list read: ” is nil.
+func textPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 func stepFromRow(r *pgsqlc.WorkflowStep) *db.Step {
 	return &db.Step{
 		ID:            r.ID,
@@ -145,6 +202,14 @@ func limitArg(limit int) *int32 {
 	}
 	n := int32(min(limit, math.MaxInt32))
 	return &n
+}
+
+// boundedLimit is the LIMIT of a bounded list: limit, or every row for 0.
+func boundedLimit(limit int) int32 {
+	if limit <= 0 {
+		return math.MaxInt32
+	}
+	return int32(min(limit, math.MaxInt32))
 }
 
 // rawJSON returns the stored JSON text as is; NULL becomes nil.

@@ -156,6 +156,24 @@ var wakeStatuses = transition.WakeStatuses()
 // EventList returns a page of the events of an instance, oldest first, after
 // the event p.AfterID; RunNumber 0 lists every run and Limit 0 every event.
 func (s *Store) EventList(ctx context.Context, p *db.EventListParams) ([]*db.Event, error) {
+	if p.PayloadBudget > 0 {
+		rows, err := s.queries.EventListBounded(ctx, pgsqlc.EventListBoundedParams{
+			PayloadBudget: int64(p.PayloadBudget),
+			WorkflowName:  p.WorkflowName,
+			InstanceID:    p.InstanceID,
+			RunNumber:     int32(p.RunNumber),
+			AfterID:       p.AfterID,
+			Max:           boundedLimit(p.Limit),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing events: %w", interpretError(err))
+		}
+		list := make([]*db.Event, len(rows))
+		for i := range rows {
+			list[i] = eventFromBoundedRow(&rows[i])
+		}
+		return list, nil
+	}
 	var (
 		rows []pgsqlc.WorkflowEvent
 		err  error

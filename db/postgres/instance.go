@@ -661,6 +661,9 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 		arg.CursorWorkflowName = &name
 		arg.CursorInstanceID = &id
 	}
+	if p.OmitPayloads || p.PayloadBudget > 0 {
+		return s.instanceListBounded(ctx, p, arg)
+	}
 	var filled []*db.Instance
 	rows, err := s.queries.InstanceList(ctx, arg)
 	if err != nil {
@@ -866,6 +869,47 @@ func (s *Store) limitChange(ctx context.Context, q *pgsqlc.Queries, p *db.Instan
 }
 
 // waitingAny reports whether a page holds a queued limited instance.
+// instanceListBounded is InstanceList with p.OmitPayloads or
+// p.PayloadBudget: InstanceListBounded reads the page's payloads within the
+// budget only.
+func (s *Store) instanceListBounded(ctx context.Context, p *db.InstanceListParams, list pgsqlc.InstanceListParams) ([]*db.Instance, error) {
+	arg := pgsqlc.InstanceListBoundedParams{
+		OmitPayloads: p.OmitPayloads, PayloadBudget: int64(p.PayloadBudget),
+		WorkflowName: list.WorkflowName, Statuses: list.Statuses, Namespace: list.Namespace, Queue: list.Queue,
+		CursorUpdatedAt: list.CursorUpdatedAt, CursorWorkflowName: list.CursorWorkflowName, CursorInstanceID: list.CursorInstanceID,
+		Max: list.Max,
+	}
+	read := func(q *pgsqlc.Queries) ([]*db.Instance, bool, error) {
+		rows, err := q.InstanceListBounded(ctx, arg)
+		if err != nil {
+			return nil, false, err
+		}
+		out := make([]*db.Instance, len(rows))
+		waiting := false
+		for i := range rows {
+			out[i] = instanceFromBoundedRow(&rows[i])
+			waiting = waiting || (rows[i].Limited && rows[i].Status == string(workflow.StatusQueued))
+		}
+		return out, waiting, nil
+	}
+	out, waiting, err := read(s.queries)
+	if err == nil && waiting {
+		// As InstanceList: the page and what holds its queued limited
+		// instances back, from one snapshot.
+		err = s.inSnapshot(ctx, func(q *pgsqlc.Queries) error {
+			var err error
+			if out, _, err = read(q); err != nil {
+				return err
+			}
+			return fillWaitingFor(ctx, q, out)
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing instances: %w", interpretError(err))
+	}
+	return out, nil
+}
+
 func waitingAny(rows []pgsqlc.WorkflowInstance) bool {
 	for i := range rows {
 		if rows[i].Limited && rows[i].Status == string(workflow.StatusQueued) {

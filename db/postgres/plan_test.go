@@ -59,8 +59,14 @@ func TestPagesAndClaimsUseTheirIndexes(t *testing.T) {
 		indexes []string
 		sorted  bool // the statement sorts its own few result rows
 	}{
-		{"stepList", []any{"w", "i", int32(1), int64(0), int32(50)}, []string{"workflow_step_run_id_idx"}, false},
-		{"stepList", []any{"w", "i", int32(1), int64(7), nil}, []string{"workflow_step_run_id_idx"}, false},
+		{"stepList", []any{"w", "i", int32(1), int64(0), nil, int32(50)}, []string{"workflow_step_run_id_idx"}, false},
+		{"stepList", []any{"w", "i", int32(1), int64(7), []string{"waiting"}, nil}, []string{"workflow_step_run_id_idx"}, false},
+		{"stepListBounded", []any{int64(1 << 22), "w", "i", int32(1), int64(0), nil, int32(50)}, []string{"workflow_step_run_id_idx"}, false},
+		{"eventListBounded", []any{int64(1 << 22), "w", "i", int32(1), int64(0), int32(50)}, []string{"workflow_event_instance_idx", "workflow_event_instance_id_idx"}, false},
+		// The bounded instance list reads its page in index order, then
+		// sorts the page's own rows again (an incremental sort).
+		{"instanceListBounded", []any{false, int64(1 << 22), "w", nil, nil, nil, nil, nil, nil, int32(51)}, []string{"workflow_instance_name_updated_idx", "workflow_instance_name_status_updated_idx", "workflow_instance_updated_idx"}, true},
+		{"instanceListBounded", []any{true, int64(1 << 22), nil, []string{"queued"}, "default", nil, now, "w", "i", int32(51)}, []string{"workflow_instance_updated_idx"}, true},
 		{"eventList", []any{"w", "i", int64(0), int32(50)}, []string{"workflow_event_instance_id_idx"}, false},
 		{"eventListRun", []any{"w", "i", int32(1), int64(0), int32(50)}, []string{"workflow_event_instance_idx", "workflow_event_instance_id_idx"}, false},
 		{"outboxClaim", []any{now, int32(50), now.Add(time.Minute)}, []string{"workflow_hook_outbox_claim_idx"}, true},

@@ -69,11 +69,31 @@ func (s *Store) RunLoad(ctx context.Context, ref db.InstanceRef) (*db.RunState, 
 // StepList returns a page of the steps of one run of an instance in
 // creation (id) order, after the step p.AfterID; Limit 0 lists every step.
 func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step, error) {
+	if p.PayloadBudget > 0 {
+		rows, err := s.queries.StepListBounded(ctx, pgsqlc.StepListBoundedParams{
+			PayloadBudget: int64(p.PayloadBudget),
+			WorkflowName:  p.WorkflowName,
+			InstanceID:    p.InstanceID,
+			RunNumber:     int32(p.RunNumber),
+			AfterID:       p.AfterID,
+			Statuses:      stepStatusesArg(p.Statuses),
+			Max:           boundedLimit(p.Limit),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing steps: %w", interpretError(err))
+		}
+		list := make([]*db.Step, len(rows))
+		for i := range rows {
+			list[i] = stepFromBoundedRow(&rows[i])
+		}
+		return list, nil
+	}
 	rows, err := s.queries.StepList(ctx, pgsqlc.StepListParams{
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
 		RunNumber:    int32(p.RunNumber),
 		AfterID:      p.AfterID,
+		Statuses:     stepStatusesArg(p.Statuses),
 		Max:          limitArg(p.Limit),
 	})
 	if err != nil {
@@ -581,4 +601,16 @@ func (s *Store) checkpointRelease(ctx context.Context, p *db.CheckpointParams) (
 	}
 	open = false
 	return res, nil
+}
+
+// stepStatusesArg is the statuses filter of StepList: nil for every status.
+func stepStatusesArg(list []db.StepStatus) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]string, len(list))
+	for i, st := range list {
+		out[i] = string(st)
+	}
+	return out
 }

@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -32,6 +34,26 @@ func (s *Store) StatsGet(ctx context.Context, p *db.StatsGetParams) (*db.Stats, 
 	}
 	if !g.OldestDueSchedule.Equal(time.Unix(0, 0)) {
 		out.OldestDueSchedule = new(g.OldestDueSchedule.UTC())
+	}
+	return out, nil
+}
+
+// StatsEnded counts the instances that ended in a span of time by
+// workflow, status and bucket (see db.StatsStore).
+func (s *Store) StatsEnded(ctx context.Context, p *db.StatsEndedParams) ([]db.EndedCount, error) {
+	if p.Bucket <= 0 || p.Max <= 0 {
+		return nil, fmt.Errorf("counting ended instances: Bucket %s and Max %d must be positive", p.Bucket, p.Max)
+	}
+	rows, err := s.queries.StatsEnded(ctx, pgsqlc.StatsEndedParams{
+		Since: p.Since, Until: p.Until, BucketMs: max(1, p.Bucket.Milliseconds()),
+		Namespace: p.Namespace, Max: int32(min(p.Max, math.MaxInt32)),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting ended instances: %w", interpretError(err))
+	}
+	out := make([]db.EndedCount, len(rows))
+	for i, r := range rows {
+		out[i] = db.EndedCount{WorkflowName: r.WorkflowName, Status: workflow.InstanceStatus(r.Status), Bucket: int(r.Bucket), Count: r.Count}
 	}
 	return out, nil
 }

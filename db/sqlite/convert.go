@@ -38,6 +38,56 @@ func instanceFromRow(r *litesqlc.WorkflowInstance) *db.Instance {
 	}
 }
 
+// instanceFromBoundedRow converts a row of InstanceListWorkflowBounded (or
+// InstanceListBounded, the same columns), whose payloads are ” when it
+// did not read them (or none is stored).
+func instanceFromBoundedRow(r *litesqlc.InstanceListWorkflowBoundedRow) *db.Instance {
+	inst := instanceFromRow(&litesqlc.WorkflowInstance{
+		WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, Status: r.Status,
+		Params: textPtr(r.Params), Output: textPtr(r.Output), ErrorName: r.ErrorName, ErrorMessage: textPtr(r.ErrorMessage),
+		PauseRequested: r.PauseRequested, RunNumber: r.RunNumber, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		StartedAt: r.StartedAt, CompletedAt: r.CompletedAt, RetentionUntil: r.RetentionUntil, Metadata: textPtr(r.Metadata),
+		Namespace: r.Namespace, Queue: r.Queue, Priority: r.Priority, DedupeKey: r.DedupeKey, Limited: r.Limited,
+		DeadlineAt: r.DeadlineAt, RunAttempt: r.RunAttempt,
+		ParentWorkflowName: r.ParentWorkflowName, ParentInstanceID: r.ParentInstanceID, ParentRunNumber: r.ParentRunNumber,
+		ParentStepKey: r.ParentStepKey, ParentPolicy: r.ParentPolicy, TraceContext: r.TraceContext,
+	})
+	inst.PayloadsOmitted = r.PayloadsOmitted != 0
+	return inst
+}
+
+// stepFromBoundedRow converts a row of StepListBounded.
+func stepFromBoundedRow(r *litesqlc.StepListBoundedRow) *db.Step {
+	step := stepFromRow(&litesqlc.WorkflowStep{
+		ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber, StepKey: r.StepKey,
+		Type: r.Type, Status: r.Status, Attempts: r.Attempts, MaxAttempts: r.MaxAttempts, TimeoutMs: r.TimeoutMs,
+		NextRetryAt: r.NextRetryAt, WakeAt: r.WakeAt, WaitEventType: r.WaitEventType, Result: textPtr(r.Result),
+		ErrorName: r.ErrorName, ErrorMessage: textPtr(r.ErrorMessage), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		CompletedAt: r.CompletedAt, StartedAt: r.StartedAt,
+	})
+	step.PayloadsOmitted = r.PayloadsOmitted != 0
+	return step
+}
+
+// eventFromBoundedRow converts a row of EventListBounded.
+func eventFromBoundedRow(r *litesqlc.EventListBoundedRow) *db.Event {
+	ev := eventFromRow(&litesqlc.WorkflowEvent{
+		ID: r.ID, WorkflowName: r.WorkflowName, InstanceID: r.InstanceID, RunNumber: r.RunNumber, Type: r.Type,
+		Payload: textPtr(r.Payload), CreatedAt: r.CreatedAt, DeliveredAt: r.DeliveredAt, ConsumedByStepKey: r.ConsumedByStepKey,
+	})
+	ev.PayloadOmitted = r.PayloadOmitted != 0
+	return ev
+}
+
+// textPtr is text a bounded list read: ” (none stored, or not read) is
+// nil.
+func textPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
 func stepFromRow(r *litesqlc.WorkflowStep) *db.Step {
 	return &db.Step{
 		ID:            r.ID,

@@ -121,6 +121,24 @@ func (s *Store) eventSendTx(ctx context.Context, q *litesqlc.Queries, p *db.Even
 // EventList returns a page of the events of an instance, oldest first, after
 // the event p.AfterID; RunNumber 0 lists every run and Limit 0 every event.
 func (s *Store) EventList(ctx context.Context, p *db.EventListParams) ([]*db.Event, error) {
+	if p.PayloadBudget > 0 {
+		rows, err := s.queriesFor(ctx, false).EventListBounded(ctx, litesqlc.EventListBoundedParams{
+			PayloadBudget: int64(p.PayloadBudget),
+			WorkflowName:  p.WorkflowName,
+			InstanceID:    p.InstanceID,
+			RunNumber:     int64(p.RunNumber),
+			AfterID:       p.AfterID,
+			Max:           limitArg(p.Limit),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing events: %w", interpretError(err))
+		}
+		list := make([]*db.Event, len(rows))
+		for i := range rows {
+			list[i] = eventFromBoundedRow(&rows[i])
+		}
+		return list, nil
+	}
 	var (
 		rows []litesqlc.WorkflowEvent
 		err  error

@@ -427,6 +427,13 @@ func (s *Store) InstanceList(ctx context.Context, p *db.InstanceListParams) ([]*
 	// The page and what holds its queued limited instances back come from
 	// one snapshot.
 	err := s.inReadTx(ctx, func(q *litesqlc.Queries) error {
+		if p.OmitPayloads || p.PayloadBudget > 0 {
+			var err error
+			if list, err = s.listPageBounded(ctx, q, p, statuses, cursor, cursorAt, limit); err != nil {
+				return err
+			}
+			return fillWaitingFor(ctx, q, list)
+		}
 		var err error
 		rows, err = s.listPage(ctx, q, p, statuses, cursor, cursorAt, limit)
 		if err != nil {
@@ -469,6 +476,53 @@ func (s *Store) listPage(ctx context.Context, q *litesqlc.Queries, p *db.Instanc
 		})
 	}
 	return rows, err
+}
+
+// listPageBounded reads one page of InstanceList with p.OmitPayloads or
+// p.PayloadBudget: InstanceListBounded (or its form for one workflow)
+// reads the page's payloads within the budget only.
+func (s *Store) listPageBounded(ctx context.Context, q *litesqlc.Queries, p *db.InstanceListParams, statuses *string, cursor db.InstanceCursor, cursorAt, limit int64) ([]*db.Instance, error) {
+	if p.WorkflowName == "" {
+		rows, err := q.InstanceListBounded(ctx, litesqlc.InstanceListBoundedParams{
+			OmitPayloads:       boolArg(p.OmitPayloads),
+			PayloadBudget:      int64(p.PayloadBudget),
+			Statuses:           statuses,
+			Namespace:          textArg(p.Namespace),
+			Queue:              textArg(p.Queue),
+			CursorUpdatedAt:    cursorAt,
+			CursorWorkflowName: cursor.WorkflowName,
+			CursorInstanceID:   cursor.ID,
+			Max:                limit,
+		})
+		if err != nil {
+			return nil, err
+		}
+		list := make([]*db.Instance, len(rows))
+		for i := range rows {
+			list[i] = instanceFromBoundedRow((*litesqlc.InstanceListWorkflowBoundedRow)(&rows[i]))
+		}
+		return list, nil
+	}
+	rows, err := q.InstanceListWorkflowBounded(ctx, litesqlc.InstanceListWorkflowBoundedParams{
+		OmitPayloads:       boolArg(p.OmitPayloads),
+		PayloadBudget:      int64(p.PayloadBudget),
+		WorkflowName:       p.WorkflowName,
+		Statuses:           statuses,
+		Namespace:          textArg(p.Namespace),
+		Queue:              textArg(p.Queue),
+		CursorUpdatedAt:    cursorAt,
+		CursorWorkflowName: cursor.WorkflowName,
+		CursorInstanceID:   cursor.ID,
+		Max:                limit,
+	})
+	if err != nil {
+		return nil, err
+	}
+	list := make([]*db.Instance, len(rows))
+	for i := range rows {
+		list[i] = instanceFromBoundedRow(&rows[i])
+	}
+	return list, nil
 }
 
 // The management transitions each apply the rule of their name in package

@@ -53,11 +53,31 @@ func (s *Store) RunLoad(ctx context.Context, ref db.InstanceRef) (*db.RunState, 
 // StepList returns a page of the steps of one run of an instance in
 // creation (id) order, after the step p.AfterID; Limit 0 lists every step.
 func (s *Store) StepList(ctx context.Context, p *db.StepListParams) ([]*db.Step, error) {
+	if p.PayloadBudget > 0 {
+		rows, err := s.queriesFor(ctx, false).StepListBounded(ctx, litesqlc.StepListBoundedParams{
+			PayloadBudget: int64(p.PayloadBudget),
+			WorkflowName:  p.WorkflowName,
+			InstanceID:    p.InstanceID,
+			RunNumber:     int64(p.RunNumber),
+			AfterID:       p.AfterID,
+			Statuses:      stepStatusesArg(p.Statuses),
+			Max:           limitArg(p.Limit),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("listing steps: %w", interpretError(err))
+		}
+		list := make([]*db.Step, len(rows))
+		for i := range rows {
+			list[i] = stepFromBoundedRow(&rows[i])
+		}
+		return list, nil
+	}
 	rows, err := s.queriesFor(ctx, false).StepList(ctx, litesqlc.StepListParams{
 		WorkflowName: p.WorkflowName,
 		InstanceID:   p.InstanceID,
 		RunNumber:    int64(p.RunNumber),
 		AfterID:      p.AfterID,
+		Statuses:     stepStatusesArg(p.Statuses),
 		Max:          limitArg(p.Limit),
 	})
 	if err != nil {
@@ -513,4 +533,14 @@ func (s *Store) CheckpointBatch(ctx context.Context, ps []*db.CheckpointParams) 
 		return nil, fmt.Errorf("checkpointing a batch: %w", interpretError(err))
 	}
 	return results, nil
+}
+
+// stepStatusesArg is the statuses filter of StepList, a JSON array: nil
+// for every status.
+func stepStatusesArg(list []db.StepStatus) *string {
+	if len(list) == 0 {
+		return nil
+	}
+	arg := listArg(list)
+	return &arg
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -40,6 +41,26 @@ func (s *Store) StatsGet(ctx context.Context, p *db.StatsGetParams) (*db.Stats, 
 	}
 	if g.OldestDueSchedule != 0 {
 		out.OldestDueSchedule = new(timeFromMicros(g.OldestDueSchedule))
+	}
+	return out, nil
+}
+
+// StatsEnded counts the instances that ended in a span of time by
+// workflow, status and bucket (see db.StatsStore).
+func (s *Store) StatsEnded(ctx context.Context, p *db.StatsEndedParams) ([]db.EndedCount, error) {
+	if p.Bucket <= 0 || p.Max <= 0 {
+		return nil, fmt.Errorf("counting ended instances: Bucket %s and Max %d must be positive", p.Bucket, p.Max)
+	}
+	rows, err := s.queriesFor(ctx, false).StatsEnded(ctx, litesqlc.StatsEndedParams{
+		Since: micros(p.Since), Until: micros(p.Until), BucketUs: max(1, p.Bucket.Microseconds()),
+		Namespace: p.Namespace, Max: int64(p.Max),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("counting ended instances: %w", interpretError(err))
+	}
+	out := make([]db.EndedCount, len(rows))
+	for i, r := range rows {
+		out[i] = db.EndedCount{WorkflowName: r.WorkflowName, Status: workflow.InstanceStatus(r.Status), Bucket: int(r.Bucket), Count: r.Count}
 	}
 	return out, nil
 }

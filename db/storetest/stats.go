@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -74,5 +75,81 @@ func testStats(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Zero(t, st.TasksReady)
 		require.Equal(t, int64(1), st.TasksLeased)
 		require.Nil(t, st.OldestDueSchedule)
+	})
+
+	t.Run("Ended", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t, newStore)
+		for _, id := range []string{"a", "b", "c", "d", "e", "g"} {
+			b.create(t, id)
+		}
+		b.createPlaced(t, db.InstanceCreateParams{ID: "f", Namespace: "acme"})
+		tasks := map[string]*db.Task{}
+		for _, task := range b.claimAt(t, b.now, 100) {
+			tasks[task.InstanceID] = task
+		}
+		// end ends instance id at d after now with outcome.
+		end := func(id string, d time.Duration, outcome db.CheckpointOutcome) {
+			t.Helper()
+			p := b.checkpoint(tasks[id])
+			p.Now, p.Outcome = b.at(d), outcome
+			if outcome == db.OutcomeError {
+				p.ErrorName, p.ErrorMessage = "E", "boom"
+			} else {
+				p.Output = []byte(`1`)
+			}
+			_, err := b.store.Checkpoint(b.ctx, p)
+			require.NoError(t, err)
+		}
+		end("a", time.Minute, db.OutcomeComplete)
+		end("b", 7*time.Minute, db.OutcomeError)
+		end("d", 30*time.Minute, db.OutcomeComplete) // after until
+		end("g", 3*time.Minute, db.OutcomeComplete)
+		for _, tc := range []struct {
+			id   string
+			d    time.Duration
+			ns   string
+			stop func(context.Context, *db.InstanceChangeParams) (*db.Instance, error)
+		}{
+			{"c", 12 * time.Minute, "", b.store.InstanceTerminate},
+			{"f", 2 * time.Minute, "acme", b.store.InstanceTerminate},
+			{"g", 4 * time.Minute, "", b.store.InstanceRestart}, // running again: not ended
+		} {
+			p := b.change(tc.id)
+			p.Now, p.Namespace = new(b.at(tc.d)), tc.ns
+			_, err := tc.stop(b.ctx, p)
+			require.NoError(t, err)
+		}
+
+		count := func(p db.StatsEndedParams) []db.EndedCount {
+			t.Helper()
+			p.Since, p.Until, p.Bucket = b.now, b.at(20*time.Minute), 5*time.Minute
+			if p.Max == 0 {
+				p.Max = 100
+			}
+			out, err := b.store.StatsEnded(b.ctx, &p)
+			require.NoError(t, err)
+			return out
+		}
+		require.ElementsMatch(t, []db.EndedCount{
+			{WorkflowName: workflowName, Status: workflow.StatusComplete, Bucket: 0, Count: 1},
+			{WorkflowName: workflowName, Status: workflow.StatusErrored, Bucket: 1, Count: 1},
+			{WorkflowName: workflowName, Status: workflow.StatusTerminated, Bucket: 2, Count: 1},
+		}, count(db.StatsEndedParams{Namespace: workflow.DefaultNamespace}))
+		require.ElementsMatch(t, []db.EndedCount{
+			{WorkflowName: workflowName, Status: workflow.StatusComplete, Bucket: 0, Count: 1},
+			{WorkflowName: workflowName, Status: workflow.StatusTerminated, Bucket: 0, Count: 1},
+			{WorkflowName: workflowName, Status: workflow.StatusErrored, Bucket: 1, Count: 1},
+			{WorkflowName: workflowName, Status: workflow.StatusTerminated, Bucket: 2, Count: 1},
+		}, count(db.StatsEndedParams{}), "every namespace")
+		var total int64
+		for _, c := range count(db.StatsEndedParams{Max: 2}) {
+			total += c.Count
+		}
+		require.Equal(t, int64(2), total, "at most Max instances are read")
+		require.Empty(t, count(db.StatsEndedParams{Namespace: "nobody"}))
+
+		_, err := b.store.StatsEnded(b.ctx, &db.StatsEndedParams{Since: b.now, Until: b.now, Max: 1})
+		require.Error(t, err, "a bucket of zero")
 	})
 }

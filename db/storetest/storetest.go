@@ -30,6 +30,7 @@ func Run(t *testing.T, newStore func(t *testing.T) db.Store) {
 	t.Run("Concurrency", func(t *testing.T) { t.Parallel(); testConcurrency(t, newStore) })
 	t.Run("Time", func(t *testing.T) { t.Parallel(); testTime(t, newStore) })
 	t.Run("History", func(t *testing.T) { t.Parallel(); testHistory(t, newStore) })
+	t.Run("PayloadBudget", func(t *testing.T) { t.Parallel(); testPayloadBudget(t, newStore) })
 	t.Run("Hooks", func(t *testing.T) { t.Parallel(); testHooks(t, newStore) })
 	t.Run("Outbox", func(t *testing.T) { t.Parallel(); testOutbox(t, newStore) })
 	t.Run("Schedule", func(t *testing.T) { t.Parallel(); testSchedule(t, newStore) })

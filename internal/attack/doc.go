@@ -64,6 +64,20 @@
 //     token is refused and changes nothing.
 //   - Ids and cursors: invalid instance ids, event types, workflow names,
 //     cursors and page sizes: 400 with a code, never 500.
+//   - Reads: lists and histories whose pages would hold far more payload
+//     than a page's byte budget (4 MiB) answer at most the budget and one
+//     row more, with a cursor, and their pages together hold every row
+//     once.
+//   - The start: --max-body-bytes past the engine's bound, and a trigger or
+//     an API prefix at /metrics or /ui (paths the command serves itself),
+//     stop serve at start with a clear error.
+//   - The web console: its forms are held to the server's lowered limits
+//     (event type, payload, body, page size) and store nothing past them;
+//     10,001 logins of one token end none of another token's sessions; 300
+//     wrong tokens from one address throttle its logins (429 with
+//     Retry-After, the right token's too); a login's next path cannot leave
+//     /ui; the session cookie is Secure with --secure-cookies, or behind
+//     --trusted-proxies that say https.
 //
 // Run it with make attack (go test -race -count=1 -tags attack
 // ./internal/attack/...). Each test process uses SQLite files of its own;

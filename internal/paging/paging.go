@@ -10,4 +10,9 @@ const (
 	DefaultPageSize = 50
 	// MaxPageSize is the longest page of any listing.
 	MaxPageSize = 1000
+	// PagePayloadBytes is the byte budget of a page of instances or of an
+	// instance's history: once the payloads it read (params, metadata,
+	// outputs, step results, event payloads, error messages) reach it, the
+	// page ends, with a cursor to continue.
+	PagePayloadBytes = 4 << 20
 )

@@ -32,6 +32,28 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id
 ORDER BY id
 LIMIT sqlc.narg('max')::integer;
 
+-- name: EventListBounded :many
+-- EventListBounded is EventList (of one run, or of every run when
+-- @run_number is 0) with a byte budget on the payloads it reads, as
+-- InstanceListBounded has: an event past the budget comes without its
+-- payload, payload_omitted set.
+SELECT
+    p.id, p.workflow_name, p.instance_id, p.run_number, p.type,
+    coalesce((CASE WHEN p.keep THEN p.payload END)::text, '')::text AS payload, p.created_at,
+    p.delivered_at, p.consumed_by_step_key,
+    (NOT p.keep)::boolean AS payload_omitted
+FROM (
+    SELECT e.*,
+        coalesce(sum(coalesce(octet_length(e.payload::text), 0))
+            OVER (ORDER BY e.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < @payload_budget::bigint AS keep
+    FROM workflow_event e
+    WHERE e.workflow_name = @workflow_name AND e.instance_id = @instance_id
+        AND (@run_number::integer = 0 OR e.run_number = @run_number::integer) AND e.id > @after_id
+    ORDER BY e.id
+    LIMIT @max::integer
+) p
+ORDER BY p.id;
+
 -- name: EventSendLock :one
 -- EventSendLock is the first statement of a pipelined send: it locks the
 -- instance (any run) and returns its status and run. A live instance's

@@ -140,6 +140,52 @@ WHERE updated_at > '-infinity'::timestamptz
 ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
 LIMIT @max;
 
+-- name: InstanceListBounded :many
+-- InstanceListBounded is InstanceList with a byte budget on the payloads
+-- (params, output, metadata, error_message) it reads: a row carries them
+-- (keep) only while the payloads of the rows before it in the page add up
+-- to less than @payload_budget bytes, and none with @omit_payloads; a row
+-- past the budget comes without them, payloads_omitted set. The window
+-- sums each row's sizes (their lengths in bytes, which the server measures
+-- by reading them) over the rows before it; a payload it does not keep is
+-- never sent.
+SELECT
+    p.workflow_name, p.instance_id, p.status,
+    coalesce((CASE WHEN p.keep THEN p.params END)::text, '')::text AS params,
+    coalesce((CASE WHEN p.keep THEN p.output END)::text, '')::text AS output, p.error_name,
+    coalesce(CASE WHEN p.keep THEN p.error_message END, '')::text AS error_message,
+    p.pause_requested, p.run_number, p.created_at, p.updated_at, p.started_at,
+    p.completed_at, p.retention_until,
+    coalesce((CASE WHEN p.keep THEN p.metadata END)::text, '')::text AS metadata, p.namespace, p.queue,
+    p.priority, p.dedupe_key, p.limited, p.deadline_at, p.run_attempt,
+    p.parent_workflow_name, p.parent_instance_id, p.parent_run_number,
+    p.parent_step_key, p.parent_policy, p.trace_context,
+    (NOT p.keep)::boolean AS payloads_omitted
+FROM (
+    SELECT i.*,
+        NOT @omit_payloads::boolean AND coalesce(sum(
+            CASE WHEN @omit_payloads::boolean THEN 0 ELSE
+                coalesce(octet_length(i.params::text), 0) + coalesce(octet_length(i.output::text), 0)
+                + coalesce(octet_length(i.metadata::text), 0) + coalesce(octet_length(i.error_message), 0)
+            END) OVER (ORDER BY i.updated_at DESC, i.workflow_name DESC, i.instance_id DESC
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < @payload_budget::bigint AS keep
+    FROM workflow_instance i
+    WHERE i.updated_at > '-infinity'::timestamptz
+        AND (sqlc.narg('workflow_name')::text IS NULL OR i.workflow_name = sqlc.narg('workflow_name')::text)
+        AND (coalesce(cardinality(sqlc.narg('statuses')::text[]), 0) = 0
+            OR i.status = ANY(sqlc.narg('statuses')::text[]))
+        AND (sqlc.narg('namespace')::text IS NULL OR i.namespace = sqlc.narg('namespace')::text)
+        AND (sqlc.narg('queue')::text IS NULL OR i.queue = sqlc.narg('queue')::text)
+        AND (sqlc.narg('cursor_updated_at')::timestamptz IS NULL
+            OR (i.updated_at, i.workflow_name, i.instance_id) < (
+                sqlc.narg('cursor_updated_at')::timestamptz,
+                sqlc.narg('cursor_workflow_name')::text,
+                sqlc.narg('cursor_instance_id')::text))
+    ORDER BY i.updated_at DESC, i.workflow_name DESC, i.instance_id DESC
+    LIMIT @max
+) p
+ORDER BY p.updated_at DESC, p.workflow_name DESC, p.instance_id DESC;
+
 -- name: InstanceChangeApply :one
 -- InstanceChangeApply applies the plan of a management transition
 -- (transition.ChangePlan: pause, resume, terminate, restart) to an instance

@@ -23,3 +23,24 @@ SELECT
         WHERE s.enabled AND s.next_fire_at <= coalesce(sqlc.narg('now')::timestamptz, now())),
         'epoch'::timestamptz)::timestamptz AS oldest_due_schedule,
     (SELECT count(*) FROM workflow_worker w WHERE w.status <> 'offline' AND w.status = 'online')::bigint AS workers_online;
+
+-- name: StatsEnded :many
+-- StatsEnded counts the instances that ended (complete, errored,
+-- terminated) from @since to @until by workflow, status and bucket of
+-- @bucket_ms milliseconds from @since, in @namespace ('' for every one),
+-- reading at most @max of them: a terminal instance's updated_at is when
+-- it ended, and workflow_instance_updated_idx finds them. No payload is
+-- read.
+SELECT e.workflow_name, e.status,
+    floor(extract(epoch FROM e.updated_at - @since::timestamptz) * 1000 / @bucket_ms::bigint)::integer AS bucket,
+    count(*) AS count
+FROM (
+    SELECT i.workflow_name, i.status, i.updated_at FROM workflow_instance i
+    WHERE i.updated_at > '-infinity'::timestamptz
+        AND i.updated_at >= @since::timestamptz AND i.updated_at <= @until::timestamptz
+        AND i.status IN ('complete', 'errored', 'terminated')
+        AND (@namespace::text = '' OR i.namespace = @namespace::text)
+    LIMIT @max::integer
+) e
+GROUP BY e.workflow_name, e.status, bucket
+ORDER BY e.workflow_name, e.status, bucket;

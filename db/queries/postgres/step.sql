@@ -25,12 +25,40 @@ SET status = excluded.status,
 
 -- name: StepList :many
 -- StepList pages through the steps of one run in id (creation) order,
--- after_id excluded; a NULL max lists every step.
+-- after_id excluded, of the given statuses (NULL or empty: every status);
+-- a NULL max lists every step.
 SELECT * FROM workflow_step
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number AND id > @after_id
+    AND (coalesce(cardinality(sqlc.narg('statuses')::text[]), 0) = 0
+        OR status = ANY(sqlc.narg('statuses')::text[]))
 ORDER BY id
 LIMIT sqlc.narg('max')::integer;
+
+-- name: StepListBounded :many
+-- StepListBounded is StepList with a byte budget on the payloads (result,
+-- error_message) it reads, as InstanceListBounded has: a step past the
+-- budget comes without them, payloads_omitted set.
+SELECT
+    p.id, p.workflow_name, p.instance_id, p.run_number, p.step_key, p.type,
+    p.status, p.attempts, p.max_attempts, p.timeout_ms, p.next_retry_at,
+    p.wake_at, p.wait_event_type, coalesce((CASE WHEN p.keep THEN p.result END)::text, '')::text AS result,
+    p.error_name, coalesce(CASE WHEN p.keep THEN p.error_message END, '')::text AS error_message,
+    p.created_at, p.updated_at, p.completed_at, p.started_at,
+    (NOT p.keep)::boolean AS payloads_omitted
+FROM (
+    SELECT s.*,
+        coalesce(sum(coalesce(octet_length(s.result::text), 0) + coalesce(octet_length(s.error_message), 0))
+            OVER (ORDER BY s.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < @payload_budget::bigint AS keep
+    FROM workflow_step s
+    WHERE s.workflow_name = @workflow_name AND s.instance_id = @instance_id
+        AND s.run_number = @run_number AND s.id > @after_id
+        AND (coalesce(cardinality(sqlc.narg('statuses')::text[]), 0) = 0
+            OR s.status = ANY(sqlc.narg('statuses')::text[]))
+    ORDER BY s.id
+    LIMIT @max::integer
+) p
+ORDER BY p.id;
 
 -- name: StepListCurrentRun :many
 -- StepListCurrentRun lists the steps of the instance's current run in id

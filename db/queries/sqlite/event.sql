@@ -56,3 +56,28 @@ WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number AND id > CAST(@after_id AS INTEGER)
 ORDER BY id
 LIMIT @max;
+
+-- name: EventListBounded :many
+-- EventListBounded is EventList (of one run, or of every run when
+-- @run_number is 0) with a byte budget on the payloads it reads, as
+-- InstanceListBounded has: an event past the budget comes without its
+-- payload, payload_omitted set.
+WITH page AS (
+    SELECT w.id,
+        coalesce(sum(coalesce(octet_length(w.payload), 0))
+            OVER (ORDER BY w.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(@payload_budget AS INTEGER) AS keep
+    FROM workflow_event w
+    WHERE w.workflow_name = @workflow_name AND w.instance_id = @instance_id
+        AND (CAST(@run_number AS INTEGER) = 0 OR w.run_number = CAST(@run_number AS INTEGER))
+        AND w.id > CAST(@after_id AS INTEGER)
+    ORDER BY w.id
+    LIMIT @max
+)
+SELECT
+    e.id, e.workflow_name, e.instance_id, e.run_number, e.type,
+    CAST(coalesce(CASE WHEN page.keep THEN e.payload END, '') AS TEXT) AS payload, e.created_at,
+    e.delivered_at, e.consumed_by_step_key,
+    CAST(NOT page.keep AS INTEGER) AS payload_omitted
+FROM page
+JOIN workflow_event e ON e.id = page.id
+ORDER BY page.id;

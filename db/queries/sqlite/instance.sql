@@ -96,6 +96,93 @@ WHERE workflow_name = @workflow_name
 ORDER BY updated_at DESC, workflow_name DESC, instance_id DESC
 LIMIT @max;
 
+-- name: InstanceListBounded :many
+-- InstanceListBounded is InstanceList with a byte budget on the payloads
+-- (params, output, metadata, error_message) it reads: a row carries them
+-- (keep) only while the payloads of the rows before it in the page add up
+-- to less than @payload_budget bytes, and none with @omit_payloads; a row
+-- past the budget comes without them, payloads_omitted set. The page's
+-- keys and sizes come first (octet_length reads a value's size, not the
+-- value), then its rows by primary key: a payload it does not keep is
+-- never read.
+WITH page AS (
+    SELECT w.workflow_name, w.instance_id, w.updated_at,
+        CAST(@omit_payloads AS INTEGER) = 0 AND coalesce(sum(
+            CASE WHEN CAST(@omit_payloads AS INTEGER) <> 0 THEN 0 ELSE
+                coalesce(octet_length(w.params), 0) + coalesce(octet_length(w.output), 0)
+                + coalesce(octet_length(w.metadata), 0) + coalesce(octet_length(w.error_message), 0)
+            END) OVER (ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(@payload_budget AS INTEGER) AS keep
+    FROM workflow_instance w
+    WHERE (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
+            OR w.status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
+        AND (CAST(sqlc.narg('namespace') AS TEXT) IS NULL OR w.namespace = CAST(sqlc.narg('namespace') AS TEXT))
+        AND (CAST(sqlc.narg('queue') AS TEXT) IS NULL OR w.queue = CAST(sqlc.narg('queue') AS TEXT))
+        AND w.updated_at <= CAST(@cursor_updated_at AS INTEGER)
+        AND (w.updated_at, w.workflow_name, w.instance_id) < (
+            CAST(@cursor_updated_at AS INTEGER),
+            CAST(@cursor_workflow_name AS TEXT),
+            CAST(@cursor_instance_id AS TEXT))
+    ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+    LIMIT @max
+)
+SELECT
+    i.workflow_name, i.instance_id, i.status,
+    CAST(coalesce(CASE WHEN page.keep THEN i.params END, '') AS TEXT) AS params,
+    CAST(coalesce(CASE WHEN page.keep THEN i.output END, '') AS TEXT) AS output, i.error_name,
+    CAST(coalesce(CASE WHEN page.keep THEN i.error_message END, '') AS TEXT) AS error_message,
+    i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at,
+    i.completed_at, i.retention_until,
+    CAST(coalesce(CASE WHEN page.keep THEN i.metadata END, '') AS TEXT) AS metadata, i.namespace, i.queue,
+    i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt,
+    i.parent_workflow_name, i.parent_instance_id, i.parent_run_number,
+    i.parent_step_key, i.parent_policy, i.trace_context,
+    CAST(NOT page.keep AS INTEGER) AS payloads_omitted
+FROM page
+JOIN workflow_instance i ON i.workflow_name = page.workflow_name AND i.instance_id = page.instance_id
+ORDER BY page.updated_at DESC, page.workflow_name DESC, page.instance_id DESC;
+
+-- name: InstanceListWorkflowBounded :many
+-- InstanceListWorkflowBounded is InstanceListBounded for the instances of
+-- one workflow.
+WITH page AS (
+    SELECT w.workflow_name, w.instance_id, w.updated_at,
+        CAST(@omit_payloads AS INTEGER) = 0 AND coalesce(sum(
+            CASE WHEN CAST(@omit_payloads AS INTEGER) <> 0 THEN 0 ELSE
+                coalesce(octet_length(w.params), 0) + coalesce(octet_length(w.output), 0)
+                + coalesce(octet_length(w.metadata), 0) + coalesce(octet_length(w.error_message), 0)
+            END) OVER (ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(@payload_budget AS INTEGER) AS keep
+    FROM workflow_instance w
+    WHERE w.workflow_name = @workflow_name
+        AND (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
+            OR w.status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
+        AND (CAST(sqlc.narg('namespace') AS TEXT) IS NULL OR w.namespace = CAST(sqlc.narg('namespace') AS TEXT))
+        AND (CAST(sqlc.narg('queue') AS TEXT) IS NULL OR w.queue = CAST(sqlc.narg('queue') AS TEXT))
+        AND w.updated_at <= CAST(@cursor_updated_at AS INTEGER)
+        AND (w.updated_at, w.workflow_name, w.instance_id) < (
+            CAST(@cursor_updated_at AS INTEGER),
+            CAST(@cursor_workflow_name AS TEXT),
+            CAST(@cursor_instance_id AS TEXT))
+    ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+    LIMIT @max
+)
+SELECT
+    i.workflow_name, i.instance_id, i.status,
+    CAST(coalesce(CASE WHEN page.keep THEN i.params END, '') AS TEXT) AS params,
+    CAST(coalesce(CASE WHEN page.keep THEN i.output END, '') AS TEXT) AS output, i.error_name,
+    CAST(coalesce(CASE WHEN page.keep THEN i.error_message END, '') AS TEXT) AS error_message,
+    i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at,
+    i.completed_at, i.retention_until,
+    CAST(coalesce(CASE WHEN page.keep THEN i.metadata END, '') AS TEXT) AS metadata, i.namespace, i.queue,
+    i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt,
+    i.parent_workflow_name, i.parent_instance_id, i.parent_run_number,
+    i.parent_step_key, i.parent_policy, i.trace_context,
+    CAST(NOT page.keep AS INTEGER) AS payloads_omitted
+FROM page
+JOIN workflow_instance i ON i.workflow_name = page.workflow_name AND i.instance_id = page.instance_id
+ORDER BY page.updated_at DESC, page.workflow_name DESC, page.instance_id DESC;
+
 -- name: InstanceSetStatus :one
 -- InstanceSetStatus is the pause/resume/terminate transition of an instance
 -- the caller's write transaction holds; completed_at is set only when the new

@@ -23,3 +23,23 @@ SELECT
     CAST(coalesce((SELECT min(s.next_fire_at) FROM workflow_schedule s
         WHERE s.enabled = 1 AND s.next_fire_at <= @now), 0) AS INTEGER) AS oldest_due_schedule,
     CAST((SELECT count(*) FROM workflow_worker w WHERE w.status <> 'offline' AND w.status = 'online') AS INTEGER) AS workers_online;
+
+-- name: StatsEnded :many
+-- StatsEnded counts the instances that ended (complete, errored,
+-- terminated) from @since to @until (microseconds) by workflow, status and
+-- bucket of @bucket_us microseconds from @since, in @namespace ('' for
+-- every one), reading at most @max of them: a terminal instance's
+-- updated_at is when it ended, and workflow_instance_updated_idx finds
+-- them. No payload is read.
+SELECT e.workflow_name, e.status,
+    CAST((e.updated_at - CAST(@since AS INTEGER)) / CAST(@bucket_us AS INTEGER) AS INTEGER) AS bucket,
+    count(*) AS count
+FROM (
+    SELECT i.workflow_name, i.status, i.updated_at FROM workflow_instance i
+    WHERE i.updated_at >= CAST(@since AS INTEGER) AND i.updated_at <= CAST(@until AS INTEGER)
+        AND i.status IN ('complete', 'errored', 'terminated')
+        AND (CAST(@namespace AS TEXT) = '' OR i.namespace = CAST(@namespace AS TEXT))
+    LIMIT @max
+) e
+GROUP BY e.workflow_name, e.status, bucket
+ORDER BY e.workflow_name, e.status, bucket;

@@ -51,12 +51,43 @@ SET status = excluded.status,
 
 -- name: StepList :many
 -- StepList pages through the steps of one run in id (creation) order,
--- after_id excluded; a negative max lists every step.
+-- after_id excluded, of the given statuses (a JSON array, or NULL for
+-- every status); a negative max lists every step.
 SELECT * FROM workflow_step
 WHERE workflow_name = @workflow_name AND instance_id = @instance_id
     AND run_number = @run_number AND id > CAST(@after_id AS INTEGER)
+    AND (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
+        OR status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
 ORDER BY id
 LIMIT @max;
+
+-- name: StepListBounded :many
+-- StepListBounded is StepList with a byte budget on the payloads (result,
+-- error_message) it reads, as InstanceListBounded has: a step past the
+-- budget comes without them, payloads_omitted set.
+WITH page AS (
+    SELECT w.id,
+        coalesce(sum(coalesce(octet_length(w.result), 0) + coalesce(octet_length(w.error_message), 0))
+            OVER (ORDER BY w.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(@payload_budget AS INTEGER) AS keep
+    FROM workflow_step w
+    WHERE w.workflow_name = @workflow_name AND w.instance_id = @instance_id
+        AND w.run_number = @run_number AND w.id > CAST(@after_id AS INTEGER)
+        AND (CAST(sqlc.narg('statuses') AS TEXT) IS NULL
+            OR w.status IN (SELECT value FROM json_each(sqlc.narg('statuses'))))
+    ORDER BY w.id
+    LIMIT @max
+)
+SELECT
+    s.id, s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type,
+    s.status, s.attempts, s.max_attempts, s.timeout_ms, s.next_retry_at,
+    s.wake_at, s.wait_event_type,
+    CAST(coalesce(CASE WHEN page.keep THEN s.result END, '') AS TEXT) AS result, s.error_name,
+    CAST(coalesce(CASE WHEN page.keep THEN s.error_message END, '') AS TEXT) AS error_message,
+    s.created_at, s.updated_at, s.completed_at, s.started_at,
+    CAST(NOT page.keep AS INTEGER) AS payloads_omitted
+FROM page
+JOIN workflow_step s ON s.id = page.id
+ORDER BY page.id;
 
 -- name: StepFirstWaitingForEvent :one
 -- StepFirstWaitingForEvent returns the key of a run's first step (oldest

@@ -113,6 +113,89 @@ func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]Workflo
 	return items, nil
 }
 
+const eventListBounded = `-- name: EventListBounded :many
+SELECT
+    p.id, p.workflow_name, p.instance_id, p.run_number, p.type,
+    coalesce((CASE WHEN p.keep THEN p.payload END)::text, '')::text AS payload, p.created_at,
+    p.delivered_at, p.consumed_by_step_key,
+    (NOT p.keep)::boolean AS payload_omitted
+FROM (
+    SELECT e.id, e.workflow_name, e.instance_id, e.run_number, e.type, e.payload, e.created_at, e.delivered_at, e.consumed_by_step_key,
+        coalesce(sum(coalesce(octet_length(e.payload::text), 0))
+            OVER (ORDER BY e.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < $1::bigint AS keep
+    FROM workflow_event e
+    WHERE e.workflow_name = $2 AND e.instance_id = $3
+        AND ($4::integer = 0 OR e.run_number = $4::integer) AND e.id > $5
+    ORDER BY e.id
+    LIMIT $6::integer
+) p
+ORDER BY p.id
+`
+
+type EventListBoundedParams struct {
+	PayloadBudget int64
+	WorkflowName  string
+	InstanceID    string
+	RunNumber     int32
+	AfterID       int64
+	Max           int32
+}
+
+type EventListBoundedRow struct {
+	ID                int64
+	WorkflowName      string
+	InstanceID        string
+	RunNumber         int32
+	Type              string
+	Payload           string
+	CreatedAt         time.Time
+	DeliveredAt       *time.Time
+	ConsumedByStepKey *string
+	PayloadOmitted    bool
+}
+
+// EventListBounded is EventList (of one run, or of every run when
+// @run_number is 0) with a byte budget on the payloads it reads, as
+// InstanceListBounded has: an event past the budget comes without its
+// payload, payload_omitted set.
+func (q *Queries) EventListBounded(ctx context.Context, arg EventListBoundedParams) ([]EventListBoundedRow, error) {
+	rows, err := q.db.Query(ctx, eventListBounded,
+		arg.PayloadBudget,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventListBoundedRow{}
+	for rows.Next() {
+		var i EventListBoundedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.Type,
+			&i.Payload,
+			&i.CreatedAt,
+			&i.DeliveredAt,
+			&i.ConsumedByStepKey,
+			&i.PayloadOmitted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventListRun = `-- name: EventListRun :many
 SELECT id, workflow_name, instance_id, run_number, type, payload, created_at, delivered_at, consumed_by_step_key FROM workflow_event
 WHERE workflow_name = $1 AND instance_id = $2

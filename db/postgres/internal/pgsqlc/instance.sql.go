@@ -840,6 +840,159 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 	return items, nil
 }
 
+const instanceListBounded = `-- name: InstanceListBounded :many
+SELECT
+    p.workflow_name, p.instance_id, p.status,
+    coalesce((CASE WHEN p.keep THEN p.params END)::text, '')::text AS params,
+    coalesce((CASE WHEN p.keep THEN p.output END)::text, '')::text AS output, p.error_name,
+    coalesce(CASE WHEN p.keep THEN p.error_message END, '')::text AS error_message,
+    p.pause_requested, p.run_number, p.created_at, p.updated_at, p.started_at,
+    p.completed_at, p.retention_until,
+    coalesce((CASE WHEN p.keep THEN p.metadata END)::text, '')::text AS metadata, p.namespace, p.queue,
+    p.priority, p.dedupe_key, p.limited, p.deadline_at, p.run_attempt,
+    p.parent_workflow_name, p.parent_instance_id, p.parent_run_number,
+    p.parent_step_key, p.parent_policy, p.trace_context,
+    (NOT p.keep)::boolean AS payloads_omitted
+FROM (
+    SELECT i.workflow_name, i.instance_id, i.status, i.params, i.output, i.error_name, i.error_message, i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at, i.completed_at, i.retention_until, i.metadata, i.namespace, i.queue, i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt, i.parent_workflow_name, i.parent_instance_id, i.parent_run_number, i.parent_step_key, i.parent_policy, i.trace_context,
+        NOT $1::boolean AND coalesce(sum(
+            CASE WHEN $1::boolean THEN 0 ELSE
+                coalesce(octet_length(i.params::text), 0) + coalesce(octet_length(i.output::text), 0)
+                + coalesce(octet_length(i.metadata::text), 0) + coalesce(octet_length(i.error_message), 0)
+            END) OVER (ORDER BY i.updated_at DESC, i.workflow_name DESC, i.instance_id DESC
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < $2::bigint AS keep
+    FROM workflow_instance i
+    WHERE i.updated_at > '-infinity'::timestamptz
+        AND ($3::text IS NULL OR i.workflow_name = $3::text)
+        AND (coalesce(cardinality($4::text[]), 0) = 0
+            OR i.status = ANY($4::text[]))
+        AND ($5::text IS NULL OR i.namespace = $5::text)
+        AND ($6::text IS NULL OR i.queue = $6::text)
+        AND ($7::timestamptz IS NULL
+            OR (i.updated_at, i.workflow_name, i.instance_id) < (
+                $7::timestamptz,
+                $8::text,
+                $9::text))
+    ORDER BY i.updated_at DESC, i.workflow_name DESC, i.instance_id DESC
+    LIMIT $10
+) p
+ORDER BY p.updated_at DESC, p.workflow_name DESC, p.instance_id DESC
+`
+
+type InstanceListBoundedParams struct {
+	OmitPayloads       bool
+	PayloadBudget      int64
+	WorkflowName       *string
+	Statuses           []string
+	Namespace          *string
+	Queue              *string
+	CursorUpdatedAt    *time.Time
+	CursorWorkflowName *string
+	CursorInstanceID   *string
+	Max                int32
+}
+
+type InstanceListBoundedRow struct {
+	WorkflowName       string
+	InstanceID         string
+	Status             string
+	Params             string
+	Output             string
+	ErrorName          *string
+	ErrorMessage       string
+	PauseRequested     bool
+	RunNumber          int32
+	CreatedAt          time.Time
+	UpdatedAt          time.Time
+	StartedAt          *time.Time
+	CompletedAt        *time.Time
+	RetentionUntil     *time.Time
+	Metadata           string
+	Namespace          string
+	Queue              string
+	Priority           int32
+	DedupeKey          *string
+	Limited            bool
+	DeadlineAt         *time.Time
+	RunAttempt         int32
+	ParentWorkflowName *string
+	ParentInstanceID   *string
+	ParentRunNumber    *int32
+	ParentStepKey      *string
+	ParentPolicy       *string
+	TraceContext       *string
+	PayloadsOmitted    bool
+}
+
+// InstanceListBounded is InstanceList with a byte budget on the payloads
+// (params, output, metadata, error_message) it reads: a row carries them
+// (keep) only while the payloads of the rows before it in the page add up
+// to less than @payload_budget bytes, and none with @omit_payloads; a row
+// past the budget comes without them, payloads_omitted set. The window
+// sums each row's sizes (their lengths in bytes, which the server measures
+// by reading them) over the rows before it; a payload it does not keep is
+// never sent.
+func (q *Queries) InstanceListBounded(ctx context.Context, arg InstanceListBoundedParams) ([]InstanceListBoundedRow, error) {
+	rows, err := q.db.Query(ctx, instanceListBounded,
+		arg.OmitPayloads,
+		arg.PayloadBudget,
+		arg.WorkflowName,
+		arg.Statuses,
+		arg.Namespace,
+		arg.Queue,
+		arg.CursorUpdatedAt,
+		arg.CursorWorkflowName,
+		arg.CursorInstanceID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InstanceListBoundedRow{}
+	for rows.Next() {
+		var i InstanceListBoundedRow
+		if err := rows.Scan(
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.Status,
+			&i.Params,
+			&i.Output,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.PauseRequested,
+			&i.RunNumber,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.RetentionUntil,
+			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
+			&i.TraceContext,
+			&i.PayloadsOmitted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const instanceLockRun = `-- name: InstanceLockRun :one
 SELECT status, pause_requested
 FROM workflow_instance

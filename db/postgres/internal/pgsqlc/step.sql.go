@@ -191,8 +191,10 @@ const stepList = `-- name: StepList :many
 SELECT id, workflow_name, instance_id, run_number, step_key, type, status, attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type, result, error_name, error_message, created_at, updated_at, completed_at, started_at FROM workflow_step
 WHERE workflow_name = $1 AND instance_id = $2
     AND run_number = $3 AND id > $4
+    AND (coalesce(cardinality($5::text[]), 0) = 0
+        OR status = ANY($5::text[]))
 ORDER BY id
-LIMIT $5::integer
+LIMIT $6::integer
 `
 
 type StepListParams struct {
@@ -200,17 +202,20 @@ type StepListParams struct {
 	InstanceID   string
 	RunNumber    int32
 	AfterID      int64
+	Statuses     []string
 	Max          *int32
 }
 
 // StepList pages through the steps of one run in id (creation) order,
-// after_id excluded; a NULL max lists every step.
+// after_id excluded, of the given statuses (NULL or empty: every status);
+// a NULL max lists every step.
 func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowStep, error) {
 	rows, err := q.db.Query(ctx, stepList,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
 		arg.AfterID,
+		arg.Statuses,
 		arg.Max,
 	)
 	if err != nil {
@@ -241,6 +246,116 @@ func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowS
 			&i.UpdatedAt,
 			&i.CompletedAt,
 			&i.StartedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stepListBounded = `-- name: StepListBounded :many
+SELECT
+    p.id, p.workflow_name, p.instance_id, p.run_number, p.step_key, p.type,
+    p.status, p.attempts, p.max_attempts, p.timeout_ms, p.next_retry_at,
+    p.wake_at, p.wait_event_type, coalesce((CASE WHEN p.keep THEN p.result END)::text, '')::text AS result,
+    p.error_name, coalesce(CASE WHEN p.keep THEN p.error_message END, '')::text AS error_message,
+    p.created_at, p.updated_at, p.completed_at, p.started_at,
+    (NOT p.keep)::boolean AS payloads_omitted
+FROM (
+    SELECT s.id, s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type, s.status, s.attempts, s.max_attempts, s.timeout_ms, s.next_retry_at, s.wake_at, s.wait_event_type, s.result, s.error_name, s.error_message, s.created_at, s.updated_at, s.completed_at, s.started_at,
+        coalesce(sum(coalesce(octet_length(s.result::text), 0) + coalesce(octet_length(s.error_message), 0))
+            OVER (ORDER BY s.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < $1::bigint AS keep
+    FROM workflow_step s
+    WHERE s.workflow_name = $2 AND s.instance_id = $3
+        AND s.run_number = $4 AND s.id > $5
+        AND (coalesce(cardinality($6::text[]), 0) = 0
+            OR s.status = ANY($6::text[]))
+    ORDER BY s.id
+    LIMIT $7::integer
+) p
+ORDER BY p.id
+`
+
+type StepListBoundedParams struct {
+	PayloadBudget int64
+	WorkflowName  string
+	InstanceID    string
+	RunNumber     int32
+	AfterID       int64
+	Statuses      []string
+	Max           int32
+}
+
+type StepListBoundedRow struct {
+	ID              int64
+	WorkflowName    string
+	InstanceID      string
+	RunNumber       int32
+	StepKey         string
+	Type            string
+	Status          string
+	Attempts        int32
+	MaxAttempts     int32
+	TimeoutMs       int64
+	NextRetryAt     *time.Time
+	WakeAt          *time.Time
+	WaitEventType   *string
+	Result          string
+	ErrorName       *string
+	ErrorMessage    string
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	CompletedAt     *time.Time
+	StartedAt       *time.Time
+	PayloadsOmitted bool
+}
+
+// StepListBounded is StepList with a byte budget on the payloads (result,
+// error_message) it reads, as InstanceListBounded has: a step past the
+// budget comes without them, payloads_omitted set.
+func (q *Queries) StepListBounded(ctx context.Context, arg StepListBoundedParams) ([]StepListBoundedRow, error) {
+	rows, err := q.db.Query(ctx, stepListBounded,
+		arg.PayloadBudget,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.AfterID,
+		arg.Statuses,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StepListBoundedRow{}
+	for rows.Next() {
+		var i StepListBoundedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Type,
+			&i.Status,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.TimeoutMs,
+			&i.NextRetryAt,
+			&i.WakeAt,
+			&i.WaitEventType,
+			&i.Result,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.CompletedAt,
+			&i.StartedAt,
+			&i.PayloadsOmitted,
 		); err != nil {
 			return nil, err
 		}

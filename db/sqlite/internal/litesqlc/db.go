@@ -54,6 +54,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.eventListStmt, err = db.PrepareContext(ctx, eventList); err != nil {
 		return nil, fmt.Errorf("error preparing query EventList: %w", err)
 	}
+	if q.eventListBoundedStmt, err = db.PrepareContext(ctx, eventListBounded); err != nil {
+		return nil, fmt.Errorf("error preparing query EventListBounded: %w", err)
+	}
 	if q.eventListRunStmt, err = db.PrepareContext(ctx, eventListRun); err != nil {
 		return nil, fmt.Errorf("error preparing query EventListRun: %w", err)
 	}
@@ -117,11 +120,17 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.instanceListStmt, err = db.PrepareContext(ctx, instanceList); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceList: %w", err)
 	}
+	if q.instanceListBoundedStmt, err = db.PrepareContext(ctx, instanceListBounded); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceListBounded: %w", err)
+	}
 	if q.instanceListFreshStmt, err = db.PrepareContext(ctx, instanceListFresh); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceListFresh: %w", err)
 	}
 	if q.instanceListWorkflowStmt, err = db.PrepareContext(ctx, instanceListWorkflow); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceListWorkflow: %w", err)
+	}
+	if q.instanceListWorkflowBoundedStmt, err = db.PrepareContext(ctx, instanceListWorkflowBounded); err != nil {
+		return nil, fmt.Errorf("error preparing query InstanceListWorkflowBounded: %w", err)
 	}
 	if q.instanceParentMatchesStmt, err = db.PrepareContext(ctx, instanceParentMatches); err != nil {
 		return nil, fmt.Errorf("error preparing query InstanceParentMatches: %w", err)
@@ -267,6 +276,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	if q.scheduleUpdateStmt, err = db.PrepareContext(ctx, scheduleUpdate); err != nil {
 		return nil, fmt.Errorf("error preparing query ScheduleUpdate: %w", err)
 	}
+	if q.statsEndedStmt, err = db.PrepareContext(ctx, statsEnded); err != nil {
+		return nil, fmt.Errorf("error preparing query StatsEnded: %w", err)
+	}
 	if q.statsGaugesStmt, err = db.PrepareContext(ctx, statsGauges); err != nil {
 		return nil, fmt.Errorf("error preparing query StatsGauges: %w", err)
 	}
@@ -290,6 +302,9 @@ func Prepare(ctx context.Context, db DBTX) (*Queries, error) {
 	}
 	if q.stepListStmt, err = db.PrepareContext(ctx, stepList); err != nil {
 		return nil, fmt.Errorf("error preparing query StepList: %w", err)
+	}
+	if q.stepListBoundedStmt, err = db.PrepareContext(ctx, stepListBounded); err != nil {
+		return nil, fmt.Errorf("error preparing query StepListBounded: %w", err)
 	}
 	if q.stepUpsertStmt, err = db.PrepareContext(ctx, stepUpsert); err != nil {
 		return nil, fmt.Errorf("error preparing query StepUpsert: %w", err)
@@ -418,6 +433,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing eventListStmt: %w", cerr)
 		}
 	}
+	if q.eventListBoundedStmt != nil {
+		if cerr := q.eventListBoundedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing eventListBoundedStmt: %w", cerr)
+		}
+	}
 	if q.eventListRunStmt != nil {
 		if cerr := q.eventListRunStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing eventListRunStmt: %w", cerr)
@@ -523,6 +543,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing instanceListStmt: %w", cerr)
 		}
 	}
+	if q.instanceListBoundedStmt != nil {
+		if cerr := q.instanceListBoundedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceListBoundedStmt: %w", cerr)
+		}
+	}
 	if q.instanceListFreshStmt != nil {
 		if cerr := q.instanceListFreshStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceListFreshStmt: %w", cerr)
@@ -531,6 +556,11 @@ func (q *Queries) Close() error {
 	if q.instanceListWorkflowStmt != nil {
 		if cerr := q.instanceListWorkflowStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing instanceListWorkflowStmt: %w", cerr)
+		}
+	}
+	if q.instanceListWorkflowBoundedStmt != nil {
+		if cerr := q.instanceListWorkflowBoundedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing instanceListWorkflowBoundedStmt: %w", cerr)
 		}
 	}
 	if q.instanceParentMatchesStmt != nil {
@@ -773,6 +803,11 @@ func (q *Queries) Close() error {
 			err = fmt.Errorf("error closing scheduleUpdateStmt: %w", cerr)
 		}
 	}
+	if q.statsEndedStmt != nil {
+		if cerr := q.statsEndedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing statsEndedStmt: %w", cerr)
+		}
+	}
 	if q.statsGaugesStmt != nil {
 		if cerr := q.statsGaugesStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing statsGaugesStmt: %w", cerr)
@@ -811,6 +846,11 @@ func (q *Queries) Close() error {
 	if q.stepListStmt != nil {
 		if cerr := q.stepListStmt.Close(); cerr != nil {
 			err = fmt.Errorf("error closing stepListStmt: %w", cerr)
+		}
+	}
+	if q.stepListBoundedStmt != nil {
+		if cerr := q.stepListBoundedStmt.Close(); cerr != nil {
+			err = fmt.Errorf("error closing stepListBoundedStmt: %w", cerr)
 		}
 	}
 	if q.stepUpsertStmt != nil {
@@ -982,6 +1022,7 @@ type Queries struct {
 	eventConsumeOldestStmt            *sql.Stmt
 	eventInsertStmt                   *sql.Stmt
 	eventListStmt                     *sql.Stmt
+	eventListBoundedStmt              *sql.Stmt
 	eventListRunStmt                  *sql.Stmt
 	eventUndeliveredCountStmt         *sql.Stmt
 	flowGetStmt                       *sql.Stmt
@@ -1003,8 +1044,10 @@ type Queries struct {
 	instanceInsertIfAbsentStmt        *sql.Stmt
 	instanceInsertStartedIfAbsentStmt *sql.Stmt
 	instanceListStmt                  *sql.Stmt
+	instanceListBoundedStmt           *sql.Stmt
 	instanceListFreshStmt             *sql.Stmt
 	instanceListWorkflowStmt          *sql.Stmt
+	instanceListWorkflowBoundedStmt   *sql.Stmt
 	instanceParentMatchesStmt         *sql.Stmt
 	instanceRestartStmt               *sql.Stmt
 	instanceRetryRunStmt              *sql.Stmt
@@ -1053,6 +1096,7 @@ type Queries struct {
 	scheduleListDueStmt               *sql.Stmt
 	scheduleListWorkflowStmt          *sql.Stmt
 	scheduleUpdateStmt                *sql.Stmt
+	statsEndedStmt                    *sql.Stmt
 	statsGaugesStmt                   *sql.Stmt
 	statsInstanceCountsStmt           *sql.Stmt
 	stepAttemptListStmt               *sql.Stmt
@@ -1061,6 +1105,7 @@ type Queries struct {
 	stepDeleteStmt                    *sql.Stmt
 	stepFirstWaitingForEventStmt      *sql.Stmt
 	stepListStmt                      *sql.Stmt
+	stepListBoundedStmt               *sql.Stmt
 	stepUpsertStmt                    *sql.Stmt
 	taskClaimStmt                     *sql.Stmt
 	taskDeleteStmt                    *sql.Stmt
@@ -1101,6 +1146,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		eventConsumeOldestStmt:            q.eventConsumeOldestStmt,
 		eventInsertStmt:                   q.eventInsertStmt,
 		eventListStmt:                     q.eventListStmt,
+		eventListBoundedStmt:              q.eventListBoundedStmt,
 		eventListRunStmt:                  q.eventListRunStmt,
 		eventUndeliveredCountStmt:         q.eventUndeliveredCountStmt,
 		flowGetStmt:                       q.flowGetStmt,
@@ -1122,8 +1168,10 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		instanceInsertIfAbsentStmt:        q.instanceInsertIfAbsentStmt,
 		instanceInsertStartedIfAbsentStmt: q.instanceInsertStartedIfAbsentStmt,
 		instanceListStmt:                  q.instanceListStmt,
+		instanceListBoundedStmt:           q.instanceListBoundedStmt,
 		instanceListFreshStmt:             q.instanceListFreshStmt,
 		instanceListWorkflowStmt:          q.instanceListWorkflowStmt,
+		instanceListWorkflowBoundedStmt:   q.instanceListWorkflowBoundedStmt,
 		instanceParentMatchesStmt:         q.instanceParentMatchesStmt,
 		instanceRestartStmt:               q.instanceRestartStmt,
 		instanceRetryRunStmt:              q.instanceRetryRunStmt,
@@ -1172,6 +1220,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		scheduleListDueStmt:               q.scheduleListDueStmt,
 		scheduleListWorkflowStmt:          q.scheduleListWorkflowStmt,
 		scheduleUpdateStmt:                q.scheduleUpdateStmt,
+		statsEndedStmt:                    q.statsEndedStmt,
 		statsGaugesStmt:                   q.statsGaugesStmt,
 		statsInstanceCountsStmt:           q.statsInstanceCountsStmt,
 		stepAttemptListStmt:               q.stepAttemptListStmt,
@@ -1180,6 +1229,7 @@ func (q *Queries) WithTx(tx *sql.Tx) *Queries {
 		stepDeleteStmt:                    q.stepDeleteStmt,
 		stepFirstWaitingForEventStmt:      q.stepFirstWaitingForEventStmt,
 		stepListStmt:                      q.stepListStmt,
+		stepListBoundedStmt:               q.stepListBoundedStmt,
 		stepUpsertStmt:                    q.stepUpsertStmt,
 		taskClaimStmt:                     q.taskClaimStmt,
 		taskDeleteStmt:                    q.taskDeleteStmt,

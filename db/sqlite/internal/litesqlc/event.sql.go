@@ -186,6 +186,95 @@ func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]Workflo
 	return items, nil
 }
 
+const eventListBounded = `-- name: EventListBounded :many
+WITH page AS (
+    SELECT w.id,
+        coalesce(sum(coalesce(octet_length(w.payload), 0))
+            OVER (ORDER BY w.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(?1 AS INTEGER) AS keep
+    FROM workflow_event w
+    WHERE w.workflow_name = ?2 AND w.instance_id = ?3
+        AND (CAST(?4 AS INTEGER) = 0 OR w.run_number = CAST(?4 AS INTEGER))
+        AND w.id > CAST(?5 AS INTEGER)
+    ORDER BY w.id
+    LIMIT ?6
+)
+SELECT
+    e.id, e.workflow_name, e.instance_id, e.run_number, e.type,
+    CAST(coalesce(CASE WHEN page.keep THEN e.payload END, '') AS TEXT) AS payload, e.created_at,
+    e.delivered_at, e.consumed_by_step_key,
+    CAST(NOT page.keep AS INTEGER) AS payload_omitted
+FROM page
+JOIN workflow_event e ON e.id = page.id
+ORDER BY page.id
+`
+
+type EventListBoundedParams struct {
+	PayloadBudget int64
+	WorkflowName  string
+	InstanceID    string
+	RunNumber     int64
+	AfterID       int64
+	Max           int64
+}
+
+type EventListBoundedRow struct {
+	ID                int64
+	WorkflowName      string
+	InstanceID        string
+	RunNumber         int64
+	Type              string
+	Payload           string
+	CreatedAt         int64
+	DeliveredAt       *int64
+	ConsumedByStepKey *string
+	PayloadOmitted    int64
+}
+
+// EventListBounded is EventList (of one run, or of every run when
+// @run_number is 0) with a byte budget on the payloads it reads, as
+// InstanceListBounded has: an event past the budget comes without its
+// payload, payload_omitted set.
+func (q *Queries) EventListBounded(ctx context.Context, arg EventListBoundedParams) ([]EventListBoundedRow, error) {
+	rows, err := q.query(ctx, q.eventListBoundedStmt, eventListBounded,
+		arg.PayloadBudget,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.AfterID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []EventListBoundedRow{}
+	for rows.Next() {
+		var i EventListBoundedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.Type,
+			&i.Payload,
+			&i.CreatedAt,
+			&i.DeliveredAt,
+			&i.ConsumedByStepKey,
+			&i.PayloadOmitted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const eventListRun = `-- name: EventListRun :many
 SELECT id, workflow_name, instance_id, run_number, type, payload, created_at, delivered_at, consumed_by_step_key FROM workflow_event
 WHERE workflow_name = ?1 AND instance_id = ?2

@@ -514,6 +514,160 @@ func (q *Queries) InstanceList(ctx context.Context, arg InstanceListParams) ([]W
 	return items, nil
 }
 
+const instanceListBounded = `-- name: InstanceListBounded :many
+WITH page AS (
+    SELECT w.workflow_name, w.instance_id, w.updated_at,
+        CAST(?1 AS INTEGER) = 0 AND coalesce(sum(
+            CASE WHEN CAST(?1 AS INTEGER) <> 0 THEN 0 ELSE
+                coalesce(octet_length(w.params), 0) + coalesce(octet_length(w.output), 0)
+                + coalesce(octet_length(w.metadata), 0) + coalesce(octet_length(w.error_message), 0)
+            END) OVER (ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(?2 AS INTEGER) AS keep
+    FROM workflow_instance w
+    WHERE (CAST(?3 AS TEXT) IS NULL
+            OR w.status IN (SELECT value FROM json_each(?3)))
+        AND (CAST(?4 AS TEXT) IS NULL OR w.namespace = CAST(?4 AS TEXT))
+        AND (CAST(?5 AS TEXT) IS NULL OR w.queue = CAST(?5 AS TEXT))
+        AND w.updated_at <= CAST(?6 AS INTEGER)
+        AND (w.updated_at, w.workflow_name, w.instance_id) < (
+            CAST(?6 AS INTEGER),
+            CAST(?7 AS TEXT),
+            CAST(?8 AS TEXT))
+    ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+    LIMIT ?9
+)
+SELECT
+    i.workflow_name, i.instance_id, i.status,
+    CAST(coalesce(CASE WHEN page.keep THEN i.params END, '') AS TEXT) AS params,
+    CAST(coalesce(CASE WHEN page.keep THEN i.output END, '') AS TEXT) AS output, i.error_name,
+    CAST(coalesce(CASE WHEN page.keep THEN i.error_message END, '') AS TEXT) AS error_message,
+    i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at,
+    i.completed_at, i.retention_until,
+    CAST(coalesce(CASE WHEN page.keep THEN i.metadata END, '') AS TEXT) AS metadata, i.namespace, i.queue,
+    i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt,
+    i.parent_workflow_name, i.parent_instance_id, i.parent_run_number,
+    i.parent_step_key, i.parent_policy, i.trace_context,
+    CAST(NOT page.keep AS INTEGER) AS payloads_omitted
+FROM page
+JOIN workflow_instance i ON i.workflow_name = page.workflow_name AND i.instance_id = page.instance_id
+ORDER BY page.updated_at DESC, page.workflow_name DESC, page.instance_id DESC
+`
+
+type InstanceListBoundedParams struct {
+	OmitPayloads       int64
+	PayloadBudget      int64
+	Statuses           *string
+	Namespace          *string
+	Queue              *string
+	CursorUpdatedAt    int64
+	CursorWorkflowName string
+	CursorInstanceID   string
+	Max                int64
+}
+
+type InstanceListBoundedRow struct {
+	WorkflowName       string
+	InstanceID         string
+	Status             string
+	Params             string
+	Output             string
+	ErrorName          *string
+	ErrorMessage       string
+	PauseRequested     int64
+	RunNumber          int64
+	CreatedAt          int64
+	UpdatedAt          int64
+	StartedAt          *int64
+	CompletedAt        *int64
+	RetentionUntil     *int64
+	Metadata           string
+	Namespace          string
+	Queue              string
+	Priority           int64
+	DedupeKey          *string
+	Limited            int64
+	DeadlineAt         *int64
+	RunAttempt         int64
+	ParentWorkflowName *string
+	ParentInstanceID   *string
+	ParentRunNumber    *int64
+	ParentStepKey      *string
+	ParentPolicy       *string
+	TraceContext       *string
+	PayloadsOmitted    int64
+}
+
+// InstanceListBounded is InstanceList with a byte budget on the payloads
+// (params, output, metadata, error_message) it reads: a row carries them
+// (keep) only while the payloads of the rows before it in the page add up
+// to less than @payload_budget bytes, and none with @omit_payloads; a row
+// past the budget comes without them, payloads_omitted set. The page's
+// keys and sizes come first (octet_length reads a value's size, not the
+// value), then its rows by primary key: a payload it does not keep is
+// never read.
+func (q *Queries) InstanceListBounded(ctx context.Context, arg InstanceListBoundedParams) ([]InstanceListBoundedRow, error) {
+	rows, err := q.query(ctx, q.instanceListBoundedStmt, instanceListBounded,
+		arg.OmitPayloads,
+		arg.PayloadBudget,
+		arg.Statuses,
+		arg.Namespace,
+		arg.Queue,
+		arg.CursorUpdatedAt,
+		arg.CursorWorkflowName,
+		arg.CursorInstanceID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InstanceListBoundedRow{}
+	for rows.Next() {
+		var i InstanceListBoundedRow
+		if err := rows.Scan(
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.Status,
+			&i.Params,
+			&i.Output,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.PauseRequested,
+			&i.RunNumber,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.RetentionUntil,
+			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
+			&i.TraceContext,
+			&i.PayloadsOmitted,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const instanceListFresh = `-- name: InstanceListFresh :many
 SELECT workflow_name, instance_id, status, params, output, error_name, error_message, pause_requested, run_number, created_at, updated_at, started_at, completed_at, retention_until, metadata, namespace, queue, priority, dedupe_key, limited, deadline_at, run_attempt, parent_workflow_name, parent_instance_id, parent_run_number, parent_step_key, parent_policy, trace_context FROM workflow_instance
 WHERE status = 'queued' AND started_at IS NULL
@@ -652,6 +806,157 @@ func (q *Queries) InstanceListWorkflow(ctx context.Context, arg InstanceListWork
 			&i.ParentStepKey,
 			&i.ParentPolicy,
 			&i.TraceContext,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const instanceListWorkflowBounded = `-- name: InstanceListWorkflowBounded :many
+WITH page AS (
+    SELECT w.workflow_name, w.instance_id, w.updated_at,
+        CAST(?1 AS INTEGER) = 0 AND coalesce(sum(
+            CASE WHEN CAST(?1 AS INTEGER) <> 0 THEN 0 ELSE
+                coalesce(octet_length(w.params), 0) + coalesce(octet_length(w.output), 0)
+                + coalesce(octet_length(w.metadata), 0) + coalesce(octet_length(w.error_message), 0)
+            END) OVER (ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+                ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(?2 AS INTEGER) AS keep
+    FROM workflow_instance w
+    WHERE w.workflow_name = ?3
+        AND (CAST(?4 AS TEXT) IS NULL
+            OR w.status IN (SELECT value FROM json_each(?4)))
+        AND (CAST(?5 AS TEXT) IS NULL OR w.namespace = CAST(?5 AS TEXT))
+        AND (CAST(?6 AS TEXT) IS NULL OR w.queue = CAST(?6 AS TEXT))
+        AND w.updated_at <= CAST(?7 AS INTEGER)
+        AND (w.updated_at, w.workflow_name, w.instance_id) < (
+            CAST(?7 AS INTEGER),
+            CAST(?8 AS TEXT),
+            CAST(?9 AS TEXT))
+    ORDER BY w.updated_at DESC, w.workflow_name DESC, w.instance_id DESC
+    LIMIT ?10
+)
+SELECT
+    i.workflow_name, i.instance_id, i.status,
+    CAST(coalesce(CASE WHEN page.keep THEN i.params END, '') AS TEXT) AS params,
+    CAST(coalesce(CASE WHEN page.keep THEN i.output END, '') AS TEXT) AS output, i.error_name,
+    CAST(coalesce(CASE WHEN page.keep THEN i.error_message END, '') AS TEXT) AS error_message,
+    i.pause_requested, i.run_number, i.created_at, i.updated_at, i.started_at,
+    i.completed_at, i.retention_until,
+    CAST(coalesce(CASE WHEN page.keep THEN i.metadata END, '') AS TEXT) AS metadata, i.namespace, i.queue,
+    i.priority, i.dedupe_key, i.limited, i.deadline_at, i.run_attempt,
+    i.parent_workflow_name, i.parent_instance_id, i.parent_run_number,
+    i.parent_step_key, i.parent_policy, i.trace_context,
+    CAST(NOT page.keep AS INTEGER) AS payloads_omitted
+FROM page
+JOIN workflow_instance i ON i.workflow_name = page.workflow_name AND i.instance_id = page.instance_id
+ORDER BY page.updated_at DESC, page.workflow_name DESC, page.instance_id DESC
+`
+
+type InstanceListWorkflowBoundedParams struct {
+	OmitPayloads       int64
+	PayloadBudget      int64
+	WorkflowName       string
+	Statuses           *string
+	Namespace          *string
+	Queue              *string
+	CursorUpdatedAt    int64
+	CursorWorkflowName string
+	CursorInstanceID   string
+	Max                int64
+}
+
+type InstanceListWorkflowBoundedRow struct {
+	WorkflowName       string
+	InstanceID         string
+	Status             string
+	Params             string
+	Output             string
+	ErrorName          *string
+	ErrorMessage       string
+	PauseRequested     int64
+	RunNumber          int64
+	CreatedAt          int64
+	UpdatedAt          int64
+	StartedAt          *int64
+	CompletedAt        *int64
+	RetentionUntil     *int64
+	Metadata           string
+	Namespace          string
+	Queue              string
+	Priority           int64
+	DedupeKey          *string
+	Limited            int64
+	DeadlineAt         *int64
+	RunAttempt         int64
+	ParentWorkflowName *string
+	ParentInstanceID   *string
+	ParentRunNumber    *int64
+	ParentStepKey      *string
+	ParentPolicy       *string
+	TraceContext       *string
+	PayloadsOmitted    int64
+}
+
+// InstanceListWorkflowBounded is InstanceListBounded for the instances of
+// one workflow.
+func (q *Queries) InstanceListWorkflowBounded(ctx context.Context, arg InstanceListWorkflowBoundedParams) ([]InstanceListWorkflowBoundedRow, error) {
+	rows, err := q.query(ctx, q.instanceListWorkflowBoundedStmt, instanceListWorkflowBounded,
+		arg.OmitPayloads,
+		arg.PayloadBudget,
+		arg.WorkflowName,
+		arg.Statuses,
+		arg.Namespace,
+		arg.Queue,
+		arg.CursorUpdatedAt,
+		arg.CursorWorkflowName,
+		arg.CursorInstanceID,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []InstanceListWorkflowBoundedRow{}
+	for rows.Next() {
+		var i InstanceListWorkflowBoundedRow
+		if err := rows.Scan(
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.Status,
+			&i.Params,
+			&i.Output,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.PauseRequested,
+			&i.RunNumber,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.StartedAt,
+			&i.CompletedAt,
+			&i.RetentionUntil,
+			&i.Metadata,
+			&i.Namespace,
+			&i.Queue,
+			&i.Priority,
+			&i.DedupeKey,
+			&i.Limited,
+			&i.DeadlineAt,
+			&i.RunAttempt,
+			&i.ParentWorkflowName,
+			&i.ParentInstanceID,
+			&i.ParentRunNumber,
+			&i.ParentStepKey,
+			&i.ParentPolicy,
+			&i.TraceContext,
+			&i.PayloadsOmitted,
 		); err != nil {
 			return nil, err
 		}

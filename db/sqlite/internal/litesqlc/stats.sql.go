@@ -9,6 +9,76 @@ import (
 	"context"
 )
 
+const statsEnded = `-- name: StatsEnded :many
+SELECT e.workflow_name, e.status,
+    CAST((e.updated_at - CAST(?1 AS INTEGER)) / CAST(?2 AS INTEGER) AS INTEGER) AS bucket,
+    count(*) AS count
+FROM (
+    SELECT i.workflow_name, i.status, i.updated_at FROM workflow_instance i
+    WHERE i.updated_at >= CAST(?1 AS INTEGER) AND i.updated_at <= CAST(?3 AS INTEGER)
+        AND i.status IN ('complete', 'errored', 'terminated')
+        AND (CAST(?4 AS TEXT) = '' OR i.namespace = CAST(?4 AS TEXT))
+    LIMIT ?5
+) e
+GROUP BY e.workflow_name, e.status, bucket
+ORDER BY e.workflow_name, e.status, bucket
+`
+
+type StatsEndedParams struct {
+	Since     int64
+	BucketUs  int64
+	Until     int64
+	Namespace string
+	Max       int64
+}
+
+type StatsEndedRow struct {
+	WorkflowName string
+	Status       string
+	Bucket       int64
+	Count        int64
+}
+
+// StatsEnded counts the instances that ended (complete, errored,
+// terminated) from @since to @until (microseconds) by workflow, status and
+// bucket of @bucket_us microseconds from @since, in @namespace (” for
+// every one), reading at most @max of them: a terminal instance's
+// updated_at is when it ended, and workflow_instance_updated_idx finds
+// them. No payload is read.
+func (q *Queries) StatsEnded(ctx context.Context, arg StatsEndedParams) ([]StatsEndedRow, error) {
+	rows, err := q.query(ctx, q.statsEndedStmt, statsEnded,
+		arg.Since,
+		arg.BucketUs,
+		arg.Until,
+		arg.Namespace,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StatsEndedRow{}
+	for rows.Next() {
+		var i StatsEndedRow
+		if err := rows.Scan(
+			&i.WorkflowName,
+			&i.Status,
+			&i.Bucket,
+			&i.Count,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const statsGauges = `-- name: StatsGauges :one
 SELECT
     CAST((SELECT count(*) FROM workflow_task t

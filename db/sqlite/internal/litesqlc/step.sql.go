@@ -209,8 +209,10 @@ const stepList = `-- name: StepList :many
 SELECT id, workflow_name, instance_id, run_number, step_key, type, status, attempts, max_attempts, timeout_ms, next_retry_at, wake_at, wait_event_type, result, error_name, error_message, created_at, updated_at, completed_at, started_at FROM workflow_step
 WHERE workflow_name = ?1 AND instance_id = ?2
     AND run_number = ?3 AND id > CAST(?4 AS INTEGER)
+    AND (CAST(?5 AS TEXT) IS NULL
+        OR status IN (SELECT value FROM json_each(?5)))
 ORDER BY id
-LIMIT ?5
+LIMIT ?6
 `
 
 type StepListParams struct {
@@ -218,17 +220,20 @@ type StepListParams struct {
 	InstanceID   string
 	RunNumber    int64
 	AfterID      int64
+	Statuses     *string
 	Max          int64
 }
 
 // StepList pages through the steps of one run in id (creation) order,
-// after_id excluded; a negative max lists every step.
+// after_id excluded, of the given statuses (a JSON array, or NULL for
+// every status); a negative max lists every step.
 func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowStep, error) {
 	rows, err := q.query(ctx, q.stepListStmt, stepList,
 		arg.WorkflowName,
 		arg.InstanceID,
 		arg.RunNumber,
 		arg.AfterID,
+		arg.Statuses,
 		arg.Max,
 	)
 	if err != nil {
@@ -259,6 +264,122 @@ func (q *Queries) StepList(ctx context.Context, arg StepListParams) ([]WorkflowS
 			&i.UpdatedAt,
 			&i.CompletedAt,
 			&i.StartedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Close(); err != nil {
+		return nil, err
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const stepListBounded = `-- name: StepListBounded :many
+WITH page AS (
+    SELECT w.id,
+        coalesce(sum(coalesce(octet_length(w.result), 0) + coalesce(octet_length(w.error_message), 0))
+            OVER (ORDER BY w.id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) < CAST(?1 AS INTEGER) AS keep
+    FROM workflow_step w
+    WHERE w.workflow_name = ?2 AND w.instance_id = ?3
+        AND w.run_number = ?4 AND w.id > CAST(?5 AS INTEGER)
+        AND (CAST(?6 AS TEXT) IS NULL
+            OR w.status IN (SELECT value FROM json_each(?6)))
+    ORDER BY w.id
+    LIMIT ?7
+)
+SELECT
+    s.id, s.workflow_name, s.instance_id, s.run_number, s.step_key, s.type,
+    s.status, s.attempts, s.max_attempts, s.timeout_ms, s.next_retry_at,
+    s.wake_at, s.wait_event_type,
+    CAST(coalesce(CASE WHEN page.keep THEN s.result END, '') AS TEXT) AS result, s.error_name,
+    CAST(coalesce(CASE WHEN page.keep THEN s.error_message END, '') AS TEXT) AS error_message,
+    s.created_at, s.updated_at, s.completed_at, s.started_at,
+    CAST(NOT page.keep AS INTEGER) AS payloads_omitted
+FROM page
+JOIN workflow_step s ON s.id = page.id
+ORDER BY page.id
+`
+
+type StepListBoundedParams struct {
+	PayloadBudget int64
+	WorkflowName  string
+	InstanceID    string
+	RunNumber     int64
+	AfterID       int64
+	Statuses      *string
+	Max           int64
+}
+
+type StepListBoundedRow struct {
+	ID              int64
+	WorkflowName    string
+	InstanceID      string
+	RunNumber       int64
+	StepKey         string
+	Type            string
+	Status          string
+	Attempts        int64
+	MaxAttempts     int64
+	TimeoutMs       int64
+	NextRetryAt     *int64
+	WakeAt          *int64
+	WaitEventType   *string
+	Result          string
+	ErrorName       *string
+	ErrorMessage    string
+	CreatedAt       int64
+	UpdatedAt       int64
+	CompletedAt     *int64
+	StartedAt       *int64
+	PayloadsOmitted int64
+}
+
+// StepListBounded is StepList with a byte budget on the payloads (result,
+// error_message) it reads, as InstanceListBounded has: a step past the
+// budget comes without them, payloads_omitted set.
+func (q *Queries) StepListBounded(ctx context.Context, arg StepListBoundedParams) ([]StepListBoundedRow, error) {
+	rows, err := q.query(ctx, q.stepListBoundedStmt, stepListBounded,
+		arg.PayloadBudget,
+		arg.WorkflowName,
+		arg.InstanceID,
+		arg.RunNumber,
+		arg.AfterID,
+		arg.Statuses,
+		arg.Max,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	items := []StepListBoundedRow{}
+	for rows.Next() {
+		var i StepListBoundedRow
+		if err := rows.Scan(
+			&i.ID,
+			&i.WorkflowName,
+			&i.InstanceID,
+			&i.RunNumber,
+			&i.StepKey,
+			&i.Type,
+			&i.Status,
+			&i.Attempts,
+			&i.MaxAttempts,
+			&i.TimeoutMs,
+			&i.NextRetryAt,
+			&i.WakeAt,
+			&i.WaitEventType,
+			&i.Result,
+			&i.ErrorName,
+			&i.ErrorMessage,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+			&i.CompletedAt,
+			&i.StartedAt,
+			&i.PayloadsOmitted,
 		); err != nil {
 			return nil, err
 		}

@@ -3,13 +3,11 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/migrations"
@@ -19,7 +17,9 @@ import (
 // search_path names first; goose keeps its version table there too, so
 // several schemas of one database migrate independently. A Postgres advisory
 // lock keyed by that schema makes concurrent starts wait for each other
-// instead of racing.
+// instead of racing. The lock is held by a transaction (see
+// migrationLocker), so Migrate works through a pooler in transaction mode
+// (PgBouncer) as on a direct connection.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 	provider, err := newProvider(ctx, pool)
 	if err != nil {
@@ -59,9 +59,9 @@ func MigrateStatus(ctx context.Context, pool *pgxpool.Pool) ([]db.MigrationStatu
 	return list, nil
 }
 
-// newProvider returns a goose provider over pool whose session lock is
-// specific to the pool's current schema. The caller closes it; that closes
-// the database/sql wrapper only, never the pool.
+// newProvider returns a goose provider over pool whose lock is specific to
+// the pool's current schema. The caller closes it; that closes the
+// database/sql wrapper only, never the pool.
 func newProvider(ctx context.Context, pool *pgxpool.Pool) (*goose.Provider, error) {
 	var schema *string
 	if err := pool.QueryRow(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
@@ -70,18 +70,9 @@ func newProvider(ctx context.Context, pool *pgxpool.Pool) (*goose.Provider, erro
 	if schema == nil {
 		return nil, fmt.Errorf("no schema of the search_path exists")
 	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte("duraflow migrations " + *schema))
-	locker, err := lock.NewPostgresSessionLocker(
-		lock.WithLockID(int64(h.Sum64())),
-		lock.WithLockTimeout(1, 300),
-	)
-	if err != nil {
-		return nil, err
-	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres(),
-		goose.WithSessionLocker(locker),
+		goose.WithLocker(newMigrationLocker(pool.Config().ConnConfig, *schema)),
 	)
 	if err != nil {
 		_ = sqlDB.Close()

@@ -21,13 +21,16 @@ import (
 // migrationLocker), so Migrate works through a pooler in transaction mode
 // (PgBouncer) as on a direct connection.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := checkExecMode(pool.Config().ConnConfig); err != nil {
+		return fmt.Errorf("migrating: %w", err)
+	}
 	provider, err := newProvider(ctx, pool)
 	if err != nil {
-		return fmt.Errorf("migrating: %w", err)
+		return fmt.Errorf("migrating: %w", poolerHint(err))
 	}
 	defer provider.Close()
 	if _, err := provider.Up(ctx); err != nil {
-		return fmt.Errorf("migrating: %w", err)
+		return fmt.Errorf("migrating: %w", poolerHint(err))
 	}
 	return nil
 }
@@ -37,12 +40,12 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
 func MigrateStatus(ctx context.Context, pool *pgxpool.Pool) ([]db.MigrationStatus, error) {
 	provider, err := newProvider(ctx, pool)
 	if err != nil {
-		return nil, fmt.Errorf("reading migration status: %w", err)
+		return nil, fmt.Errorf("reading migration status: %w", poolerHint(err))
 	}
 	defer provider.Close()
 	statuses, err := provider.Status(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("reading migration status: %w", err)
+		return nil, fmt.Errorf("reading migration status: %w", poolerHint(err))
 	}
 	list := make([]db.MigrationStatus, len(statuses))
 	for i, st := range statuses {

@@ -85,3 +85,23 @@ func TestWakeListenNeedsWakeFunc(t *testing.T) {
 	require.Error(t, store.WakeListen(t.Context(), &db.WakeListenParams{}))
 	require.Error(t, store.WakeListen(t.Context(), nil))
 }
+
+func TestWithListenURLRefusesABadURL(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := pgtest.NewSchema(t)
+	_, err := postgres.Open(ctx, schema.URL, postgres.WithListenURL("postgres://host:notaport/db"))
+	require.ErrorContains(t, err, "parsing the listen URL")
+
+	store := postgres.New(schema.Store.Pool(), postgres.WithListenURL("postgres://host:notaport/db"))
+	err = store.WakeListen(ctx, &db.WakeListenParams{
+		WakeFunc: func(string) { t.Error("woken") },
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.ErrorContains(t, err, "parsing the listen URL", "WakeListen returns at once")
+
+	// An empty URL keeps the pool's configuration.
+	store, err = postgres.Open(ctx, schema.URL, postgres.WithListenURL(""))
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
+}

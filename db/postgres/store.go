@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,7 +84,7 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	s := New(pool, opts...)
 	s.ownsPool = true
-	if err := checkExecMode(pool.Config().ConnConfig); err != nil {
+	if err := cmp.Or(checkExecMode(pool.Config().ConnConfig), s.listen.urlErr); err != nil {
 		pool.Close()
 		return nil, err
 	}

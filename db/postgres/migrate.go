@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -62,6 +63,20 @@ func MigrateStatus(ctx context.Context, pool *pgxpool.Pool) ([]db.MigrationStatu
 	return list, nil
 }
 
+// isPlainIdentifier reports whether s is one unquoted SQL identifier, the
+// only search_path whose schema current_schema() must name.
+func isPlainIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // newProvider returns a goose provider over pool whose lock is specific to
 // the pool's current schema. The caller closes it; that closes the
 // database/sql wrapper only, never the pool.
@@ -72,6 +87,12 @@ func newProvider(ctx context.Context, pool *pgxpool.Pool) (*goose.Provider, erro
 	}
 	if schema == nil {
 		return nil, fmt.Errorf("no schema of the search_path exists")
+	}
+	if want := pool.Config().ConnConfig.RuntimeParams["search_path"]; isPlainIdentifier(want) && strings.ToLower(want) != *schema {
+		// A pooler that drops startup parameters it does not know
+		// (PgBouncer's ignore_startup_parameters) leaves the role's.
+		return nil, fmt.Errorf("the connection's search_path %q was not applied: the current schema is %q "+
+			"(a pooler that ignores the search_path startup parameter? see \"Behind PgBouncer\" in docs/operations.md)", want, *schema)
 	}
 	sqlDB := stdlib.OpenDBFromPool(pool)
 	provider, err := goose.NewProvider(goose.DialectPostgres, sqlDB, migrations.Postgres(),

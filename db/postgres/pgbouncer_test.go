@@ -17,18 +17,12 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
-	"github.com/duraflow/duraflow/db/storetest"
 	"github.com/duraflow/duraflow/internal/pgbouncertest"
 )
 
-// TestStorePgBouncer runs the conformance suite through a PgBouncer in
-// transaction mode, as deployments behind a pooler run: pgx's
-// cache_describe query exec mode, each schema reached as a role of its own.
-func TestStorePgBouncer(t *testing.T) {
-	t.Parallel()
-	b := pgbouncertest.Start(t, pgtest.DatabaseURL())
-	storetest.Run(t, func(t *testing.T) db.Store { return pgtest.NewStore(t, pgtest.WithPgBouncer(b.Addr())) })
-}
+// The conformance suite runs through PgBouncer in package
+// internal/pgbouncertest's tests (TestStore there), a test binary of its
+// own beside this package's.
 
 func TestMigratePgBouncer(t *testing.T) {
 	t.Parallel()

@@ -11,6 +11,7 @@
 #   make attack     the attack suite: the real binary on loopback against the attack table (internal/attack)
 #   make fuzz       each Go fuzz target for FUZZTIME (10s), one at a time; plain go test runs their seeds
 #   make chaos      the chaos suite: kills, stops and database restarts under load (internal/chaos)
+#   make chaos-pgbouncer  the chaos suite's "PgBouncer restarted" scenario (needs pgbouncer)
 
 GO ?= go
 
@@ -183,3 +184,16 @@ CHAOS_FLAGS ?=
 chaos:
 	DURAFLOW_CHAOS_DURATION=$(CHAOS_DURATION) $(GO) test $(CHAOS_FLAGS) -count=1 -tags chaos \
 		-timeout $(CHAOS_TIMEOUT) -v -run '^(TestChaos|TestLossesBeside|TestStartedBeforeTakeover)$$' ./internal/chaos/
+
+# chaos-pgbouncer runs the chaos suite's "PgBouncer restarted" scenario
+# (TestChaosPgBouncer in internal/chaos): the runner processes reach a
+# private Postgres through a private PgBouncer in transaction mode, which is
+# restarted under load while runners are killed, then the suite's checks
+# run. It needs pgbouncer (apt-get install pgbouncer) besides the Postgres
+# server binaries; CHAOS_PGBOUNCER_DURATION of chaos (40s, about a minute
+# and a half in all).
+CHAOS_PGBOUNCER_DURATION ?= 40s
+.PHONY: chaos-pgbouncer
+chaos-pgbouncer:
+	DURAFLOW_CHAOS_PGBOUNCER_DURATION=$(CHAOS_PGBOUNCER_DURATION) $(GO) test $(CHAOS_FLAGS) -count=1 -tags chaos \
+		-timeout $(CHAOS_TIMEOUT) -v -run '^TestChaosPgBouncer$$' ./internal/chaos/

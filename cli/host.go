@@ -71,6 +71,7 @@ type hostConfig struct {
 	workflows        []string
 	notify           bool
 	wakeChannel      string
+	listenURL        string // --listen-db: the wake listener's database URL; "" for --db's
 	shutdownTimeout  time.Duration
 	workerHeartbeat  time.Duration
 	offlineAfter     time.Duration
@@ -212,6 +213,8 @@ func addRunnerFlags(fs *pflag.FlagSet, c *hostConfig) {
 	bindEnv(fs, "notify", "DURAFLOW_NOTIFY")
 	fs.StringVar(&c.wakeChannel, "wake-channel", postgres.WakeChannel, "on Postgres, the NOTIFY channel; deployments sharing a database use different ones")
 	bindEnv(fs, "wake-channel", "DURAFLOW_WAKE_CHANNEL")
+	fs.StringVar(&c.listenURL, "listen-db", "", "on Postgres, a direct postgres:// URL of the --db database for the LISTEN connection, when --db goes through a pooler in transaction mode (PgBouncer), which cannot keep a LISTEN (default: --db)")
+	bindEnv(fs, "listen-db", "DURAFLOW_LISTEN_DATABASE_URL")
 	fs.Var(newDurationValue(&c.workerHeartbeat, runner.DefaultWorkerHeartbeatInterval), "worker-heartbeat", "how often the runner heartbeats its worker row (see duraflow workers) and marks workers whose heartbeat stopped offline")
 	bindEnv(fs, "worker-heartbeat", "DURAFLOW_WORKER_HEARTBEAT")
 	fs.Var(newDurationValue(&c.offlineAfter, 0), "offline-after", "how old a worker's last heartbeat may be before it is marked offline and its tasks are released (0: three --worker-heartbeat intervals)")
@@ -270,15 +273,29 @@ type host struct {
 }
 
 // openStore opens the database. On Postgres it sends wake notifications on
-// the configured channel, and listens on it (db.WakeListener).
-func openStore(ctx context.Context, url, wakeChannel string) (db.Store, dburl.Backend, error) {
+// the configured channel, and listens on it (db.WakeListener), on a
+// connection to listenURL when it is set (--listen-db), checked here.
+func openStore(ctx context.Context, url, wakeChannel, listenURL string) (db.Store, dburl.Backend, error) {
 	backend, dsn, err := dburl.Parse(url)
 	if err != nil {
 		return nil, "", usageError(fmt.Errorf("--db: %w", err))
 	}
+	var listenDSN string
+	if listenURL != "" {
+		listenBackend, d, err := dburl.Parse(listenURL)
+		switch {
+		case err != nil:
+			return nil, "", usageError(fmt.Errorf("--listen-db: %w", err))
+		case listenBackend != dburl.Postgres:
+			return nil, "", usageError(errors.New("--listen-db: want a postgres:// URL"))
+		case backend != dburl.Postgres:
+			return nil, "", usageError(errors.New("--listen-db is for a Postgres --db (on SQLite nothing LISTENs)"))
+		}
+		listenDSN = d
+	}
 	var s db.Store
 	if backend == dburl.Postgres {
-		s, err = postgres.Open(ctx, dsn, postgres.WithWakeChannel(wakeChannel))
+		s, err = postgres.Open(ctx, dsn, postgres.WithWakeChannel(wakeChannel), postgres.WithListenURL(listenDSN))
 	} else {
 		s, err = dburl.Open(ctx, url)
 	}
@@ -290,6 +307,12 @@ func openStore(ctx context.Context, url, wakeChannel string) (db.Store, dburl.Ba
 	if err := s.Ping(pingCtx); err != nil {
 		_ = s.Close()
 		return nil, "", fmt.Errorf("database %s is unreachable: %w", redactURL(url), err)
+	}
+	if ps, ok := s.(*postgres.Store); ok && listenDSN != "" {
+		if err := ps.PingListener(pingCtx); err != nil {
+			_ = s.Close()
+			return nil, "", fmt.Errorf("--listen-db %s: %w", redactURL(listenURL), err)
+		}
 	}
 	return s, backend, nil
 }
@@ -382,7 +405,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		h.metricsURL = "http://" + h.metricsListener.Addr().String() + "/metrics"
 	}
 
-	h.store, h.backend, err = openStore(ctx, cfg.databaseURL, cfg.wakeChannel)
+	h.store, h.backend, err = openStore(ctx, cfg.databaseURL, cfg.wakeChannel, cfg.listenURL)
 	if err != nil {
 		return nil, err
 	}

@@ -50,7 +50,7 @@ session lock.`,
 }
 
 func migrateUp(cmd *cobra.Command, o *Options, databaseURL string) error {
-	s, _, err := openStore(cmd.Context(), databaseURL, "")
+	s, _, err := openStore(cmd.Context(), databaseURL, "", "")
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ type migrationJSON struct {
 }
 
 func migrateStatus(cmd *cobra.Command, o *Options, databaseURL string, asJSON bool) error {
-	s, _, err := openStore(cmd.Context(), databaseURL, "")
+	s, _, err := openStore(cmd.Context(), databaseURL, "", "")
 	if err != nil {
 		return err
 	}

@@ -17,6 +17,16 @@
 // channel so that the runners of other processes start sooner; they still
 // poll, so a lost notification only delays work.
 //
+// Behind a pooler in transaction mode (PgBouncer's pool_mode=transaction)
+// the store keeps no state between transactions: planner settings are
+// local to their transaction, every pipeline is one message sequence, and
+// Migrate's advisory lock is held by a transaction. Its pool's URL needs
+// pgx's default_query_exec_mode=cache_describe (Open refuses the modes
+// that cannot send its JSON parameters, and the errors of named prepared
+// statements lost behind a pooler say what to change), and its LISTEN a
+// direct connection (WithListenURL); see "Behind PgBouncer" in
+// docs/operations.md.
+//
 // Calls whose params set RecordHooks also insert a row into the hook outbox
 // (workflow_hook_outbox) in the same transaction. OutboxClaim leases due rows
 // with FOR UPDATE SKIP LOCKED and a version that fences OutboxDelivered and

@@ -41,12 +41,37 @@ const (
 	pgTooManyConnections       = "53300"
 )
 
+// SQLSTATEs of a named prepared statement the server does not have, or
+// has already: what pgx's statement cache (its default query exec mode,
+// cache_statement) meets behind a pooler in transaction mode, which runs
+// a client's transactions on whichever server connection is free.
+const (
+	pgInvalidStatementName       = "26000"
+	pgDuplicatePreparedStatement = "42P05"
+)
+
+// poolerHint returns err, when it is a prepared statement the server lost
+// or already had, wrapped with what to change; any other err unchanged.
+// Duraflow prepares no statement of its own: such an error comes from
+// pgx's statement cache on a connection that does not keep its server
+// connection.
+func poolerHint(err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || (pgErr.Code != pgInvalidStatementName && pgErr.Code != pgDuplicatePreparedStatement) {
+		return err
+	}
+	return fmt.Errorf("%w; the connection goes through a pooler in transaction mode (PgBouncer?) that does not keep "+
+		"prepared statements: add default_query_exec_mode=cache_describe to the database URL "+
+		"(see \"Behind PgBouncer\" in docs/operations.md)", err)
+}
+
 // interpretError maps driver errors onto db's sentinel errors, so that no
 // driver error type escapes the package as a condition callers test for.
 // An error the values of a write caused wraps db.ErrInvalidData; one that
 // says the database cannot be reached or cannot serve now (unavailable)
-// wraps db.ErrUnavailable; every other error (a timeout, a serialization
-// failure) is returned as it is, and may be transient.
+// wraps db.ErrUnavailable; a prepared statement lost behind a pooler says
+// what to change (poolerHint); every other error (a timeout, a
+// serialization failure) is returned as it is, and may be transient.
 func interpretError(err error) error {
 	if err == nil {
 		return nil
@@ -70,7 +95,7 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w: %w", db.ErrInvalidData, err)
 		}
 	}
-	return err
+	return poolerHint(err)
 }
 
 // unavailable reports whether err says that the server could not serve the

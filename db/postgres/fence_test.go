@@ -106,8 +106,11 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 				})
 			}()
 
-			// Wait until the checkpoint is blocked by the reclaim.
-			pid := tx.Conn().PgConn().PID()
+			// Wait until the checkpoint is blocked by the reclaim (whose
+			// server process is asked: through a pooler the connection's
+			// own PID is the pooler's).
+			var pid int
+			require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
 			require.Eventually(t, func() bool {
 				var n int
 				err := store.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity

@@ -20,16 +20,22 @@ import (
 func TestWakeListenWakesAndReconnects(t *testing.T) {
 	t.Parallel()
 	// A store opened from a URL with the pool's own settings, as the hosts
-	// open theirs: the listener's connection must not pass them to the server.
-	fresh := pgtest.NewStore(t)
-	config, err := pgxpool.ParseConfig(pgtest.DatabaseURLWith("pool_max_conns=3", "pool_min_conns=1"))
+	// open theirs: the listener's connection must not pass them to the
+	// server. Through PgBouncer (DURAFLOW_TEST_PGBOUNCER=1) the listener's
+	// own URL has them.
+	schema := pgtest.NewSchema(t)
+	const poolParams = "&pool_max_conns=3&pool_min_conns=1"
+	config, err := pgxpool.ParseConfig(schema.URL + poolParams)
 	require.NoError(t, err)
-	config.ConnConfig.RuntimeParams["search_path"] = fresh.Pool().Config().ConnConfig.RuntimeParams["search_path"]
 	pool, err := pgxpool.NewWithConfig(t.Context(), config)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	channel := fresh.WakeChannel()
-	store := postgres.New(pool, postgres.WithWakeChannel(channel), postgres.WithListenReconnectDelay(10*time.Millisecond, time.Second))
+	channel := schema.WakeChannel
+	opts := []postgres.Option{postgres.WithWakeChannel(channel), postgres.WithListenReconnectDelay(10*time.Millisecond, time.Second)}
+	if schema.ListenURL != "" {
+		opts = append(opts, postgres.WithListenURL(schema.ListenURL+poolParams))
+	}
+	store := postgres.New(pool, opts...)
 
 	woken := make(chan string, 16)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -84,4 +90,24 @@ func TestWakeListenNeedsWakeFunc(t *testing.T) {
 	store := pgtest.NewStore(t)
 	require.Error(t, store.WakeListen(t.Context(), &db.WakeListenParams{}))
 	require.Error(t, store.WakeListen(t.Context(), nil))
+}
+
+func TestWithListenURLRefusesABadURL(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	schema := pgtest.NewSchema(t)
+	_, err := postgres.Open(ctx, schema.URL, postgres.WithListenURL("postgres://host:notaport/db"))
+	require.ErrorContains(t, err, "parsing the listen URL")
+
+	store := postgres.New(schema.Store.Pool(), postgres.WithListenURL("postgres://host:notaport/db"))
+	err = store.WakeListen(ctx, &db.WakeListenParams{
+		WakeFunc: func(string) { t.Error("woken") },
+		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.ErrorContains(t, err, "parsing the listen URL", "WakeListen returns at once")
+
+	// An empty URL keeps the pool's configuration.
+	store, err = postgres.Open(ctx, schema.URL, postgres.WithListenURL(""))
+	require.NoError(t, err)
+	require.NoError(t, store.Close())
 }

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -71,7 +72,11 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 }
 
 // Open creates a connection pool for the database URL and returns a Store that
-// owns it, so Close closes the pool. It does not migrate.
+// owns it, so Close closes the pool. It does not migrate. The URL's
+// parameters are pgx's (pgxpool.ParseConfig): behind PgBouncer in
+// transaction mode, add default_query_exec_mode=cache_describe (see
+// "Behind PgBouncer" in docs/operations.md). The modes exec and
+// simple_protocol are refused: they send JSON parameters as bytea.
 func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {
@@ -79,6 +84,10 @@ func Open(ctx context.Context, url string, opts ...Option) (*Store, error) {
 	}
 	s := New(pool, opts...)
 	s.ownsPool = true
+	if err := cmp.Or(checkExecMode(pool.Config().ConnConfig), s.listen.urlErr); err != nil {
+		pool.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -99,8 +108,13 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// Ping checks that the database answers, on a connection of the pool.
+// Ping checks that the database answers, on a connection of the pool. It
+// also reports a configuration the store cannot run with: a query exec
+// mode it does not support (see Open).
 func (s *Store) Ping(ctx context.Context) error {
+	if err := checkExecMode(s.pool.Config().ConnConfig); err != nil {
+		return err
+	}
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("pinging postgres: %w", interpretError(err))
 	}

@@ -65,5 +65,11 @@
 //
 //	make chaos CHAOS_DURATION=10m CHAOS_TIMEOUT=60m
 //
+// TestChaosPgBouncer (`make chaos-pgbouncer`, pgbouncer_test.go) is the
+// "PgBouncer restarted" scenario: the runners reach the private Postgres
+// through a private PgBouncer in transaction mode and LISTEN on direct
+// connections, PgBouncer is restarted under load and runners are killed,
+// and the same checks follow (DURAFLOW_CHAOS_PGBOUNCER_DURATION, 40s).
+//
 // It runs only on Linux (SIGSTOP, /proc, runuser).
 package chaos

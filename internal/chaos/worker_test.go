@@ -42,6 +42,9 @@ const (
 	envLease = "DURAFLOW_CHAOS_WORKER_LEASE"
 	// envLifetime bounds a worker nobody killed, should the test die.
 	envLifetime = "DURAFLOW_CHAOS_WORKER_LIFETIME"
+	// envListenDSN is the Postgres URL the worker LISTENs on, when envDSN
+	// goes through a pooler (the PgBouncer scenario); "" for envDSN.
+	envListenDSN = "DURAFLOW_CHAOS_WORKER_LISTEN_DSN"
 	// envWorkflow is the comma-separated workflows the worker registers,
 	// and so claims: the chaos workers run chaos and crashloop-shared (the
 	// crash loop beside the ordinary instances, which the runner's
@@ -264,14 +267,21 @@ func TestChaosWorker(t *testing.T) {
 		store = &claimLedgerSQLite{Store: s, ledger: os.Getenv(envLedger)}
 	case "postgres":
 		// The host LISTENs on a connection configured as the store's pool,
-		// so the application_name (which the test finds the LISTEN
-		// connection by) goes on the store's URL.
-		u, err := url.Parse(dsn)
-		require.NoError(t, err)
-		q := u.Query()
-		q.Set("application_name", listenerAppName+strconv.Itoa(os.Getpid()))
-		u.RawQuery = q.Encode()
-		s, err := postgres.Open(ctx, u.String(), postgres.WithListenReconnectDelay(0, time.Second))
+		// or on envListenDSN's, so the application_name (which the test
+		// finds the LISTEN connection by) goes on both URLs.
+		named := func(dsn string) string {
+			u, err := url.Parse(dsn)
+			require.NoError(t, err)
+			q := u.Query()
+			q.Set("application_name", listenerAppName+strconv.Itoa(os.Getpid()))
+			u.RawQuery = q.Encode()
+			return u.String()
+		}
+		opts := []postgres.Option{postgres.WithListenReconnectDelay(0, time.Second)}
+		if listen := os.Getenv(envListenDSN); listen != "" {
+			opts = append(opts, postgres.WithListenURL(named(listen)))
+		}
+		s, err := postgres.Open(ctx, named(dsn), opts...)
 		require.NoError(t, err)
 		store = &claimLedgerPostgres{Store: s, ledger: os.Getenv(envLedger)}
 		// Wake-ups come over LISTEN, so the poll is only the safety net

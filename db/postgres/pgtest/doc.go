@@ -11,6 +11,12 @@
 // When Postgres is not reachable the test is skipped, or fails when
 // DURAFLOW_REQUIRE_POSTGRES=1 (as in CI).
 //
+// WithPgBouncer reaches the schema through a PgBouncer in transaction
+// mode instead (internal/pgbouncertest starts one), as a login role of its
+// own whose search_path is the schema, and LISTENs on a direct connection;
+// DURAFLOW_TEST_PGBOUNCER=1 does so for every pool of the test binary,
+// through one private PgBouncer.
+//
 // It is for tests only and must not be imported by production code; it knows
 // the postgres backend and nothing above the db layer.
 package pgtest

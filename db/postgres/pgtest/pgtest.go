@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/internal/pgbouncertest"
 )
 
 // DefaultDatabaseURL is the database tests use when
@@ -28,6 +29,11 @@ const (
 	// EnvRequirePostgres, set to 1, turns "Postgres not reachable" from a skip
 	// into a failure.
 	EnvRequirePostgres = "DURAFLOW_REQUIRE_POSTGRES"
+	// EnvPgBouncer, set to 1, routes every pool and store of the package
+	// through a private PgBouncer in transaction mode (see WithPgBouncer),
+	// started at the first use in front of DURAFLOW_TEST_DATABASE_URL's
+	// server; a missing pgbouncer binary is then a failure.
+	EnvPgBouncer = pgbouncertest.EnvPgBouncer
 )
 
 // pingTimeout bounds how long a test waits to learn that Postgres is down.
@@ -40,6 +46,7 @@ type options struct {
 	maxConns     int32
 	noMigrations bool
 	databaseURL  string
+	bouncer      string
 }
 
 // WithMaxConns sets the most connections the test's pool opens. Tests run in
@@ -57,6 +64,24 @@ func WithMaxConns(n int32) Option {
 // Defaults to DatabaseURL().
 func WithDatabaseURL(url string) Option {
 	return func(o *options) { o.databaseURL = url }
+}
+
+// WithPgBouncer connects the pool through the PgBouncer at addr
+// (host:port) in front of the test database's server, in transaction
+// pooling mode, as deployments behind a pooler do. PgBouncer must let any
+// role of the server log in (auth_type trust with an auth_user, as
+// internal/pgbouncertest configures it). It forwards no search_path, so
+// the schema gets a role of its own, named as the schema (a superuser, as
+// the tests' user is), whose search_path is the schema; the pool logs in
+// as that role, with pgx's cache_describe query exec mode (no prepared
+// statement outlives a transaction), and the store LISTENs on a direct
+// connection (postgres.WithListenURL). The role is dropped with the
+// schema. Set DURAFLOW_TEST_PGBOUNCER=1 to do this for every pool of the
+// package.
+//
+// Defaults to a direct connection.
+func WithPgBouncer(addr string) Option {
+	return func(o *options) { o.bouncer = addr }
 }
 
 // WithoutMigrations leaves the fresh schema empty, for tests of migrating
@@ -111,7 +136,12 @@ type Schema struct {
 	Store *postgres.Store
 	// URL is the database's URL (or connection string) with the schema as
 	// its search_path: a store opened on it (postgres.Open) uses the schema.
+	// Through PgBouncer (WithPgBouncer) it is PgBouncer's URL, logging in as
+	// the schema's role.
 	URL string
+	// ListenURL is the direct URL to LISTEN on (postgres.WithListenURL)
+	// when URL goes through PgBouncer; "" otherwise.
+	ListenURL string
 	// WakeChannel is the store's wake channel, to pass to
 	// postgres.WithWakeChannel where the store is opened on URL.
 	WakeChannel string
@@ -122,8 +152,17 @@ type Schema struct {
 // the same schema. The schema is dropped when the test ends.
 func NewSchema(t testing.TB, opts ...Option) *Schema {
 	t.Helper()
-	pool, schema, url := newPool(t, opts)
+	pool, schema, url, pooled := newPool(t, opts)
 	channel := postgres.WakeChannel + "_" + strings.TrimPrefix(schema, schemaPrefix)
+	if pooled != "" {
+		// Through PgBouncer: LISTEN on a direct connection (any schema).
+		return &Schema{
+			Store:       postgres.New(pool, postgres.WithWakeChannel(channel), postgres.WithListenURL(url)),
+			URL:         pooled,
+			ListenURL:   url,
+			WakeChannel: channel,
+		}
+	}
 	return &Schema{
 		Store:       postgres.New(pool, postgres.WithWakeChannel(channel)),
 		URL:         withParams(url, "search_path="+schema),
@@ -137,16 +176,17 @@ func NewSchema(t testing.TB, opts ...Option) *Schema {
 // DURAFLOW_REQUIRE_POSTGRES=1) when Postgres is not reachable.
 func NewPool(t testing.TB, opts ...Option) *pgxpool.Pool {
 	t.Helper()
-	pool, _, _ := newPool(t, opts)
+	pool, _, _, _ := newPool(t, opts)
 	return pool
 }
 
 // schemaPrefix starts the name of every test schema.
 const schemaPrefix = "duraflow_test_"
 
-// newPool is NewPool, also returning the name of the test schema and the
-// URL of its database (without the schema).
-func newPool(t testing.TB, opts []Option) (pool *pgxpool.Pool, schema, url string) {
+// newPool is NewPool, also returning the name of the test schema, the URL
+// of its database (without the schema) and, when the pool goes through
+// PgBouncer, the pool's URL (PgBouncer's, as the schema's role).
+func newPool(t testing.TB, opts []Option) (pool *pgxpool.Pool, schema, url, pooled string) {
 	t.Helper()
 	o := options{maxConns: 10}
 	for _, opt := range opts {
@@ -157,10 +197,19 @@ func newPool(t testing.TB, opts []Option) (pool *pgxpool.Pool, schema, url strin
 		url = DatabaseURL()
 	}
 	requireReachable(t, url)
+	if o.bouncer == "" && os.Getenv(EnvPgBouncer) == "1" {
+		o.bouncer = pgbouncertest.Shared(t, url).Addr()
+	}
 
 	schema = schemaPrefix + randomHex(t, 8)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var err error
+	if o.bouncer != "" {
+		// Before the schema, so that it is dropped after the schema, which
+		// holds what it owns.
+		pooled = newRole(t, ctx, url, o.bouncer, schema)
+	}
 	if err := execAdmin(ctx, url, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
 		t.Fatalf("pgtest: creating schema %s: %v", schema, err)
 	}
@@ -172,11 +221,17 @@ func newPool(t testing.TB, opts []Option) (pool *pgxpool.Pool, schema, url strin
 		}
 	})
 
-	config, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatalf("pgtest: parsing %s: %v", EnvDatabaseURL, err)
+	var config *pgxpool.Config
+	if pooled != "" {
+		if config, err = pgxpool.ParseConfig(pooled); err != nil {
+			t.Fatalf("pgtest: parsing %s: %v", redact(pooled), err)
+		}
+	} else {
+		if config, err = pgxpool.ParseConfig(url); err != nil {
+			t.Fatalf("pgtest: parsing %s: %v", EnvDatabaseURL, err)
+		}
+		config.ConnConfig.RuntimeParams["search_path"] = schema
 	}
-	config.ConnConfig.RuntimeParams["search_path"] = schema
 	config.MaxConns = o.maxConns
 	pool, err = pgxpool.NewWithConfig(ctx, config)
 	if err != nil {
@@ -186,12 +241,12 @@ func newPool(t testing.TB, opts []Option) (pool *pgxpool.Pool, schema, url strin
 	t.Cleanup(pool.Close)
 
 	if o.noMigrations {
-		return pool, schema, url
+		return pool, schema, url, pooled
 	}
 	if err := postgres.Migrate(ctx, pool); err != nil {
 		t.Fatalf("pgtest: migrating schema %s: %v", schema, err)
 	}
-	return pool, schema, url
+	return pool, schema, url, pooled
 }
 
 var (

@@ -92,14 +92,14 @@ type summary struct {
 	// (StepInfo.StartedAt) before the recorder's runner took the instance
 	// over: the process stopped between the start and the function's
 	// first line.
-	lateStarts int
-	reexecuted                    int
-	maxAttemptsOneStep            int
-	crashLooped                   int
-	staleAttempts, staleFinished  int
-	staleWrites                   int
-	crashLoopOutcome              string
-	sharedLoopOutcome             string
+	lateStarts                   int
+	reexecuted                   int
+	maxAttemptsOneStep           int
+	crashLooped                  int
+	staleAttempts, staleFinished int
+	staleWrites                  int
+	crashLoopOutcome             string
+	sharedLoopOutcome            string
 	// victims are the ordinary instances with an attempt cut short by
 	// the death of a worker in a shared crash-loop attempt; victimsBound
 	// those of them the crash-loop bound ended.

@@ -80,8 +80,8 @@ tps = 2850.285935 (without initial connection time)
 	require.ErrorContains(t, err, "a client aborted")
 }
 
-// TestStepResultSize keeps steps10's step results near the 250 bytes the
-// issue asks for.
+// TestStepResultSize keeps steps10's step results near the 250 bytes that
+// StepResult documents.
 func TestStepResultSize(t *testing.T) {
 	t.Parallel()
 

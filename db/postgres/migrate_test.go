@@ -54,7 +54,7 @@ func TestMigrate(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, status, len(files), "one status per embedded migration")
 		for i, name := range files {
-			// Versions are the files' numbers (lanes may leave gaps).
+			// Versions are the files' numbers (branches merged in parallel may leave gaps).
 			version, err := strconv.ParseInt(name[:strings.IndexByte(name, '_')], 10, 64)
 			require.NoError(t, err)
 			require.Equal(t, version, status[i].Version)

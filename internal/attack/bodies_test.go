@@ -19,7 +19,7 @@ import (
 )
 
 // codePayloadTooDeep is the code of a body nested deeper than the payload
-// depth limit (defect 2, added in parallel).
+// depth limit (workflow.MaxPayloadDepth).
 const codePayloadTooDeep = "PAYLOAD_TOO_DEEP"
 
 // nested returns depth nested arrays around 1.
@@ -185,7 +185,7 @@ func TestSlowBodyWithoutToken(t *testing.T) {
 }
 
 // TestSlowBodyWithToken trickles a body with a valid token, a byte every
-// 200 ms: the server's body deadline (--body-timeout 1s, defect 4) must cut
+// 200 ms: the server's body deadline (--body-timeout 1s) must cut
 // it off with 408 REQUEST_TIMEOUT within the deadline and some slack, and
 // create nothing.
 func TestSlowBodyWithToken(t *testing.T) {

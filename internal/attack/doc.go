@@ -1,4 +1,4 @@
-// Package attack is the attack suite of issue 12 ("make attack"): Go tests,
+// Package attack is the attack suite ("make attack"): Go tests,
 // behind the build tag attack so that plain go test skips them, that build
 // the real duraflow binary (cmd/duraflow), start it on loopback and run an
 // attack table against it, asserting for each attack the refusal (status and

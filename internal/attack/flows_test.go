@@ -196,7 +196,7 @@ func TestSSRF(t *testing.T) {
 }
 
 // TestDeepStepResult has an http step fetch an answer nested deeper than
-// SQLite's JSON limit (defect 1): the instance must end (errored, with the
+// SQLite's JSON limit: the instance must end (errored, with the
 // depth limit named) instead of being retried forever, on both backends,
 // and the server must go on serving.
 func TestDeepStepResult(t *testing.T) {
@@ -340,7 +340,7 @@ func TestExpressionBombs(t *testing.T) {
 
 // TestExpressionBombMemory pretty-prints a deeply nested value: toJSON's
 // output grows with the square of the depth, and the sandbox must stop it
-// before it is built (defect 3), not measure it afterwards. It runs on a
+// before it is built, not measure it afterwards. It runs on a
 // server of its own to read that process's peak memory.
 func TestExpressionBombMemory(t *testing.T) {
 	t.Parallel()

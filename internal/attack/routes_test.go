@@ -289,7 +289,7 @@ func (s *server) getSchedule(t *testing.T, id string) *scheduleState {
 
 // TestScheduleWritesNeedSchedulesScope: a schedule starts any workflow with
 // any params, so a manage token, which may only steer instances that exist,
-// must not write one (defect 6). Every schedule write with the manage token
+// must not write one. Every schedule write with the manage token
 // is 403 and changes nothing; the schedules token does each of them.
 func TestScheduleWritesNeedSchedulesScope(t *testing.T) {
 	t.Parallel()

@@ -37,7 +37,7 @@ func serveRefused(t *testing.T, args ...string) string {
 
 // TestTriggerCredentialHeaders starts the binary with triggers that copy a
 // credential header (Authorization, Cookie, …) into the params, where every
-// read token would see it (defect 7): serve must refuse to start and say
+// read token would see it: serve must refuse to start and say
 // which header and how to allow it. With allowCredentialHeaders it starts,
 // and a header that is no credential needs no opt-in.
 func TestTriggerCredentialHeaders(t *testing.T) {

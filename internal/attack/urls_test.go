@@ -53,7 +53,7 @@ func (rec *recorder) take() []*http.Request {
 }
 
 // TestURLTemplateEscaping runs http steps whose URL puts params in a path
-// segment and in a query value (defect 5): whatever the value, the upstream
+// segment and in a query value: whatever the value, the upstream
 // sees exactly one path segment under /items/ holding the value and exactly
 // one query parameter q holding it. "${raw:x}" passes a value through as it
 // is, and urlEncode in a transform escapes a value for a query.

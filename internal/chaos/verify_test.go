@@ -343,7 +343,7 @@ func (r *run) verify(ctx context.Context) {
 	}
 	for i, st := range s.stalls {
 		if st.max > r.cfg.maxStall {
-			r.failf("postgres restart %d: in-flight instances stalled up to %s after the database was back (median %s, %d instances; the slowest %s), want at most %s (defect 10)",
+			r.failf("postgres restart %d: in-flight instances stalled up to %s after the database was back (median %s, %d instances; the slowest %s), want at most %s: a runner that meets an outage keeps its lease and retries",
 				i+1, st.max.Round(10*time.Millisecond), st.median.Round(10*time.Millisecond), st.inFlight, st.slowest, r.cfg.maxStall)
 		}
 	}
@@ -365,7 +365,7 @@ func (r *run) checkCrashLoop(ctx context.Context, ref db.InstanceRef, attempts i
 		}
 		return fmt.Sprintf("errored after %d attempts", attempts)
 	default:
-		r.failf("crash-looping instance %s: %s after %d attempts that each killed their runner, want errored with \"lost its runner\" after %d (defect 9)",
+		r.failf("crash-looping instance %s: %s after %d attempts that each killed their runner, want errored with \"lost its runner\" after %d (runner.Config.MaxLeaseLosses)",
 			ref.ID, inst.Status, attempts, crashLimit)
 		return fmt.Sprintf("%s after %d attempts", inst.Status, attempts)
 	}

@@ -102,10 +102,14 @@ func TestDevLogsFailures(t *testing.T) {
 			require.Contains(t, m["error"], `step "call" failed after 3 attempt(s)`)
 
 			// The summaries add up to what happened.
+			// waitLine reads the whole output again each time a line
+			// arrives: each summary counts once.
 			var created, errored, retries float64
+			counted := map[string]bool{}
 			s.stderr.waitLine(t, 10*time.Second, func(l string) bool {
 				m, ok := logLine(l, "activity")
-				if ok {
+				if ok && !counted[l] {
+					counted[l] = true
 					created += m["created"].(float64)
 					errored += m["errored"].(float64)
 					retries += m["retries"].(float64)

@@ -70,12 +70,11 @@ func Example_createTx() {
 	}
 
 	reg := workflow.NewRegistry()
-	fulfil := workflow.MustRegister(reg, "fulfil", workflow.Func[Order, string](
-		func(ctx context.Context, ev workflow.Event[Order], step workflow.Step) (string, error) {
-			return workflow.Do(step, "ship", func(ctx context.Context) (string, error) {
-				return fmt.Sprintf("shipped %s (%d)", ev.Payload.ID, ev.Payload.Total), nil
-			})
-		}))
+	fulfil := workflow.MustRegister(reg, "fulfil", func(ctx context.Context, ev workflow.Event[Order], step workflow.Step) (string, error) {
+		return workflow.Do(step, "ship", func(ctx context.Context) (string, error) {
+			return fmt.Sprintf("shipped %s (%d)", ev.Payload.ID, ev.Payload.Total), nil
+		})
+	})
 	host, err := duraflow.New(store, &duraflow.Config{Registry: reg, Logger: quietLogger, RunMode: duraflow.RunOnDemand, DisableScheduler: true})
 	if err != nil {
 		log.Fatal(err)

@@ -9,42 +9,41 @@ import (
 	"github.com/duraflow/duraflow/workflow"
 )
 
-// Example_invoke waits for child workflows: one Invoke returns a quote's
-// total, InvokeAll fans out three more with at most two in flight, and a
-// failed child reaches the parent as a *workflow.ChildError.
+// Example_invoke waits for child workflows: the quote binding's Invoke
+// returns a quote's total with typed params and output, InvokeAll fans out
+// three more with at most two in flight, and a failed child reaches the
+// parent as a *workflow.ChildError.
 func Example_invoke() {
 	ctx := context.Background()
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "quote", workflow.Func[int, int](
-		func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-			if ev.Payload < 0 {
-				return 0, workflow.NonRetryable(errors.New("no negative quantities"))
+	quote := workflow.MustRegister(reg, "quote", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+		if ev.Payload < 0 {
+			return 0, workflow.NonRetryable(errors.New("no negative quantities"))
+		}
+		return workflow.Do(step, "price", func(context.Context) (int, error) { return ev.Payload * 5, nil })
+	})
+	workflow.MustRegister(reg, "order", func(ctx context.Context, ev workflow.Event[[]int], step workflow.Step) (string, error) {
+		first, err := quote.Invoke(step, "first quote", ev.Payload[0])
+		if err != nil {
+			return "", err
+		}
+		var calls []workflow.InvokeCall
+		for i, qty := range ev.Payload[1:] {
+			calls = append(calls, workflow.InvokeCall{Name: fmt.Sprintf("quote %d", i+1), Options: workflow.InvokeOptions{Workflow: "quote", Params: qty}})
+		}
+		totals, errs, err := workflow.InvokeAll[int](step, calls, 2)
+		if err != nil {
+			return "", err
+		}
+		out := fmt.Sprintf("first %d, then %v", first, totals)
+		var failed *workflow.ChildError
+		for _, e := range errs {
+			if errors.As(e, &failed) {
+				out += fmt.Sprintf("; %s %s: %s", failed.InstanceID[:6], failed.Status, failed.ChildErrorMessage)
 			}
-			return workflow.Do(step, "price", func(context.Context) (int, error) { return ev.Payload * 5, nil })
-		}))
-	workflow.MustRegister(reg, "order", workflow.Func[[]int, string](
-		func(ctx context.Context, ev workflow.Event[[]int], step workflow.Step) (string, error) {
-			first, err := workflow.Invoke[int](step, "first quote", workflow.InvokeOptions{Workflow: "quote", Params: ev.Payload[0]})
-			if err != nil {
-				return "", err
-			}
-			var calls []workflow.InvokeCall
-			for i, qty := range ev.Payload[1:] {
-				calls = append(calls, workflow.InvokeCall{Name: fmt.Sprintf("quote %d", i+1), Options: workflow.InvokeOptions{Workflow: "quote", Params: qty}})
-			}
-			totals, errs, err := workflow.InvokeAll[int](step, calls, 2)
-			if err != nil {
-				return "", err
-			}
-			out := fmt.Sprintf("first %d, then %v", first, totals)
-			var failed *workflow.ChildError
-			for _, e := range errs {
-				if errors.As(e, &failed) {
-					out += fmt.Sprintf("; %s %s: %s", failed.InstanceID[:6], failed.Status, failed.ChildErrorMessage)
-				}
-			}
-			return out, nil
-		}))
+		}
+		return out, nil
+	})
 	host, _, done := onDemand(ctx, reg)
 	defer done()
 

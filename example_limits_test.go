@@ -18,13 +18,12 @@ type charge struct {
 
 // chargeWorkflow waits for a "settled" event, so an instance holds its
 // slot until the test lets it end.
-var chargeWorkflow = workflow.Func[charge, string](
-	func(ctx context.Context, ev workflow.Event[charge], step workflow.Step) (string, error) {
-		if _, err := step.WaitForEvent("settled", workflow.WaitOptions{Type: "settled"}); err != nil {
-			return "", err
-		}
-		return "charged " + ev.Payload.Customer, nil
-	})
+var chargeWorkflow = func(ctx context.Context, ev workflow.Event[charge], step workflow.Step) (string, error) {
+	if _, err := step.WaitForEvent("settled", workflow.WaitOptions{Type: "settled"}); err != nil {
+		return "", err
+	}
+	return "charged " + ev.Payload.Customer, nil
+}
 
 // limitsHost is a host over a fresh in-memory database whose runner runs
 // only when the example says (RunOnDemand).

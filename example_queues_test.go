@@ -23,9 +23,9 @@ func queueHost(queues ...string) (*duraflow.Host, db.Store) {
 		log.Fatal(err)
 	}
 	reg := workflow.NewRegistry()
-	echo := workflow.Func[any, string](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+	echo := func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
 		return workflow.Do(step, "work", func(ctx context.Context) (string, error) { return ev.InstanceID, nil })
-	})
+	}
 	workflow.MustRegister(reg, "charge", echo, workflow.WithQueue("payments"))
 	workflow.MustRegister(reg, "email", echo)
 	host, err := duraflow.New(store, &duraflow.Config{

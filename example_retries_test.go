@@ -40,13 +40,12 @@ func onDemand(ctx context.Context, reg *workflow.Registry) (*duraflow.Host, *clo
 func Example_deadline() {
 	ctx := context.Background()
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "nap", workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			if err := step.Sleep("long nap", 2*time.Hour); err != nil {
-				return "", err
-			}
-			return "rested", nil
-		}), workflow.WithDeadline(time.Hour))
+	workflow.MustRegister(reg, "nap", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		if err := step.Sleep("long nap", 2*time.Hour); err != nil {
+			return "", err
+		}
+		return "rested", nil
+	}, workflow.WithDeadline(time.Hour))
 	host, clk, done := onDemand(ctx, reg)
 	defer done()
 
@@ -72,22 +71,21 @@ func Example_workflowRetry() {
 	ctx := context.Background()
 	reg := workflow.NewRegistry()
 	calls := map[string]int{}
-	workflow.MustRegister(reg, "order", workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			if _, err := workflow.Do(step, "reserve", func(ctx context.Context) (bool, error) {
-				calls["reserve"]++
-				return true, nil
-			}); err != nil {
-				return "", err
+	workflow.MustRegister(reg, "order", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		if _, err := workflow.Do(step, "reserve", func(ctx context.Context) (bool, error) {
+			calls["reserve"]++
+			return true, nil
+		}); err != nil {
+			return "", err
+		}
+		return workflow.Do(step, "ship", func(ctx context.Context) (string, error) {
+			calls["ship"]++
+			if calls["ship"] == 1 {
+				return "", errors.New("carrier down")
 			}
-			return workflow.Do(step, "ship", func(ctx context.Context) (string, error) {
-				calls["ship"]++
-				if calls["ship"] == 1 {
-					return "", errors.New("carrier down")
-				}
-				return "shipped", nil
-			}, workflow.WithNoRetries())
-		}), workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 3, Delay: time.Minute, NoJitter: true}))
+			return "shipped", nil
+		}, workflow.WithNoRetries())
+	}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 3, Delay: time.Minute, NoJitter: true}))
 	host, clk, done := onDemand(ctx, reg)
 	defer done()
 
@@ -113,17 +111,16 @@ func Example_workflowRetry() {
 func Example_attempts() {
 	ctx := context.Background()
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "charge", workflow.Func[any, int](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-			return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-				if workflow.Attempt(ctx) < 3 {
-					return 0, fmt.Errorf("attempt %d: gateway busy", workflow.Attempt(ctx))
-				}
-				return 42, nil
-			}, workflow.WithRetries(workflow.RetryPolicy{
-				Limit: workflow.UnlimitedRetries, Delay: 10 * time.Second, MaxDelay: time.Minute,
-			}))
+	workflow.MustRegister(reg, "charge", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+		return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+			if workflow.Attempt(ctx) < 3 {
+				return 0, fmt.Errorf("attempt %d: gateway busy", workflow.Attempt(ctx))
+			}
+			return 42, nil
+		}, workflow.WithRetries(workflow.RetryPolicy{
+			Limit: workflow.UnlimitedRetries, Delay: 10 * time.Second, MaxDelay: time.Minute,
 		}))
+	})
 	host, clk, done := onDemand(ctx, reg)
 	defer done()
 	if _, err := host.Client().Create(ctx, "charge", workflow.CreateRequest{ID: "c1"}); err != nil {

@@ -19,26 +19,25 @@ import (
 func Example_saga() {
 	ctx := context.Background()
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "trip", workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			flight, err := workflow.DoWithCompensation(step, "book flight",
-				func(ctx context.Context) (string, error) { fmt.Println("flight booked"); return "FL-1", nil },
-				func(ctx context.Context, id string) error { fmt.Println("flight", id, "cancelled"); return nil })
-			if err != nil {
-				return "", err
-			}
-			if _, err := step.Do("book hotel",
-				func(ctx context.Context) (any, error) { fmt.Println("hotel booked"); return "HO-7", nil },
-				workflow.Compensate(func(ctx context.Context) error { fmt.Println("hotel cancelled"); return nil })); err != nil {
-				return "", err
-			}
-			if _, err := step.Do("rent car", func(ctx context.Context) (any, error) {
-				return nil, workflow.NonRetryable(errors.New("no cars left"))
-			}); err != nil {
-				return "", err
-			}
-			return flight, nil
-		}))
+	workflow.MustRegister(reg, "trip", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		flight, err := workflow.DoWithCompensation(step, "book flight",
+			func(ctx context.Context) (string, error) { fmt.Println("flight booked"); return "FL-1", nil },
+			func(ctx context.Context, id string) error { fmt.Println("flight", id, "cancelled"); return nil })
+		if err != nil {
+			return "", err
+		}
+		if _, err := step.Do("book hotel",
+			func(ctx context.Context) (any, error) { fmt.Println("hotel booked"); return "HO-7", nil },
+			workflow.Compensate(func(ctx context.Context) error { fmt.Println("hotel cancelled"); return nil })); err != nil {
+			return "", err
+		}
+		if _, err := step.Do("rent car", func(ctx context.Context) (any, error) {
+			return nil, workflow.NonRetryable(errors.New("no cars left"))
+		}); err != nil {
+			return "", err
+		}
+		return flight, nil
+	})
 	host, _, done := onDemand(ctx, reg)
 	defer done()
 

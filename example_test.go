@@ -23,13 +23,12 @@ func ExampleNew() {
 	defer store.Close()
 
 	reg := workflow.NewRegistry()
-	greet := workflow.MustRegister(reg, "greet", workflow.Func[greetParams, greetOutput](
-		func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
-			g, err := workflow.Do(step, "greet", func(ctx context.Context) (string, error) {
-				return "hello, " + ev.Payload.Name, nil
-			})
-			return greetOutput{Greeting: g}, err
-		}))
+	greet := workflow.MustRegister(reg, "greet", func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
+		g, err := workflow.Do(step, "greet", func(ctx context.Context) (string, error) {
+			return "hello, " + ev.Payload.Name, nil
+		})
+		return greetOutput{Greeting: g}, err
+	})
 
 	host, err := duraflow.New(store, &duraflow.Config{
 		Registry: reg,

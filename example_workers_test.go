@@ -25,10 +25,9 @@ func Example_workers() {
 	defer store.Close()
 
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "greet", workflow.Func[greetParams, greetOutput](
-		func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
-			return greetOutput{Greeting: "hello, " + ev.Payload.Name}, nil
-		}))
+	workflow.MustRegister(reg, "greet", func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
+		return greetOutput{Greeting: "hello, " + ev.Payload.Name}, nil
+	})
 	host, err := duraflow.New(store, &duraflow.Config{
 		Registry: reg,
 		Logger:   quietLogger,

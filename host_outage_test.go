@@ -41,20 +41,18 @@ func TestHostSurvivesADatabaseOutage(t *testing.T) {
 
 		reg := workflow.NewRegistry()
 		woke := make(chan struct{}, 1)
-		workflow.MustRegister(reg, "sleeper", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if err := step.Sleep("nap", 10*time.Minute); err != nil {
-					return "", err
-				}
-				return workflow.Do(step, "after", func(ctx context.Context) (string, error) {
-					woke <- struct{}{}
-					return "rested", nil
-				})
-			}))
-		workflow.MustRegister(reg, "report", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return "done", nil
-			}))
+		workflow.MustRegister(reg, "sleeper", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if err := step.Sleep("nap", 10*time.Minute); err != nil {
+				return "", err
+			}
+			return workflow.Do(step, "after", func(ctx context.Context) (string, error) {
+				woke <- struct{}{}
+				return "rested", nil
+			})
+		})
+		workflow.MustRegister(reg, "report", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return "done", nil
+		})
 		// The hook refuses every first attempt, which is retried 5 minutes
 		// later, in the outage.
 		retried := make(chan hook.Enqueued, 10)

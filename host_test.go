@@ -37,13 +37,12 @@ type greetOutput struct {
 
 // register registers the test's workflow, one step and an output.
 func register(reg *workflow.Registry) *workflow.Binding[greetParams, greetOutput] {
-	return workflow.MustRegister(reg, "greet", workflow.Func[greetParams, greetOutput](
-		func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
-			g, err := workflow.Do(step, "greet", func(ctx context.Context) (string, error) {
-				return "hello, " + ev.Payload.Name, nil
-			})
-			return greetOutput{Greeting: g}, err
-		}))
+	return workflow.MustRegister(reg, "greet", func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
+		g, err := workflow.Do(step, "greet", func(ctx context.Context) (string, error) {
+			return "hello, " + ev.Payload.Name, nil
+		})
+		return greetOutput{Greeting: g}, err
+	})
 }
 
 // startHost builds and starts a host over store whose runner polls once an

@@ -65,30 +65,29 @@ func TestTracingSpansNestAndLinkToCreator(t *testing.T) {
 		tp, exp := newTracing(t)
 		h := testharness.New(t, testharness.WithBackend(b), testharness.WithTracerProvider(tp), testharness.WithJitter(0.5))
 		var failed atomic.Bool
-		wf := workflow.MustRegister(h.Registry, "traced", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				if _, err := workflow.Do(step, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
-					return "", err
+		wf := workflow.MustRegister(h.Registry, "traced", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			if _, err := workflow.Do(step, "a", func(context.Context) (int, error) { return 1, nil }); err != nil {
+				return "", err
+			}
+			_, err := workflow.Do(step, "b", func(context.Context) (int, error) {
+				if !failed.Swap(true) {
+					return 0, errors.New("flaky")
 				}
-				_, err := workflow.Do(step, "b", func(context.Context) (int, error) {
-					if !failed.Swap(true) {
-						return 0, errors.New("flaky")
-					}
-					return 2, nil
-				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: time.Minute, Backoff: workflow.BackoffConstant}))
-				if err != nil {
-					return "", err
+				return 2, nil
+			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: time.Minute, Backoff: workflow.BackoffConstant}))
+			if err != nil {
+				return "", err
+			}
+			if err := step.Sleep("nap", time.Hour); err != nil {
+				return "", err
+			}
+			return workflow.Do(step, "c", func(ctx context.Context) (string, error) {
+				if !trace.SpanContextFromContext(ctx).IsValid() {
+					return "", workflow.NonRetryable(errors.New("the step's context carries no span"))
 				}
-				if err := step.Sleep("nap", time.Hour); err != nil {
-					return "", err
-				}
-				return workflow.Do(step, "c", func(ctx context.Context) (string, error) {
-					if !trace.SpanContextFromContext(ctx).IsValid() {
-						return "", workflow.NonRetryable(errors.New("the step's context carries no span"))
-					}
-					return "done", nil
-				})
-			}))
+				return "done", nil
+			})
+		})
 
 		ctx, creator := tp.Tracer("test").Start(h.Context(), "handle request")
 		_, err := wf.Create(ctx, workflow.CreateOptions[any]{ID: "t1"})
@@ -156,8 +155,7 @@ func TestTracingOffStoresNothing(t *testing.T) {
 	t.Parallel()
 	tp, _ := newTracing(t)
 	h := testharness.New(t)
-	wf := workflow.MustRegister(h.Registry, "plain", workflow.Func[any, int](
-		func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (int, error) { return 1, nil }))
+	wf := workflow.MustRegister(h.Registry, "plain", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (int, error) { return 1, nil })
 	ctx, span := tp.Tracer("test").Start(h.Context(), "request")
 	defer span.End()
 	_, err := wf.Create(ctx, workflow.CreateOptions[any]{ID: "p1"})
@@ -174,14 +172,12 @@ func TestTracingInvokeChildDescendsFromStep(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		tp, exp := newTracing(t)
 		h := testharness.New(t, testharness.WithBackend(b), testharness.WithTracerProvider(tp))
-		workflow.MustRegister(h.Registry, "child", workflow.Func[int, int](
-			func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-				return workflow.Do(step, "double", func(context.Context) (int, error) { return ev.Payload * 2, nil })
-			}))
-		parent := workflow.MustRegister(h.Registry, "parent", workflow.Func[int, int](
-			func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-				return workflow.Invoke[int](step, "call", workflow.InvokeOptions{Workflow: "child", Params: ev.Payload})
-			}))
+		workflow.MustRegister(h.Registry, "child", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+			return workflow.Do(step, "double", func(context.Context) (int, error) { return ev.Payload * 2, nil })
+		})
+		parent := workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+			return workflow.Invoke[int](step, "call", workflow.InvokeOptions{Workflow: "child", Params: ev.Payload})
+		})
 		ctx, creator := tp.Tracer("test").Start(h.Context(), "request")
 		_, err := parent.Create(ctx, workflow.CreateOptions[int]{ID: "p", Params: 21})
 		require.NoError(t, err)
@@ -216,10 +212,9 @@ func TestTracingHTTPCreateLinksToTraceparent(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		tp, exp := newTracing(t)
 		h := testharness.New(t, testharness.WithBackend(b), testharness.WithTracerProvider(tp))
-		workflow.MustRegister(h.Registry, "web", workflow.Func[any, int](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "one", func(context.Context) (int, error) { return 1, nil })
-			}))
+		workflow.MustRegister(h.Registry, "web", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "one", func(context.Context) (int, error) { return 1, nil })
+		})
 		api, err := httpapi.New(&httpapi.Config{Client: h.Client})
 		require.NoError(t, err)
 		srv := httptest.NewServer(api.Handler())

@@ -164,16 +164,15 @@ func BenchmarkReplay(b *testing.B) {
 			store := be.newStore(b)
 			ctx := b.Context()
 			reg := workflow.NewRegistry()
-			workflow.MustRegister(reg, "replay", workflow.Func[json.RawMessage, int](
-				func(_ context.Context, _ workflow.Event[json.RawMessage], step workflow.Step) (int, error) {
-					for i := range replaySteps {
-						if _, err := workflow.Do(step, fmt.Sprintf("step-%d", i), func(context.Context) (int, error) { return i, nil }); err != nil {
-							return 0, err
-						}
+			workflow.MustRegister(reg, "replay", func(_ context.Context, _ workflow.Event[json.RawMessage], step workflow.Step) (int, error) {
+				for i := range replaySteps {
+					if _, err := workflow.Do(step, fmt.Sprintf("step-%d", i), func(context.Context) (int, error) { return i, nil }); err != nil {
+						return 0, err
 					}
-					_, err := step.WaitForEvent("wait", workflow.WaitOptions{Type: "never", Timeout: time.Hour})
-					return replaySteps, err
-				}))
+				}
+				_, err := step.WaitForEvent("wait", workflow.WaitOptions{Type: "never", Timeout: time.Hour})
+				return replaySteps, err
+			})
 			c, err := client.New(&client.Config{Store: store, Registry: reg})
 			require.NoError(b, err)
 			r, err := runner.New(&runner.Config{Store: store, Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

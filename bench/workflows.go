@@ -129,8 +129,8 @@ var resumedSignals sync.Map
 // the create workload's, which only a client may have.
 func newRegistry(withCreate bool) (*workflow.Registry, error) {
 	reg := workflow.NewRegistry()
-	steps := workflow.Func[json.RawMessage, int](stepsWorkflow)
-	empty := workflow.Func[json.RawMessage, struct{}](emptyWorkflow)
+	steps := stepsWorkflow
+	empty := emptyWorkflow
 	for _, name := range []string{nameSteps10, nameLoad, nameSoak} {
 		if _, err := workflow.Register(reg, name, steps); err != nil {
 			return nil, err
@@ -143,7 +143,7 @@ func newRegistry(withCreate bool) (*workflow.Registry, error) {
 	if _, err := workflow.Register(reg, nameEmpty, empty); err != nil {
 		return nil, err
 	}
-	if _, err := workflow.Register(reg, nameWake, workflow.Func[json.RawMessage, int64](wakeWorkflow)); err != nil {
+	if _, err := workflow.Register(reg, nameWake, wakeWorkflow); err != nil {
 		return nil, err
 	}
 	if withCreate {

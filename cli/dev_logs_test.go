@@ -17,12 +17,11 @@ import (
 // registerShaky registers "shaky", whose step "call" fails every attempt
 // with an error of name HTTP_REQUEST_FAILED, retried twice 10 ms apart.
 func registerShaky(reg *workflow.Registry) error {
-	_, err := workflow.Register(reg, "shaky", workflow.Func[any, string](
-		func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-			return workflow.Do(step, "call", func(context.Context) (string, error) {
-				return "", httpRequestFailed{}
-			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 2, Delay: 10 * time.Millisecond, Backoff: workflow.BackoffConstant}))
-		}))
+	_, err := workflow.Register(reg, "shaky", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+		return workflow.Do(step, "call", func(context.Context) (string, error) {
+			return "", httpRequestFailed{}
+		}, workflow.WithRetries(workflow.RetryPolicy{Limit: 2, Delay: 10 * time.Millisecond, Backoff: workflow.BackoffConstant}))
+	})
 	return err
 }
 

@@ -38,10 +38,9 @@ func TestWorkerMaxLeaseLosses(t *testing.T) {
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = store.Close() })
 			register := func(reg *workflow.Registry) error {
-				_, err := workflow.Register(reg, "loop", workflow.Func[any, string](
-					func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-						return workflow.Do(step, "boom", func(ctx context.Context) (string, error) { return "survived", nil })
-					}))
+				_, err := workflow.Register(reg, "loop", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+					return workflow.Do(step, "boom", func(ctx context.Context) (string, error) { return "survived", nil })
+				})
 				return err
 			}
 			reg := workflow.NewRegistry()

@@ -15,12 +15,11 @@ import (
 // registerInvoker registers "invoker", which starts the demo approval as
 // its child "<id>-kid" and waits for it.
 func registerInvoker(reg *workflow.Registry) error {
-	_, err := workflow.Register(reg, "invoker", workflow.Func[any, any](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) {
-			return workflow.Invoke[any](step, "approve it", workflow.InvokeOptions{
-				Workflow: "approval", ID: ev.InstanceID + "-kid", Params: map[string]any{"amount": 5, "timeout": "1 hour"},
-			})
-		}))
+	_, err := workflow.Register(reg, "invoker", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) {
+		return workflow.Invoke[any](step, "approve it", workflow.InvokeOptions{
+			Workflow: "approval", ID: ev.InstanceID + "-kid", Params: map[string]any{"amount": 5, "timeout": "1 hour"},
+		})
+	})
 	return err
 }
 

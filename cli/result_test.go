@@ -14,10 +14,9 @@ import (
 
 // registerBoom registers "boom", whose run fails at once.
 func registerBoom(reg *workflow.Registry) error {
-	_, err := workflow.Register(reg, "boom", workflow.Func[any, any](
-		func(context.Context, workflow.Event[any], workflow.Step) (any, error) {
-			return nil, workflow.NonRetryable(errors.New("boom on purpose"))
-		}))
+	_, err := workflow.Register(reg, "boom", func(context.Context, workflow.Event[any], workflow.Step) (any, error) {
+		return nil, workflow.NonRetryable(errors.New("boom on purpose"))
+	})
 	return err
 }
 

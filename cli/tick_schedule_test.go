@@ -22,8 +22,7 @@ import (
 func TestTickFiresDueSchedules(t *testing.T) {
 	t.Parallel()
 	h := testharness.New(t)
-	workflow.MustRegister(h.Registry, "report", workflow.Func[struct{}, string](
-		func(context.Context, workflow.Event[struct{}], workflow.Step) (string, error) { return "ok", nil }))
+	workflow.MustRegister(h.Registry, "report", func(context.Context, workflow.Event[struct{}], workflow.Step) (string, error) { return "ok", nil })
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sched, err := schedule.New(&schedule.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: log})
 	require.NoError(t, err)

@@ -78,10 +78,9 @@ func TestListHoldsItsByteBudget(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "big", workflow.Func[json.RawMessage, string](
-			func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-				return "", nil
-			}))
+		workflow.MustRegister(h.Registry, "big", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+			return "", nil
+		})
 		const n, size = 30, 200 << 10
 		for i := range n {
 			_, err := h.Client.Create(h.Context(), "big", workflow.CreateRequest{ID: fmt.Sprintf("b%02d", i), Params: bigValue(size)})
@@ -146,17 +145,16 @@ func TestHistoryHoldsItsByteBudget(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		const steps, events, size = 25, 25, 200 << 10
-		workflow.MustRegister(h.Registry, "big", workflow.Func[json.RawMessage, string](
-			func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-				for i := range steps {
-					if _, err := workflow.Do(step, fmt.Sprintf("s%02d", i), func(ctx context.Context) (json.RawMessage, error) {
-						return bigValue(size), nil
-					}); err != nil {
-						return "", err
-					}
+		workflow.MustRegister(h.Registry, "big", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+			for i := range steps {
+				if _, err := workflow.Do(step, fmt.Sprintf("s%02d", i), func(ctx context.Context) (json.RawMessage, error) {
+					return bigValue(size), nil
+				}); err != nil {
+					return "", err
 				}
-				return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
-			}))
+			}
+			return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
+		})
 		_, err := h.Client.Create(h.Context(), "big", workflow.CreateRequest{ID: "h"})
 		require.NoError(t, err)
 		h.RunUntilIdle()

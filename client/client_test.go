@@ -21,10 +21,9 @@ type params struct {
 func setup(t *testing.T, b testharness.Backend) (*testharness.Harness, *workflow.Binding[params, string]) {
 	t.Helper()
 	h := testharness.New(t, testharness.WithBackend(b))
-	greet := workflow.MustRegister(h.Registry, "greet", workflow.Func[params, string](
-		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (string, error) {
-			return "hello " + ev.Payload.Name, nil
-		}))
+	greet := workflow.MustRegister(h.Registry, "greet", func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (string, error) {
+		return "hello " + ev.Payload.Name, nil
+	})
 	return h, greet
 }
 

@@ -299,8 +299,7 @@ type plainEngine struct{ workflow.Engine }
 func TestCreateTxEngineWithoutTransactions(t *testing.T) {
 	t.Parallel()
 	reg := workflow.NewRegistry()
-	greet := workflow.MustRegister(reg, "greet", workflow.Func[params, string](
-		func(context.Context, workflow.Event[params], workflow.Step) (string, error) { return "", nil }))
+	greet := workflow.MustRegister(reg, "greet", func(context.Context, workflow.Event[params], workflow.Step) (string, error) { return "", nil })
 	_, _, err := greet.CreateTx(t.Context(), &sql.Tx{}, workflow.CreateOptions[params]{})
 	require.ErrorIs(t, err, workflow.ErrEngineNotBound)
 	reg.Bind(plainEngine{})

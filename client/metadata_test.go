@@ -107,10 +107,9 @@ func TestMetadataFunc(t *testing.T) {
 			rec := &metadataRecorder{register: func(name string) {
 				if name == "late" {
 					if _, ok := wfcore.Lookup(h.Registry, name); !ok {
-						workflow.MustRegister(h.Registry, "late", workflow.Func[json.RawMessage, string](
-							func(context.Context, workflow.Event[json.RawMessage], workflow.Step) (string, error) {
-								return "late", nil
-							}))
+						workflow.MustRegister(h.Registry, "late", func(context.Context, workflow.Event[json.RawMessage], workflow.Step) (string, error) {
+							return "late", nil
+						})
 					}
 				}
 			}}

@@ -20,10 +20,9 @@ func TestCreatePlacesTheInstance(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "pay", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return "ok", nil
-			}),
+		workflow.MustRegister(h.Registry, "pay", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return "ok", nil
+		},
 			workflow.WithQueue("payments"))
 		ctx := h.Context()
 
@@ -158,10 +157,9 @@ func TestNamespaceViewSeesOnlyItsNamespace(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "waits", workflow.Func[any, json.RawMessage](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (json.RawMessage, error) {
-				return workflow.WaitForEvent[json.RawMessage](step, "wait", workflow.WaitOptions{Type: "go"})
-			}))
+		workflow.MustRegister(h.Registry, "waits", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (json.RawMessage, error) {
+			return workflow.WaitForEvent[json.RawMessage](step, "wait", workflow.WaitOptions{Type: "go"})
+		})
 		ctx := h.Context()
 		acme, globex := h.Client.Namespace("acme"), h.Client.Namespace("globex")
 		_, err := acme.Create(ctx, "waits", workflow.CreateRequest{ID: "a1"})
@@ -220,10 +218,9 @@ func TestDedupedCreateKeepsItsDeadline(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "pay", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return "ok", nil
-			}))
+		workflow.MustRegister(h.Registry, "pay", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return "ok", nil
+		})
 		deadline := h.Clock.Now().Add(time.Hour)
 		info, err := h.Client.Create(h.Context(), "pay", workflow.CreateRequest{ID: "a", DedupeKey: "k", Deadline: deadline})
 		require.NoError(t, err)
@@ -301,10 +298,9 @@ func TestPlacementCheckRefusesBeforeWriting(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "pay", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return "ok", nil
-			}),
+		workflow.MustRegister(h.Registry, "pay", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return "ok", nil
+		},
 			workflow.WithQueue("payments"))
 		ctx := h.Context()
 		errRefused := errors.New("refused")

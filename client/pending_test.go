@@ -22,28 +22,23 @@ func TestGetShowsPendingSteps(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		ctx := h.Context()
-		workflow.MustRegister(h.Registry, "event", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.WaitForEvent[string](step, "wait for approval", workflow.WaitOptions{Type: "approval", Timeout: time.Hour})
-			}))
-		workflow.MustRegister(h.Registry, "sleep", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return "", step.Sleep("nap", 2*time.Hour)
-			}))
-		workflow.MustRegister(h.Registry, "retry", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "call", func(context.Context) (string, error) {
-					return "", errors.New("connection refused")
-				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 4, Delay: time.Minute, Backoff: workflow.BackoffConstant}))
-			}))
-		workflow.MustRegister(h.Registry, "child", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.WaitForEvent[string](step, "hold", workflow.WaitOptions{Type: "go"})
-			}))
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Invoke[string](step, "kid", workflow.InvokeOptions{Workflow: "child", ID: "k1"})
-			}))
+		workflow.MustRegister(h.Registry, "event", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.WaitForEvent[string](step, "wait for approval", workflow.WaitOptions{Type: "approval", Timeout: time.Hour})
+		})
+		workflow.MustRegister(h.Registry, "sleep", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return "", step.Sleep("nap", 2*time.Hour)
+		})
+		workflow.MustRegister(h.Registry, "retry", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "call", func(context.Context) (string, error) {
+				return "", errors.New("connection refused")
+			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 4, Delay: time.Minute, Backoff: workflow.BackoffConstant}))
+		})
+		workflow.MustRegister(h.Registry, "child", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.WaitForEvent[string](step, "hold", workflow.WaitOptions{Type: "go"})
+		})
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Invoke[string](step, "kid", workflow.InvokeOptions{Workflow: "child", ID: "k1"})
+		})
 		for _, name := range []string{"event", "sleep", "retry", "parent"} {
 			_, err := h.Client.Create(ctx, name, workflow.CreateRequest{ID: "i1"})
 			require.NoError(t, err)

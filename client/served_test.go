@@ -26,10 +26,9 @@ func TestUnservedQueueIsVisible(t *testing.T) {
 		clk := clock.NewMock()
 		clk.Set(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 		reg := workflow.NewRegistry()
-		workflow.MustRegister(reg, "pay", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return "ok", nil
-			}),
+		workflow.MustRegister(reg, "pay", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return "ok", nil
+		},
 			workflow.WithQueue("payments"))
 		c, err := client.New(&client.Config{Store: store, Registry: reg, Clock: clk})
 		require.NoError(t, err)

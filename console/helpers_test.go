@@ -63,44 +63,39 @@ func setup(t *testing.T, backend testharness.Backend, tokens ...httpapi.Token) *
 func setupWith(t *testing.T, backend testharness.Backend, configure func(*console.Config)) *testBundle {
 	t.Helper()
 	h := testharness.New(t, testharness.WithBackend(backend))
-	workflow.MustRegister(h.Registry, "greet", workflow.Func[json.RawMessage, string](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-			return workflow.Do(step, "greet", func(ctx context.Context) (string, error) { return "hello", nil })
-		}))
-	workflow.MustRegister(h.Registry, "approve", workflow.Func[json.RawMessage, approval](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (approval, error) {
-			if _, err := workflow.Do(step, "prepare", func(ctx context.Context) (int, error) { return 1, nil }); err != nil {
-				return approval{}, err
-			}
-			return workflow.WaitForEvent[approval](step, "wait for approval", workflow.WaitOptions{Type: "approval"})
-		}))
+	workflow.MustRegister(h.Registry, "greet", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+		return workflow.Do(step, "greet", func(ctx context.Context) (string, error) { return "hello", nil })
+	})
+	workflow.MustRegister(h.Registry, "approve", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (approval, error) {
+		if _, err := workflow.Do(step, "prepare", func(ctx context.Context) (int, error) { return 1, nil }); err != nil {
+			return approval{}, err
+		}
+		return workflow.WaitForEvent[approval](step, "wait for approval", workflow.WaitOptions{Type: "approval"})
+	})
 	var (
 		mu       sync.Mutex
 		failures = map[string]int{}
 	)
-	workflow.MustRegister(h.Registry, "flaky", workflow.Func[json.RawMessage, int](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (int, error) {
-			return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-				mu.Lock()
-				defer mu.Unlock()
-				if failures[ev.InstanceID] < 1 {
-					failures[ev.InstanceID]++
-					return 0, errors.New("service unavailable")
-				}
-				return 42, nil
-			})
-		}))
-	workflow.MustRegister(h.Registry, "nap", workflow.Func[json.RawMessage, string](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-			if err := step.Sleep("nap", time.Hour); err != nil {
-				return "", err
+	workflow.MustRegister(h.Registry, "flaky", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (int, error) {
+		return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if failures[ev.InstanceID] < 1 {
+				failures[ev.InstanceID]++
+				return 0, errors.New("service unavailable")
 			}
-			return "rested", nil
-		}))
-	workflow.MustRegister(h.Registry, "parent", workflow.Func[json.RawMessage, string](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-			return workflow.Invoke[string](step, "child", workflow.InvokeOptions{Workflow: "greet", ID: ev.InstanceID + "-child"})
-		}))
+			return 42, nil
+		})
+	})
+	workflow.MustRegister(h.Registry, "nap", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+		if err := step.Sleep("nap", time.Hour); err != nil {
+			return "", err
+		}
+		return "rested", nil
+	})
+	workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+		return workflow.Invoke[string](step, "child", workflow.InvokeOptions{Workflow: "greet", ID: ev.InstanceID + "-child"})
+	})
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sched, err := schedule.New(&schedule.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: quiet})
 	require.NoError(t, err)

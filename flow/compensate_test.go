@@ -92,7 +92,7 @@ func TestFlowCompensatesCompletedStepsInReverseOrder(t *testing.T) {
 			require.NoError(t, err)
 			compiled, err := flow.Compile(def, hs)
 			require.NoError(t, err, "release and refund are reached as compensations: no warning stops the compile")
-			_, err = workflow.Register(h.Registry, compiled.ID(), compiled)
+			_, err = workflow.Register(h.Registry, compiled.ID(), compiled.Run)
 			require.NoError(t, err)
 			_, err = h.Client.Create(h.Context(), "trip", workflow.CreateRequest{ID: "t"})
 			require.NoError(t, err)
@@ -187,20 +187,18 @@ func TestFlowCompensatesWithSubflows(t *testing.T) {
 			require.NoError(t, err)
 			p := newProcess(t, b, withHandlers(hs))
 			p.h.Registry.Bind(p.client)
-			workflow.MustRegister(p.h.Registry, "stock", workflow.Func[string, map[string]string](
-				func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (map[string]string, error) {
-					return workflow.Do(step, "hold", func(context.Context) (map[string]string, error) {
-						act.record("reserve " + ev.Payload)
-						return map[string]string{"id": "stock-" + ev.Payload}, nil
-					})
-				}))
-			workflow.MustRegister(p.h.Registry, "unstock", workflow.Func[string, string](
-				func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
-					return workflow.Do(step, "free", func(context.Context) (string, error) {
-						act.record("unstock " + ev.Payload)
-						return "freed", nil
-					})
-				}))
+			workflow.MustRegister(p.h.Registry, "stock", func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (map[string]string, error) {
+				return workflow.Do(step, "hold", func(context.Context) (map[string]string, error) {
+					act.record("reserve " + ev.Payload)
+					return map[string]string{"id": "stock-" + ev.Payload}, nil
+				})
+			})
+			workflow.MustRegister(p.h.Registry, "unstock", func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
+				return workflow.Do(step, "free", func(context.Context) (string, error) {
+					act.record("unstock " + ev.Payload)
+					return "freed", nil
+				})
+			})
 			p.apply([]byte(refunderFlow))
 			p.apply(fmt.Appendf(nil, subflowSaga, fail))
 			p.create("trip", "t", `{"item": "widget"}`)

@@ -26,8 +26,9 @@ func WithStepLimit(n int) CompileOption {
 	return func(o *compileOptions) { o.stepLimit = n }
 }
 
-// Flow is a compiled definition: a workflow.Workflow over raw JSON params and
-// output, ready to be registered with workflow.Register (or Register).
+// Flow is a compiled definition: a workflow (its Run method) over raw JSON
+// params and output, ready to be registered with workflow.Register (or
+// Register).
 //
 // Each visit of a step is one durable step named "<step id>#<visit>" (see
 // StepName), the visits of each step id counted from 1 in the run, so a loop
@@ -41,8 +42,6 @@ type Flow struct {
 	hs        *Handlers
 	stepLimit int
 }
-
-var _ workflow.Workflow[json.RawMessage, json.RawMessage] = (*Flow)(nil)
 
 // Compile validates def (see Validate) and compiles a copy of it with the
 // handlers (nil means NewHandlers()).
@@ -78,12 +77,12 @@ func Compile(def *Definition, handlers *Handlers, opts ...CompileOption) (*Flow,
 }
 
 // Register registers a compiled flow under its id and returns the untyped
-// binding, as workflow.Register(reg, f.ID(), f) does.
+// binding, as workflow.Register(reg, f.ID(), f.Run) does.
 func Register(reg *workflow.Registry, f *Flow) (*workflow.Binding[json.RawMessage, json.RawMessage], error) {
 	if f == nil {
 		return nil, fmt.Errorf("%w: flow is nil", workflow.ErrInvalidRequest)
 	}
-	return workflow.Register[json.RawMessage, json.RawMessage](reg, f.def.ID, f, f.options()...)
+	return workflow.Register[json.RawMessage, json.RawMessage](reg, f.def.ID, f.Run, f.options()...)
 }
 
 // options are the registration options of the flow's workflow-level
@@ -130,8 +129,9 @@ type failureInfo struct {
 	Attempts int    `json:"attempts"`
 }
 
-// Run executes the flow: it implements workflow.Workflow. The params must be
-// a JSON object (or empty, which is {}); they are the initial context.
+// Run executes the flow: it is the workflow function workflow.Register
+// takes. The params must be a JSON object (or empty, which is {}); they are
+// the initial context.
 func (f *Flow) Run(ctx context.Context, event workflow.Event[json.RawMessage], step workflow.Step) (json.RawMessage, error) {
 	state, err := initialContext(event.Payload)
 	if err != nil {

@@ -73,7 +73,7 @@ func setupFlow(t *testing.T, js string, failures int, opts ...flow.CompileOption
 	count := newCountHandler(failures)
 	compiled := compileFlow(t, js, count, opts...)
 	h := testharness.New(t)
-	_, err := workflow.Register(h.Registry, compiled.ID(), compiled)
+	_, err := workflow.Register(h.Registry, compiled.ID(), compiled.Run)
 	require.NoError(t, err)
 	return &flowBundle{h: h, count: count, name: compiled.ID()}
 }
@@ -398,7 +398,7 @@ func TestRegister(t *testing.T) {
 	require.Equal(t, "a", compiled.Definition().InitialStepID)
 
 	reg := workflow.NewRegistry()
-	_, err := workflow.Register(reg, compiled.ID(), compiled)
+	_, err := workflow.Register(reg, compiled.ID(), compiled.Run)
 	require.NoError(t, err)
 	r, ok := wfcore.Lookup(reg, "reg")
 	require.True(t, ok)

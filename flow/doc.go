@@ -53,8 +53,9 @@
 //
 // # Compilation
 //
-// A compiled Flow is a workflow.Workflow[json.RawMessage, json.RawMessage];
-// register it with workflow.Register(reg, def.ID, compiled) or Register. Each
+// A compiled Flow is a workflow of json.RawMessage params and output (its Run
+// method); register it with workflow.Register(reg, def.ID, compiled.Run) or
+// Register. Each
 // visit of a step becomes one durable step named "<step id>#<visit>", the
 // visits of each id counted from 1 in a run, so loops replay exactly and
 // every visit has its own history row:

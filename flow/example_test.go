@@ -28,7 +28,7 @@ func ExampleParse() {
 		return
 	}
 	reg := workflow.NewRegistry()
-	if _, err := workflow.Register(reg, compiled.ID(), compiled); err != nil {
+	if _, err := workflow.Register(reg, compiled.ID(), compiled.Run); err != nil {
 		fmt.Println(err)
 		return
 	}

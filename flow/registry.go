@@ -274,7 +274,7 @@ func (r *Registry) register(id string) error {
 	if r.flows[id] {
 		return nil
 	}
-	if _, err := workflow.Register(r.cfg.Registry, id, &flowWorkflow{id: id, runs: r.runs},
+	if _, err := workflow.Register(r.cfg.Registry, id, (&flowWorkflow{id: id, runs: r.runs}).Run,
 		workflow.WithSettingsFunc(r.settingsFunc(id))); err != nil {
 		return fmt.Errorf("registering flow %q: %w", id, err)
 	}

@@ -106,8 +106,7 @@ func TestApply(t *testing.T) {
 		t.Run("AGoWorkflowKeepsItsName", func(t *testing.T) {
 			t.Parallel()
 			p := newProcess(t, b)
-			workflow.MustRegister(p.h.Registry, "billing", workflow.Func[json.RawMessage, string](
-				func(context.Context, workflow.Event[json.RawMessage], workflow.Step) (string, error) { return "", nil }))
+			workflow.MustRegister(p.h.Registry, "billing", func(context.Context, workflow.Event[json.RawMessage], workflow.Step) (string, error) { return "", nil })
 			_, err := p.flows.Apply(p.ctx(), quickFlow("billing", "1.0.0"))
 			var ve *flow.ValidationError
 			require.ErrorAs(t, err, &ve)

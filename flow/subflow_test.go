@@ -37,13 +37,12 @@ func TestSubflowInvokesFlowAndGoWorkflow(t *testing.T) {
 		p := newProcess(t, b)
 		// The engine the runner starts children through pins flow versions.
 		p.h.Registry.Bind(p.client)
-		workflow.MustRegister(p.h.Registry, "double", workflow.Func[int, int](
-			func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-				if ev.Payload < 0 {
-					return 0, workflow.NonRetryable(errors.New("negative"))
-				}
-				return 2 * ev.Payload, nil
-			}))
+		workflow.MustRegister(p.h.Registry, "double", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+			if ev.Payload < 0 {
+				return 0, workflow.NonRetryable(errors.New("negative"))
+			}
+			return 2 * ev.Payload, nil
+		})
 		p.apply(quickFlow("child", "1.0.0"))
 		p.apply(quickFlow("child", "2.0.0"))
 		p.apply(subflowParent("latest", "child", ""))
@@ -116,10 +115,9 @@ func TestSubflowUnknownChild(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		p := newProcess(t, b)
 		p.h.Registry.Bind(p.client)
-		workflow.MustRegister(p.h.Registry, "double", workflow.Func[int, int](
-			func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-				return 2 * ev.Payload, nil
-			}))
+		workflow.MustRegister(p.h.Registry, "double", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+			return 2 * ev.Payload, nil
+		})
 		p.apply(quickFlow("child", "1.0.0"))
 
 		for _, tc := range []struct{ id, child, version, path, warning string }{

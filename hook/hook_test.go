@@ -50,10 +50,9 @@ func TestHookFailingTwiceIsDeliveredOnTheThirdTry(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		rec := &recorder{fail: 2}
 		h, d := setup(t, b, rec)
-		wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return "ok", nil
-			}))
+		wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return "ok", nil
+		})
 		created := h.Now()
 		_, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "x"})
 		require.NoError(t, err)
@@ -107,22 +106,21 @@ func TestHookReasons(t *testing.T) {
 		h, d := setup(t, b, rec)
 		ctx := h.Context()
 		var attempts int
-		wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if _, err := workflow.Do(step, "flaky", func(ctx context.Context) (int, error) {
-					attempts++
-					if attempts == 1 {
-						return 0, errors.New("once")
-					}
-					return attempts, nil
-				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 1, Delay: time.Minute, Backoff: workflow.BackoffConstant})); err != nil {
-					return "", err
+		wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if _, err := workflow.Do(step, "flaky", func(ctx context.Context) (int, error) {
+				attempts++
+				if attempts == 1 {
+					return 0, errors.New("once")
 				}
-				if err := step.Sleep("nap", time.Hour); err != nil {
-					return "", err
-				}
-				return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
-			}))
+				return attempts, nil
+			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 1, Delay: time.Minute, Backoff: workflow.BackoffConstant})); err != nil {
+				return "", err
+			}
+			if err := step.Sleep("nap", time.Hour); err != nil {
+				return "", err
+			}
+			return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
+		})
 		inst, err := wf.Create(ctx, workflow.CreateOptions[any]{ID: "x"})
 		require.NoError(t, err)
 		h.RunUntilIdle() // create, retry, wake (sleep), wake (event wait)

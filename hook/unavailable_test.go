@@ -21,8 +21,7 @@ func outageSetup(t *testing.T, d *outagetest.DB) (*client.Client, *clock.Mock) {
 	clk := clock.NewMock()
 	clk.Set(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "w", workflow.Func[any, int](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 1, nil }))
+	workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 1, nil })
 	cl, err := client.New(&client.Config{Store: d.Store, Registry: reg, Clock: clk, RecordHooks: true})
 	require.NoError(t, err)
 	return cl, clk

@@ -29,15 +29,14 @@ func TestEventAnswerShowsErrorAndOutputOnlyToReaders(t *testing.T) {
 		// The first run fails with a secret in its error, and the workflow
 		// retries an hour later: the instance takes events meanwhile, and
 		// its status carries the error.
-		workflow.MustRegister(b.h.Registry, "retried", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				if _, err := workflow.Do(step, "call", func(ctx context.Context) (string, error) {
-					return "", errors.New("token sk-123 was refused")
-				}, workflow.WithNoRetries()); err != nil {
-					return "", err
-				}
-				return workflow.WaitForEvent[string](step, "go", workflow.WaitOptions{Type: "go"})
-			}), workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 1, Delay: time.Hour}))
+		workflow.MustRegister(b.h.Registry, "retried", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			if _, err := workflow.Do(step, "call", func(ctx context.Context) (string, error) {
+				return "", errors.New("token sk-123 was refused")
+			}, workflow.WithNoRetries()); err != nil {
+				return "", err
+			}
+			return workflow.WaitForEvent[string](step, "go", workflow.WaitOptions{Type: "go"})
+		}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 1, Delay: time.Hour}))
 		_, err := b.h.Client.Create(b.ctx, "retried", workflow.CreateRequest{ID: "r"})
 		require.NoError(t, err)
 		b.h.RunDue() // the first run only: the retry is an hour away

@@ -69,10 +69,9 @@ func ExampleClient() {
 	}
 	defer store.Close()
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "greet", workflow.Func[json.RawMessage, string](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-			return "hello", nil
-		}))
+	workflow.MustRegister(reg, "greet", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+		return "hello", nil
+	})
 	c, err := client.New(&client.Config{Store: store, Registry: reg})
 	if err != nil {
 		log.Fatal(err)

@@ -236,7 +236,7 @@ func TestFlowClient(t *testing.T) {
 	// A registry bound to the typed client drives the flow remotely.
 	remote := workflow.NewRegistry()
 	remote.Bind(b.api)
-	doublerBinding := workflow.MustRegister(remote, "doubler", workflow.Func[map[string]int, map[string]any](nil))
+	doublerBinding := workflow.Remote[map[string]int, map[string]any](remote, "doubler")
 	inst, err := doublerBinding.Create(b.ctx, workflow.CreateOptions[map[string]int]{ID: "r1", Params: map[string]int{"n": 5}})
 	require.NoError(t, err)
 	b.h.RunUntilIdle()

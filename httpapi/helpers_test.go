@@ -85,33 +85,30 @@ func setupOn(t *testing.T, backend testharness.Backend, token string, configure 
 	t.Helper()
 	h := testharness.New(t, testharness.WithBackend(backend))
 	steps := &stepCounter{}
-	workflow.MustRegister(h.Registry, "greet", workflow.Func[greetParams, greetOutput](
-		func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
-			g, err := workflow.Do(step, "greet", func(ctx context.Context) (string, error) {
-				return "hello, " + ev.Payload.Name, nil
+	workflow.MustRegister(h.Registry, "greet", func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
+		g, err := workflow.Do(step, "greet", func(ctx context.Context) (string, error) {
+			return "hello, " + ev.Payload.Name, nil
+		})
+		return greetOutput{Greeting: g}, err
+	})
+	workflow.MustRegister(h.Registry, "approve", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (approval, error) {
+		return workflow.WaitForEvent[approval](step, "wait for approval", workflow.WaitOptions{Type: "approval"})
+	})
+	workflow.MustRegister(h.Registry, "steps", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (int, error) {
+		sum := 0
+		for i := range numSteps {
+			name := fmt.Sprintf("step-%d", i)
+			n, err := workflow.Do(step, name, func(ctx context.Context) (int, error) {
+				steps.add(ev.InstanceID + "/" + name)
+				return i, nil
 			})
-			return greetOutput{Greeting: g}, err
-		}))
-	workflow.MustRegister(h.Registry, "approve", workflow.Func[json.RawMessage, approval](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (approval, error) {
-			return workflow.WaitForEvent[approval](step, "wait for approval", workflow.WaitOptions{Type: "approval"})
-		}))
-	workflow.MustRegister(h.Registry, "steps", workflow.Func[json.RawMessage, int](
-		func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (int, error) {
-			sum := 0
-			for i := range numSteps {
-				name := fmt.Sprintf("step-%d", i)
-				n, err := workflow.Do(step, name, func(ctx context.Context) (int, error) {
-					steps.add(ev.InstanceID + "/" + name)
-					return i, nil
-				})
-				if err != nil {
-					return 0, err
-				}
-				sum += n
+			if err != nil {
+				return 0, err
 			}
-			return sum, nil
-		}))
+			sum += n
+		}
+		return sum, nil
+	})
 
 	cfg := &httpapi.Config{Client: h.Client, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, f := range configure {

@@ -20,13 +20,12 @@ func TestInstanceShowsParentAndChildren(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "", func(_ *httpapi.Config, h *testharness.Harness) {
-			workflow.MustRegister(h.Registry, "parent", workflow.Func[any, string](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-					out, err := workflow.Invoke[greetOutput](step, "hello", workflow.InvokeOptions{
-						Workflow: "greet", Params: greetParams{Name: "child"}, ID: "kid",
-					})
-					return out.Greeting, err
-				}))
+			workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				out, err := workflow.Invoke[greetOutput](step, "hello", workflow.InvokeOptions{
+					Workflow: "greet", Params: greetParams{Name: "child"}, ID: "kid",
+				})
+				return out.Greeting, err
+			})
 		})
 		b.call(t, http.MethodPost, "/api/workflows/parent/instances", `{"id":"dad"}`).requireOK(t, http.StatusCreated, nil)
 		b.h.RunUntilIdle()

@@ -23,15 +23,13 @@ func TestQueueRoutes(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "", func(_ *httpapi.Config, h *testharness.Harness) {
-			workflow.MustRegister(h.Registry, "gated", workflow.Func[json.RawMessage, string](
-				func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-					_, err := workflow.WaitForEvent[json.RawMessage](step, "gate", workflow.WaitOptions{Type: "go"})
-					return "", err
-				}), workflow.WithQueue("slow"))
-			workflow.MustRegister(h.Registry, "keyless", workflow.Func[json.RawMessage, string](
-				func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-					return "", nil
-				}), workflow.WithConcurrencyKey(func(json.RawMessage) (string, error) { return "", errors.New("no key in the params") }, 1))
+			workflow.MustRegister(h.Registry, "gated", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+				_, err := workflow.WaitForEvent[json.RawMessage](step, "gate", workflow.WaitOptions{Type: "go"})
+				return "", err
+			}, workflow.WithQueue("slow"))
+			workflow.MustRegister(h.Registry, "keyless", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+				return "", nil
+			}, workflow.WithConcurrencyKey(func(json.RawMessage) (string, error) { return "", errors.New("no key in the params") }, 1))
 		})
 
 		b.call(t, http.MethodGet, "/api/queues/slow", "").requireError(t, http.StatusNotFound, apiclient.CodeQueueNotFound)

@@ -69,10 +69,9 @@ func FuzzRequestBody(f *testing.F) {
 		f.Add(seed.route, seed.contentType, []byte(seed.body))
 	}
 	h := testharness.New(f)
-	workflow.MustRegister(h.Registry, "echo", workflow.Func[json.RawMessage, json.RawMessage](
-		func(_ context.Context, ev workflow.Event[json.RawMessage], _ workflow.Step) (json.RawMessage, error) {
-			return ev.Payload, nil
-		}))
+	workflow.MustRegister(h.Registry, "echo", func(_ context.Context, ev workflow.Event[json.RawMessage], _ workflow.Step) (json.RawMessage, error) {
+		return ev.Payload, nil
+	})
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
 	sched, err := schedule.New(&schedule.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: discard})
 	require.NoError(f, err)

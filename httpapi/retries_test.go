@@ -18,15 +18,14 @@ func TestDeadlineAndAttemptsOverHTTP(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "")
-		workflow.MustRegister(b.h.Registry, "flaky", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-					if workflow.Attempt(ctx) < 3 {
-						return 0, errors.New("not yet")
-					}
-					return 1, nil
-				}, workflow.WithRetries(workflow.RetryPolicy{Limit: workflow.UnlimitedRetries, Delay: time.Second}))
-			}), workflow.WithDeadline(time.Hour))
+		workflow.MustRegister(b.h.Registry, "flaky", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+				if workflow.Attempt(ctx) < 3 {
+					return 0, errors.New("not yet")
+				}
+				return 1, nil
+			}, workflow.WithRetries(workflow.RetryPolicy{Limit: workflow.UnlimitedRetries, Delay: time.Second}))
+		}, workflow.WithDeadline(time.Hour))
 
 		// The workflow's deadline, and a per-create one.
 		now := b.h.Now()

@@ -450,10 +450,9 @@ func TestRemoteRegistry(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 	remote := workflow.NewRegistry()
-	greet := workflow.MustRegister(remote, "greet", workflow.Func[greetParams, greetOutput](
-		func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
-			return greetOutput{}, errors.New("runs on the server only")
-		}))
+	greet := workflow.MustRegister(remote, "greet", func(ctx context.Context, ev workflow.Event[greetParams], step workflow.Step) (greetOutput, error) {
+		return greetOutput{}, errors.New("runs on the server only")
+	})
 	remote.Bind(b.api)
 
 	inst, err := greet.Create(b.ctx, workflow.CreateOptions[greetParams]{ID: "r-1", Params: greetParams{Name: "remote"}})

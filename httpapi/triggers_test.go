@@ -175,10 +175,9 @@ func TestTriggerWithoutAuthServesLoopbackOnly(t *testing.T) {
 func TestTriggerConfigRejected(t *testing.T) {
 	t.Parallel()
 	h := testharness.New(t)
-	workflow.MustRegister(h.Registry, "greet", workflow.Func[greetParams, greetOutput](
-		func(context.Context, workflow.Event[greetParams], workflow.Step) (greetOutput, error) {
-			return greetOutput{}, nil
-		}))
+	workflow.MustRegister(h.Registry, "greet", func(context.Context, workflow.Event[greetParams], workflow.Step) (greetOutput, error) {
+		return greetOutput{}, nil
+	})
 	for _, tc := range []struct {
 		name    string
 		prefix  string

@@ -24,8 +24,7 @@ func TestReadsOfUnregisteredWorkflows(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "")
 		reg := workflow.NewRegistry()
-		workflow.MustRegister(reg, "billing", workflow.Func[any, any](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil }))
+		workflow.MustRegister(reg, "billing", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil })
 		other, err := client.New(&client.Config{Store: b.h.Store, Registry: reg})
 		require.NoError(t, err)
 		for _, id := range []string{"inv-1", "inv-2"} {

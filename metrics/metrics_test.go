@@ -117,41 +117,36 @@ func TestMetricsMoveAsInstancesRun(t *testing.T) {
 		t.Cleanup(srv.Close)
 		ctx := h.Context()
 
-		workflow.MustRegister(h.Registry, "ok", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "work", func(context.Context) (string, error) {
-					h.Advance(2 * time.Second) // the step takes 2 s on the clock
-					return "done", nil
-				})
-			}))
-		workflow.MustRegister(h.Registry, "fail", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "work", func(context.Context) (string, error) {
-					return "", workflow.NonRetryable(errors.New("no"))
-				})
-			}))
+		workflow.MustRegister(h.Registry, "ok", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "work", func(context.Context) (string, error) {
+				h.Advance(2 * time.Second) // the step takes 2 s on the clock
+				return "done", nil
+			})
+		})
+		workflow.MustRegister(h.Registry, "fail", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "work", func(context.Context) (string, error) {
+				return "", workflow.NonRetryable(errors.New("no"))
+			})
+		})
 		var flakyCalls atomic.Int32
-		workflow.MustRegister(h.Registry, "flaky", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "work", func(context.Context) (string, error) {
-					if flakyCalls.Add(1) == 1 {
-						return "", errors.New("once")
-					}
-					return "done", nil
-				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 1, Delay: time.Second}))
-			}))
-		workflow.MustRegister(h.Registry, "waiter", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				ev, err := step.WaitForEvent("approval", workflow.WaitOptions{Type: "approve"})
-				if err != nil {
-					return "", err
+		workflow.MustRegister(h.Registry, "flaky", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "work", func(context.Context) (string, error) {
+				if flakyCalls.Add(1) == 1 {
+					return "", errors.New("once")
 				}
-				return string(ev.Payload), nil
-			}))
-		workflow.MustRegister(h.Registry, "crash", workflow.Func[any, string](
-			func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "boom", func(context.Context) (string, error) { return "never", nil })
-			}))
+				return "done", nil
+			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 1, Delay: time.Second}))
+		})
+		workflow.MustRegister(h.Registry, "waiter", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			ev, err := step.WaitForEvent("approval", workflow.WaitOptions{Type: "approve"})
+			if err != nil {
+				return "", err
+			}
+			return string(ev.Payload), nil
+		})
+		workflow.MustRegister(h.Registry, "crash", func(ctx context.Context, _ workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "boom", func(context.Context) (string, error) { return "never", nil })
+		})
 		create := func(name, id string) {
 			t.Helper()
 			_, err := h.Client.Create(ctx, name, workflow.CreateRequest{ID: id})

@@ -75,13 +75,12 @@ func TestCheckpointOnlyFailureIsBoundedByOneLease(t *testing.T) {
 			c.MaxLeaseLosses = 2
 		}))
 		var calls atomic.Int32
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "big", func(ctx context.Context) (int, error) {
-					calls.Add(1)
-					return 1, nil
-				})
-			}))
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "big", func(ctx context.Context) (int, error) {
+				calls.Add(1)
+				return 1, nil
+			})
+		})
 		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
@@ -150,11 +149,10 @@ func TestStopMidCheckpointCountsNoLeaseLoss(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		store := &flakyStore{Store: b.NewStore(t)}
 		h := testharness.New(t, testharness.WithStore(store))
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				store.failures.Store(1 << 30) // the store fails from here on
-				return 1, nil
-			}))
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			store.failures.Store(1 << 30) // the store fails from here on
+			return 1, nil
+		})
 		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		done := make(chan int, 1)

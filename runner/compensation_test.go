@@ -66,42 +66,41 @@ type sagaOpts struct {
 // "undo n" (after compHook).
 func fiveSteps(t testing.TB, reg *workflow.Registry, log *sagaLog, o sagaOpts) {
 	t.Helper()
-	_, err := workflow.Register(reg, "saga", workflow.Func[struct{}, string](
-		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
-			for n := 1; n <= 5; n++ {
-				_, err := workflow.DoWithCompensation(step, fmt.Sprintf("step %d", n),
-					func(ctx context.Context) (int, error) {
-						if o.beforeStep != nil {
-							if err := o.beforeStep(ctx, n); err != nil {
-								return 0, err
-							}
+	_, err := workflow.Register(reg, "saga", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+		for n := 1; n <= 5; n++ {
+			_, err := workflow.DoWithCompensation(step, fmt.Sprintf("step %d", n),
+				func(ctx context.Context) (int, error) {
+					if o.beforeStep != nil {
+						if err := o.beforeStep(ctx, n); err != nil {
+							return 0, err
 						}
-						if n == o.failAt {
-							return 0, workflow.NonRetryable(errors.New("out of stock"))
+					}
+					if n == o.failAt {
+						return 0, workflow.NonRetryable(errors.New("out of stock"))
+					}
+					log.add(fmt.Sprintf("step %d", n))
+					return n * 10, nil
+				},
+				func(ctx context.Context, got int) error {
+					if got != n*10 {
+						return workflow.NonRetryable(fmt.Errorf("compensation of step %d got result %d", n, got))
+					}
+					if o.compHook != nil {
+						if err := o.compHook(ctx, n); err != nil {
+							return err
 						}
-						log.add(fmt.Sprintf("step %d", n))
-						return n * 10, nil
-					},
-					func(ctx context.Context, got int) error {
-						if got != n*10 {
-							return workflow.NonRetryable(fmt.Errorf("compensation of step %d got result %d", n, got))
-						}
-						if o.compHook != nil {
-							if err := o.compHook(ctx, n); err != nil {
-								return err
-							}
-						}
-						log.add(fmt.Sprintf("undo %d", n))
-						return nil
-					},
-					append([]workflow.StepOption{workflow.WithNoRetries()}, o.compOpts...)...,
-				)
-				if err != nil {
-					return "", err
-				}
+					}
+					log.add(fmt.Sprintf("undo %d", n))
+					return nil
+				},
+				append([]workflow.StepOption{workflow.WithNoRetries()}, o.compOpts...)...,
+			)
+			if err != nil {
+				return "", err
 			}
-			return "done", nil
-		}))
+		}
+		return "done", nil
+	})
 	require.NoError(t, err)
 }
 
@@ -271,19 +270,18 @@ func TestSagaReservedStepNames(t *testing.T) {
 	t.Parallel()
 	h := testharness.New(t)
 	var errs []error
-	_, err := workflow.Register(h.Registry, "bad", workflow.Func[struct{}, string](
-		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
-			_, err := step.Do("compensate:x", func(context.Context) (any, error) { return 1, nil })
-			errs = append(errs, err)
-			err = step.Sleep("compensate:y", time.Second)
-			errs = append(errs, err)
-			_, err = step.Do("nil undo", func(context.Context) (any, error) { return 1, nil }, workflow.Compensate(nil))
-			errs = append(errs, err)
-			_, err = step.Do(strings.Repeat("n", workflow.MaxStepNameLength), func(context.Context) (any, error) { return 1, nil },
-				workflow.Compensate(func(context.Context) error { return nil }))
-			errs = append(errs, err)
-			return "ok", nil
-		}))
+	_, err := workflow.Register(h.Registry, "bad", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+		_, err := step.Do("compensate:x", func(context.Context) (any, error) { return 1, nil })
+		errs = append(errs, err)
+		err = step.Sleep("compensate:y", time.Second)
+		errs = append(errs, err)
+		_, err = step.Do("nil undo", func(context.Context) (any, error) { return 1, nil }, workflow.Compensate(nil))
+		errs = append(errs, err)
+		_, err = step.Do(strings.Repeat("n", workflow.MaxStepNameLength), func(context.Context) (any, error) { return 1, nil },
+			workflow.Compensate(func(context.Context) error { return nil }))
+		errs = append(errs, err)
+		return "ok", nil
+	})
 	require.NoError(t, err)
 	_, err = h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
 	require.NoError(t, err)
@@ -302,33 +300,32 @@ func TestSagaReservedStepNames(t *testing.T) {
 // holds "ship" until it is closed (started is closed when ship starts).
 func orderSaga(t testing.TB, reg *workflow.Registry, log *sagaLog, started chan struct{}, gate <-chan struct{}) {
 	t.Helper()
-	_, err := workflow.Register(reg, "order", workflow.Func[struct{}, string](
-		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
-			for _, name := range []string{"reserve", "charge", "ship"} {
-				_, err := step.Do(name, func(ctx context.Context) (any, error) {
-					if name == "ship" && gate != nil {
-						close(started)
-						<-gate
-					}
-					log.add(name)
-					return name, nil
-				}, workflow.Compensate(func(ctx context.Context) error {
-					log.add("undo " + name)
-					return nil
-				}))
-				if err != nil {
-					return "", err
+	_, err := workflow.Register(reg, "order", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+		for _, name := range []string{"reserve", "charge", "ship"} {
+			_, err := step.Do(name, func(ctx context.Context) (any, error) {
+				if name == "ship" && gate != nil {
+					close(started)
+					<-gate
 				}
-			}
-			if err := step.Sleep("cool off", 24*time.Hour); err != nil {
+				log.add(name)
+				return name, nil
+			}, workflow.Compensate(func(ctx context.Context) error {
+				log.add("undo " + name)
+				return nil
+			}))
+			if err != nil {
 				return "", err
 			}
-			_, err := step.Do("close", func(ctx context.Context) (any, error) {
-				log.add("close")
-				return nil, nil
-			})
-			return "closed", err
-		}))
+		}
+		if err := step.Sleep("cool off", 24*time.Hour); err != nil {
+			return "", err
+		}
+		_, err := step.Do("close", func(ctx context.Context) (any, error) {
+			log.add("close")
+			return nil, nil
+		})
+		return "closed", err
+	})
 	require.NoError(t, err)
 }
 
@@ -434,16 +431,15 @@ func TestSagaRequestedThroughTheTypedBinding(t *testing.T) {
 	t.Parallel()
 	h := testharness.New(t)
 	log := newSagaLog()
-	b, err := workflow.Register(h.Registry, "typed", workflow.Func[struct{}, string](
-		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
-			if _, err := workflow.DoWithCompensation(step, "hold",
-				func(ctx context.Context) (string, error) { log.add("hold"); return "h-1", nil },
-				func(ctx context.Context, id string) error { log.add("release " + id); return nil }); err != nil {
-				return "", err
-			}
-			_, err := workflow.WaitForEvent[string](step, "confirm", workflow.WaitOptions{Type: "confirm"})
-			return "confirmed", err
-		}))
+	b, err := workflow.Register(h.Registry, "typed", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+		if _, err := workflow.DoWithCompensation(step, "hold",
+			func(ctx context.Context) (string, error) { log.add("hold"); return "h-1", nil },
+			func(ctx context.Context, id string) error { log.add("release " + id); return nil }); err != nil {
+			return "", err
+		}
+		_, err := workflow.WaitForEvent[string](step, "confirm", workflow.WaitOptions{Type: "confirm"})
+		return "confirmed", err
+	})
 	require.NoError(t, err)
 	inst, err := b.Create(h.Context(), workflow.CreateOptions[struct{}]{ID: "x"})
 	require.NoError(t, err)

@@ -26,19 +26,18 @@ func crashLoop(t *testing.T, b testharness.Backend, deaths int, opts ...testharn
 	t.Helper()
 	h = testharness.New(t, append([]testharness.Option{testharness.WithBackend(b)}, opts...)...)
 	prepare, fetch = new(atomic.Int32), new(atomic.Int32)
-	workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			if _, err := workflow.Do(step, "prepare", func(ctx context.Context) (string, error) {
-				prepare.Add(1)
-				return "ready", nil
-			}); err != nil {
-				return "", err
-			}
-			return workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
-				fetch.Add(1)
-				return "fetched", nil
-			})
-		}))
+	workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		if _, err := workflow.Do(step, "prepare", func(ctx context.Context) (string, error) {
+			prepare.Add(1)
+			return "ready", nil
+		}); err != nil {
+			return "", err
+		}
+		return workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
+			fetch.Add(1)
+			return "fetched", nil
+		})
+	})
 	ctx := h.Context()
 	_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
 	require.NoError(t, err)
@@ -178,16 +177,15 @@ func TestCrashLoopEndsWhenAnEventIsConsumed(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		var fetch atomic.Int32
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if _, err := step.WaitForEvent("approval", workflow.WaitOptions{Type: "approved", Timeout: time.Hour}); err != nil {
-					return "", err
-				}
-				return workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
-					fetch.Add(1)
-					return "fetched", nil
-				})
-			}))
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if _, err := step.WaitForEvent("approval", workflow.WaitOptions{Type: "approved", Timeout: time.Hour}); err != nil {
+				return "", err
+			}
+			return workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
+				fetch.Add(1)
+				return "fetched", nil
+			})
+		})
 		ctx := h.Context()
 		_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)

@@ -42,21 +42,20 @@ func TestDistributedSafety(t *testing.T) {
 		var regs []*workflow.Registry
 		for range runners {
 			reg := workflow.NewRegistry()
-			workflow.MustRegister(reg, "five", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					sum := 0
-					for i := range steps {
-						v, err := workflow.Do(step, fmt.Sprintf("step-%d", i), func(ctx context.Context) (int, error) {
-							count(fmt.Sprintf("%s/%d", ev.InstanceID, i))
-							return i, nil
-						})
-						if err != nil {
-							return 0, err
-						}
-						sum += v
+			workflow.MustRegister(reg, "five", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				sum := 0
+				for i := range steps {
+					v, err := workflow.Do(step, fmt.Sprintf("step-%d", i), func(ctx context.Context) (int, error) {
+						count(fmt.Sprintf("%s/%d", ev.InstanceID, i))
+						return i, nil
+					})
+					if err != nil {
+						return 0, err
 					}
-					return sum, nil
-				}))
+					sum += v
+				}
+				return sum, nil
+			})
 			regs = append(regs, reg)
 			r, err := runner.New(&runner.Config{
 				Store: store, Registry: reg, Logger: quietLogger, ID: fmt.Sprintf("runner-%d", len(regs)),
@@ -163,18 +162,17 @@ func (f *faultyStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointPa
 // blockingWorkflow registers "w": step "slow" blocks on the first call until
 // release is closed; later calls return at once.
 func blockingWorkflow(reg *workflow.Registry, started chan<- string, release <-chan struct{}, calls *atomic.Int32) {
-	workflow.MustRegister(reg, "w", workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			return workflow.Do(step, "slow", func(ctx context.Context) (string, error) {
-				n := calls.Add(1)
-				who := fmt.Sprintf("call %d", n)
-				if n == 1 {
-					started <- who
-					<-release
-				}
-				return who, nil
-			})
-		}))
+	workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		return workflow.Do(step, "slow", func(ctx context.Context) (string, error) {
+			n := calls.Add(1)
+			who := fmt.Sprintf("call %d", n)
+			if n == 1 {
+				started <- who
+				<-release
+			}
+			return who, nil
+		})
+	})
 }
 
 func TestStaleRunnerCannotCommit(t *testing.T) {

@@ -78,35 +78,33 @@ func (h *eagerHost) waitStatus(t *testing.T, name, id string, want workflow.Inst
 // registerSteps registers name: n steps, each returning its index; the
 // workflow returns their sum.
 func registerSteps(reg *workflow.Registry, name string, n int) {
-	workflow.MustRegister(reg, name, workflow.Func[any, int](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-			sum := 0
-			for i := range n {
-				v, err := workflow.Do(step, fmt.Sprintf("s-%d", i), func(ctx context.Context) (int, error) { return i, nil })
-				if err != nil {
-					return 0, err
-				}
-				sum += v
+	workflow.MustRegister(reg, name, func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+		sum := 0
+		for i := range n {
+			v, err := workflow.Do(step, fmt.Sprintf("s-%d", i), func(ctx context.Context) (int, error) { return i, nil })
+			if err != nil {
+				return 0, err
 			}
-			return sum, nil
-		}))
+			sum += v
+		}
+		return sum, nil
+	})
 }
 
 // registerGate registers name: its one step blocks until release is closed,
 // after reporting the instance on started.
 func registerGate(reg *workflow.Registry, name string, started chan<- string, release <-chan struct{}) {
-	workflow.MustRegister(reg, name, workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			return workflow.Do(step, "gate", func(ctx context.Context) (string, error) {
-				started <- ev.InstanceID
-				select {
-				case <-release:
-					return "released", nil
-				case <-ctx.Done():
-					return "", ctx.Err()
-				}
-			})
-		}))
+	workflow.MustRegister(reg, name, func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		return workflow.Do(step, "gate", func(ctx context.Context) (string, error) {
+			started <- ev.InstanceID
+			select {
+			case <-release:
+				return "released", nil
+			case <-ctx.Done():
+				return "", ctx.Err()
+			}
+		})
+	})
 }
 
 func TestEagerStartRunsWithoutAClaim(t *testing.T) {
@@ -330,13 +328,12 @@ func TestEagerStartCrashAfterCommit(t *testing.T) {
 		var calls atomic.Int32
 		newReg := func() *workflow.Registry {
 			reg := workflow.NewRegistry()
-			workflow.MustRegister(reg, "w", workflow.Func[any, string](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-					return workflow.Do(step, "only", func(ctx context.Context) (string, error) {
-						calls.Add(1)
-						return "done", nil
-					})
-				}))
+			workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				return workflow.Do(step, "only", func(ctx context.Context) (string, error) {
+					calls.Add(1)
+					return "done", nil
+				})
+			})
 			return reg
 		}
 
@@ -416,21 +413,20 @@ func TestEagerStartSharesTheConcurrencyLimit(t *testing.T) {
 		const limit, creators, perCreator = 3, 4, 12
 		var running, peak atomic.Int32
 		reg := workflow.NewRegistry()
-		workflow.MustRegister(reg, "w", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				n := running.Add(1)
-				defer running.Add(-1)
-				for {
-					p := peak.Load()
-					if n <= p || peak.CompareAndSwap(p, n) {
-						break
-					}
+		workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			n := running.Add(1)
+			defer running.Add(-1)
+			for {
+				p := peak.Load()
+				if n <= p || peak.CompareAndSwap(p, n) {
+					break
 				}
-				return workflow.Do(step, "s", func(ctx context.Context) (int, error) {
-					time.Sleep(time.Millisecond) // overlap executions
-					return 1, nil
-				})
-			}))
+			}
+			return workflow.Do(step, "s", func(ctx context.Context) (int, error) {
+				time.Sleep(time.Millisecond) // overlap executions
+				return 1, nil
+			})
+		})
 		h := newEagerHost(t, b.NewStore(t), reg, true, func(c *runner.Config) {
 			c.MaxConcurrency = limit
 			c.PollInterval = 50 * time.Millisecond
@@ -491,10 +487,9 @@ func assertNoError(t *testing.T, err error) bool {
 // registerWaiter registers name: it waits for an event "go" and returns its
 // payload.
 func registerWaiter(reg *workflow.Registry, name string) {
-	workflow.MustRegister(reg, name, workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
-		}))
+	workflow.MustRegister(reg, name, func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
+	})
 }
 
 func TestEagerResumeRunsAWokenRunWithoutAClaim(t *testing.T) {

@@ -138,31 +138,30 @@ func TestRefusedStepResultFailsTheStep(t *testing.T) {
 			v, _ := calls.LoadOrStore(key, new(atomic.Int32))
 			return v.(*atomic.Int32).Add(1)
 		}
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if ev.InstanceID != "good-1" {
-					// good-1's checkpoint is the first group commit, held
-					// while the two others queue behind it.
-					select {
-					case <-store.held:
-					case <-ctx.Done():
-						return "", ctx.Err()
-					}
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if ev.InstanceID != "good-1" {
+				// good-1's checkpoint is the first group commit, held
+				// while the two others queue behind it.
+				select {
+				case <-store.held:
+				case <-ctx.Done():
+					return "", ctx.Err()
 				}
-				if ev.InstanceID == "bad" {
-					_, err := workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
-						count(ev.InstanceID + "/fetch")
-						return "refused by the store", nil
-					})
-					if err != nil {
-						return "", err
-					}
-				}
-				return workflow.Do(step, "other", func(ctx context.Context) (string, error) {
-					count(ev.InstanceID + "/other")
-					return "ok", nil
+			}
+			if ev.InstanceID == "bad" {
+				_, err := workflow.Do(step, "fetch", func(ctx context.Context) (string, error) {
+					count(ev.InstanceID + "/fetch")
+					return "refused by the store", nil
 				})
-			}))
+				if err != nil {
+					return "", err
+				}
+			}
+			return workflow.Do(step, "other", func(ctx context.Context) (string, error) {
+				count(ev.InstanceID + "/other")
+				return "ok", nil
+			})
+		})
 		for _, id := range []string{"good-1", "bad", "good-2"} {
 			_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: id})
 			require.NoError(t, err)
@@ -217,24 +216,23 @@ func TestTransientStoreErrorsAreRetried(t *testing.T) {
 		store := &flakyStore{Store: b.NewStore(t)}
 		h := testharness.New(t, testharness.WithStore(store))
 		var calls [3]atomic.Int32
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				sum := 0
-				for i := range calls {
-					v, err := workflow.Do(step, fmt.Sprintf("s%d", i), func(ctx context.Context) (int, error) {
-						calls[i].Add(1)
-						// Each step's checkpoint fails three times first.
-						store.failures.Store(3)
-						return i, nil
-					})
-					if err != nil {
-						return 0, err
-					}
-					sum += v
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			sum := 0
+			for i := range calls {
+				v, err := workflow.Do(step, fmt.Sprintf("s%d", i), func(ctx context.Context) (int, error) {
+					calls[i].Add(1)
+					// Each step's checkpoint fails three times first.
+					store.failures.Store(3)
+					return i, nil
+				})
+				if err != nil {
+					return 0, err
 				}
-				store.failures.Store(3) // and so does the run's last one
-				return sum, nil
-			}))
+				sum += v
+			}
+			store.failures.Store(3) // and so does the run's last one
+			return sum, nil
+		})
 		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
@@ -264,14 +262,13 @@ func TestStoreFailureOutlastingTheLeaseIsALeaseLoss(t *testing.T) {
 		store := &flakyStore{Store: b.NewStore(t)}
 		h := testharness.New(t, testharness.WithStore(store))
 		var calls atomic.Int32
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "s", func(ctx context.Context) (int, error) {
-					calls.Add(1)
-					store.failures.Store(1 << 30) // the store fails from here on
-					return 1, nil
-				})
-			}))
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "s", func(ctx context.Context) (int, error) {
+				calls.Add(1)
+				store.failures.Store(1 << 30) // the store fails from here on
+				return 1, nil
+			})
+		})
 		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		done := make(chan int, 1)

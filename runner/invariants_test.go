@@ -33,22 +33,21 @@ func TestResultsAreJSONRoundTrippedOnFirstRun(t *testing.T) {
 			Replay withHidden `json:"replay"`
 		}
 		var firstRun withHidden
-		workflow.MustRegister(h.Registry, "rt", workflow.Func[any, withHidden](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (withHidden, error) {
-				v, err := workflow.Do(step, "make", func(ctx context.Context) (withHidden, error) {
-					return withHidden{Shown: "a", Hidden: "lost in JSON", Map: map[string]any{"n": 1}}, nil
-				})
-				if err != nil {
-					return v, err
-				}
-				if firstRun.Shown == "" {
-					firstRun = v
-				}
-				if err := step.Sleep("force a replay", time.Second); err != nil {
-					return v, err
-				}
-				return v, nil
-			}))
+		workflow.MustRegister(h.Registry, "rt", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (withHidden, error) {
+			v, err := workflow.Do(step, "make", func(ctx context.Context) (withHidden, error) {
+				return withHidden{Shown: "a", Hidden: "lost in JSON", Map: map[string]any{"n": 1}}, nil
+			})
+			if err != nil {
+				return v, err
+			}
+			if firstRun.Shown == "" {
+				firstRun = v
+			}
+			if err := step.Sleep("force a replay", time.Second); err != nil {
+				return v, err
+			}
+			return v, nil
+		})
 		_, err := h.Client.Create(h.Context(), "rt", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -70,11 +69,10 @@ func TestPollingFindsWorkWithoutWakeups(t *testing.T) {
 		clk.Set(testharness.DefaultStart)
 		reg := workflow.NewRegistry()
 		ran := make(chan string, 1)
-		workflow.MustRegister(reg, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				ran <- ev.InstanceID
-				return "ok", nil
-			}))
+		workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			ran <- ev.InstanceID
+			return "ok", nil
+		})
 		r, err := runner.New(&runner.Config{Store: store, Registry: reg, Clock: clk, Logger: quietLogger, PollInterval: 5 * time.Second})
 		require.NoError(t, err)
 		require.NoError(t, r.Start(context.Background()))
@@ -106,10 +104,9 @@ func TestInstanceWait(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return "waited", nil
-			}))
+		wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return "waited", nil
+		})
 		inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "x"})
 		require.NoError(t, err)
 
@@ -136,15 +133,14 @@ func TestRunDueLimitedStepBudget(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		var ran atomic.Int32
-		wf := workflow.MustRegister(h.Registry, "five", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				for i := range 5 {
-					if _, err := workflow.Do(step, fmt.Sprintf("s%d", i), func(ctx context.Context) (int32, error) { return ran.Add(1), nil }); err != nil {
-						return 0, err
-					}
+		wf := workflow.MustRegister(h.Registry, "five", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			for i := range 5 {
+				if _, err := workflow.Do(step, fmt.Sprintf("s%d", i), func(ctx context.Context) (int32, error) { return ran.Add(1), nil }); err != nil {
+					return 0, err
 				}
-				return int(ran.Load()), nil
-			}))
+			}
+			return int(ran.Load()), nil
+		})
 		_, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "x"})
 		require.NoError(t, err)
 
@@ -167,10 +163,9 @@ func TestRunSeesInstanceMetadata(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "meta", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return string(ev.Metadata), nil
-			}))
+		workflow.MustRegister(h.Registry, "meta", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return string(ev.Metadata), nil
+		})
 		_, err := h.Client.Create(h.Context(), "meta", workflow.CreateRequest{ID: "x", Metadata: []byte(`{"trigger":{"type":"api"}}`)})
 		require.NoError(t, err)
 		h.RunUntilIdle()

@@ -22,30 +22,28 @@ import (
 // the event "confirm" when its params start with "wait", fails for good on
 // "bad", and records "release <params>").
 func registerReservations(h *testharness.Harness, log *sagaLog) {
-	workflow.MustRegister(h.Registry, "reserver", workflow.Func[int, string](
-		func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (string, error) {
-			return workflow.Do(step, "hold", func(context.Context) (string, error) {
-				if ev.Payload < 0 {
-					return "", workflow.NonRetryable(errors.New("nothing to reserve"))
-				}
-				log.add(fmt.Sprintf("reserve %d", ev.Payload))
-				return fmt.Sprintf("res-%d", ev.Payload), nil
-			})
-		}))
-	workflow.MustRegister(h.Registry, "releaser", workflow.Func[string, string](
-		func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
-			if ev.Payload == "bad" {
-				return "", workflow.NonRetryable(errors.New("release refused"))
+	workflow.MustRegister(h.Registry, "reserver", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (string, error) {
+		return workflow.Do(step, "hold", func(context.Context) (string, error) {
+			if ev.Payload < 0 {
+				return "", workflow.NonRetryable(errors.New("nothing to reserve"))
 			}
-			if _, err := step.WaitForEvent("confirm", workflow.WaitOptions{Type: "confirm"}); err != nil {
-				return "", err
-			}
-			_, err := workflow.Do(step, "free", func(context.Context) (string, error) {
-				log.add("release " + ev.Payload)
-				return "", nil
-			})
-			return "released", err
-		}))
+			log.add(fmt.Sprintf("reserve %d", ev.Payload))
+			return fmt.Sprintf("res-%d", ev.Payload), nil
+		})
+	})
+	workflow.MustRegister(h.Registry, "releaser", func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
+		if ev.Payload == "bad" {
+			return "", workflow.NonRetryable(errors.New("release refused"))
+		}
+		if _, err := step.WaitForEvent("confirm", workflow.WaitOptions{Type: "confirm"}); err != nil {
+			return "", err
+		}
+		_, err := workflow.Do(step, "free", func(context.Context) (string, error) {
+			log.add("release " + ev.Payload)
+			return "", nil
+		})
+		return "released", err
+	})
 }
 
 // releaseWith is a compensation that invokes "releaser" with the result of
@@ -79,34 +77,33 @@ func TestInvokeCompensationUndoesTheChild(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		log := newSagaLog()
 		registerReservations(h, log)
-		workflow.MustRegister(h.Registry, "trip", workflow.Func[struct{}, string](
-			func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
-				if _, err := workflow.Invoke[string](step, "reserve", workflow.InvokeOptions{
-					Workflow: "reserver", Params: 7, Compensation: []workflow.StepOption{releaseWith()},
-				}); err != nil {
-					return "", err
-				}
-				// A child that fails registers nothing: there is nothing to undo.
-				_, err := workflow.Invoke[string](step, "nothing", workflow.InvokeOptions{
-					Workflow: "reserver", Params: -1, Compensation: []workflow.StepOption{
-						workflow.Compensate(func(context.Context) error { log.add("undo nothing"); return nil }),
-					},
-				})
-				var ce *workflow.ChildError
-				if !errors.As(err, &ce) {
-					return "", fmt.Errorf("want a child error, got %v", err)
-				}
-				if _, err := workflow.Invoke[string](step, "charge", workflow.InvokeOptions{
-					Workflow: "reserver", Params: 8, Compensation: []workflow.StepOption{
-						workflow.Compensate(func(context.Context) error { log.add("refund"); return nil }),
-					},
-				}); err != nil {
-					return "", err
-				}
-				return workflow.Do(step, "ship", func(context.Context) (string, error) {
-					return "", workflow.NonRetryable(errors.New("no truck"))
-				})
-			}))
+		workflow.MustRegister(h.Registry, "trip", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+			if _, err := workflow.Invoke[string](step, "reserve", workflow.InvokeOptions{
+				Workflow: "reserver", Params: 7, Compensation: []workflow.StepOption{releaseWith()},
+			}); err != nil {
+				return "", err
+			}
+			// A child that fails registers nothing: there is nothing to undo.
+			_, err := workflow.Invoke[string](step, "nothing", workflow.InvokeOptions{
+				Workflow: "reserver", Params: -1, Compensation: []workflow.StepOption{
+					workflow.Compensate(func(context.Context) error { log.add("undo nothing"); return nil }),
+				},
+			})
+			var ce *workflow.ChildError
+			if !errors.As(err, &ce) {
+				return "", fmt.Errorf("want a child error, got %v", err)
+			}
+			if _, err := workflow.Invoke[string](step, "charge", workflow.InvokeOptions{
+				Workflow: "reserver", Params: 8, Compensation: []workflow.StepOption{
+					workflow.Compensate(func(context.Context) error { log.add("refund"); return nil }),
+				},
+			}); err != nil {
+				return "", err
+			}
+			return workflow.Do(step, "ship", func(context.Context) (string, error) {
+				return "", workflow.NonRetryable(errors.New("no truck"))
+			})
+		})
 		_, err := h.Client.Create(h.Context(), "trip", workflow.CreateRequest{ID: "t"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -158,28 +155,27 @@ func TestInvokeCompensationFailures(t *testing.T) {
 				workflow.CompensateWithInvoke(undo))
 			return err
 		}
-		workflow.MustRegister(h.Registry, "saga", workflow.Func[struct{}, string](
-			func(ctx context.Context, ev workflow.Event[struct{}], s workflow.Step) (string, error) {
-				for _, err := range []error{
-					step(s, "a", func(json.RawMessage) (workflow.InvokeOptions, error) {
-						return workflow.InvokeOptions{Workflow: "releaser", Params: "bad"}, nil
-					}),
-					step(s, "b", func(json.RawMessage) (workflow.InvokeOptions, error) {
-						return workflow.InvokeOptions{}, errors.New("no release for b")
-					}),
-					step(s, "c", func(json.RawMessage) (workflow.InvokeOptions, error) {
-						return workflow.InvokeOptions{Workflow: "nope"}, nil
-					}),
-					step(s, "d", func(json.RawMessage) (workflow.InvokeOptions, error) {
-						return workflow.InvokeOptions{Workflow: "releaser", Params: "wait d", Timeout: time.Hour}, nil
-					}),
-				} {
-					if err != nil {
-						return "", err
-					}
+		workflow.MustRegister(h.Registry, "saga", func(ctx context.Context, ev workflow.Event[struct{}], s workflow.Step) (string, error) {
+			for _, err := range []error{
+				step(s, "a", func(json.RawMessage) (workflow.InvokeOptions, error) {
+					return workflow.InvokeOptions{Workflow: "releaser", Params: "bad"}, nil
+				}),
+				step(s, "b", func(json.RawMessage) (workflow.InvokeOptions, error) {
+					return workflow.InvokeOptions{}, errors.New("no release for b")
+				}),
+				step(s, "c", func(json.RawMessage) (workflow.InvokeOptions, error) {
+					return workflow.InvokeOptions{Workflow: "nope"}, nil
+				}),
+				step(s, "d", func(json.RawMessage) (workflow.InvokeOptions, error) {
+					return workflow.InvokeOptions{Workflow: "releaser", Params: "wait d", Timeout: time.Hour}, nil
+				}),
+			} {
+				if err != nil {
+					return "", err
 				}
-				return "", workflow.NonRetryable(errors.New("give up"))
-			}))
+			}
+			return "", workflow.NonRetryable(errors.New("give up"))
+		})
 		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -210,25 +206,24 @@ func TestInvokeCompensationOptionsAreChecked(t *testing.T) {
 	log := newSagaLog()
 	registerReservations(h, log)
 	var errs []error
-	workflow.MustRegister(h.Registry, "bad", workflow.Func[struct{}, string](
-		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
-			_, err := step.Invoke("retried", workflow.InvokeOptions{Workflow: "reserver", Compensation: []workflow.StepOption{
-				workflow.Compensate(func(context.Context) error { return nil }), workflow.WithRetries(workflow.RetryPolicy{Limit: 3}),
-			}})
-			errs = append(errs, err)
-			_, err = step.Invoke("options only", workflow.InvokeOptions{Workflow: "reserver", Compensation: []workflow.StepOption{
-				workflow.CompensationOptions(),
-			}})
-			errs = append(errs, err)
-			_, err = step.Invoke("no compensation", workflow.InvokeOptions{Workflow: "reserver", Compensation: []workflow.StepOption{
-				workflow.WithConfig(workflow.StepConfig{}),
-			}})
-			errs = append(errs, err)
-			_, err = step.Do("invoked undo with retries", func(context.Context) (any, error) { return 1, nil },
-				releaseWith(), workflow.CompensationOptions(workflow.WithTimeout(time.Second)))
-			errs = append(errs, err)
-			return "ok", nil
-		}))
+	workflow.MustRegister(h.Registry, "bad", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+		_, err := step.Invoke("retried", workflow.InvokeOptions{Workflow: "reserver", Compensation: []workflow.StepOption{
+			workflow.Compensate(func(context.Context) error { return nil }), workflow.WithRetries(workflow.RetryPolicy{Limit: 3}),
+		}})
+		errs = append(errs, err)
+		_, err = step.Invoke("options only", workflow.InvokeOptions{Workflow: "reserver", Compensation: []workflow.StepOption{
+			workflow.CompensationOptions(),
+		}})
+		errs = append(errs, err)
+		_, err = step.Invoke("no compensation", workflow.InvokeOptions{Workflow: "reserver", Compensation: []workflow.StepOption{
+			workflow.WithConfig(workflow.StepConfig{}),
+		}})
+		errs = append(errs, err)
+		_, err = step.Do("invoked undo with retries", func(context.Context) (any, error) { return 1, nil },
+			releaseWith(), workflow.CompensationOptions(workflow.WithTimeout(time.Second)))
+		errs = append(errs, err)
+		return "ok", nil
+	})
 	_, err := h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
 	require.NoError(t, err)
 	h.RunUntilIdle()
@@ -276,14 +271,13 @@ func TestInvokeCompensationCrashAfterStartStartsOneChild(t *testing.T) {
 		h := testharness.New(t, testharness.WithStore(store))
 		log := newSagaLog()
 		registerReservations(h, log)
-		workflow.MustRegister(h.Registry, "saga", workflow.Func[struct{}, string](
-			func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
-				if _, err := workflow.Do(step, "hold", func(context.Context) (string, error) { return "wait hold", nil },
-					releaseWith()); err != nil {
-					return "", err
-				}
-				return "", workflow.NonRetryable(errors.New("give up"))
-			}))
+		workflow.MustRegister(h.Registry, "saga", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+			if _, err := workflow.Do(step, "hold", func(context.Context) (string, error) { return "wait hold", nil },
+				releaseWith()); err != nil {
+				return "", err
+			}
+			return "", workflow.NonRetryable(errors.New("give up"))
+		})
 		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "s"})
 		require.NoError(t, err)
 		h.RunDue()

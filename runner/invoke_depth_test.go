@@ -20,14 +20,13 @@ func TestInvokeDefaultDepthLimitIs16(t *testing.T) {
 	require.Equal(t, 16, workflow.DefaultMaxInvokeDepth)
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "chain", workflow.Func[int, int](
-			func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-				if ev.Payload == 0 {
-					return 0, nil
-				}
-				below, err := workflow.Invoke[int](step, "below", workflow.InvokeOptions{Workflow: "chain", Params: ev.Payload - 1})
-				return below + 1, err
-			}))
+		workflow.MustRegister(h.Registry, "chain", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+			if ev.Payload == 0 {
+				return 0, nil
+			}
+			below, err := workflow.Invoke[int](step, "below", workflow.InvokeOptions{Workflow: "chain", Params: ev.Payload - 1})
+			return below + 1, err
+		})
 		for id, n := range map[string]int{"sixteen": 16, "seventeen": 17} {
 			_, err := h.Client.Create(h.Context(), "chain", workflow.CreateRequest{ID: id, Params: mustJSON(t, n)})
 			require.NoError(t, err)

@@ -25,14 +25,12 @@ func TestInvokeChildEndComesOnlyFromTheChild(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "forger", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				return 666, nil
-			}))
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: ev.Payload})
-			}))
+		workflow.MustRegister(h.Registry, "forger", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			return 666, nil
+		})
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: ev.Payload})
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 20})})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -69,12 +67,11 @@ func TestInvokeWithUserMetadataKeyParent(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b), testharness.WithRunnerConfig(func(c *runner.Config) { c.MaxInvokeDepth = 1 }))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{
-					Workflow: "adder", Params: ev.Payload, Metadata: json.RawMessage(`{"parent":"order-42"}`),
-				})
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{
+				Workflow: "adder", Params: ev.Payload, Metadata: json.RawMessage(`{"parent":"order-42"}`),
+			})
+		})
 		for id, md := range map[string]string{
 			"string": `{"parent":"order-42"}`,
 			// A forged link with a depth past the limit counts for nothing.
@@ -107,17 +104,16 @@ func TestInvokeStopsForARequestedCompensation(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
 		var undone atomic.Int32
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				if _, err := workflow.DoWithCompensation(step, "a", func(ctx context.Context) (int, error) { return 1, nil },
-					func(ctx context.Context, _ int) error { undone.Add(1); return nil }); err != nil {
-					return 0, err
-				}
-				if _, err := workflow.Invoke[int](step, "first", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 1}}); err != nil {
-					return 0, err
-				}
-				return workflow.Invoke[int](step, "second", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}})
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			if _, err := workflow.DoWithCompensation(step, "a", func(ctx context.Context) (int, error) { return 1, nil },
+				func(ctx context.Context, _ int) error { undone.Add(1); return nil }); err != nil {
+				return 0, err
+			}
+			if _, err := workflow.Invoke[int](step, "first", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 1}}); err != nil {
+				return 0, err
+			}
+			return workflow.Invoke[int](step, "second", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}})
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -150,11 +146,10 @@ func TestInvokeReservedStepName(t *testing.T) {
 	h := testharness.New(t)
 	registerChildren(h)
 	var got error
-	workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-		func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-			_, got = workflow.Invoke[int](step, workflow.CompensationStepPrefix+"x", workflow.InvokeOptions{Workflow: "adder"})
-			return 0, nil
-		}))
+	workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+		_, got = workflow.Invoke[int](step, workflow.CompensationStepPrefix+"x", workflow.InvokeOptions{Workflow: "adder"})
+		return 0, nil
+	})
 	_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 	require.NoError(t, err)
 	h.RunUntilIdle()
@@ -173,15 +168,13 @@ func TestInvokeFixedChildIDAfterParentRestart(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "fixed", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", ID: "order-42-charge", Params: addParams{A: 1, B: 2}})
-			}))
-		workflow.MustRegister(h.Registry, "perrun", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				id := fmt.Sprintf("order-43-charge-%d", ev.RunNumber)
-				return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", ID: id, Params: addParams{A: 1, B: 2}})
-			}))
+		workflow.MustRegister(h.Registry, "fixed", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", ID: "order-42-charge", Params: addParams{A: 1, B: 2}})
+		})
+		workflow.MustRegister(h.Registry, "perrun", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			id := fmt.Sprintf("order-43-charge-%d", ev.RunNumber)
+			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", ID: id, Params: addParams{A: 1, B: 2}})
+		})
 		for _, wf := range []string{"fixed", "perrun"} {
 			_, err := h.Client.Create(h.Context(), wf, workflow.CreateRequest{ID: "p"})
 			require.NoError(t, err)

@@ -24,15 +24,14 @@ func registerTenantParent(h *testharness.Harness) {
 	undo := workflow.CompensateWithInvoke(func(json.RawMessage) (workflow.InvokeOptions, error) {
 		return workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}}, nil
 	})
-	workflow.MustRegister(h.Registry, "tparent", workflow.Func[addParams, int](
-		func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-			if _, err := workflow.Invoke[int](step, "sum", workflow.InvokeOptions{
-				Workflow: "waiter", Params: ev.Payload, Compensation: []workflow.StepOption{undo},
-			}); err != nil {
-				return 0, err
-			}
-			return 0, workflow.NonRetryable(errors.New("give up"))
-		}))
+	workflow.MustRegister(h.Registry, "tparent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+		if _, err := workflow.Invoke[int](step, "sum", workflow.InvokeOptions{
+			Workflow: "waiter", Params: ev.Payload, Compensation: []workflow.StepOption{undo},
+		}); err != nil {
+			return 0, err
+		}
+		return 0, workflow.NonRetryable(errors.New("give up"))
+	})
 }
 
 // The children of an instance of a namespace, those its Invoke steps start
@@ -111,10 +110,9 @@ func TestInvokeChildIDCannotBeTakenFirst(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", Params: ev.Payload})
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", Params: ev.Payload})
+		})
 		ctx := h.Context()
 		squatter := h.Client.Namespace("squatter")
 		for _, wf := range []string{"adder", "waiter"} {

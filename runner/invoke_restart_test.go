@@ -20,21 +20,20 @@ func TestRestartParentTerminatesChildrenOfEarlierRun(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				calls := []workflow.InvokeCall{
-					{Name: "kept", Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 1}}},
-					{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}, Policy: workflow.ParentAbandon}},
-				}
-				outs, errs, err := workflow.InvokeAll[int](step, calls, 0)
-				if err != nil {
-					return 0, err
-				}
-				if err := errors.Join(errs...); err != nil {
-					return 0, err
-				}
-				return outs[0] + outs[1], nil
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			calls := []workflow.InvokeCall{
+				{Name: "kept", Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 1}}},
+				{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}, Policy: workflow.ParentAbandon}},
+			}
+			outs, errs, err := workflow.InvokeAll[int](step, calls, 0)
+			if err != nil {
+				return 0, err
+			}
+			if err := errors.Join(errs...); err != nil {
+				return 0, err
+			}
+			return outs[0] + outs[1], nil
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()

@@ -23,22 +23,20 @@ type addParams struct {
 // registerAdder registers "adder" (returns A+B, or errors when A < 0) and
 // "waiter" (waits for an event "go", then returns A).
 func registerChildren(h *testharness.Harness) {
-	workflow.MustRegister(h.Registry, "adder", workflow.Func[addParams, int](
-		func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-			return workflow.Do(step, "add", func(ctx context.Context) (int, error) {
-				if ev.Payload.A < 0 {
-					return 0, workflow.NonRetryable(errors.New("negative input"))
-				}
-				return ev.Payload.A + ev.Payload.B, nil
-			})
-		}))
-	workflow.MustRegister(h.Registry, "waiter", workflow.Func[addParams, int](
-		func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-			if _, err := step.WaitForEvent("go", workflow.WaitOptions{Type: "go"}); err != nil {
-				return 0, err
+	workflow.MustRegister(h.Registry, "adder", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+		return workflow.Do(step, "add", func(ctx context.Context) (int, error) {
+			if ev.Payload.A < 0 {
+				return 0, workflow.NonRetryable(errors.New("negative input"))
 			}
-			return ev.Payload.A, nil
-		}))
+			return ev.Payload.A + ev.Payload.B, nil
+		})
+	})
+	workflow.MustRegister(h.Registry, "waiter", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+		if _, err := step.WaitForEvent("go", workflow.WaitOptions{Type: "go"}); err != nil {
+			return 0, err
+		}
+		return ev.Payload.A, nil
+	})
 }
 
 func TestInvokeReturnsChildOutput(t *testing.T) {
@@ -46,14 +44,13 @@ func TestInvokeReturnsChildOutput(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				sum, err := workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: ev.Payload})
-				if err != nil {
-					return 0, err
-				}
-				return workflow.Do(step, "double", func(ctx context.Context) (int, error) { return 2 * sum, nil })
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			sum, err := workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: ev.Payload})
+			if err != nil {
+				return 0, err
+			}
+			return workflow.Do(step, "double", func(ctx context.Context) (int, error) { return 2 * sum, nil })
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 20})})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -90,20 +87,19 @@ func TestInvokeChildErrorIsTyped(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
 		var got *workflow.ChildError
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, string](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (string, error) {
-				_, err := workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", Params: addParams{A: -1}})
-				if err == nil {
-					return "", errors.New("want an error")
-				}
-				if errors.Is(err, workflow.ErrSuspended) {
-					return "", err
-				}
-				if !errors.As(err, &got) {
-					return "", fmt.Errorf("not a ChildError: %w", err)
-				}
-				return got.ChildErrorMessage, nil
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (string, error) {
+			_, err := workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", Params: addParams{A: -1}})
+			if err == nil {
+				return "", errors.New("want an error")
+			}
+			if errors.Is(err, workflow.ErrSuspended) {
+				return "", err
+			}
+			if !errors.As(err, &got) {
+				return "", fmt.Errorf("not a ChildError: %w", err)
+			}
+			return got.ChildErrorMessage, nil
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -138,11 +134,10 @@ func TestInvokeCrashAfterStartStartsOneChild(t *testing.T) {
 		h := testharness.New(t, testharness.WithStore(store))
 		registerChildren(h)
 		var starts atomic.Int32
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				starts.Add(1)
-				return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 7}})
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			starts.Add(1)
+			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 7}})
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunDue()
@@ -174,22 +169,20 @@ func TestTerminateParentTerminatesChildren(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
 		// middle invokes a waiter (terminate policy) and another (abandon).
-		workflow.MustRegister(h.Registry, "middle", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				calls := []workflow.InvokeCall{
-					{Name: "kept", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: workflow.ParentTerminate}},
-					{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: workflow.ParentAbandon}},
-				}
-				_, errs, err := workflow.InvokeAll[int](step, calls, 0)
-				if err != nil {
-					return 0, err
-				}
-				return 0, errors.Join(errs...)
-			}))
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				return workflow.Invoke[int](step, "mid", workflow.InvokeOptions{Workflow: "middle"})
-			}))
+		workflow.MustRegister(h.Registry, "middle", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			calls := []workflow.InvokeCall{
+				{Name: "kept", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: workflow.ParentTerminate}},
+				{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: workflow.ParentAbandon}},
+			}
+			_, errs, err := workflow.InvokeAll[int](step, calls, 0)
+			if err != nil {
+				return 0, err
+			}
+			return 0, errors.Join(errs...)
+		})
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			return workflow.Invoke[int](step, "mid", workflow.InvokeOptions{Workflow: "middle"})
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -224,25 +217,24 @@ func TestInvokeFanOutHundredChildren(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
 		var maxSeen atomic.Int32
-		workflow.MustRegister(h.Registry, "fan", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				calls := make([]workflow.InvokeCall, 100)
-				for i := range calls {
-					calls[i] = workflow.InvokeCall{Name: fmt.Sprintf("child-%d", i), Options: workflow.InvokeOptions{Workflow: "adder", Params: addParams{A: i, B: 1}}}
+		workflow.MustRegister(h.Registry, "fan", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			calls := make([]workflow.InvokeCall, 100)
+			for i := range calls {
+				calls[i] = workflow.InvokeCall{Name: fmt.Sprintf("child-%d", i), Options: workflow.InvokeOptions{Workflow: "adder", Params: addParams{A: i, B: 1}}}
+			}
+			outs, errs, err := workflow.InvokeAll[int](step, calls, 10)
+			if err != nil {
+				return 0, err
+			}
+			total := 0
+			for i := range outs {
+				if errs[i] != nil {
+					return 0, errs[i]
 				}
-				outs, errs, err := workflow.InvokeAll[int](step, calls, 10)
-				if err != nil {
-					return 0, err
-				}
-				total := 0
-				for i := range outs {
-					if errs[i] != nil {
-						return 0, errs[i]
-					}
-					total += outs[i]
-				}
-				return total, nil
-			}))
+				total += outs[i]
+			}
+			return total, nil
+		})
 		_, err := h.Client.Create(h.Context(), "fan", workflow.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		for range 400 {
@@ -282,21 +274,19 @@ func TestInvokeBadInput(t *testing.T) {
 				errs[name] = err.Error()
 			}
 		}
-		workflow.MustRegister(h.Registry, "bad", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				_, err := workflow.Invoke[int](step, "unknown", workflow.InvokeOptions{Workflow: "nope"})
-				record("unknown", err)
-				_, err = workflow.Invoke[int](step, "params", workflow.InvokeOptions{Workflow: "adder", Params: func() {}})
-				record("params", err)
-				_, err = workflow.Invoke[int](step, "taken", workflow.InvokeOptions{Workflow: "adder", ID: "other"})
-				record("taken", err)
-				return 0, nil
-			}))
+		workflow.MustRegister(h.Registry, "bad", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			_, err := workflow.Invoke[int](step, "unknown", workflow.InvokeOptions{Workflow: "nope"})
+			record("unknown", err)
+			_, err = workflow.Invoke[int](step, "params", workflow.InvokeOptions{Workflow: "adder", Params: func() {}})
+			record("params", err)
+			_, err = workflow.Invoke[int](step, "taken", workflow.InvokeOptions{Workflow: "adder", ID: "other"})
+			record("taken", err)
+			return 0, nil
+		})
 		// "loop" invokes itself: the depth limit stops it with a clear error.
-		workflow.MustRegister(h.Registry, "loop", workflow.Func[addParams, int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
-				return workflow.Invoke[int](step, "again", workflow.InvokeOptions{Workflow: "loop"})
-			}))
+		workflow.MustRegister(h.Registry, "loop", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
+			return workflow.Invoke[int](step, "again", workflow.InvokeOptions{Workflow: "loop"})
+		})
 		_, err := h.Client.Create(h.Context(), "adder", workflow.CreateRequest{ID: "other", Params: mustJSON(t, addParams{A: 1})})
 		require.NoError(t, err)
 		_, err = h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
@@ -341,14 +331,13 @@ func TestInvokeTimeout(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, bool](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (bool, error) {
-				_, err := workflow.Invoke[int](step, "slow", workflow.InvokeOptions{Workflow: "waiter", Timeout: time.Hour})
-				if errors.Is(err, workflow.ErrSuspended) {
-					return false, err
-				}
-				return errors.Is(err, workflow.ErrInvokeTimeout), nil
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (bool, error) {
+			_, err := workflow.Invoke[int](step, "slow", workflow.InvokeOptions{Workflow: "waiter", Timeout: time.Hour})
+			if errors.Is(err, workflow.ErrSuspended) {
+				return false, err
+			}
+			return errors.Is(err, workflow.ErrInvokeTimeout), nil
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunDue()
@@ -369,14 +358,13 @@ func TestInvokeTimeoutTerminatesChild(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, bool](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (bool, error) {
-				_, err := workflow.Invoke[int](step, "slow", workflow.InvokeOptions{Workflow: "waiter", Timeout: time.Hour, TerminateOnTimeout: true})
-				if errors.Is(err, workflow.ErrSuspended) {
-					return false, err
-				}
-				return errors.Is(err, workflow.ErrInvokeTimeout), nil
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (bool, error) {
+			_, err := workflow.Invoke[int](step, "slow", workflow.InvokeOptions{Workflow: "waiter", Timeout: time.Hour, TerminateOnTimeout: true})
+			if errors.Is(err, workflow.ErrSuspended) {
+				return false, err
+			}
+			return errors.Is(err, workflow.ErrInvokeTimeout), nil
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunDue()
@@ -402,18 +390,17 @@ func TestInvokeAllBoundsChildrenInFlight(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "fan", workflow.Func[addParams, []int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) ([]int, error) {
-				calls := make([]workflow.InvokeCall, 5)
-				for i := range calls {
-					calls[i] = workflow.InvokeCall{Name: fmt.Sprintf("c%d", i), Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: i}}}
-				}
-				outs, errs, err := workflow.InvokeAll[int](step, calls, 2)
-				if err != nil {
-					return nil, err
-				}
-				return outs, errors.Join(errs...)
-			}))
+		workflow.MustRegister(h.Registry, "fan", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) ([]int, error) {
+			calls := make([]workflow.InvokeCall, 5)
+			for i := range calls {
+				calls[i] = workflow.InvokeCall{Name: fmt.Sprintf("c%d", i), Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: i}}}
+			}
+			outs, errs, err := workflow.InvokeAll[int](step, calls, 2)
+			if err != nil {
+				return nil, err
+			}
+			return outs, errors.Join(errs...)
+		})
 		_, err := h.Client.Create(h.Context(), "fan", workflow.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -449,15 +436,14 @@ func TestTerminatedChildFailsTheInvoke(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "parent", workflow.Func[addParams, string](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (string, error) {
-				_, err := workflow.Invoke[int](step, "wait", workflow.InvokeOptions{Workflow: "waiter", ID: "kid"})
-				var ce *workflow.ChildError
-				if errors.As(err, &ce) {
-					return string(ce.Status), nil
-				}
-				return "", err
-			}))
+		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (string, error) {
+			_, err := workflow.Invoke[int](step, "wait", workflow.InvokeOptions{Workflow: "waiter", ID: "kid"})
+			var ce *workflow.ChildError
+			if errors.As(err, &ce) {
+				return string(ce.Status), nil
+			}
+			return "", err
+		})
 		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -509,18 +495,17 @@ func TestInvokeAllChildEndedBeforeTheWait(t *testing.T) {
 		h := testharness.New(t, testharness.WithStore(store))
 		store.h = h
 		registerChildren(h)
-		workflow.MustRegister(h.Registry, "fan", workflow.Func[addParams, []int](
-			func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) ([]int, error) {
-				calls := make([]workflow.InvokeCall, 3)
-				for i := range calls {
-					calls[i] = workflow.InvokeCall{Name: fmt.Sprintf("c%d", i), Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: i}}}
-				}
-				outs, errs, err := workflow.InvokeAll[int](step, calls, 2)
-				if err != nil {
-					return nil, err
-				}
-				return outs, errors.Join(errs...)
-			}))
+		workflow.MustRegister(h.Registry, "fan", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) ([]int, error) {
+			calls := make([]workflow.InvokeCall, 3)
+			for i := range calls {
+				calls[i] = workflow.InvokeCall{Name: fmt.Sprintf("c%d", i), Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: i}}}
+			}
+			outs, errs, err := workflow.InvokeAll[int](step, calls, 2)
+			if err != nil {
+				return nil, err
+			}
+			return outs, errors.Join(errs...)
+		})
 		_, err := h.Client.Create(h.Context(), "fan", workflow.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()

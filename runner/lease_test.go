@@ -136,16 +136,14 @@ func TestPayloadLimitsInsideRuns(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		big := strings.Repeat("x", workflow.MaxPayloadBytes)
-		workflow.MustRegister(h.Registry, "bigstep", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				_, err := workflow.Do(step, "huge", func(ctx context.Context) (string, error) { return big, nil })
-				if !errors.Is(err, workflow.ErrPayloadTooLarge) && !strings.Contains(err.Error(), "payload too large") {
-					return "", errors.New("an oversized result was accepted")
-				}
-				return err.Error(), nil
-			}))
-		workflow.MustRegister(h.Registry, "bigout", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) { return big, nil }))
+		workflow.MustRegister(h.Registry, "bigstep", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			_, err := workflow.Do(step, "huge", func(ctx context.Context) (string, error) { return big, nil })
+			if !errors.Is(err, workflow.ErrPayloadTooLarge) && !strings.Contains(err.Error(), "payload too large") {
+				return "", errors.New("an oversized result was accepted")
+			}
+			return err.Error(), nil
+		})
+		workflow.MustRegister(h.Registry, "bigout", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) { return big, nil })
 		_, err := h.Client.Create(h.Context(), "bigstep", workflow.CreateRequest{ID: "s"})
 		require.NoError(t, err)
 		_, err = h.Client.Create(h.Context(), "bigout", workflow.CreateRequest{ID: "o"})
@@ -185,22 +183,21 @@ func TestNoStepStartsPastTheLease(t *testing.T) {
 		store := &heartbeatlessStore{Store: base.Store}
 		h := testharness.New(t, testharness.WithStore(store))
 		var aRuns, bRuns atomic.Int32
-		workflow.MustRegister(h.Registry, "late", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				a, err := workflow.Do(step, "a", func(context.Context) (int, error) {
-					aRuns.Add(1)
-					// The step outlives the lease, and no heartbeat renews it.
-					h.Advance(runner.DefaultLeaseDuration + time.Second)
-					return 1, nil
-				})
-				if err != nil {
-					return 0, err
-				}
-				return workflow.Do(step, "b", func(context.Context) (int, error) {
-					bRuns.Add(1)
-					return a + 1, nil
-				})
-			}))
+		workflow.MustRegister(h.Registry, "late", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			a, err := workflow.Do(step, "a", func(context.Context) (int, error) {
+				aRuns.Add(1)
+				// The step outlives the lease, and no heartbeat renews it.
+				h.Advance(runner.DefaultLeaseDuration + time.Second)
+				return 1, nil
+			})
+			if err != nil {
+				return 0, err
+			}
+			return workflow.Do(step, "b", func(context.Context) (int, error) {
+				bRuns.Add(1)
+				return a + 1, nil
+			})
+		})
 		_, err := h.Client.Create(h.Context(), "late", workflow.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		h.RunDue()

@@ -22,10 +22,9 @@ func TestPause(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var calls atomic.Int32
-			wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					return workflow.Do(step, "s", func(ctx context.Context) (int, error) { return int(calls.Add(1)), nil })
-				}))
+			wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "s", func(ctx context.Context) (int, error) { return int(calls.Add(1)), nil })
+			})
 			inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "q"})
 			require.NoError(t, err)
 			require.NoError(t, inst.Pause(h.Context()))
@@ -44,13 +43,12 @@ func TestPause(t *testing.T) {
 		t.Run("WaitingPausesAtOnceTimersKeepCounting", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-					if err := step.Sleep("nap", time.Hour); err != nil {
-						return "", err
-					}
-					return "awake", nil
-				}))
+			wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				if err := step.Sleep("nap", time.Hour); err != nil {
+					return "", err
+				}
+				return "awake", nil
+			})
 			inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "w1"})
 			require.NoError(t, err)
 			h.RunDue()
@@ -72,22 +70,21 @@ func TestPause(t *testing.T) {
 			inStep := make(chan struct{})
 			proceed := make(chan struct{})
 			var second atomic.Int32
-			wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-					if _, err := workflow.Do(step, "first", func(ctx context.Context) (int, error) {
-						close(inStep)
-						<-proceed
-						return 1, nil
-					}); err != nil {
-						return "", err
-					}
-					if _, err := workflow.Do(step, "second", func(ctx context.Context) (int, error) {
-						return int(second.Add(1)), nil
-					}); err != nil {
-						return "", err
-					}
-					return "done", nil
-				}))
+			wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				if _, err := workflow.Do(step, "first", func(ctx context.Context) (int, error) {
+					close(inStep)
+					<-proceed
+					return 1, nil
+				}); err != nil {
+					return "", err
+				}
+				if _, err := workflow.Do(step, "second", func(ctx context.Context) (int, error) {
+					return int(second.Add(1)), nil
+				}); err != nil {
+					return "", err
+				}
+				return "done", nil
+			})
 			inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "r"})
 			require.NoError(t, err)
 			ran := make(chan int)
@@ -119,13 +116,12 @@ func TestTerminateAndTerminalErrors(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if err := step.Sleep("nap", time.Hour); err != nil {
-					return "", err
-				}
-				return "awake", nil
-			}))
+		wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if err := step.Sleep("nap", time.Hour); err != nil {
+				return "", err
+			}
+			return "awake", nil
+		})
 		inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "t"})
 		require.NoError(t, err)
 		h.RunDue()
@@ -145,8 +141,7 @@ func TestTerminateAndTerminalErrors(t *testing.T) {
 		require.Empty(t, hist.Events, "an event for a terminal instance is not stored")
 
 		// A complete instance is terminal too.
-		done := workflow.MustRegister(h.Registry, "quick", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 7, nil }))
+		done := workflow.MustRegister(h.Registry, "quick", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 7, nil })
 		q, err := done.Create(h.Context(), workflow.CreateOptions[any]{ID: "q"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -161,13 +156,12 @@ func TestRestart(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		var calls atomic.Int32
-		wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if _, err := workflow.Do(step, "count", func(ctx context.Context) (int32, error) { return calls.Add(1), nil }); err != nil {
-					return "", err
-				}
-				return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
-			}))
+		wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if _, err := workflow.Do(step, "count", func(ctx context.Context) (int32, error) { return calls.Add(1), nil }); err != nil {
+				return "", err
+			}
+			return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
+		})
 		inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "r"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -203,13 +197,12 @@ func TestRestartDropsEventsOfEarlierRun(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		wf := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if err := step.Sleep("nap", time.Minute); err != nil {
-					return "", err
-				}
-				return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
-			}))
+		wf := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if err := step.Sleep("nap", time.Minute); err != nil {
+				return "", err
+			}
+			return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
+		})
 		inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "r"})
 		require.NoError(t, err)
 		h.RunDue()

@@ -68,16 +68,15 @@ func TestLifecycleLogStartsEveryRunOnce(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		ctx := h.Context()
-		w := workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if _, err := workflow.Do(step, "one", func(ctx context.Context) (int, error) { return 1, nil }); err != nil {
-					return "", err
-				}
-				if err := step.Sleep("nap", time.Minute); err != nil {
-					return "", err
-				}
-				return workflow.Do(step, "two", func(ctx context.Context) (string, error) { return "done", nil })
-			}), workflow.WithMaxRunning(1))
+		w := workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if _, err := workflow.Do(step, "one", func(ctx context.Context) (int, error) { return 1, nil }); err != nil {
+				return "", err
+			}
+			if err := step.Sleep("nap", time.Minute); err != nil {
+				return "", err
+			}
+			return workflow.Do(step, "two", func(ctx context.Context) (string, error) { return "done", nil })
+		}, workflow.WithMaxRunning(1))
 		var p *workflow.Instance[string]
 		for _, id := range []string{"a", "b", "p"} {
 			inst, err := w.Create(ctx, workflow.CreateOptions[any]{ID: id})
@@ -133,10 +132,10 @@ func TestLifecycleLogStartsEagerRunsOnce(t *testing.T) {
 		store := b.NewStore(t)
 		ctx := context.Background()
 		reg := workflow.NewRegistry()
-		gated := workflow.Func[any, string](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		gated := func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
 			_, err := step.WaitForEvent("gate", workflow.WaitOptions{Type: "go"})
 			return "done", err
-		})
+		}
 		workflow.MustRegister(reg, "u", gated)
 		workflow.MustRegister(reg, "w", gated, workflow.WithMaxRunning(1))
 		r, err := runner.New(&runner.Config{

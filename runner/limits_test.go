@@ -73,7 +73,7 @@ func runLimitCase(t *testing.T, b testharness.Backend, tc limitCase) {
 		maxSeen   atomic.Int32
 		violation atomic.Value
 	)
-	body := workflow.Func[keyed, string](func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+	body := func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
 		group := tc.groupOf(ev.Payload.Key)
 		return workflow.Do(step, "work", func(ctx context.Context) (string, error) {
 			mu.Lock()
@@ -88,7 +88,7 @@ func runLimitCase(t *testing.T, b testharness.Backend, tc limitCase) {
 			mu.Unlock()
 			return ev.Payload.Key, nil
 		})
-	})
+	}
 
 	local := dispatcher.NewLocal()
 	var regs []*workflow.Registry
@@ -189,13 +189,12 @@ func runLimitCase(t *testing.T, b testharness.Backend, tc limitCase) {
 // event, limited by opts.
 func newLimitHarness(t *testing.T, b testharness.Backend, opts ...workflow.Option) *testharness.Harness {
 	h := testharness.New(t, testharness.WithBackend(b))
-	workflow.MustRegister(h.Registry, "gated", workflow.Func[keyed, string](
-		func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
-			if _, err := workflow.WaitForEvent[json.RawMessage](step, "gate", workflow.WaitOptions{Type: "go", Timeout: time.Hour}); err != nil {
-				return "", err
-			}
-			return ev.Payload.Key, nil
-		}), opts...)
+	workflow.MustRegister(h.Registry, "gated", func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+		if _, err := workflow.WaitForEvent[json.RawMessage](step, "gate", workflow.WaitOptions{Type: "go", Timeout: time.Hour}); err != nil {
+			return "", err
+		}
+		return ev.Payload.Key, nil
+	}, opts...)
 	return h
 }
 
@@ -310,10 +309,9 @@ func TestLimitsLeaseExpiry(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "once", workflow.Func[keyed, string](
-			func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
-				return ev.Payload.Key, nil
-			}), workflow.WithMaxRunning(1))
+		workflow.MustRegister(h.Registry, "once", func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+			return ev.Payload.Key, nil
+		}, workflow.WithMaxRunning(1))
 		ctx := h.Context()
 		for _, id := range []string{"a", "b"} {
 			_, err := h.Client.Create(ctx, "once", workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
@@ -342,10 +340,9 @@ func TestLimitsRate(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "rated", workflow.Func[keyed, string](
-			func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
-				return ev.Payload.Key, nil
-			}), workflow.WithRateLimit(2, time.Minute))
+		workflow.MustRegister(h.Registry, "rated", func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+			return ev.Payload.Key, nil
+		}, workflow.WithRateLimit(2, time.Minute))
 		ctx := h.Context()
 		const n = 9
 		for i := range n {
@@ -387,9 +384,9 @@ func TestLimitsRate(t *testing.T) {
 func TestLimitsBadInput(t *testing.T) {
 	t.Parallel()
 	reg := workflow.NewRegistry()
-	noop := workflow.Func[keyed, string](func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+	noop := func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
 		return "", nil
-	})
+	}
 	for name, opt := range map[string]workflow.Option{
 		"zero max":      workflow.WithMaxRunning(0),
 		"negative max":  workflow.WithMaxRunning(-1),
@@ -442,12 +439,11 @@ func TestReleaseStartsOnlyServedQueues(t *testing.T) {
 		var ran sync.Map // instance id -> runner id
 		newRegistry := func(runnerID string) *workflow.Registry {
 			reg := workflow.NewRegistry()
-			workflow.MustRegister(reg, "w", workflow.Func[any, string](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-					ran.Store(ev.InstanceID, runnerID)
-					_, err := step.WaitForEvent("gate", workflow.WaitOptions{Type: "go"})
-					return runnerID, err
-				}), workflow.WithMaxRunning(1))
+			workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				ran.Store(ev.InstanceID, runnerID)
+				_, err := step.WaitForEvent("gate", workflow.WaitOptions{Type: "go"})
+				return runnerID, err
+			}, workflow.WithMaxRunning(1))
 			return reg
 		}
 		regA := newRegistry("a")
@@ -532,22 +528,21 @@ func TestReleaseHandsTheSlotOver(t *testing.T) {
 			}
 		}
 		reg := workflow.NewRegistry()
-		workflow.MustRegister(reg, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "work", func(ctx context.Context) (string, error) {
-					n := running.Add(1)
-					defer running.Add(-1)
-					for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
-					}
-					started <- ev.InstanceID
-					select {
-					case <-gate(ev.InstanceID):
-					case <-ctx.Done():
-						return "", ctx.Err()
-					}
-					return ev.InstanceID, nil
-				})
-			}), workflow.WithMaxRunning(1))
+		workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "work", func(ctx context.Context) (string, error) {
+				n := running.Add(1)
+				defer running.Add(-1)
+				for m := maxRunning.Load(); n > m && !maxRunning.CompareAndSwap(m, n); m = maxRunning.Load() {
+				}
+				started <- ev.InstanceID
+				select {
+				case <-gate(ev.InstanceID):
+				case <-ctx.Done():
+					return "", ctx.Err()
+				}
+				return ev.InstanceID, nil
+			})
+		}, workflow.WithMaxRunning(1))
 		r, err := runner.New(&runner.Config{
 			Store: store, Registry: reg, Logger: quietLogger, ID: "runner-1", MaxConcurrency: 1,
 			PollInterval: 20 * time.Millisecond,
@@ -680,9 +675,9 @@ func TestLimitsQueueRate(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		body := workflow.Func[keyed, string](func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+		body := func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
 			return workflow.Do(step, "work", func(ctx context.Context) (string, error) { return ev.Payload.Key, nil })
-		})
+		}
 		workflow.MustRegister(h.Registry, "qa", body, workflow.WithQueue("slow"))
 		workflow.MustRegister(h.Registry, "qb", body, workflow.WithQueue("slow"))
 		workflow.MustRegister(h.Registry, "free", body)
@@ -736,10 +731,9 @@ func TestLimitsKeyRate(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "kr", workflow.Func[keyed, string](
-			func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
-				return workflow.Do(step, "work", func(ctx context.Context) (string, error) { return ev.Payload.Key, nil })
-			}),
+		workflow.MustRegister(h.Registry, "kr", func(ctx context.Context, ev workflow.Event[keyed], step workflow.Step) (string, error) {
+			return workflow.Do(step, "work", func(ctx context.Context) (string, error) { return ev.Payload.Key, nil })
+		},
 			// A max running far above the instances: only the rate holds
 			// them back.
 			workflow.WithConcurrencyKey(workflow.KeyOf(func(p keyed) string { return p.Key }), 100),

@@ -67,21 +67,20 @@ func TestLostCheckpointAnswers(t *testing.T) {
 				store := &lostAnswerStore{Store: base.Store, lose: tc.lose}
 				h := testharness.New(t, testharness.WithStore(store))
 				var aRuns, bRuns atomic.Int32
-				workflow.MustRegister(h.Registry, "lost", workflow.Func[any, string](
-					func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-						a, err := workflow.Do(step, "a", func(context.Context) (string, error) { aRuns.Add(1); return "a", nil })
-						if err != nil {
-							return "", err
-						}
-						if err := step.Sleep("nap", time.Minute); err != nil {
-							return "", err
-						}
-						e, err := workflow.WaitForEvent[string](step, "go", workflow.WaitOptions{Type: "go", Timeout: time.Hour})
-						if err != nil {
-							return "", err
-						}
-						return workflow.Do(step, "b", func(context.Context) (string, error) { bRuns.Add(1); return a + e + "b", nil })
-					}))
+				workflow.MustRegister(h.Registry, "lost", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+					a, err := workflow.Do(step, "a", func(context.Context) (string, error) { aRuns.Add(1); return "a", nil })
+					if err != nil {
+						return "", err
+					}
+					if err := step.Sleep("nap", time.Minute); err != nil {
+						return "", err
+					}
+					e, err := workflow.WaitForEvent[string](step, "go", workflow.WaitOptions{Type: "go", Timeout: time.Hour})
+					if err != nil {
+						return "", err
+					}
+					return workflow.Do(step, "b", func(context.Context) (string, error) { bRuns.Add(1); return a + e + "b", nil })
+				})
 				_, err := h.Client.Create(h.Context(), "lost", workflow.CreateRequest{ID: "x"})
 				require.NoError(t, err)
 				// The event is buffered before the run waits for it, so the

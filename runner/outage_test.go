@@ -117,26 +117,25 @@ func TestPostgresOutageStallsOnlyAsLongAsItLasts(t *testing.T) {
 	var a, b, c, inB atomic.Int32
 	gate := make(chan struct{})
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "w", workflow.Func[any, int](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-			for _, s := range []struct {
-				name  string
-				calls *atomic.Int32
-			}{{"a", &a}, {"b", &b}, {"c", &c}} {
-				_, err := workflow.Do(step, s.name, func(ctx context.Context) (int, error) {
-					s.calls.Add(1)
-					if s.name == "b" {
-						inB.Add(1)
-						<-gate
-					}
-					return 1, nil
-				})
-				if err != nil {
-					return 0, err
+	workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+		for _, s := range []struct {
+			name  string
+			calls *atomic.Int32
+		}{{"a", &a}, {"b", &b}, {"c", &c}} {
+			_, err := workflow.Do(step, s.name, func(ctx context.Context) (int, error) {
+				s.calls.Add(1)
+				if s.name == "b" {
+					inB.Add(1)
+					<-gate
 				}
+				return 1, nil
+			})
+			if err != nil {
+				return 0, err
 			}
-			return 3, nil
-		}))
+		}
+		return 3, nil
+	})
 	r, err := runner.New(&runner.Config{Store: store, Registry: reg, Logger: quietLogger, PollInterval: 200 * time.Millisecond})
 	require.NoError(t, err)
 	cl, err := client.New(&client.Config{Store: store, Registry: reg})

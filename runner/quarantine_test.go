@@ -132,14 +132,13 @@ func TestQuarantineSavesTheInnocents(t *testing.T) {
 		// current is the process whose runner runs now: one at a time.
 		var current atomic.Pointer[procStore]
 		var crashes atomic.Int32
-		workflow.MustRegister(h.Registry, "crasher", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "crash", func(ctx context.Context) (string, error) {
-					crashes.Add(1)
-					current.Load().die()
-					return "unreachable", nil
-				})
-			}))
+		workflow.MustRegister(h.Registry, "crasher", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "crash", func(ctx context.Context) (string, error) {
+				crashes.Add(1)
+				current.Load().die()
+				return "unreachable", nil
+			})
+		})
 		// An innocent step running in the crasher's process dies with it;
 		// anywhere else it succeeds.
 		innocentStep := func(ctx context.Context) (string, error) {
@@ -152,16 +151,15 @@ func TestQuarantineSavesTheInnocents(t *testing.T) {
 			}
 			return "ok", nil
 		}
-		workflow.MustRegister(h.Registry, "innocent", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				if _, err := workflow.Do(step, "a", innocentStep); err != nil {
-					return "", err
-				}
-				if err := step.Sleep("pause", time.Second); err != nil {
-					return "", err
-				}
-				return workflow.Do(step, "b", innocentStep)
-			}))
+		workflow.MustRegister(h.Registry, "innocent", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			if _, err := workflow.Do(step, "a", innocentStep); err != nil {
+				return "", err
+			}
+			if err := step.Sleep("pause", time.Second); err != nil {
+				return "", err
+			}
+			return workflow.Do(step, "b", innocentStep)
+		})
 
 		// The crasher is created in the middle, so that claims, which take
 		// the oldest first, meet innocents before it and after it.
@@ -254,14 +252,13 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 				return key, nil
 			}
 		}
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				id := ev.InstanceID
-				if _, err := workflow.Do(step, "one", wait(id, "one")); err != nil {
-					return "", err
-				}
-				return workflow.Do(step, "two", wait(id, "two"))
-			}))
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			id := ev.InstanceID
+			if _, err := workflow.Do(step, "one", wait(id, "one")); err != nil {
+				return "", err
+			}
+			return workflow.Do(step, "two", wait(id, "two"))
+		})
 		for _, id := range []string{"x", "y"} {
 			_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: id})
 			require.NoError(t, err)
@@ -448,14 +445,13 @@ func TestQuarantineLetsASingleCrashRecoverAtFullSpeed(t *testing.T) {
 			entered[id] = make(chan struct{})
 		}
 		proceed := make(chan struct{})
-		workflow.MustRegister(h.Registry, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "one", func(ctx context.Context) (string, error) {
-					close(entered[ev.InstanceID])
-					<-proceed
-					return "ok", nil
-				})
-			}))
+		workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "one", func(ctx context.Context) (string, error) {
+				close(entered[ev.InstanceID])
+				<-proceed
+				return "ok", nil
+			})
+		})
 		for _, id := range ids[:3] {
 			_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: id})
 			require.NoError(t, err)
@@ -556,14 +552,13 @@ func TestQuarantineHandsBackBeforeTheSuspectRuns(t *testing.T) {
 		const lease = 30 * time.Second
 		var once sync.Once
 		reg := workflow.NewRegistry()
-		workflow.MustRegister(reg, "w", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "one", func(context.Context) (string, error) {
-					store.record("step of " + ev.InstanceID + " started")
-					once.Do(func() { close(store.stepStarted) })
-					return "one", nil
-				})
-			}))
+		workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "one", func(context.Context) (string, error) {
+				store.record("step of " + ev.InstanceID + " started")
+				once.Do(func() { close(store.stepStarted) })
+				return "one", nil
+			})
+		})
 		c, err := client.New(&client.Config{Store: base, Registry: reg, Clock: clk})
 		require.NoError(t, err)
 		for _, id := range []string{"x", "y"} {

@@ -35,10 +35,9 @@ func newQueueFleet(t *testing.T, b testharness.Backend) *queueFleet {
 		if name == "billing" {
 			opts = append(opts, workflow.WithQueue("payments"))
 		}
-		workflow.MustRegister(reg, name, workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "only", func(ctx context.Context) (string, error) { return ev.InstanceID, nil })
-			}), opts...)
+		workflow.MustRegister(reg, name, func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "only", func(ctx context.Context) (string, error) { return ev.InstanceID, nil })
+		}, opts...)
 	}
 	f := &queueFleet{store: b.NewStore(t), reg: reg, clock: clock.NewMock()}
 	f.clock.Set(time.Date(2041, 3, 4, 10, 0, 0, 0, time.UTC))
@@ -182,10 +181,9 @@ func TestEagerStartAndResumeOnlyOnServedQueues(t *testing.T) {
 		reg := workflow.NewRegistry()
 		registerSteps(reg, "served", 1)
 		registerSteps(reg, "elsewhere", 1)
-		workflow.MustRegister(reg, "waits", workflow.Func[any, json.RawMessage](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (json.RawMessage, error) {
-				return workflow.WaitForEvent[json.RawMessage](step, "wait", workflow.WaitOptions{Type: "go", Timeout: time.Hour})
-			}), workflow.WithQueue("side"))
+		workflow.MustRegister(reg, "waits", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (json.RawMessage, error) {
+			return workflow.WaitForEvent[json.RawMessage](step, "wait", workflow.WaitOptions{Type: "go", Timeout: time.Hour})
+		}, workflow.WithQueue("side"))
 		h := newEagerHost(t, b.NewStore(t), reg, true, func(c *runner.Config) {
 			c.Queues = []string{workflow.DefaultQueue}
 			c.Workflows = []string{"served", "waits"}

@@ -28,31 +28,30 @@ func TestReplayNeverRerunsCompletedSteps(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		var calls [5]atomic.Int32
-		wf := workflow.MustRegister(h.Registry, "counter", workflow.Func[counterParams, counterOutput](
-			func(ctx context.Context, ev workflow.Event[counterParams], step workflow.Step) (counterOutput, error) {
-				out := counterOutput{}
-				for i := 0; i < 5; i++ {
-					v, err := workflow.Do(step, fmt.Sprintf("add-%d", i), func(ctx context.Context) (int, error) {
-						calls[i].Add(1)
-						return ev.Payload.N * (i + 1), nil
-					})
-					if err != nil {
-						return out, err
-					}
-					out.Sum += v
-					out.Seen = append(out.Seen, fmt.Sprint(v))
-					// Suspend between every step so each one is replayed.
-					if err := step.Sleep(fmt.Sprintf("nap-%d", i), time.Minute); err != nil {
-						return out, err
-					}
-				}
-				e, err := workflow.WaitForEvent[string](step, "final", workflow.WaitOptions{Type: "go"})
+		wf := workflow.MustRegister(h.Registry, "counter", func(ctx context.Context, ev workflow.Event[counterParams], step workflow.Step) (counterOutput, error) {
+			out := counterOutput{}
+			for i := 0; i < 5; i++ {
+				v, err := workflow.Do(step, fmt.Sprintf("add-%d", i), func(ctx context.Context) (int, error) {
+					calls[i].Add(1)
+					return ev.Payload.N * (i + 1), nil
+				})
 				if err != nil {
 					return out, err
 				}
-				out.Event = e
-				return out, nil
-			}))
+				out.Sum += v
+				out.Seen = append(out.Seen, fmt.Sprint(v))
+				// Suspend between every step so each one is replayed.
+				if err := step.Sleep(fmt.Sprintf("nap-%d", i), time.Minute); err != nil {
+					return out, err
+				}
+			}
+			e, err := workflow.WaitForEvent[string](step, "final", workflow.WaitOptions{Type: "go"})
+			if err != nil {
+				return out, err
+			}
+			out.Event = e
+			return out, nil
+		})
 
 		inst, err := wf.Create(h.Context(), workflow.CreateOptions[counterParams]{ID: "c1", Params: counterParams{N: 3}})
 		require.NoError(t, err)

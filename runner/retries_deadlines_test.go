@@ -47,11 +47,10 @@ func TestRetryJitter(t *testing.T) {
 					c.JitterFunc = func() float64 { return tc.draw }
 				}))
 				var calls atomic.Int32
-				workflow.MustRegister(h.Registry, "j", workflow.Func[any, int](
-					func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-						return workflow.Do(step, "call", failing(1, &calls),
-							workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: 10 * time.Second, Backoff: workflow.BackoffConstant}))
-					}))
+				workflow.MustRegister(h.Registry, "j", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+					return workflow.Do(step, "call", failing(1, &calls),
+						workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: 10 * time.Second, Backoff: workflow.BackoffConstant}))
+				})
 				_, err := h.Client.Create(h.Context(), "j", workflow.CreateRequest{ID: "x"})
 				require.NoError(t, err)
 				start := h.Now()
@@ -69,11 +68,10 @@ func TestRetryJitter(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var calls atomic.Int32
-			workflow.MustRegister(h.Registry, "j", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					return workflow.Do(step, "call", failing(1, &calls),
-						workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: 10 * time.Second, Backoff: workflow.BackoffConstant}))
-				}))
+			workflow.MustRegister(h.Registry, "j", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "call", failing(1, &calls),
+					workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: 10 * time.Second, Backoff: workflow.BackoffConstant}))
+			})
 			for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
 				_, err := h.Client.Create(h.Context(), "j", workflow.CreateRequest{ID: id})
 				require.NoError(t, err)
@@ -97,16 +95,15 @@ func TestRetryMaxDelay(t *testing.T) {
 		}))
 		start := h.Now()
 		log := &attemptLog{}
-		workflow.MustRegister(h.Registry, "m", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-					log.add(h.Clock.Now().Sub(start), workflow.Attempt(ctx))
-					if workflow.Attempt(ctx) < 5 {
-						return 0, errors.New("boom")
-					}
-					return 1, nil
-				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 10, Delay: 10 * time.Second, MaxDelay: 15 * time.Second}))
-			}))
+		workflow.MustRegister(h.Registry, "m", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+				log.add(h.Clock.Now().Sub(start), workflow.Attempt(ctx))
+				if workflow.Attempt(ctx) < 5 {
+					return 0, errors.New("boom")
+				}
+				return 1, nil
+			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 10, Delay: 10 * time.Second, MaxDelay: 15 * time.Second}))
+		})
 		_, err := h.Client.Create(h.Context(), "m", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -123,11 +120,10 @@ func TestRetryUnlimited(t *testing.T) {
 		for _, limit := range []int{math.MaxInt, 1<<32 + 5, workflow.UnlimitedRetries} {
 			h := testharness.New(t, testharness.WithBackend(b))
 			var calls atomic.Int32
-			workflow.MustRegister(h.Registry, "u", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					return workflow.Do(step, "call", failing(3, &calls),
-						workflow.WithRetries(workflow.RetryPolicy{Limit: limit, Delay: time.Second}))
-				}))
+			workflow.MustRegister(h.Registry, "u", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "call", failing(3, &calls),
+					workflow.WithRetries(workflow.RetryPolicy{Limit: limit, Delay: time.Second}))
+			})
 			_, err := h.Client.Create(h.Context(), "u", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunDue()
@@ -146,15 +142,14 @@ func TestEveryAttemptInHistory(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "a", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-					if n := workflow.Attempt(ctx); n <= 2 {
-						return 0, errors.New("attempt failed")
-					}
-					return 7, nil
-				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: time.Second, NoJitter: true}))
-			}))
+		workflow.MustRegister(h.Registry, "a", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+				if n := workflow.Attempt(ctx); n <= 2 {
+					return 0, errors.New("attempt failed")
+				}
+				return 7, nil
+			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: time.Second, NoJitter: true}))
+		})
 		start := h.Now()
 		_, err := h.Client.Create(h.Context(), "a", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
@@ -185,14 +180,13 @@ func TestRunningStepVisible(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		started, release := make(chan struct{}), make(chan struct{})
-		workflow.MustRegister(h.Registry, "r", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "slow", func(ctx context.Context) (int, error) {
-					close(started)
-					<-release
-					return 1, nil
-				})
-			}))
+		workflow.MustRegister(h.Registry, "r", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "slow", func(ctx context.Context) (int, error) {
+				close(started)
+				<-release
+				return 1, nil
+			})
+		})
 		_, err := h.Client.Create(h.Context(), "r", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		start := h.Now()
@@ -223,14 +217,13 @@ func TestDeadline(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var after atomic.Bool
-			workflow.MustRegister(h.Registry, "s", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					if err := step.Sleep("nap", 2*time.Hour); err != nil {
-						return 0, err
-					}
-					after.Store(true)
-					return 1, nil
-				}), workflow.WithDeadline(time.Hour))
+			workflow.MustRegister(h.Registry, "s", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				if err := step.Sleep("nap", 2*time.Hour); err != nil {
+					return 0, err
+				}
+				after.Store(true)
+				return 1, nil
+			}, workflow.WithDeadline(time.Hour))
 			start := h.Now()
 			info, err := h.Client.Create(h.Context(), "s", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
@@ -247,11 +240,10 @@ func TestDeadline(t *testing.T) {
 		t.Run("EndsAnInstanceWaitingForAnEvent", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			workflow.MustRegister(h.Registry, "w", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					_, err := step.WaitForEvent("approve", workflow.WaitOptions{Type: "approve", Timeout: 24 * time.Hour})
-					return 1, err
-				}))
+			workflow.MustRegister(h.Registry, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				_, err := step.WaitForEvent("approve", workflow.WaitOptions{Type: "approve", Timeout: 24 * time.Hour})
+				return 1, err
+			})
 			start := h.Now()
 			// A per-create deadline, for a workflow with none.
 			_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x", Deadline: start.Add(30 * time.Minute)})
@@ -271,16 +263,15 @@ func TestDeadline(t *testing.T) {
 			h := testharness.New(t, testharness.WithBackend(b))
 			cause := make(chan error, 1)
 			started := make(chan workflow.StepInfo, 1)
-			workflow.MustRegister(h.Registry, "c", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					return workflow.Do(step, "long", func(ctx context.Context) (int, error) {
-						info, _ := workflow.StepInfoFromContext(ctx)
-						started <- info
-						<-ctx.Done()
-						cause <- context.Cause(ctx)
-						return 0, ctx.Err()
-					})
-				}), workflow.WithDeadline(time.Minute))
+			workflow.MustRegister(h.Registry, "c", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "long", func(ctx context.Context) (int, error) {
+					info, _ := workflow.StepInfoFromContext(ctx)
+					started <- info
+					<-ctx.Done()
+					cause <- context.Cause(ctx)
+					return 0, ctx.Err()
+				})
+			}, workflow.WithDeadline(time.Minute))
 			start := h.Now()
 			_, err := h.Client.Create(h.Context(), "c", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
@@ -298,7 +289,7 @@ func TestDeadline(t *testing.T) {
 		t.Run("BadInput", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			noop := workflow.Func[any, int](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 1, nil })
+			noop := func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 1, nil }
 			_, err := workflow.Register(h.Registry, "neg", noop, workflow.WithDeadline(-time.Second))
 			require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 			_, err = workflow.Register(h.Registry, "neg2", noop, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 1, Delay: -time.Second}))
@@ -328,26 +319,25 @@ func TestWorkflowRetry(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var first, second atomic.Int32
-			workflow.MustRegister(h.Registry, "wr", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					a, err := workflow.Do(step, "first", func(ctx context.Context) (int, error) {
-						first.Add(1)
-						return 40, nil
-					})
-					if err != nil {
-						return 0, err
+			workflow.MustRegister(h.Registry, "wr", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				a, err := workflow.Do(step, "first", func(ctx context.Context) (int, error) {
+					first.Add(1)
+					return 40, nil
+				})
+				if err != nil {
+					return 0, err
+				}
+				c, err := workflow.Do(step, "second", func(ctx context.Context) (int, error) {
+					if second.Add(1) == 1 {
+						return 0, errors.New("downstream down")
 					}
-					c, err := workflow.Do(step, "second", func(ctx context.Context) (int, error) {
-						if second.Add(1) == 1 {
-							return 0, errors.New("downstream down")
-						}
-						return 2, nil
-					}, workflow.WithNoRetries())
-					if err != nil {
-						return 0, err
-					}
-					return a + c, nil
-				}), workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 2, Delay: time.Minute, NoJitter: true}))
+					return 2, nil
+				}, workflow.WithNoRetries())
+				if err != nil {
+					return 0, err
+				}
+				return a + c, nil
+			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 2, Delay: time.Minute, NoJitter: true}))
 			start := h.Now()
 			_, err := h.Client.Create(h.Context(), "wr", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
@@ -377,13 +367,12 @@ func TestWorkflowRetry(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var runs atomic.Int32
-			workflow.MustRegister(h.Registry, "wr", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					return workflow.Do(step, "s", func(ctx context.Context) (int, error) {
-						runs.Add(1)
-						return 0, errors.New("always")
-					}, workflow.WithNoRetries())
-				}), workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 2, Delay: time.Minute, NoJitter: true}))
+			workflow.MustRegister(h.Registry, "wr", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "s", func(ctx context.Context) (int, error) {
+					runs.Add(1)
+					return 0, errors.New("always")
+				}, workflow.WithNoRetries())
+			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 2, Delay: time.Minute, NoJitter: true}))
 			_, err := h.Client.Create(h.Context(), "wr", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
@@ -397,22 +386,20 @@ func TestWorkflowRetry(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var runs atomic.Int32
-			workflow.MustRegister(h.Registry, "nr", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					runs.Add(1)
-					return 0, workflow.NewNonRetryableError("Fatal", "no")
-				}), workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 5, Delay: time.Minute}))
+			workflow.MustRegister(h.Registry, "nr", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				runs.Add(1)
+				return 0, workflow.NewNonRetryableError("Fatal", "no")
+			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 5, Delay: time.Minute}))
 			_, err := h.Client.Create(h.Context(), "nr", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
 			h.RequireStatus("nr", "x", workflow.StatusErrored)
 			require.EqualValues(t, 1, runs.Load())
 
-			workflow.MustRegister(h.Registry, "t", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					_, err := workflow.Do(step, "s", func(ctx context.Context) (int, error) { return 0, errors.New("x") }, workflow.WithNoRetries())
-					return 0, err
-				}), workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 5, Delay: time.Minute}))
+			workflow.MustRegister(h.Registry, "t", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				_, err := workflow.Do(step, "s", func(ctx context.Context) (int, error) { return 0, errors.New("x") }, workflow.WithNoRetries())
+				return 0, err
+			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 5, Delay: time.Minute}))
 			_, err = h.Client.Create(h.Context(), "t", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunDue()

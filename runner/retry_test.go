@@ -52,17 +52,16 @@ func TestRetryPolicyTiming(t *testing.T) {
 				h := testharness.New(t, testharness.WithBackend(b))
 				start := h.Now()
 				log := &attemptLog{}
-				wf := workflow.MustRegister(h.Registry, "flaky", workflow.Func[any, int](
-					func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-						return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-							n := workflow.Attempt(ctx)
-							log.add(h.Clock.Now().Sub(start), n)
-							if n < 4 {
-								return 0, errors.New("boom")
-							}
-							return n, nil
-						}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: s, Backoff: tc.backoff, NoJitter: true}))
-					}))
+				wf := workflow.MustRegister(h.Registry, "flaky", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+					return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+						n := workflow.Attempt(ctx)
+						log.add(h.Clock.Now().Sub(start), n)
+						if n < 4 {
+							return 0, errors.New("boom")
+						}
+						return n, nil
+					}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: s, Backoff: tc.backoff, NoJitter: true}))
+				})
 				_, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "f"})
 				require.NoError(t, err)
 				h.RunUntilIdle()
@@ -90,13 +89,12 @@ func TestRetryDefaultsAndLimits(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var calls atomic.Int32
-			workflow.MustRegister(h.Registry, "nr", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-						calls.Add(1)
-						return 0, workflow.NewNonRetryableError("CardDeclined", "card declined")
-					})
-				}))
+			workflow.MustRegister(h.Registry, "nr", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+					calls.Add(1)
+					return 0, workflow.NewNonRetryableError("CardDeclined", "card declined")
+				})
+			})
 			_, err := h.Client.Create(h.Context(), "nr", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			start := h.Now()
@@ -113,13 +111,12 @@ func TestRetryDefaultsAndLimits(t *testing.T) {
 			h := testharness.New(t, testharness.WithBackend(b))
 			start := h.Now()
 			log := &attemptLog{}
-			workflow.MustRegister(h.Registry, "ex", workflow.Func[any, int](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-					return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
-						log.add(h.Clock.Now().Sub(start), workflow.Attempt(ctx))
-						return 0, errors.New("always")
-					})
-				}))
+			workflow.MustRegister(h.Registry, "ex", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+				return workflow.Do(step, "call", func(ctx context.Context) (int, error) {
+					log.add(h.Clock.Now().Sub(start), workflow.Attempt(ctx))
+					return 0, errors.New("always")
+				})
+			})
 			_, err := h.Client.Create(h.Context(), "ex", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
@@ -143,20 +140,19 @@ func TestRetryDefaultsAndLimits(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			var fallback atomic.Int32
-			workflow.MustRegister(h.Registry, "handled", workflow.Func[any, string](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-					_, err := workflow.Do(step, "primary", func(ctx context.Context) (string, error) {
-						return "", errors.New("primary down")
-					}, workflow.WithRetries(workflow.RetryPolicy{Limit: 1, Delay: time.Second, Backoff: workflow.BackoffConstant}))
-					var se *workflow.StepError
-					if !errors.As(err, &se) {
-						return "", err
-					}
-					return workflow.Do(step, "fallback", func(ctx context.Context) (string, error) {
-						fallback.Add(1)
-						return "used fallback after " + se.Message, nil
-					})
-				}))
+			workflow.MustRegister(h.Registry, "handled", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+				_, err := workflow.Do(step, "primary", func(ctx context.Context) (string, error) {
+					return "", errors.New("primary down")
+				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 1, Delay: time.Second, Backoff: workflow.BackoffConstant}))
+				var se *workflow.StepError
+				if !errors.As(err, &se) {
+					return "", err
+				}
+				return workflow.Do(step, "fallback", func(ctx context.Context) (string, error) {
+					fallback.Add(1)
+					return "used fallback after " + se.Message, nil
+				})
+			})
 			_, err := h.Client.Create(h.Context(), "handled", workflow.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
@@ -178,18 +174,17 @@ func TestAttemptTimeoutDiscardsLateResult(t *testing.T) {
 		started := make(chan struct{})
 		release := make(chan struct{})
 		var calls atomic.Int32
-		workflow.MustRegister(h.Registry, "slow", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				return workflow.Do(step, "call", func(ctx context.Context) (string, error) {
-					if calls.Add(1) == 1 {
-						close(started)
-						<-release // outlives its timeout, then returns a result nobody may see
-						return "late", nil
-					}
-					return "on time", nil
-				}, workflow.WithTimeout(time.Minute),
-					workflow.WithRetries(workflow.RetryPolicy{Limit: 2, Delay: 5 * time.Second, Backoff: workflow.BackoffConstant}))
-			}))
+		workflow.MustRegister(h.Registry, "slow", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			return workflow.Do(step, "call", func(ctx context.Context) (string, error) {
+				if calls.Add(1) == 1 {
+					close(started)
+					<-release // outlives its timeout, then returns a result nobody may see
+					return "late", nil
+				}
+				return "on time", nil
+			}, workflow.WithTimeout(time.Minute),
+				workflow.WithRetries(workflow.RetryPolicy{Limit: 2, Delay: 5 * time.Second, Backoff: workflow.BackoffConstant}))
+		})
 		_, err := h.Client.Create(h.Context(), "slow", workflow.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 

@@ -40,18 +40,16 @@ func TestStepNameReachedTwiceInSequenceFailsTheRun(t *testing.T) {
 			t.Run(kind, func(t *testing.T) {
 				h := testharness.New(t, testharness.WithBackend(b))
 				calls := 0
-				workflow.MustRegister(h.Registry, "child", workflow.Func[any, int](
-					func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 7, nil }))
-				workflow.MustRegister(h.Registry, "loop", workflow.Func[any, int](
-					func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-						for i := range 3 {
-							calls++
-							if err := call(step, i); err != nil {
-								return i, err
-							}
+				workflow.MustRegister(h.Registry, "child", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) { return 7, nil })
+				workflow.MustRegister(h.Registry, "loop", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+					for i := range 3 {
+						calls++
+						if err := call(step, i); err != nil {
+							return i, err
 						}
-						return 3, nil
-					}))
+					}
+					return 3, nil
+				})
 				_, err := h.Client.Create(h.Context(), "loop", workflow.CreateRequest{ID: "l"})
 				require.NoError(t, err)
 				if kind == "WaitForEvent" {
@@ -79,28 +77,27 @@ func TestUniqueStepNamesInALoopReplay(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		attempts := 0
-		workflow.MustRegister(h.Registry, "loop", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				sum := 0
-				for i := range 4 {
-					n, err := workflow.Do(step, fmt.Sprintf("item-%d", i), func(ctx context.Context) (int, error) {
-						if i == 2 {
-							if attempts++; attempts < 3 {
-								return 0, errors.New("flaky")
-							}
+		workflow.MustRegister(h.Registry, "loop", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			sum := 0
+			for i := range 4 {
+				n, err := workflow.Do(step, fmt.Sprintf("item-%d", i), func(ctx context.Context) (int, error) {
+					if i == 2 {
+						if attempts++; attempts < 3 {
+							return 0, errors.New("flaky")
 						}
-						return i, nil
-					}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: time.Second}))
-					if err != nil {
-						return 0, err
 					}
-					sum += n
-					if err := step.Sleep(fmt.Sprintf("rest-%d", i), time.Minute); err != nil {
-						return 0, err
-					}
+					return i, nil
+				}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: time.Second}))
+				if err != nil {
+					return 0, err
 				}
-				return sum, nil
-			}))
+				sum += n
+				if err := step.Sleep(fmt.Sprintf("rest-%d", i), time.Minute); err != nil {
+					return 0, err
+				}
+			}
+			return sum, nil
+		})
 		_, err := h.Client.Create(h.Context(), "loop", workflow.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		for range 10 {

@@ -54,14 +54,13 @@ func twoStepWorkflow(reg *workflow.Registry, runs *sync.Map) {
 		n, _ := runs.LoadOrStore(name, new(atomic.Int32))
 		n.(*atomic.Int32).Add(1)
 	}
-	workflow.MustRegister(reg, "two", workflow.Func[any, string](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-			a, err := workflow.Do(step, "a", func(context.Context) (string, error) { count("a"); return "a", nil })
-			if err != nil {
-				return "", err
-			}
-			return workflow.Do(step, "b", func(context.Context) (string, error) { count("b"); return a + "b", nil })
-		}))
+	workflow.MustRegister(reg, "two", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+		a, err := workflow.Do(step, "a", func(context.Context) (string, error) { count("a"); return "a", nil })
+		if err != nil {
+			return "", err
+		}
+		return workflow.Do(step, "b", func(context.Context) (string, error) { count("b"); return a + "b", nil })
+	})
 }
 
 func runsOf(runs *sync.Map, name string) int32 {

@@ -27,13 +27,12 @@ func TestClaimsResumeWhenTheDatabaseReturns(t *testing.T) {
 		clk.Set(time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC))
 		ran := make(chan struct{}, 1)
 		reg := workflow.NewRegistry()
-		workflow.MustRegister(reg, "w", workflow.Func[any, int](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
-				return workflow.Do(step, "a", func(ctx context.Context) (int, error) {
-					ran <- struct{}{}
-					return 1, nil
-				})
-			}))
+		workflow.MustRegister(reg, "w", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
+			return workflow.Do(step, "a", func(ctx context.Context) (int, error) {
+				ran <- struct{}{}
+				return 1, nil
+			})
+		})
 		cl, err := client.New(&client.Config{Store: d.Store, Registry: reg, Clock: clk})
 		require.NoError(t, err)
 		_, err = cl.Create(ctx, "w", workflow.CreateRequest{ID: "due"})

@@ -22,25 +22,24 @@ func TestSleepWakesAtTheRightTime(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		start := h.Now()
 		var wokeAt []time.Time
-		workflow.MustRegister(h.Registry, "sleeper", workflow.Func[sleepParams, []time.Time](
-			func(ctx context.Context, ev workflow.Event[sleepParams], step workflow.Step) ([]time.Time, error) {
-				if err := step.Sleep("first", 90*time.Second); err != nil {
-					return nil, err
-				}
-				t1, err := workflow.Do(step, "t1", func(ctx context.Context) (time.Time, error) { return h.Clock.Now().UTC(), nil })
-				if err != nil {
-					return nil, err
-				}
-				if err := step.SleepUntil("until", ev.Payload.Until); err != nil {
-					return nil, err
-				}
-				t2, err := workflow.Do(step, "t2", func(ctx context.Context) (time.Time, error) { return h.Clock.Now().UTC(), nil })
-				if err != nil {
-					return nil, err
-				}
-				wokeAt = []time.Time{t1, t2}
-				return wokeAt, nil
-			}))
+		workflow.MustRegister(h.Registry, "sleeper", func(ctx context.Context, ev workflow.Event[sleepParams], step workflow.Step) ([]time.Time, error) {
+			if err := step.Sleep("first", 90*time.Second); err != nil {
+				return nil, err
+			}
+			t1, err := workflow.Do(step, "t1", func(ctx context.Context) (time.Time, error) { return h.Clock.Now().UTC(), nil })
+			if err != nil {
+				return nil, err
+			}
+			if err := step.SleepUntil("until", ev.Payload.Until); err != nil {
+				return nil, err
+			}
+			t2, err := workflow.Do(step, "t2", func(ctx context.Context) (time.Time, error) { return h.Clock.Now().UTC(), nil })
+			if err != nil {
+				return nil, err
+			}
+			wokeAt = []time.Time{t1, t2}
+			return wokeAt, nil
+		})
 		until := start.Add(3 * time.Hour)
 		_, err := h.Client.Create(h.Context(), "sleeper", workflow.CreateRequest{ID: "s", Params: mustJSON(t, sleepParams{Until: until})})
 		require.NoError(t, err)
@@ -63,16 +62,15 @@ func TestSleepUntilPastGoesOnAtOnce(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "past", workflow.Func[sleepParams, string](
-			func(ctx context.Context, ev workflow.Event[sleepParams], step workflow.Step) (string, error) {
-				if err := step.SleepUntil("past", ev.Payload.Until); err != nil {
-					return "", err
-				}
-				if err := step.Sleep("zero", 0); err != nil {
-					return "", err
-				}
-				return "done", nil
-			}))
+		workflow.MustRegister(h.Registry, "past", func(ctx context.Context, ev workflow.Event[sleepParams], step workflow.Step) (string, error) {
+			if err := step.SleepUntil("past", ev.Payload.Until); err != nil {
+				return "", err
+			}
+			if err := step.Sleep("zero", 0); err != nil {
+				return "", err
+			}
+			return "done", nil
+		})
 		_, err := h.Client.Create(h.Context(), "past", workflow.CreateRequest{ID: "p", Params: mustJSON(t, sleepParams{Until: h.Now().Add(-time.Hour)})})
 		require.NoError(t, err)
 		require.Equal(t, 1, h.RunDue(), "one pass completes the instance")
@@ -89,14 +87,13 @@ func TestSleepLimits(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "long", workflow.Func[any, string](
-			func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
-				err := step.Sleep("too long", workflow.MaxSleep+time.Second)
-				if !errors.Is(err, workflow.ErrInvalidRequest) {
-					return "", errors.New("expected the sleep to be refused")
-				}
-				return err.Error(), nil
-			}))
+		workflow.MustRegister(h.Registry, "long", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
+			err := step.Sleep("too long", workflow.MaxSleep+time.Second)
+			if !errors.Is(err, workflow.ErrInvalidRequest) {
+				return "", errors.New("expected the sleep to be refused")
+			}
+			return err.Error(), nil
+		})
 		_, err := h.Client.Create(h.Context(), "long", workflow.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
@@ -130,7 +127,7 @@ func TestWaitForEvent(t *testing.T) {
 		t.Run("BufferedBeforeTheWaitOldestFirst", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			workflow.MustRegister(h.Registry, "ev", workflow.Func[any, []string](eventWorkflow))
+			workflow.MustRegister(h.Registry, "ev", eventWorkflow)
 			_, err := h.Client.Create(h.Context(), "ev", workflow.CreateRequest{ID: "e"})
 			require.NoError(t, err)
 			h.SendEvent("ev", "e", "other", "ignored")
@@ -150,7 +147,7 @@ func TestWaitForEvent(t *testing.T) {
 		t.Run("SentWhileWaitingWakesIt", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			workflow.MustRegister(h.Registry, "ev", workflow.Func[any, []string](eventWorkflow))
+			workflow.MustRegister(h.Registry, "ev", eventWorkflow)
 			_, err := h.Client.Create(h.Context(), "ev", workflow.CreateRequest{ID: "e"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
@@ -170,7 +167,7 @@ func TestWaitForEvent(t *testing.T) {
 		t.Run("TimeoutReturnsTimeoutError", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			workflow.MustRegister(h.Registry, "ev", workflow.Func[any, []string](eventWorkflow))
+			workflow.MustRegister(h.Registry, "ev", eventWorkflow)
 			_, err := h.Client.Create(h.Context(), "ev", workflow.CreateRequest{ID: "e"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
@@ -191,7 +188,7 @@ func TestWaitForEvent(t *testing.T) {
 		t.Run("SentWhilePausedDeliveredAfterResume", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			wf := workflow.MustRegister(h.Registry, "ev", workflow.Func[any, []string](eventWorkflow))
+			wf := workflow.MustRegister(h.Registry, "ev", eventWorkflow)
 			inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "e"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
@@ -211,20 +208,19 @@ func TestWaitForEvent(t *testing.T) {
 		t.Run("InvalidOptions", func(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
-			workflow.MustRegister(h.Registry, "bad", workflow.Func[any, []string](
-				func(ctx context.Context, ev workflow.Event[any], step workflow.Step) ([]string, error) {
-					var msgs []string
-					_, err := step.WaitForEvent("a", workflow.WaitOptions{Type: "bad type!"})
-					if !errors.Is(err, workflow.ErrInvalidEventType) {
-						return nil, errors.New("bad type accepted")
-					}
-					msgs = append(msgs, err.Error())
-					_, err = step.WaitForEvent("b", workflow.WaitOptions{Type: "ok", Timeout: 500 * time.Millisecond})
-					if !errors.Is(err, workflow.ErrInvalidRequest) {
-						return nil, errors.New("short timeout accepted")
-					}
-					return append(msgs, err.Error()), nil
-				}))
+			workflow.MustRegister(h.Registry, "bad", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) ([]string, error) {
+				var msgs []string
+				_, err := step.WaitForEvent("a", workflow.WaitOptions{Type: "bad type!"})
+				if !errors.Is(err, workflow.ErrInvalidEventType) {
+					return nil, errors.New("bad type accepted")
+				}
+				msgs = append(msgs, err.Error())
+				_, err = step.WaitForEvent("b", workflow.WaitOptions{Type: "ok", Timeout: 500 * time.Millisecond})
+				if !errors.Is(err, workflow.ErrInvalidRequest) {
+					return nil, errors.New("short timeout accepted")
+				}
+				return append(msgs, err.Error()), nil
+			})
 			_, err := h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
 			require.NoError(t, err)
 			h.RunUntilIdle()

@@ -23,11 +23,10 @@ func TestFireAdmitsUnderLimits(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b), testharness.WithStart(start))
-		workflow.MustRegister(h.Registry, "gated", workflow.Func[json.RawMessage, string](
-			func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-				_, err := step.WaitForEvent("gate", workflow.WaitOptions{Type: "go"})
-				return "done", err
-			}), workflow.WithMaxRunning(1))
+		workflow.MustRegister(h.Registry, "gated", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+			_, err := step.WaitForEvent("gate", workflow.WaitOptions{Type: "go"})
+			return "done", err
+		}, workflow.WithMaxRunning(1))
 		s, err := schedule.New(&schedule.Config{
 			Store: h.Store, Registry: h.Registry, Clock: h.Clock,
 			Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), LimitsFunc: h.Client.LimitSpecs,
@@ -68,11 +67,10 @@ func TestFireSetsTheWorkflowsDeadline(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b), testharness.WithStart(start))
-		wait := workflow.Func[json.RawMessage, string](
-			func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-				_, err := step.WaitForEvent("gate", workflow.WaitOptions{Type: "go"})
-				return "done", err
-			})
+		wait := func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+			_, err := step.WaitForEvent("gate", workflow.WaitOptions{Type: "go"})
+			return "done", err
+		}
 		workflow.MustRegister(h.Registry, "timed", wait, workflow.WithDeadline(time.Hour))
 		workflow.MustRegister(h.Registry, "timedLimited", wait, workflow.WithDeadline(time.Hour), workflow.WithMaxRunning(5))
 		s, err := schedule.New(&schedule.Config{

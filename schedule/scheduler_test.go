@@ -40,12 +40,11 @@ type testBundle struct {
 func setup(t *testing.T, b testharness.Backend) *testBundle {
 	t.Helper()
 	h := testharness.New(t, testharness.WithBackend(b), testharness.WithStart(start))
-	workflow.MustRegister(h.Registry, "report", workflow.Func[report, string](
-		func(ctx context.Context, ev workflow.Event[report], step workflow.Step) (string, error) {
-			return workflow.Do(step, "render", func(ctx context.Context) (string, error) {
-				return "report of " + ev.Payload.Schedule, nil
-			})
-		}))
+	workflow.MustRegister(h.Registry, "report", func(ctx context.Context, ev workflow.Event[report], step workflow.Step) (string, error) {
+		return workflow.Do(step, "render", func(ctx context.Context) (string, error) {
+			return "report of " + ev.Payload.Schedule, nil
+		})
+	})
 	return &testBundle{h: h, sched: newScheduler(t, h), ctx: h.Context()}
 }
 
@@ -451,8 +450,7 @@ func TestResolveFuncRegistersUnknownWorkflows(t *testing.T) {
 		ResolveFunc: func(_ context.Context, name string) error {
 			asked = append(asked, name)
 			if name == "late" {
-				_, err := workflow.Register(b.h.Registry, "late", workflow.Func[report, string](
-					func(context.Context, workflow.Event[report], workflow.Step) (string, error) { return "", nil }))
+				_, err := workflow.Register(b.h.Registry, "late", func(context.Context, workflow.Event[report], workflow.Step) (string, error) { return "", nil })
 				return err
 			}
 			return nil

@@ -27,10 +27,9 @@ func TestFiringResumesWhenTheDatabaseReturns(t *testing.T) {
 		clk := clock.NewMock()
 		clk.Set(start)
 		reg := workflow.NewRegistry()
-		workflow.MustRegister(reg, "report", workflow.Func[report, string](
-			func(ctx context.Context, ev workflow.Event[report], step workflow.Step) (string, error) {
-				return "", nil
-			}))
+		workflow.MustRegister(reg, "report", func(ctx context.Context, ev workflow.Event[report], step workflow.Step) (string, error) {
+			return "", nil
+		})
 		log := outagetest.NewLog()
 		s, err := schedule.New(&schedule.Config{Store: d.Store, Registry: reg, Clock: clk, Logger: log.Logger(), PollInterval: time.Hour})
 		require.NoError(t, err)
@@ -67,10 +66,9 @@ func TestFireDueStopsAtAnUnavailableDatabase(t *testing.T) {
 	clk := clock.NewMock()
 	clk.Set(start)
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "report", workflow.Func[report, string](
-		func(ctx context.Context, ev workflow.Event[report], step workflow.Step) (string, error) {
-			return "", nil
-		}))
+	workflow.MustRegister(reg, "report", func(ctx context.Context, ev workflow.Event[report], step workflow.Step) (string, error) {
+		return "", nil
+	})
 	s, err := schedule.New(&schedule.Config{Store: d.Store, Registry: reg, Clock: clk, Logger: outagetest.NewLog().Logger()})
 	require.NoError(t, err)
 	for _, id := range []string{"a", "b"} {

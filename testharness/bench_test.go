@@ -18,21 +18,20 @@ const suiteSize = 100
 // registerBenchWorkflow registers what a typical author's test runs: a
 // step, a sleep the harness jumps over, a mocked step and one more step.
 func registerBenchWorkflow(h *testharness.Harness) *workflow.Binding[int, int] {
-	return workflow.MustRegister(h.Registry, "order", workflow.Func[int, int](
-		func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-			v, err := workflow.Do(step, "reserve", func(ctx context.Context) (int, error) { return ev.Payload + 1, nil })
-			if err != nil {
-				return 0, err
-			}
-			if err := step.Sleep("cool off", time.Hour); err != nil {
-				return 0, err
-			}
-			charge, err := workflow.Do(step, "charge", func(ctx context.Context) (int, error) { return 0, fmt.Errorf("the real gateway") })
-			if err != nil {
-				return 0, err
-			}
-			return workflow.Do(step, "ship", func(ctx context.Context) (int, error) { return v + charge, nil })
-		}))
+	return workflow.MustRegister(h.Registry, "order", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+		v, err := workflow.Do(step, "reserve", func(ctx context.Context) (int, error) { return ev.Payload + 1, nil })
+		if err != nil {
+			return 0, err
+		}
+		if err := step.Sleep("cool off", time.Hour); err != nil {
+			return 0, err
+		}
+		charge, err := workflow.Do(step, "charge", func(ctx context.Context) (int, error) { return 0, fmt.Errorf("the real gateway") })
+		if err != nil {
+			return 0, err
+		}
+		return workflow.Do(step, "ship", func(ctx context.Context) (int, error) { return v + charge, nil })
+	})
 }
 
 // benchTB is one test of a benchmarked suite: it runs the harness's

@@ -26,31 +26,30 @@ type order struct {
 func registerCheckout(t *testing.T, h *testharness.Harness, realCalls *int) *workflow.Binding[int, order] {
 	t.Helper()
 	var mu sync.Mutex
-	return workflow.MustRegister(h.Registry, "checkout", workflow.Func[int, order](
-		func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (order, error) {
-			charge, err := workflow.Do(step, "charge", func(ctx context.Context) (string, error) {
-				mu.Lock()
-				*realCalls++
-				mu.Unlock()
-				return "real-charge", nil
-			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: time.Minute, Backoff: workflow.BackoffConstant}))
-			if err != nil {
-				return order{}, err
-			}
-			if err := step.Sleep("settle", time.Hour); err != nil {
-				return order{}, err
-			}
-			mailed, err := workflow.Do(step, "mail receipt", func(ctx context.Context) (bool, error) {
-				mu.Lock()
-				*realCalls++
-				mu.Unlock()
-				return true, nil
-			})
-			if err != nil {
-				return order{}, err
-			}
-			return order{Total: ev.Payload, Charge: charge, Mailed: mailed}, nil
-		}))
+	return workflow.MustRegister(h.Registry, "checkout", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (order, error) {
+		charge, err := workflow.Do(step, "charge", func(ctx context.Context) (string, error) {
+			mu.Lock()
+			*realCalls++
+			mu.Unlock()
+			return "real-charge", nil
+		}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: time.Minute, Backoff: workflow.BackoffConstant}))
+		if err != nil {
+			return order{}, err
+		}
+		if err := step.Sleep("settle", time.Hour); err != nil {
+			return order{}, err
+		}
+		mailed, err := workflow.Do(step, "mail receipt", func(ctx context.Context) (bool, error) {
+			mu.Lock()
+			*realCalls++
+			mu.Unlock()
+			return true, nil
+		})
+		if err != nil {
+			return order{}, err
+		}
+		return order{Total: ev.Payload, Charge: charge, Mailed: mailed}, nil
+	})
 }
 
 func TestMockStepReturnsValue(t *testing.T) {
@@ -180,10 +179,9 @@ func TestMockStepInWorkflow(t *testing.T) {
 	h := testharness.New(t)
 	var real int
 	checkout := registerCheckout(t, h, &real)
-	other := workflow.MustRegister(h.Registry, "other", workflow.Func[int, string](
-		func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (string, error) {
-			return workflow.Do(step, "charge", func(ctx context.Context) (string, error) { return "other-real", nil })
-		}))
+	other := workflow.MustRegister(h.Registry, "other", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (string, error) {
+		return workflow.Do(step, "charge", func(ctx context.Context) (string, error) { return "other-real", nil })
+	})
 	general := h.OnStep(" charge ").Return("general")
 	specific := h.OnStep("charge").InWorkflow("checkout").Return("specific")
 	_, err := checkout.Create(h.Context(), workflow.CreateOptions[int]{ID: "o-1"})
@@ -325,28 +323,27 @@ type shipment struct {
 // a step and waits for the child's event.
 func registerFulfil(t *testing.T, h *testharness.Harness) *workflow.Binding[string, string] {
 	t.Helper()
-	return workflow.MustRegister(h.Registry, "fulfil", workflow.Func[string, string](
-		func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
-			_, err := workflow.Do(step, "start shipment", func(ctx context.Context) (string, error) {
-				params, _ := json.Marshal(ev.Payload)
-				info, err := h.Client.Create(ctx, "ship", workflow.CreateRequest{ID: "ship-" + ev.InstanceID, Params: params})
-				if errors.Is(err, workflow.ErrInstanceAlreadyExists) {
-					return "ship-" + ev.InstanceID, nil
-				}
-				if err != nil {
-					return "", err
-				}
-				return info.ID, nil
-			})
+	return workflow.MustRegister(h.Registry, "fulfil", func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
+		_, err := workflow.Do(step, "start shipment", func(ctx context.Context) (string, error) {
+			params, _ := json.Marshal(ev.Payload)
+			info, err := h.Client.Create(ctx, "ship", workflow.CreateRequest{ID: "ship-" + ev.InstanceID, Params: params})
+			if errors.Is(err, workflow.ErrInstanceAlreadyExists) {
+				return "ship-" + ev.InstanceID, nil
+			}
 			if err != nil {
 				return "", err
 			}
-			done, err := workflow.WaitForEvent[shipment](step, "shipped", workflow.WaitOptions{Type: "shipped"})
-			if err != nil {
-				return "", err
-			}
-			return done.Tracking, nil
-		}))
+			return info.ID, nil
+		})
+		if err != nil {
+			return "", err
+		}
+		done, err := workflow.WaitForEvent[shipment](step, "shipped", workflow.WaitOptions{Type: "shipped"})
+		if err != nil {
+			return "", err
+		}
+		return done.Tracking, nil
+	})
 }
 
 func TestMockChildWorkflow(t *testing.T) {
@@ -357,11 +354,10 @@ func TestMockChildWorkflow(t *testing.T) {
 				h := testharness.New(t, testharness.WithBackend(b))
 				realRan := false
 				if registered {
-					workflow.MustRegister(h.Registry, "ship", workflow.Func[string, shipment](
-						func(context.Context, workflow.Event[string], workflow.Step) (shipment, error) {
-							realRan = true
-							return shipment{}, errors.New("the real carrier must not be called")
-						}))
+					workflow.MustRegister(h.Registry, "ship", func(context.Context, workflow.Event[string], workflow.Step) (shipment, error) {
+						realRan = true
+						return shipment{}, errors.New("the real carrier must not be called")
+					})
 				}
 				fulfil := registerFulfil(t, h)
 				instances := map[string]bool{}
@@ -526,23 +522,21 @@ func TestMockChildWorkflowThroughInvoke(t *testing.T) {
 			t.Run(fmt.Sprintf("registered=%v", registered), func(t *testing.T) {
 				h := testharness.New(t, testharness.WithBackend(b))
 				if registered {
-					workflow.MustRegister(h.Registry, "ship", workflow.Func[string, shipment](
-						func(context.Context, workflow.Event[string], workflow.Step) (shipment, error) {
-							return shipment{}, errors.New("the real carrier must not be called")
-						}))
+					workflow.MustRegister(h.Registry, "ship", func(context.Context, workflow.Event[string], workflow.Step) (shipment, error) {
+						return shipment{}, errors.New("the real carrier must not be called")
+					})
 				}
-				workflow.MustRegister(h.Registry, "order", workflow.Func[string, string](
-					func(_ context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
-						out, err := workflow.Invoke[shipment](step, "ship it", workflow.InvokeOptions{Workflow: "ship", Params: ev.Payload})
-						if err != nil {
-							var ce *workflow.ChildError
-							if errors.As(err, &ce) {
-								return "failed: " + ce.ChildErrorMessage, nil
-							}
-							return "", err
+				workflow.MustRegister(h.Registry, "order", func(_ context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
+					out, err := workflow.Invoke[shipment](step, "ship it", workflow.InvokeOptions{Workflow: "ship", Params: ev.Payload})
+					if err != nil {
+						var ce *workflow.ChildError
+						if errors.As(err, &ce) {
+							return "failed: " + ce.ChildErrorMessage, nil
 						}
-						return out.Tracking, nil
-					}))
+						return "", err
+					}
+					return out.Tracking, nil
+				})
 				child := h.OnWorkflow("ship").Run(func(_ context.Context, ev workflow.Event[json.RawMessage], _ workflow.Step) (any, error) {
 					var order string
 					if err := json.Unmarshal(ev.Payload, &order); err != nil {

@@ -209,6 +209,32 @@ func Invoke[O any](step Step, name string, opts InvokeOptions) (O, error) {
 	return out, nil
 }
 
+// Invoke starts the binding's workflow as a child with params and waits for
+// its output, as the function Invoke does: a durable step named name whose
+// child is started once and whose end resumes the parent without polling.
+// opts, at most one, sets the child's id, timeout, parent policy, placement
+// and compensation; its Workflow and Params must be empty, since the binding
+// names the workflow and params is the input.
+//
+//	receipt, err := charge.Invoke(step, "charge", ChargeParams{Amount: 42})
+func (b *Binding[P, O]) Invoke(step Step, name string, params P, opts ...InvokeOptions) (O, error) {
+	var o InvokeOptions
+	switch len(opts) {
+	case 0:
+	case 1:
+		o = opts[0]
+	default:
+		var zero O
+		return zero, fmt.Errorf("%w: Invoke of step %q takes at most one InvokeOptions, got %d", ErrInvalidRequest, name, len(opts))
+	}
+	if o.Workflow != "" || o.Params != nil {
+		var zero O
+		return zero, fmt.Errorf("%w: Invoke of step %q through the binding of %q: InvokeOptions.Workflow and Params must be empty", ErrInvalidRequest, name, b.name)
+	}
+	o.Workflow, o.Params = b.name, params
+	return Invoke[O](step, name, o)
+}
+
 // InvokeCall is one child of InvokeAll: the step name and its options.
 type InvokeCall struct {
 	Name    string

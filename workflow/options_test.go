@@ -17,8 +17,8 @@ func TestRegisterOptions(t *testing.T) {
 	t.Parallel()
 
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "plain", workflow.Func[string, string](noopWorkflow))
-	workflow.MustRegister(reg, "billing", workflow.Func[string, string](noopWorkflow), workflow.WithQueue("payments"))
+	workflow.MustRegister(reg, "plain", noopWorkflow)
+	workflow.MustRegister(reg, "billing", noopWorkflow, workflow.WithQueue("payments"))
 
 	def, ok := reg.Definition("plain")
 	require.True(t, ok)
@@ -29,7 +29,7 @@ func TestRegisterOptions(t *testing.T) {
 	_, ok = reg.Definition("missing")
 	require.False(t, ok)
 
-	_, err := workflow.Register(reg, "bad", workflow.Func[string, string](noopWorkflow), workflow.WithQueue("-x"))
+	_, err := workflow.Register(reg, "bad", noopWorkflow, workflow.WithQueue("-x"))
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 	_, ok = reg.Definition("bad")
 	require.False(t, ok, "a refused registration leaves nothing behind")

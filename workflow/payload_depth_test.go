@@ -24,14 +24,12 @@ func TestStepResultTooDeep(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		deep := json.RawMessage(strings.Repeat("[", 1000) + strings.Repeat("]", 1000))
-		workflow.MustRegister(h.Registry, "nul", workflow.Func[json.RawMessage, string](
-			func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
-				return workflow.Do(step, "read", func(ctx context.Context) (string, error) { return "a\x00b", nil })
-			}))
-		workflow.MustRegister(h.Registry, "fetch", workflow.Func[json.RawMessage, json.RawMessage](
-			func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (json.RawMessage, error) {
-				return workflow.Do(step, "fetch", func(ctx context.Context) (json.RawMessage, error) { return deep, nil })
-			}))
+		workflow.MustRegister(h.Registry, "nul", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (string, error) {
+			return workflow.Do(step, "read", func(ctx context.Context) (string, error) { return "a\x00b", nil })
+		})
+		workflow.MustRegister(h.Registry, "fetch", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (json.RawMessage, error) {
+			return workflow.Do(step, "fetch", func(ctx context.Context) (json.RawMessage, error) { return deep, nil })
+		})
 		_, err := h.Client.Create(h.Context(), "fetch", workflow.CreateRequest{ID: "f-1"})
 		require.NoError(t, err)
 

@@ -202,11 +202,19 @@ func NewRegistry() *Registry {
 // Register adds a workflow under name, configured by opts, and returns its
 // typed binding. It fails when the name is invalid or taken, or an option is
 // invalid.
-func Register[P, O any](r *Registry, name string, wf Workflow[P, O], opts ...Option) (*Binding[P, O], error) {
+//
+// A workflow is durable code: run is called from the top each time the
+// instance resumes, and its steps return their recorded results. Its params
+// type P and output type O are inferred from run, a plain function or a
+// method value:
+//
+//	var billing = workflow.MustRegister(reg, "billing", Billing)
+//	var receipts = workflow.MustRegister(reg, "receipt", (&ReceiptWorkflow{sender: s}).Run)
+func Register[P, O any](r *Registry, name string, run func(ctx context.Context, event Event[P], step Step) (O, error), opts ...Option) (*Binding[P, O], error) {
 	if err := ValidateWorkflowName(name); err != nil {
 		return nil, err
 	}
-	if wf == nil {
+	if run == nil {
 		return nil, fmt.Errorf("%w: workflow %q is nil", ErrInvalidRequest, name)
 	}
 	def, err := newDefinition(name, opts)
@@ -218,14 +226,14 @@ func Register[P, O any](r *Registry, name string, wf Workflow[P, O], opts ...Opt
 	if _, ok := r.byName[name]; ok {
 		return nil, fmt.Errorf("%w: workflow %q is registered already", ErrInvalidRequest, name)
 	}
-	r.byName[name] = &runnable[P, O]{name: name, wf: wf}
+	r.byName[name] = &runnable[P, O]{name: name, run: run}
 	r.defs[name] = def
 	return &Binding[P, O]{name: name, registry: r}, nil
 }
 
 // MustRegister is Register for program initialisation; it panics on error.
-func MustRegister[P, O any](r *Registry, name string, wf Workflow[P, O], opts ...Option) *Binding[P, O] {
-	b, err := Register(r, name, wf, opts...)
+func MustRegister[P, O any](r *Registry, name string, run func(ctx context.Context, event Event[P], step Step) (O, error), opts ...Option) *Binding[P, O] {
+	b, err := Register(r, name, run, opts...)
 	if err != nil {
 		panic(err)
 	}
@@ -311,11 +319,23 @@ func (r *Registry) boundEngine() (Engine, error) {
 }
 
 // Binding is the typed handle of a registered workflow: it creates and finds
-// its instances. Bindings work from host code and from inside a step (to start
-// child workflows, which run independently of the parent).
+// its instances, and invokes it as a child of another workflow (Invoke).
+// Bindings work from host code and from inside a step (to start child
+// workflows, which run independently of the parent).
 type Binding[P, O any] struct {
 	name     string
 	registry *Registry
+}
+
+// Remote returns the typed binding of a workflow that r does not run: one
+// registered in another process, or a flow. Its Create, Get and Invoke work
+// as a registered workflow's, through the engine r is bound to; nothing is
+// registered, and a name that is not a valid workflow name fails at the
+// first call.
+//
+//	var charge = workflow.Remote[ChargeParams, Receipt](reg, "charge")
+func Remote[P, O any](r *Registry, name string) *Binding[P, O] {
+	return &Binding[P, O]{name: name, registry: r}
 }
 
 // CreateOptions describe one instance to create.

@@ -12,7 +12,7 @@ import (
 func TestRegistry(t *testing.T) {
 	t.Parallel()
 	reg := workflow.NewRegistry()
-	noop := workflow.Func[any, any](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil })
+	noop := func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil }
 	b, err := workflow.Register(reg, "zeta", noop)
 	require.NoError(t, err)
 	require.Equal(t, "zeta", b.Name())

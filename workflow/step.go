@@ -75,6 +75,20 @@ func Do[T any](step Step, name string, fn func(ctx context.Context) (T, error), 
 	return out, nil
 }
 
+// DoVoid runs fn as a durable step that returns nothing but its error, as Do
+// does for a step with a result: a completed step is not run again on replay.
+// Its recorded result is null, and a recorded result is never decoded, so a
+// Do step whose result nobody read can become a DoVoid step without
+// breaking the replay of instances in flight.
+//
+//	err := workflow.DoVoid(step, "send-email", func(ctx context.Context) error {
+//		return mailer.Send(ctx, to, body)
+//	})
+func DoVoid(step Step, name string, fn func(ctx context.Context) error, opts ...StepOption) error {
+	_, err := step.Do(name, func(ctx context.Context) (any, error) { return nil, fn(ctx) }, opts...)
+	return err
+}
+
 // WaitForEvent waits for an event and decodes its payload into T.
 func WaitForEvent[T any](step Step, name string, opts WaitOptions) (T, error) {
 	var out T

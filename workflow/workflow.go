@@ -9,20 +9,6 @@ import (
 	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
-// Workflow is durable code: Run is called from the top each time the instance
-// resumes, and its steps return their recorded results.
-type Workflow[P, O any] interface {
-	Run(ctx context.Context, event Event[P], step Step) (O, error)
-}
-
-// Func adapts a function to Workflow.
-type Func[P, O any] func(ctx context.Context, event Event[P], step Step) (O, error)
-
-// Run calls f.
-func (f Func[P, O]) Run(ctx context.Context, event Event[P], step Step) (O, error) {
-	return f(ctx, event, step)
-}
-
 // Event is the input of a run: the instance's typed params and identity.
 type Event[P any] struct {
 	// Payload is the instance's params, decoded.
@@ -42,7 +28,7 @@ type Event[P any] struct {
 
 type runnable[P, O any] struct {
 	name string
-	wf   Workflow[P, O]
+	run  func(ctx context.Context, event Event[P], step Step) (O, error)
 }
 
 // Name implements wfhook.Runnable.
@@ -73,7 +59,7 @@ func (r *runnable[P, O]) Execute(ctx context.Context, raw wfhook.RawEvent, step 
 	if err != nil {
 		return nil, NonRetryable(err)
 	}
-	out, err := r.wf.Run(ctx, Event[P]{
+	out, err := r.run(ctx, Event[P]{
 		Payload:      params,
 		Timestamp:    raw.Timestamp,
 		InstanceID:   raw.InstanceID,

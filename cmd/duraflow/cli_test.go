@@ -509,8 +509,7 @@ func seedBilling(t *testing.T, dbURL string, ids ...string) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, store.Close()) }()
 	reg := workflow.NewRegistry()
-	workflow.MustRegister(reg, "billing", workflow.Func[any, any](
-		func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil }))
+	workflow.MustRegister(reg, "billing", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil })
 	c, err := client.New(&client.Config{Store: store, Registry: reg})
 	require.NoError(t, err)
 	for _, id := range ids {

@@ -40,23 +40,23 @@ func RegisterWorkflows(reg *workflow.Registry) (*Workflows, error) {
 		w   Workflows
 		err error
 	)
-	if w.Hello, err = workflow.Register(reg, HelloName, workflow.Func[HelloParams, HelloOutput](Hello)); err != nil {
+	if w.Hello, err = workflow.Register(reg, HelloName, Hello); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", HelloName, err)
 	}
-	if w.Approval, err = workflow.Register(reg, ApprovalName, workflow.Func[ApprovalParams, ApprovalOutput](Approval)); err != nil {
+	if w.Approval, err = workflow.Register(reg, ApprovalName, Approval); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", ApprovalName, err)
 	}
-	if w.Sleeper, err = workflow.Register(reg, SleeperName, workflow.Func[SleeperParams, SleeperOutput](Sleeper)); err != nil {
+	if w.Sleeper, err = workflow.Register(reg, SleeperName, Sleeper); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", SleeperName, err)
 	}
-	if w.Flaky, err = workflow.Register(reg, FlakyName, workflow.Func[FlakyParams, FlakyOutput](Flaky)); err != nil {
+	if w.Flaky, err = workflow.Register(reg, FlakyName, Flaky); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", FlakyName, err)
 	}
-	if w.Child, err = workflow.Register(reg, ChildName, workflow.Func[ChildParams, ChildOutput](Child)); err != nil {
+	if w.Child, err = workflow.Register(reg, ChildName, Child); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", ChildName, err)
 	}
 	parent := &ParentWorkflow{children: w.Child}
-	if w.Parent, err = workflow.Register(reg, ParentName, workflow.Workflow[ParentParams, ParentOutput](parent)); err != nil {
+	if w.Parent, err = workflow.Register(reg, ParentName, parent.Run); err != nil {
 		return nil, fmt.Errorf("registering %s: %w", ParentName, err)
 	}
 	return &w, nil

@@ -58,10 +58,9 @@ func TestAuthorizeHookNamespaceLimitBindsEveryRoute(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		workflow.MustRegister(h.Registry, "hello", workflow.Func[map[string]any, string](
-			func(ctx context.Context, ev workflow.Event[map[string]any], step workflow.Step) (string, error) {
-				return "hi", nil
-			}))
+		workflow.MustRegister(h.Registry, "hello", func(ctx context.Context, ev workflow.Event[map[string]any], step workflow.Step) (string, error) {
+			return "hi", nil
+		})
 		quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 		sched, err := schedule.New(&schedule.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, Logger: quiet})
 		require.NoError(t, err)

@@ -33,26 +33,24 @@ func benchmarkInvokeRoundTrip(b *testing.B, store db.Store) {
 	ctx := b.Context()
 	reg := workflow.NewRegistry()
 	done := make(chan time.Duration, 1)
-	workflow.MustRegister(reg, "child", workflow.Func[int, int](
-		func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-			return ev.Payload + 1, nil
-		}))
-	parent := workflow.MustRegister(reg, "parent", workflow.Func[int, int](
-		func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
-			start, err := workflow.Do(step, "start", func(context.Context) (int64, error) { return time.Now().UnixNano(), nil })
-			if err != nil {
-				return 0, err
-			}
-			n, err := workflow.Invoke[int](step, "child", workflow.InvokeOptions{Workflow: "child", Params: ev.Payload})
-			if err != nil {
-				return 0, err
-			}
-			_, err = workflow.Do(step, "end", func(context.Context) (int, error) {
-				done <- time.Duration(time.Now().UnixNano() - start)
-				return n, nil
-			})
-			return n, err
-		}))
+	workflow.MustRegister(reg, "child", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+		return ev.Payload + 1, nil
+	})
+	parent := workflow.MustRegister(reg, "parent", func(ctx context.Context, ev workflow.Event[int], step workflow.Step) (int, error) {
+		start, err := workflow.Do(step, "start", func(context.Context) (int64, error) { return time.Now().UnixNano(), nil })
+		if err != nil {
+			return 0, err
+		}
+		n, err := workflow.Invoke[int](step, "child", workflow.InvokeOptions{Workflow: "child", Params: ev.Payload})
+		if err != nil {
+			return 0, err
+		}
+		_, err = workflow.Do(step, "end", func(context.Context) (int, error) {
+			done <- time.Duration(time.Now().UnixNano() - start)
+			return n, nil
+		})
+		return n, err
+	})
 	local := dispatcher.NewLocal()
 	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
 	require.NoError(b, err)

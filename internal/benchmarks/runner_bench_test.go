@@ -57,18 +57,17 @@ func benchmarkWorkflows(b *testing.B, store db.Store, steps int) {
 
 	name := fmt.Sprintf("steps-%d", steps)
 	reg := workflow.NewRegistry()
-	wf := workflow.MustRegister(reg, name, workflow.Func[struct{}, int](
-		func(ctx context.Context, _ workflow.Event[struct{}], step workflow.Step) (int, error) {
-			sum := 0
-			for i := range steps {
-				n, err := workflow.Do(step, fmt.Sprintf("step-%d", i), func(context.Context) (int, error) { return i, nil })
-				if err != nil {
-					return 0, err
-				}
-				sum += n
+	wf := workflow.MustRegister(reg, name, func(ctx context.Context, _ workflow.Event[struct{}], step workflow.Step) (int, error) {
+		sum := 0
+		for i := range steps {
+			n, err := workflow.Do(step, fmt.Sprintf("step-%d", i), func(context.Context) (int, error) { return i, nil })
+			if err != nil {
+				return 0, err
 			}
-			return sum, nil
-		}))
+			sum += n
+		}
+		return sum, nil
+	})
 	local := dispatcher.NewLocal()
 	c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: local.Wake})
 	require.NoError(b, err)

@@ -126,65 +126,63 @@ func registerWorkflows(reg *workflow.Registry, ledgerPath string, names ...strin
 }
 
 func registerChaos(reg *workflow.Registry, ledgerPath string) {
-	workflow.MustRegister(reg, chaosWorkflow, workflow.Func[chaosParams, chaosOutput](
-		func(ctx context.Context, ev workflow.Event[chaosParams], step workflow.Step) (chaosOutput, error) {
-			p := ev.Payload
-			out := chaosOutput{Tokens: map[string]string{}}
-			do := func(i int, v int) (int, error) {
-				name := doSteps[i]
-				work := time.Duration(p.StepMillis[i]) * time.Millisecond
-				r, err := workflow.Do(step, name, func(ctx context.Context) (stepResult, error) {
-					return ledgered(ctx, ledgerPath, work, v)
-				})
-				if err != nil {
-					return 0, err
-				}
-				out.Tokens[name] = r.Token
-				return r.V, nil
-			}
-			v, err := do(0, p.N*10)
+	workflow.MustRegister(reg, chaosWorkflow, func(ctx context.Context, ev workflow.Event[chaosParams], step workflow.Step) (chaosOutput, error) {
+		p := ev.Payload
+		out := chaosOutput{Tokens: map[string]string{}}
+		do := func(i int, v int) (int, error) {
+			name := doSteps[i]
+			work := time.Duration(p.StepMillis[i]) * time.Millisecond
+			r, err := workflow.Do(step, name, func(ctx context.Context) (stepResult, error) {
+				return ledgered(ctx, ledgerPath, work, v)
+			})
 			if err != nil {
+				return 0, err
+			}
+			out.Tokens[name] = r.Token
+			return r.V, nil
+		}
+		v, err := do(0, p.N*10)
+		if err != nil {
+			return out, err
+		}
+		if v, err = do(1, v+1); err != nil {
+			return out, err
+		}
+		if err := step.Sleep("nap", time.Duration(p.NapMillis)*time.Millisecond); err != nil {
+			return out, err
+		}
+		e, err := workflow.WaitForEvent[goEvent](step, "go", workflow.WaitOptions{Type: eventType, Timeout: time.Hour})
+		if err != nil {
+			return out, err
+		}
+		if v, err = do(2, v+e.X); err != nil {
+			return out, err
+		}
+		for i := 3; i < len(doSteps); i++ {
+			if v, err = do(i, v+1); err != nil {
 				return out, err
 			}
-			if v, err = do(1, v+1); err != nil {
-				return out, err
-			}
-			if err := step.Sleep("nap", time.Duration(p.NapMillis)*time.Millisecond); err != nil {
-				return out, err
-			}
-			e, err := workflow.WaitForEvent[goEvent](step, "go", workflow.WaitOptions{Type: eventType, Timeout: time.Hour})
-			if err != nil {
-				return out, err
-			}
-			if v, err = do(2, v+e.X); err != nil {
-				return out, err
-			}
-			for i := 3; i < len(doSteps); i++ {
-				if v, err = do(i, v+1); err != nil {
-					return out, err
-				}
-			}
-			out.V = v
-			return out, nil
-		}))
+		}
+		out.V = v
+		return out, nil
+	})
 }
 
 func registerCrashLoop(reg *workflow.Registry, name, ledgerPath string) {
 	// crashloop's one step kills its own process on every attempt: the
 	// crash loop that must end in an error after a bounded number of lost
 	// leases instead of killing runners forever.
-	workflow.MustRegister(reg, name, workflow.Func[struct{}, int](
-		func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (int, error) {
-			return workflow.Do(step, "boom", func(ctx context.Context) (int, error) {
-				info, _ := workflow.StepInfoFromContext(ctx)
-				if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, newToken(), info.StartedAt); err != nil {
-					return 0, err
-				}
-				_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-				<-ctx.Done()
-				return 0, ctx.Err()
-			})
-		}))
+	workflow.MustRegister(reg, name, func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (int, error) {
+		return workflow.Do(step, "boom", func(ctx context.Context) (int, error) {
+			info, _ := workflow.StepInfoFromContext(ctx)
+			if err := appendLedger(ledgerPath, 'S', info.InstanceID, info.Step, newToken(), info.StartedAt); err != nil {
+				return 0, err
+			}
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			<-ctx.Done()
+			return 0, ctx.Err()
+		})
+	})
 }
 
 // ledgered is the body of every chaos step: it records its start in the

@@ -101,109 +101,104 @@ type slowOutput struct {
 // record what runs in the side-effect log at logPath.
 func register(reg *workflow.Registry, logPath string) {
 	// sleeper: step a, a sleep of napFor, step b.
-	workflow.MustRegister(reg, sleeperWorkflow, workflow.Func[params, sleeperOutput](
-		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (sleeperOutput, error) {
-			a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
-				return ev.Payload.N * 10, nil
-			}))
-			if err != nil {
-				return sleeperOutput{}, err
-			}
-			if err := step.Sleep("nap", napFor); err != nil {
-				return sleeperOutput{}, err
-			}
-			b, err := workflow.Do(step, "b", recorded(logPath, func(context.Context) (int, error) {
-				return a + 1, nil
-			}))
-			if err != nil {
-				return sleeperOutput{}, err
-			}
-			return sleeperOutput{A: a, B: b}, nil
+	workflow.MustRegister(reg, sleeperWorkflow, func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (sleeperOutput, error) {
+		a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
+			return ev.Payload.N * 10, nil
 		}))
+		if err != nil {
+			return sleeperOutput{}, err
+		}
+		if err := step.Sleep("nap", napFor); err != nil {
+			return sleeperOutput{}, err
+		}
+		b, err := workflow.Do(step, "b", recorded(logPath, func(context.Context) (int, error) {
+			return a + 1, nil
+		}))
+		if err != nil {
+			return sleeperOutput{}, err
+		}
+		return sleeperOutput{A: a, B: b}, nil
+	})
 
 	// slow: step a, step slow, whose first start blocks for slowBlock while
 	// any later start returns at once, and step c.
-	workflow.MustRegister(reg, slowWorkflow, workflow.Func[params, slowOutput](
-		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (slowOutput, error) {
-			a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
-				return ev.Payload.N * 10, nil
-			}))
-			if err != nil {
-				return slowOutput{}, err
-			}
-			slow, err := workflow.Do(step, "slow", recorded(logPath, func(ctx context.Context) (int, error) {
-				if err := blockFirstStart(ctx, logPath); err != nil {
-					return 0, err
-				}
-				return a + 1, nil
-			}))
-			if err != nil {
-				return slowOutput{}, err
-			}
-			c, err := workflow.Do(step, "c", recorded(logPath, func(context.Context) (int, error) {
-				return slow + 1, nil
-			}))
-			if err != nil {
-				return slowOutput{}, err
-			}
-			return slowOutput{A: a, Slow: slow, C: c}, nil
+	workflow.MustRegister(reg, slowWorkflow, func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (slowOutput, error) {
+		a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
+			return ev.Payload.N * 10, nil
 		}))
+		if err != nil {
+			return slowOutput{}, err
+		}
+		slow, err := workflow.Do(step, "slow", recorded(logPath, func(ctx context.Context) (int, error) {
+			if err := blockFirstStart(ctx, logPath); err != nil {
+				return 0, err
+			}
+			return a + 1, nil
+		}))
+		if err != nil {
+			return slowOutput{}, err
+		}
+		c, err := workflow.Do(step, "c", recorded(logPath, func(context.Context) (int, error) {
+			return slow + 1, nil
+		}))
+		if err != nil {
+			return slowOutput{}, err
+		}
+		return slowOutput{A: a, Slow: slow, C: c}, nil
+	})
 
 	// saga: steps s1 to s5, each undone by a compensation. Step s4 fails
 	// for good, so the compensations of s3, s2 and s1 run, in that order;
 	// the first start of s2's blocks for slowBlock.
-	workflow.MustRegister(reg, sagaWorkflow, workflow.Func[params, int](
-		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (int, error) {
-			for i := 1; i <= 5; i++ {
-				_, err := workflow.DoWithCompensation(step, fmt.Sprintf("s%d", i),
-					recorded(logPath, func(context.Context) (int, error) {
-						if i == 4 {
-							return 0, workflow.NonRetryable(errors.New("s4 failed for good"))
-						}
-						return ev.Payload.N*10 + i, nil
-					}),
-					recordedUndo(logPath, func(ctx context.Context, _ int) error {
-						if i == 2 {
-							return blockFirstStart(ctx, logPath)
-						}
-						return nil
-					}))
-				if err != nil {
-					return 0, err
-				}
+	workflow.MustRegister(reg, sagaWorkflow, func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (int, error) {
+		for i := 1; i <= 5; i++ {
+			_, err := workflow.DoWithCompensation(step, fmt.Sprintf("s%d", i),
+				recorded(logPath, func(context.Context) (int, error) {
+					if i == 4 {
+						return 0, workflow.NonRetryable(errors.New("s4 failed for good"))
+					}
+					return ev.Payload.N*10 + i, nil
+				}),
+				recordedUndo(logPath, func(ctx context.Context, _ int) error {
+					if i == 2 {
+						return blockFirstStart(ctx, logPath)
+					}
+					return nil
+				}))
+			if err != nil {
+				return 0, err
 			}
-			return 0, errors.New("unreachable: s4 fails")
-		}))
+		}
+		return 0, errors.New("unreachable: s4 fails")
+	})
 
 	// parent: step a, then an Invoke of kid, then step b on the child's
 	// output.
-	workflow.MustRegister(reg, parentWorkflow, workflow.Func[params, parentOutput](
-		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (parentOutput, error) {
-			a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
-				return ev.Payload.N * 10, nil
-			}))
-			if err != nil {
-				return parentOutput{}, err
-			}
-			kid, err := workflow.Invoke[int](step, "kid", workflow.InvokeOptions{Workflow: kidWorkflow, Params: params{N: a}})
-			if err != nil {
-				return parentOutput{}, err
-			}
-			b, err := workflow.Do(step, "b", recorded(logPath, func(context.Context) (int, error) {
-				return kid + 1, nil
-			}))
-			if err != nil {
-				return parentOutput{}, err
-			}
-			return parentOutput{A: a, Kid: kid, B: b}, nil
+	workflow.MustRegister(reg, parentWorkflow, func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (parentOutput, error) {
+		a, err := workflow.Do(step, "a", recorded(logPath, func(context.Context) (int, error) {
+			return ev.Payload.N * 10, nil
 		}))
+		if err != nil {
+			return parentOutput{}, err
+		}
+		kid, err := workflow.Invoke[int](step, "kid", workflow.InvokeOptions{Workflow: kidWorkflow, Params: params{N: a}})
+		if err != nil {
+			return parentOutput{}, err
+		}
+		b, err := workflow.Do(step, "b", recorded(logPath, func(context.Context) (int, error) {
+			return kid + 1, nil
+		}))
+		if err != nil {
+			return parentOutput{}, err
+		}
+		return parentOutput{A: a, Kid: kid, B: b}, nil
+	})
 	// kid: one step, k, on the parent's number.
-	workflow.MustRegister(reg, kidWorkflow, workflow.Func[params, int](
-		func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (int, error) {
-			return workflow.Do(step, "k", recorded(logPath, func(context.Context) (int, error) {
-				return ev.Payload.N * 10, nil
-			}))
+	workflow.MustRegister(reg, kidWorkflow, func(ctx context.Context, ev workflow.Event[params], step workflow.Step) (int, error) {
+		return workflow.Do(step, "k", recorded(logPath, func(context.Context) (int, error) {
+			return ev.Payload.N * 10, nil
 		}))
+	})
 }
 
 type parentOutput struct {

@@ -15,7 +15,7 @@ import (
 func TestLookup(t *testing.T) {
 	t.Parallel()
 	reg := workflow.NewRegistry()
-	noop := workflow.Func[any, any](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil })
+	noop := func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return nil, nil }
 	workflow.MustRegister(reg, "alpha", noop)
 
 	r, ok := wfcore.Lookup(reg, "alpha")
@@ -31,10 +31,9 @@ func TestRunnableDecodesParamsAndEncodesOutput(t *testing.T) {
 	t.Parallel()
 	reg := workflow.NewRegistry()
 	type in struct{ N int }
-	workflow.MustRegister(reg, "double", workflow.Func[in, map[string]int](
-		func(ctx context.Context, ev workflow.Event[in], step workflow.Step) (map[string]int, error) {
-			return map[string]int{"n": ev.Payload.N * 2, "run": ev.RunNumber}, nil
-		}))
+	workflow.MustRegister(reg, "double", func(ctx context.Context, ev workflow.Event[in], step workflow.Step) (map[string]int, error) {
+		return map[string]int{"n": ev.Payload.N * 2, "run": ev.RunNumber}, nil
+	})
 	r, _ := wfcore.Lookup(reg, "double")
 	out, err := r.Execute(context.Background(), wfcore.RawEvent{Payload: []byte(`{"N":21}`), RunNumber: 1}, nil)
 	require.NoError(t, err)
@@ -85,7 +84,7 @@ func (s stubRunnable) Execute(context.Context, wfcore.RawEvent, any) (json.RawMe
 func TestOverride(t *testing.T) {
 	t.Parallel()
 	reg := workflow.NewRegistry()
-	noop := workflow.Func[any, any](func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return "real", nil })
+	noop := func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (any, error) { return "real", nil }
 	workflow.MustRegister(reg, "alpha", noop, workflow.WithQueue("emails"))
 
 	wfcore.Override(reg, "alpha", stubRunnable{name: "alpha"})

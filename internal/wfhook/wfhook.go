@@ -36,7 +36,7 @@ type Runnable interface {
 
 // ParamsChecker is a Runnable that can check an instance's params before
 // it runs: CheckParams decodes them as Execute would and returns the
-// decoder's error. Go workflows (workflow.Func and the like) implement it.
+// decoder's error. Go workflows (the functions workflow.Register takes) implement it.
 type ParamsChecker interface {
 	CheckParams(params json.RawMessage) error
 }

@@ -201,13 +201,13 @@ func Register(reg *workflow.Registry, cfg *Config) (*Workflows, error) {
 		return nil, fmt.Errorf("billing: ChargeRetries: %w", err)
 	}
 
-	receipt, err := workflow.Register(reg, ReceiptName, workflow.Workflow[ReceiptParams, Receipt](&ReceiptWorkflow{sender: c.Receipts}))
+	receipt, err := workflow.Register(reg, ReceiptName, (&ReceiptWorkflow{sender: c.Receipts}).Run)
 	if err != nil {
 		return nil, fmt.Errorf("registering %s: %w", ReceiptName, err)
 	}
-	billing, err := workflow.Register(reg, BillingName, workflow.Workflow[Params, Output](&BillingWorkflow{
+	billing, err := workflow.Register(reg, BillingName, (&BillingWorkflow{
 		payments: c.Payments, retries: *c.ChargeRetries, approvalTimeout: c.ApprovalTimeout, receipts: receipt,
-	}))
+	}).Run)
 	if err != nil {
 		return nil, fmt.Errorf("registering %s: %w", BillingName, err)
 	}

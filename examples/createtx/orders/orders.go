@@ -27,10 +27,9 @@ type Order struct {
 // Register registers the workflow that fulfils an order; ship is its one
 // step.
 func Register(reg *workflow.Registry, ship func(ctx context.Context, o Order) (string, error)) (*workflow.Binding[Order, string], error) {
-	return workflow.Register(reg, Name, workflow.Func[Order, string](
-		func(ctx context.Context, ev workflow.Event[Order], step workflow.Step) (string, error) {
-			return workflow.Do(step, "ship", func(ctx context.Context) (string, error) { return ship(ctx, ev.Payload) })
-		}))
+	return workflow.Register(reg, Name, func(ctx context.Context, ev workflow.Event[Order], step workflow.Step) (string, error) {
+		return workflow.Do(step, "ship", func(ctx context.Context) (string, error) { return ship(ctx, ev.Payload) })
+	})
 }
 
 // Service places orders in the store's database.

@@ -98,29 +98,27 @@ type Bindings struct {
 func Register(reg *workflow.Registry, svc Services) (*Bindings, error) {
 	var b Bindings
 	var err error
-	b.Reserve, err = workflow.Register(reg, ReserveName, workflow.Func[Line, Reservation](
-		func(ctx context.Context, ev workflow.Event[Line], step workflow.Step) (Reservation, error) {
-			id, err := workflow.Do(step, "reserve", func(ctx context.Context) (string, error) {
-				return svc.Reserve(ctx, ev.InstanceID, ev.Payload.SKU, ev.Payload.Qty)
-			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3, NonRetryable: []string{"OutOfStock"}}))
-			if err != nil {
-				return Reservation{}, err
-			}
-			return Reservation{SKU: ev.Payload.SKU, Qty: ev.Payload.Qty, ID: id}, nil
-		}))
+	b.Reserve, err = workflow.Register(reg, ReserveName, func(ctx context.Context, ev workflow.Event[Line], step workflow.Step) (Reservation, error) {
+		id, err := workflow.Do(step, "reserve", func(ctx context.Context) (string, error) {
+			return svc.Reserve(ctx, ev.InstanceID, ev.Payload.SKU, ev.Payload.Qty)
+		}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3, NonRetryable: []string{"OutOfStock"}}))
+		if err != nil {
+			return Reservation{}, err
+		}
+		return Reservation{SKU: ev.Payload.SKU, Qty: ev.Payload.Qty, ID: id}, nil
+	})
 	if err != nil {
 		return nil, err
 	}
-	b.Charge, err = workflow.Register(reg, ChargeName, workflow.Func[Payment, string](
-		func(ctx context.Context, ev workflow.Event[Payment], step workflow.Step) (string, error) {
-			return workflow.Do(step, "charge", func(ctx context.Context) (string, error) {
-				return svc.Charge(ctx, ev.InstanceID, ev.Payload)
-			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3}))
-		}))
+	b.Charge, err = workflow.Register(reg, ChargeName, func(ctx context.Context, ev workflow.Event[Payment], step workflow.Step) (string, error) {
+		return workflow.Do(step, "charge", func(ctx context.Context) (string, error) {
+			return svc.Charge(ctx, ev.InstanceID, ev.Payload)
+		}, workflow.WithRetries(workflow.RetryPolicy{Limit: 3}))
+	})
 	if err != nil {
 		return nil, err
 	}
-	b.Order, err = workflow.Register(reg, OrderName, workflow.Func[Order, Summary](order))
+	b.Order, err = workflow.Register(reg, OrderName, order)
 	if err != nil {
 		return nil, err
 	}

@@ -113,7 +113,7 @@ func Register(reg *workflow.Registry, cfg *Config) (*Workflows, error) {
 	if w.retries == nil {
 		w.retries = &workflow.RetryPolicy{Limit: 3, Delay: 5 * time.Second, Backoff: workflow.BackoffExponential}
 	}
-	b, err := workflow.Register(reg, Name, workflow.Workflow[Params, Output](w))
+	b, err := workflow.Register(reg, Name, w.Run)
 	if err != nil {
 		return nil, fmt.Errorf("registering %s: %w", Name, err)
 	}

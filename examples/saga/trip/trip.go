@@ -46,28 +46,27 @@ type Bookings interface {
 
 // Register registers the trip workflow, booking through svc.
 func Register(reg *workflow.Registry, svc Bookings) (*workflow.Binding[Params, Itinerary], error) {
-	return workflow.Register(reg, Name, workflow.Func[Params, Itinerary](
-		func(ctx context.Context, ev workflow.Event[Params], step workflow.Step) (Itinerary, error) {
-			var it Itinerary
-			for _, leg := range []struct {
-				kind string
-				dst  *Booking
-			}{{"flight", &it.Flight}, {"hotel", &it.Hotel}, {"car", &it.Car}} {
-				b, err := workflow.DoWithCompensation(step, "book "+leg.kind,
-					func(ctx context.Context) (Booking, error) {
-						return svc.Book(ctx, leg.kind, fmt.Sprintf("%s/%s", ev.InstanceID, leg.kind), ev.Payload)
-					},
-					func(ctx context.Context, b Booking) error { return svc.Cancel(ctx, b) },
-					workflow.WithRetries(workflow.RetryPolicy{Limit: 2, NonRetryable: []string{"SoldOut"}}),
-					workflow.CompensationOptions(workflow.WithRetries(workflow.RetryPolicy{Limit: 10})),
-				)
-				if err != nil {
-					return Itinerary{}, err
-				}
-				*leg.dst = b
+	return workflow.Register(reg, Name, func(ctx context.Context, ev workflow.Event[Params], step workflow.Step) (Itinerary, error) {
+		var it Itinerary
+		for _, leg := range []struct {
+			kind string
+			dst  *Booking
+		}{{"flight", &it.Flight}, {"hotel", &it.Hotel}, {"car", &it.Car}} {
+			b, err := workflow.DoWithCompensation(step, "book "+leg.kind,
+				func(ctx context.Context) (Booking, error) {
+					return svc.Book(ctx, leg.kind, fmt.Sprintf("%s/%s", ev.InstanceID, leg.kind), ev.Payload)
+				},
+				func(ctx context.Context, b Booking) error { return svc.Cancel(ctx, b) },
+				workflow.WithRetries(workflow.RetryPolicy{Limit: 2, NonRetryable: []string{"SoldOut"}}),
+				workflow.CompensationOptions(workflow.WithRetries(workflow.RetryPolicy{Limit: 10})),
+			)
+			if err != nil {
+				return Itinerary{}, err
 			}
-			return it, nil
-		}))
+			*leg.dst = b
+		}
+		return it, nil
+	})
 }
 
 // SoldOutError is the error of a booking that cannot be made: it fails the

@@ -79,17 +79,17 @@ type hostConfig struct {
 	eventRetention   time.Duration
 	logFormat        string
 	logLevel         string
-	metricsOnAPI     bool   // serve: /metrics on the API address
+	metricsOnAPI     bool   // dev, serve: /metrics on the API address
 	metricsAddr      string // a listen address of its own for /metrics; "" for none
 	console          bool   // dev, serve: the web console at /ui
 	secureCookies    bool   // dev, serve: the console's cookies always Secure
 	trustedProxies   []string
 }
 
-// addMetricsFlags adds --metrics-addr (with its default) and, when onAPI,
+// addMetricsFlags adds --metrics-addr and, when onAPI (dev, serve),
 // --metrics, which serves /metrics on the API address.
-func addMetricsFlags(fs *pflag.FlagSet, c *hostConfig, def string, onAPI bool) {
-	fs.StringVar(&c.metricsAddr, "metrics-addr", def, `serve the Prometheus metrics at /metrics on this listen address of their own ("" for none); tokens need the metrics scope, and without tokens only loopback addresses are allowed`)
+func addMetricsFlags(fs *pflag.FlagSet, c *hostConfig, onAPI bool) {
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", `serve the Prometheus metrics at /metrics on this listen address of their own ("" for none); tokens need the metrics scope, and without tokens only loopback addresses are allowed`)
 	bindEnv(fs, "metrics-addr", "DURAFLOW_METRICS_ADDR")
 	if onAPI {
 		fs.BoolVar(&c.metricsOnAPI, "metrics", true, "serve the Prometheus metrics at /metrics on the API address (tokens need the metrics scope; --metrics=false to turn it off)")
@@ -672,8 +672,9 @@ func (h *host) tickFunc(run httpapi.TickFunc) httpapi.TickFunc {
 	}
 }
 
-// metricsWhere says where /metrics is served, for the start log.
-func (h *host) metricsWhere() string {
+// metricsURLs are the URLs of /metrics: on the API address (--metrics)
+// and on an address of its own (--metrics-addr).
+func (h *host) metricsURLs() []string {
 	var where []string
 	if h.metrics != nil && h.cfg.metricsOnAPI && h.url != "" {
 		where = append(where, h.url+"/metrics")
@@ -681,10 +682,15 @@ func (h *host) metricsWhere() string {
 	if h.metricsURL != "" {
 		where = append(where, h.metricsURL)
 	}
-	if len(where) == 0 {
-		return "off"
+	return where
+}
+
+// metricsWhere says where /metrics is served, for the start log.
+func (h *host) metricsWhere() string {
+	if where := h.metricsURLs(); len(where) > 0 {
+		return strings.Join(where, ",")
 	}
-	return strings.Join(where, ",")
+	return "off"
 }
 
 // apiHandler is the API's handler, with GET /metrics beside it when the

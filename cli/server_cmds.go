@@ -15,10 +15,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// DefaultDevMetricsAddr is where duraflow dev serves /metrics unless
-// --metrics-addr says otherwise.
-const DefaultDevMetricsAddr = "127.0.0.1:9464"
-
 func newDevCommand(o *Options) *cobra.Command {
 	cfg := &hostConfig{runner: true}
 	cmd := &cobra.Command{
@@ -42,7 +38,9 @@ applied.
 
 dev serves the web console at http://127.0.0.1:8080/ui (--console=false
 turns it off; see docs/console.md) and the Prometheus metrics at
-http://127.0.0.1:9464/metrics (--metrics-addr; "" turns them off). See
+http://127.0.0.1:8080/metrics, on the API address, so that dev servers on
+other --addr ports each serve their own (--metrics=false turns them off;
+--metrics-addr serves them on an address of their own too). See
 docs/metrics.md.
 
 dev logs on standard error, at warn by default: each failed step attempt
@@ -74,7 +72,7 @@ instances created, completed and errored and of the retries.`,
 	addHTTPFlags(fs, cfg)
 	addRunnerFlags(fs, cfg)
 	addDevFlowFlags(fs, cfg)
-	addMetricsFlags(fs, cfg, DefaultDevMetricsAddr, false)
+	addMetricsFlags(fs, cfg, true)
 	addLogFlags(fs, cfg, "warn")
 	fs.Var(newDurationValue(&cfg.activityInterval, 10*time.Second), "activity-interval", `how often to log a one-line summary of the activity (instances created, completed and errored, step retries), only when there was some; 0 turns it off`)
 	bindEnv(fs, "activity-interval", "DURAFLOW_ACTIVITY_INTERVAL")
@@ -112,8 +110,8 @@ func printDevBanner(w io.Writer, name string, h *host) {
 	if u := h.consoleURL(); u != "" {
 		fmt.Fprintf(w, "Web console: %s\n", u)
 	}
-	if h.metricsURL != "" {
-		fmt.Fprintf(w, "Prometheus metrics: %s\n", h.metricsURL)
+	for _, u := range h.metricsURLs() {
+		fmt.Fprintf(w, "Prometheus metrics: %s\n", u)
 	}
 	printDevFlows(w, h)
 	if len(names) == 0 {
@@ -190,7 +188,7 @@ docs/metrics.md).`,
 	fs.BoolVar(&cfg.runner, "runner", true, "run workflows in this process (--runner=false serves the API only)")
 	bindEnv(fs, "runner", "DURAFLOW_RUNNER")
 	addRunnerFlags(fs, cfg)
-	addMetricsFlags(fs, cfg, "", true)
+	addMetricsFlags(fs, cfg, true)
 	addLogFlags(fs, cfg, "info")
 	return cmd
 }
@@ -216,7 +214,7 @@ other than loopback (see docs/metrics.md).`,
 	fs := cmd.Flags()
 	addDatabaseFlags(fs, cfg, "./duraflow.db")
 	addRunnerFlags(fs, cfg)
-	addMetricsFlags(fs, cfg, "", false)
+	addMetricsFlags(fs, cfg, false)
 	addMetricsTokenFlag(fs, cfg)
 	addLogFlags(fs, cfg, "info")
 	return cmd

@@ -43,6 +43,9 @@ other --addr ports each serve their own (--metrics=false turns them off;
 --metrics-addr serves them on an address of their own too). See
 docs/metrics.md.
 
+--max-payload-bytes, --max-steps-per-run and --max-batch-size raise or
+lower the engine's limits (see docs/limits.md), as on serve and worker.
+
 dev logs on standard error, at warn by default: each failed step attempt
 that is retried, each step that fails for good and each instance that
 errors, with its workflow, instance, step, attempt and error; and every
@@ -71,6 +74,7 @@ instances created, completed and errored and of the retries.`,
 	addDatabaseFlags(fs, cfg, "./duraflow.db")
 	addHTTPFlags(fs, cfg)
 	addRunnerFlags(fs, cfg)
+	addEngineLimitFlags(fs, cfg)
 	addDevFlowFlags(fs, cfg)
 	addMetricsFlags(fs, cfg, true)
 	addLogFlags(fs, cfg, "warn")
@@ -176,7 +180,11 @@ same tokens and scopes as the API (--console=false turns it off; see
 docs/console.md), and the Prometheus metrics at /metrics on the API address
 (--metrics=false turns it off), and with --metrics-addr on an address of
 their own; with tokens, a scrape needs the metrics scope (see
-docs/metrics.md).`,
+docs/metrics.md).
+
+--max-payload-bytes, --max-steps-per-run and --max-batch-size raise or
+lower the engine's limits (see docs/limits.md); give every serve and
+worker process of a deployment the same.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, true)
@@ -188,6 +196,7 @@ docs/metrics.md).`,
 	fs.BoolVar(&cfg.runner, "runner", true, "run workflows in this process (--runner=false serves the API only)")
 	bindEnv(fs, "runner", "DURAFLOW_RUNNER")
 	addRunnerFlags(fs, cfg)
+	addEngineLimitFlags(fs, cfg)
 	addMetricsFlags(fs, cfg, true)
 	addLogFlags(fs, cfg, "info")
 	return cmd
@@ -205,7 +214,11 @@ duraflow workers drain (or POST /workers/:id/drain), seen at the worker's next
 heartbeat, drains it the same way, and the process then exits with status 0.
 With --metrics-addr it serves the Prometheus metrics at /metrics there; with
 --token a scrape needs a token with the metrics scope, and the address may be
-other than loopback (see docs/metrics.md).`,
+other than loopback (see docs/metrics.md).
+
+--max-payload-bytes, --max-steps-per-run and --max-batch-size raise or
+lower the engine's limits (see docs/limits.md); give every serve and
+worker process of a deployment the same.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, false)
@@ -214,6 +227,7 @@ other than loopback (see docs/metrics.md).`,
 	fs := cmd.Flags()
 	addDatabaseFlags(fs, cfg, "./duraflow.db")
 	addRunnerFlags(fs, cfg)
+	addEngineLimitFlags(fs, cfg)
 	addMetricsFlags(fs, cfg, false)
 	addMetricsTokenFlag(fs, cfg)
 	addLogFlags(fs, cfg, "info")

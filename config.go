@@ -70,16 +70,27 @@ type Config struct {
 	//
 	// Defaults to RunBackground.
 	RunMode RunMode
+	// EngineLimits raise or lower the engine's limits for the host's
+	// client, runner, scheduler and flows: the size of a payload, the
+	// steps of a run, the instances of a batch (see workflow.EngineLimits;
+	// a workflow registered with workflow.WithMaxStepsPerRun has its own
+	// bound on its steps). New refuses a setting outside its range. The
+	// hosts of one deployment should share them.
+	//
+	// Defaults to workflow.DefaultEngineLimits(): 1 MiB payloads, 1024
+	// steps per run, 100 instances a batch.
+	EngineLimits workflow.EngineLimits
 	// Runner tunes the runner (concurrency, leases, polling, group commit,
 	// eager start): see runner.Config. Its Store, Registry, Clock, Logger,
-	// WakeFunc and RecordHooks are the host's and must be left empty. With
-	// RunNone it must be nil.
+	// WakeFunc, RecordHooks and EngineLimits are the host's and must be
+	// left empty. With RunNone it must be nil.
 	//
 	// Defaults to runner.Config's defaults.
 	Runner *runner.Config
 	// Scheduler tunes the scheduler (PollInterval, BatchSize): see
 	// schedule.Config. Its Store, Registry, Clock, Logger, WakeFunc,
-	// RecordHooks and ResolveFunc are the host's and must be left empty.
+	// RecordHooks, ResolveFunc and EngineLimits are the host's and must be
+	// left empty.
 	//
 	// Defaults to schedule.Config's defaults.
 	Scheduler *schedule.Config
@@ -101,7 +112,8 @@ type Config struct {
 	// flows are registered in Registry beside the Go workflows, new
 	// instances are pinned to a flow version, and Start loads the stored
 	// flows and keeps refreshing them. Its Store, Registry, Clock, Logger and
-	// WakeFunc are the host's and must be left empty.
+	// WakeFunc are the host's and must be left empty; its MaxStepsPerRun
+	// defaults to EngineLimits.MaxStepsPerRun.
 	//
 	// Defaults to nil: no flows.
 	Flows *flow.Config
@@ -162,6 +174,12 @@ func (c *Config) validate() error {
 	if c.Registry == nil {
 		errs = append(errs, errors.New("Config.Registry is required"))
 	}
+	if err := c.EngineLimits.Validate(); err != nil {
+		// One error a setting, each named as a field of Config.
+		for _, e := range err.(interface{ Unwrap() []error }).Unwrap() {
+			errs = append(errs, fmt.Errorf("Config.%w", e))
+		}
+	}
 	switch c.RunMode {
 	case RunBackground, RunOnDemand:
 	case RunNone:
@@ -175,6 +193,7 @@ func (c *Config) validate() error {
 		errs = append(errs, hostOwned("Config.Runner", map[string]bool{
 			"Store": r.Store != nil, "Registry": r.Registry != nil, "Clock": r.Clock != nil,
 			"Logger": r.Logger != nil, "WakeFunc": r.WakeFunc != nil, "RecordHooks": r.RecordHooks,
+			"EngineLimits": r.EngineLimits != workflow.EngineLimits{},
 		})...)
 	}
 	if s := c.Scheduler; s != nil {
@@ -184,7 +203,7 @@ func (c *Config) validate() error {
 		errs = append(errs, hostOwned("Config.Scheduler", map[string]bool{
 			"Store": s.Store != nil, "Registry": s.Registry != nil, "Clock": s.Clock != nil,
 			"Logger": s.Logger != nil, "WakeFunc": s.WakeFunc != nil, "RecordHooks": s.RecordHooks,
-			"ResolveFunc": s.ResolveFunc != nil,
+			"ResolveFunc": s.ResolveFunc != nil, "EngineLimits": s.EngineLimits != workflow.EngineLimits{},
 		})...)
 	}
 	if h := c.Hooks; h != nil {
@@ -211,7 +230,7 @@ func (c *Config) validate() error {
 }
 
 // hostFields are the names hostOwned checks, in the order it reports them.
-var hostFields = []string{"Store", "Registry", "Clock", "Logger", "WakeFunc", "RecordHooks", "ResolveFunc"}
+var hostFields = []string{"Store", "Registry", "Clock", "Logger", "WakeFunc", "RecordHooks", "ResolveFunc", "EngineLimits"}
 
 // hostOwned reports each field of a sub-configuration that is set although
 // the host sets it.
@@ -222,8 +241,11 @@ func hostOwned(section string, set map[string]bool) []error {
 			continue
 		}
 		why := "the host sets it"
-		if name == "RecordHooks" {
+		switch name {
+		case "RecordHooks":
 			why = "hook entries are recorded when Config.Hooks is set"
+		case "EngineLimits":
+			why = "the host sets it from Config.EngineLimits"
 		}
 		errs = append(errs, fmt.Errorf("%s.%s must be left empty: %s", section, name, why))
 	}

@@ -1,6 +1,7 @@
 package duraflow
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -70,6 +71,7 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	}
 	h := &Host{cfg: *cfg, store: store}
 	recordHooks := cfg.Hooks != nil
+	limits := cfg.EngineLimits.WithDefaults()
 	if ls := h.lifecycleStore(); ls != nil {
 		ls.LifecycleLogSet(!cfg.DisableLifecycleLog)
 	}
@@ -86,6 +88,7 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	if cfg.Flows != nil {
 		fc := *cfg.Flows
 		fc.Store, fc.Registry, fc.Clock, fc.Logger, fc.WakeFunc = store, cfg.Registry, cfg.Clock, cfg.Logger, h.wake
+		fc.MaxStepsPerRun = cmp.Or(fc.MaxStepsPerRun, limits.MaxStepsPerRun)
 		f, err := flow.New(&fc)
 		if err != nil {
 			return nil, fmt.Errorf("duraflow: building the flow registry: %w", err)
@@ -98,7 +101,7 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 			rc = *cfg.Runner
 		}
 		rc.Store, rc.Registry, rc.Clock, rc.Logger = store, cfg.Registry, cfg.Clock, cfg.Logger
-		rc.WakeFunc, rc.RecordHooks = h.wake, recordHooks
+		rc.WakeFunc, rc.RecordHooks, rc.EngineLimits = h.wake, recordHooks, limits
 		if cfg.Observer != nil {
 			rc.Observer = cfg.Observer
 		}
@@ -114,6 +117,7 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 	}
 	cc := &client.Config{
 		Store: store, Registry: cfg.Registry, Clock: cfg.Clock, WakeFunc: h.wake, RecordHooks: recordHooks,
+		EngineLimits: limits,
 	}
 	if cfg.Observer != nil {
 		cc.Observer = cfg.Observer
@@ -144,7 +148,7 @@ func New(store db.Store, cfg *Config) (*Host, error) {
 			sc = *cfg.Scheduler
 		}
 		sc.Store, sc.Registry, sc.Clock, sc.Logger = store, cfg.Registry, cfg.Clock, cfg.Logger
-		sc.WakeFunc, sc.RecordHooks = h.wake, recordHooks
+		sc.WakeFunc, sc.RecordHooks, sc.EngineLimits = h.wake, recordHooks, limits
 		sc.LimitsFunc = c.LimitSpecs
 		if h.flows != nil {
 			sc.ResolveFunc = h.flows.Resolve

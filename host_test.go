@@ -267,6 +267,25 @@ func TestNewReportsConfigErrors(t *testing.T) {
 			&duraflow.Config{Registry: reg, Hooks: &hook.Config{Store: store}, Flows: &flow.Config{Logger: quietLogger}},
 			[]string{"Config.Hooks.OnWorkflowEnqueued is required", "Config.Hooks.Store must be left empty", "Config.Flows.Logger must be left empty"},
 		},
+		{
+			"engine limits out of range", store,
+			&duraflow.Config{Registry: reg, EngineLimits: workflow.EngineLimits{MaxStepsPerRun: 200_000, MaxPayloadBytes: 10}},
+			[]string{
+				"Config.EngineLimits.MaxPayloadBytes 10 must be between 1024 and 67108864",
+				"Config.EngineLimits.MaxStepsPerRun 200000 must be between 1 and 100000",
+			},
+		},
+		{
+			"engine limits in the parts' configs", store,
+			&duraflow.Config{
+				Registry: reg, Runner: &runner.Config{EngineLimits: workflow.EngineLimits{MaxStepsPerRun: 5}},
+				Scheduler: &schedule.Config{EngineLimits: workflow.EngineLimits{MaxPayloadBytes: 5000}},
+			},
+			[]string{
+				"Config.Runner.EngineLimits must be left empty: the host sets it from Config.EngineLimits",
+				"Config.Scheduler.EngineLimits must be left empty: the host sets it from Config.EngineLimits",
+			},
+		},
 		{"runner without running", store, &duraflow.Config{Registry: reg, RunMode: duraflow.RunNone, Runner: &runner.Config{}}, []string{"RunMode is RunNone"}},
 		{"unknown run mode", store, &duraflow.Config{Registry: reg, RunMode: 7}, []string{"Config.RunMode 7 is unknown"}},
 		{
@@ -292,6 +311,20 @@ func TestNewReportsConfigErrors(t *testing.T) {
 			require.True(t, strings.HasPrefix(err.Error(), "duraflow: "), err.Error())
 		})
 	}
+}
+
+// TestNewEngineLimits: the host's EngineLimits are its client's, and a
+// zero one is the engine's defaults.
+func TestNewEngineLimits(t *testing.T) {
+	t.Parallel()
+	store := testharness.SQLiteMemory.NewStore(t)
+	h, err := duraflow.New(store, &duraflow.Config{Registry: workflow.NewRegistry(), Logger: quietLogger})
+	require.NoError(t, err)
+	require.Equal(t, workflow.DefaultEngineLimits(), h.Client().EngineLimits())
+	h, err = duraflow.New(store, &duraflow.Config{Registry: workflow.NewRegistry(), Logger: quietLogger,
+		EngineLimits: workflow.EngineLimits{MaxPayloadBytes: 8 << 20, MaxBatchSize: 500}})
+	require.NoError(t, err)
+	require.Equal(t, workflow.EngineLimits{MaxPayloadBytes: 8 << 20, MaxStepsPerRun: 1024, MaxBatchSize: 500}, h.Client().EngineLimits())
 }
 
 // TestStopLeavesNoGoroutine runs alone (not in parallel), so the process's

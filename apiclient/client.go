@@ -127,8 +127,9 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	return out.Info(), nil
 }
 
-// CreateBatch creates up to workflow.MaxBatchSize instances and returns those
-// it created; existing ids are skipped (POST /workflows/:name/instances/batch).
+// CreateBatch creates up to the server's batch limit (workflow.MaxBatchSize,
+// 100, by default) instances and returns those it created; existing ids
+// are skipped (POST /workflows/:name/instances/batch).
 func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, error) {
 	if workflowName == "" {
 		return nil, fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)

@@ -79,7 +79,8 @@ func (r *CreateRequest) DeadlineTime() time.Time {
 }
 
 // CreateBatchRequest is the body of POST /workflows/:name/instances/batch:
-// 1 to workflow.MaxBatchSize instances, all validated before any is written.
+// 1 to the server's batch limit (workflow.MaxBatchSize, 100, by default)
+// instances, all validated before any is written.
 type CreateBatchRequest struct {
 	Instances []CreateRequest `json:"instances"`
 }

@@ -413,7 +413,9 @@ func readJSONArg(flag, v string, in io.Reader) (json.RawMessage, error) {
 	case v == "":
 		return nil, nil
 	case v == "-":
-		b, err = io.ReadAll(io.LimitReader(in, workflow.MaxPayloadBytes+1))
+		// The server holds it to its own limit, which may be past the
+		// default: read up to the highest any server takes.
+		b, err = io.ReadAll(io.LimitReader(in, workflow.MaxPayloadBytesLimit+1))
 	case strings.HasPrefix(v, "@"):
 		b, err = os.ReadFile(v[1:])
 	default:

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -108,10 +107,6 @@ func startServer(t *testing.T, args []string, opts ...cli.Option) *server {
 	s.cancel = cancel
 	all := append([]string{}, args...)
 	all = append(all, "--addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "info")
-	if args[0] == "dev" && !slices.Contains(args, "--metrics-addr") {
-		// Not dev's fixed default port: tests run side by side.
-		all = append(all, "--metrics-addr", "127.0.0.1:0")
-	}
 	opts = append([]cli.Option{cli.WithWorkflows(demo.Register), cli.WithOutput(s.stdout, s.stderr), cli.WithLookupEnv(noEnv)}, opts...)
 	go func() { s.done <- cli.Run(ctx, all, opts...) }()
 	t.Cleanup(func() {

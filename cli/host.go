@@ -51,6 +51,7 @@ type hostConfig struct {
 	httpAllow            []string
 	timeouts             httpTimeouts
 	limits               httpapi.Limits
+	engineLimits         workflow.EngineLimits
 	maxBodyBytes         int64
 	flowRefresh          time.Duration
 	flowsDir             string // dev
@@ -79,17 +80,17 @@ type hostConfig struct {
 	eventRetention   time.Duration
 	logFormat        string
 	logLevel         string
-	metricsOnAPI     bool   // serve: /metrics on the API address
+	metricsOnAPI     bool   // dev, serve: /metrics on the API address
 	metricsAddr      string // a listen address of its own for /metrics; "" for none
 	console          bool   // dev, serve: the web console at /ui
 	secureCookies    bool   // dev, serve: the console's cookies always Secure
 	trustedProxies   []string
 }
 
-// addMetricsFlags adds --metrics-addr (with its default) and, when onAPI,
+// addMetricsFlags adds --metrics-addr and, when onAPI (dev, serve),
 // --metrics, which serves /metrics on the API address.
-func addMetricsFlags(fs *pflag.FlagSet, c *hostConfig, def string, onAPI bool) {
-	fs.StringVar(&c.metricsAddr, "metrics-addr", def, `serve the Prometheus metrics at /metrics on this listen address of their own ("" for none); tokens need the metrics scope, and without tokens only loopback addresses are allowed`)
+func addMetricsFlags(fs *pflag.FlagSet, c *hostConfig, onAPI bool) {
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", `serve the Prometheus metrics at /metrics on this listen address of their own ("" for none); tokens need the metrics scope, and without tokens only loopback addresses are allowed`)
 	bindEnv(fs, "metrics-addr", "DURAFLOW_METRICS_ADDR")
 	if onAPI {
 		fs.BoolVar(&c.metricsOnAPI, "metrics", true, "serve the Prometheus metrics at /metrics on the API address (tokens need the metrics scope; --metrics=false to turn it off)")
@@ -139,8 +140,53 @@ func addHTTPFlags(fs *pflag.FlagSet, c *hostConfig) {
 	addLimitFlags(fs, c)
 }
 
+// limitFlag is the flag of one of the engine's limits: its field, default
+// and range.
+type limitFlag struct {
+	v           *int
+	def         int
+	least, most int
+	name, env   string
+	usage       string
+}
+
+// engineLimitFlags are the flags of the engine's limits
+// (workflow.EngineLimits) on dev, serve and worker, over the fields of l.
+func engineLimitFlags(l *workflow.EngineLimits) []limitFlag {
+	return []limitFlag{
+		{&l.MaxPayloadBytes, workflow.MaxPayloadBytes, workflow.MinPayloadBytesLimit, workflow.MaxPayloadBytesLimit, "max-payload-bytes", "DURAFLOW_MAX_PAYLOAD_BYTES",
+			"largest payload, in bytes: the params and metadata of a create, an event's payload, a schedule's params (larger: 413 PAYLOAD_TOO_LARGE), a step's result, an output, an Invoke step's params (larger: the step fails)"},
+		{&l.MaxStepsPerRun, workflow.MaxStepsPerRun, 1, workflow.MaxStepsPerRunLimit, "max-steps-per-run", "DURAFLOW_MAX_STEPS_PER_RUN",
+			"most Do, WaitForEvent and Invoke steps of one run (sleeps don't count), and step visits of a flow's run; the step past it returns an error, too many steps in one run; a workflow registered WithMaxStepsPerRun has its own"},
+		{&l.MaxBatchSize, workflow.MaxBatchSize, 1, workflow.MaxBatchSizeLimit, "max-batch-size", "DURAFLOW_MAX_BATCH_SIZE",
+			"most instances of one batch create"},
+	}
+}
+
+// addEngineLimitFlags adds the engine's limits (workflow.EngineLimits),
+// which may be raised or lowered within their ranges; the processes of a
+// deployment should share them.
+func addEngineLimitFlags(fs *pflag.FlagSet, c *hostConfig) {
+	for _, f := range engineLimitFlags(&c.engineLimits) {
+		fs.IntVar(f.v, f.name, f.def, fmt.Sprintf("%s (%d to %d)", f.usage, f.least, f.most))
+		bindEnv(fs, f.name, f.env)
+	}
+}
+
+// checkEngineLimits refuses an engine limit outside its range, naming its
+// flag.
+func checkEngineLimits(c *hostConfig) error {
+	for _, f := range engineLimitFlags(&c.engineLimits) {
+		if *f.v < f.least || *f.v > f.most {
+			return fmt.Errorf("--%s %d must be between %d and %d", f.name, *f.v, f.least, f.most)
+		}
+	}
+	return nil
+}
+
 // addLimitFlags adds the request limits of the HTTP API (httpapi.Limits),
-// the engine's limits by default; they may be lowered, not raised.
+// the engine's limits by default; they may be lowered, not raised. The
+// API's payload and batch limits are the engine's (addEngineLimitFlags).
 func addLimitFlags(fs *pflag.FlagSet, c *hostConfig) {
 	d := httpapi.DefaultLimits()
 	for _, f := range []struct {
@@ -149,8 +195,6 @@ func addLimitFlags(fs *pflag.FlagSet, c *hostConfig) {
 		name, env string
 		usage     string
 	}{
-		{&c.limits.MaxPayloadBytes, d.MaxPayloadBytes, "max-payload-bytes", "DURAFLOW_MAX_PAYLOAD_BYTES", "largest params of a create and payload of an event, in bytes (larger: 413 PAYLOAD_TOO_LARGE)"},
-		{&c.limits.MaxBatchSize, d.MaxBatchSize, "max-batch-size", "DURAFLOW_MAX_BATCH_SIZE", "most instances of one batch create"},
 		{&c.limits.MaxIDLength, d.MaxIDLength, "max-id-length", "DURAFLOW_MAX_ID_LENGTH", "longest instance id (longer: 400 INVALID_INSTANCE_ID)"},
 		{&c.limits.MaxEventTypeLength, d.MaxEventTypeLength, "max-event-type-length", "DURAFLOW_MAX_EVENT_TYPE_LENGTH", "longest event type (longer: 400 INVALID_EVENT_TYPE)"},
 		{&c.limits.MaxWorkflowNameLength, d.MaxWorkflowNameLength, "max-workflow-name-length", "DURAFLOW_MAX_WORKFLOW_NAME_LENGTH", "longest workflow name in an instance route"},
@@ -159,7 +203,7 @@ func addLimitFlags(fs *pflag.FlagSet, c *hostConfig) {
 		fs.IntVar(f.v, f.name, f.def, f.usage+"; may be lowered, not raised")
 		bindEnv(fs, f.name, f.env)
 	}
-	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 0, "largest request body, in bytes (0: --max-payload-bytes + 64 KiB)")
+	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", 0, "largest request body, in bytes (0: --max-payload-bytes + 64 KiB); may be lowered, not raised")
 	bindEnv(fs, "max-body-bytes", "DURAFLOW_MAX_BODY_BYTES")
 }
 
@@ -340,15 +384,18 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 	if cfg.maxLeaseLosses < 1 {
 		return nil, usageError(fmt.Errorf("--max-lease-losses %d must be at least 1", cfg.maxLeaseLosses))
 	}
+	if err := checkEngineLimits(cfg); err != nil {
+		return nil, usageError(err)
+	}
 	if serveHTTP {
 		if err := cfg.timeouts.check(); err != nil {
 			return nil, usageError(err)
 		}
-		if err := cfg.limits.Validate(); err != nil {
+		if err := cfg.limits.ValidateFor(cfg.engineLimits); err != nil {
 			return nil, usageError(err)
 		}
-		if cfg.maxBodyBytes < 0 || cfg.maxBodyBytes > httpapi.DefaultMaxBodyBytes {
-			return nil, usageError(fmt.Errorf("--max-body-bytes %d must be between 1 and %d (the engine's payload limit plus 64 KiB), or 0 for --max-payload-bytes + 64 KiB: it may be lowered, not raised", cfg.maxBodyBytes, httpapi.DefaultMaxBodyBytes))
+		if most := httpapi.MaxBodyBytesFor(cfg.engineLimits); cfg.maxBodyBytes < 0 || cfg.maxBodyBytes > most {
+			return nil, usageError(fmt.Errorf("--max-body-bytes %d must be between 1 and %d (--max-payload-bytes plus 64 KiB), or 0 for --max-payload-bytes + 64 KiB: it may be lowered, not raised", cfg.maxBodyBytes, most))
 		}
 	}
 	var tokens []httpapi.Token
@@ -434,6 +481,7 @@ func startHost(ctx context.Context, o *Options, cfg *hostConfig, log *slog.Logge
 		Flows:               &flow.Config{Handlers: handlers, RefreshInterval: cfg.flowRefresh},
 		Scheduler:           &schedule.Config{PollInterval: cfg.pollInterval},
 		DisableLifecycleLog: !cfg.eventLog, LifecycleRetention: cfg.eventRetention,
+		EngineLimits: cfg.engineLimits,
 	}
 	if cfg.runner || (serveHTTP && cfg.tick) {
 		// Schedules fire wherever a runner runs its loop; a host driven by
@@ -672,8 +720,9 @@ func (h *host) tickFunc(run httpapi.TickFunc) httpapi.TickFunc {
 	}
 }
 
-// metricsWhere says where /metrics is served, for the start log.
-func (h *host) metricsWhere() string {
+// metricsURLs are the URLs of /metrics: on the API address (--metrics)
+// and on an address of its own (--metrics-addr).
+func (h *host) metricsURLs() []string {
 	var where []string
 	if h.metrics != nil && h.cfg.metricsOnAPI && h.url != "" {
 		where = append(where, h.url+"/metrics")
@@ -681,10 +730,15 @@ func (h *host) metricsWhere() string {
 	if h.metricsURL != "" {
 		where = append(where, h.metricsURL)
 	}
-	if len(where) == 0 {
-		return "off"
+	return where
+}
+
+// metricsWhere says where /metrics is served, for the start log.
+func (h *host) metricsWhere() string {
+	if where := h.metricsURLs(); len(where) > 0 {
+		return strings.Join(where, ",")
 	}
-	return strings.Join(where, ",")
+	return "off"
 }
 
 // apiHandler is the API's handler, with GET /metrics beside it when the

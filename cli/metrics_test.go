@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -63,22 +64,81 @@ func TestServeMetricsNeedTheScope(t *testing.T) {
 	require.Equal(t, http.StatusOK, code)
 }
 
-// TestDevServesMetrics: dev serves the metrics on an address of its own,
-// which its banner prints, and they count what ran.
+// TestDevServesMetrics: dev serves the metrics at /metrics on the API
+// address, which its banner prints, and they count what ran.
 func TestDevServesMetrics(t *testing.T) {
 	t.Parallel()
 	s := startServer(t, []string{"dev", "--db", sqliteDB(t)})
-	line := s.stdout.waitLine(t, 10*time.Second, func(l string) bool { return strings.HasPrefix(l, "Prometheus metrics: ") })
-	url := strings.TrimPrefix(line, "Prometheus metrics: ")
+	require.Equal(t, []string{s.url + "/metrics"}, devMetricsURLs(t, s))
 	c := s.client(t)
 	c.run(0, "instances", "create", "hello", "--id", "m1", "--params", `{"name":"Ada"}`)
 	c.waitStatus("hello", "m1", "complete")
-	code, body := get(t, url, "")
+	code, body := get(t, s.url+"/metrics", "")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Contains(t, body, `duraflow_instances_created_total{workflow="hello"} 1`)
 	require.Contains(t, body, `duraflow_instances_completed_total{workflow="hello"} 1`)
-	code, _ = get(t, strings.TrimSuffix(s.url, "/")+"/metrics", "")
-	require.Equal(t, http.StatusNotFound, code, "dev serves the metrics on their own address only")
+}
+
+// TestDevServersSideBySide: two dev servers on other --addr ports of one
+// machine both start with their default flags (no port of their own for
+// the metrics, which would be taken by the first), and each serves its
+// own API and its own metrics on its API address.
+func TestDevServersSideBySide(t *testing.T) {
+	t.Parallel()
+	a := startServer(t, []string{"dev", "--db", sqliteDB(t)})
+	b := startServer(t, []string{"dev", "--db", sqliteDB(t)})
+	require.NotEqual(t, a.url, b.url)
+	for _, s := range []*server{a, b} {
+		require.Equal(t, []string{s.url + "/metrics"}, devMetricsURLs(t, s))
+	}
+	a.client(t).run(0, "instances", "create", "hello", "--id", "on-a", "--params", `{"name":"Ada"}`)
+	a.client(t).waitStatus("hello", "on-a", "complete")
+	b.client(t).run(0, "instances", "create", "hello", "--id", "on-b1", "--params", `{"name":"Bob"}`)
+	b.client(t).run(0, "instances", "create", "hello", "--id", "on-b2", "--params", `{"name":"Bea"}`)
+	b.client(t).waitStatus("hello", "on-b2", "complete")
+	for s, created := range map[*server]int{a: 1, b: 2} {
+		code, body := get(t, s.url+"/metrics", "")
+		require.Equal(t, http.StatusOK, code, body)
+		require.Contains(t, body, fmt.Sprintf(`duraflow_instances_created_total{workflow="hello"} %d`, created), "each server counts its own")
+	}
+}
+
+// TestDevMetricsFlags: --metrics-addr serves the metrics on an address of
+// their own as well, and --metrics=false takes them off the API address.
+func TestDevMetricsFlags(t *testing.T) {
+	t.Parallel()
+	t.Run("OwnAddressToo", func(t *testing.T) {
+		t.Parallel()
+		s := startServer(t, []string{"dev", "--db", sqliteDB(t), "--metrics-addr", "127.0.0.1:0"})
+		urls := devMetricsURLs(t, s)
+		require.Len(t, urls, 2)
+		require.Equal(t, s.url+"/metrics", urls[0])
+		for _, u := range urls {
+			code, body := get(t, u, "")
+			require.Equal(t, http.StatusOK, code, body)
+			require.Contains(t, body, "duraflow_workers_online")
+		}
+	})
+	t.Run("Off", func(t *testing.T) {
+		t.Parallel()
+		s := startServer(t, []string{"dev", "--db", sqliteDB(t), "--metrics=false"})
+		require.Empty(t, devMetricsURLs(t, s))
+		code, _ := get(t, s.url+"/metrics", "")
+		require.Equal(t, http.StatusNotFound, code)
+	})
+}
+
+// devMetricsURLs are the metrics URLs dev's banner prints.
+func devMetricsURLs(t *testing.T, s *server) []string {
+	t.Helper()
+	s.stdout.waitLine(t, 10*time.Second, func(l string) bool { return strings.HasPrefix(l, "Press Ctrl-C") })
+	var urls []string
+	for l := range strings.Lines(s.stdout.String()) {
+		if u, ok := strings.CutPrefix(strings.TrimSpace(l), "Prometheus metrics: "); ok {
+			urls = append(urls, u)
+		}
+	}
+	return urls
 }
 
 // TestMetricsAddrNeedsLoopbackWithoutTokens: without tokens the metrics,

@@ -87,7 +87,7 @@ func TestServeRefusesBadConfiguration(t *testing.T) {
 		{"BadMaxInvokeDepth", []string{"worker", "--max-invoke-depth", "0"}, nil, "--max-invoke-depth 0 must be at least 1"},
 		{"BadMaxLeaseLossesFromEnvironment", []string{"worker"}, map[string]string{"DURAFLOW_MAX_LEASE_LOSSES": "0"}, "--max-lease-losses 0 must be at least 1"},
 		{"BadBodyTimeout", []string{"serve", "--addr", "127.0.0.1:0", "--body-timeout", "0s"}, nil, "--body-timeout 0s must be positive"},
-		{"LimitPastTheEngines", []string{"serve", "--addr", "127.0.0.1:0", "--max-batch-size", "101"}, nil, "MaxBatchSize 101 must be between 1 and 100"},
+		{"LimitPastTheEngines", []string{"serve", "--addr", "127.0.0.1:0", "--max-page-size", "1001"}, nil, "MaxPageSize 1001 must be between 1 and 1000"},
 		{"BadLimitFromEnvironment", []string{"serve", "--addr", "127.0.0.1:0"}, map[string]string{"DURAFLOW_MAX_PAGE_SIZE": "-1"}, "MaxPageSize -1"},
 		{"BadEnvironmentValue", []string{"worker"}, map[string]string{"DURAFLOW_CONCURRENCY": "many"}, "$DURAFLOW_CONCURRENCY"},
 		{"BadLogFormat", []string{"worker", "--log-format", "xml"}, nil, "--log-format"},
@@ -357,14 +357,14 @@ func TestHostFailuresExitOne(t *testing.T) {
 // variables are the server's.
 func TestServeLoweredLimits(t *testing.T) {
 	t.Parallel()
-	s := startServer(t, []string{"serve", "--db", sqliteDB(t), "--runner=false", "--max-id-length", "5", "--max-payload-bytes", "50"},
+	s := startServer(t, []string{"serve", "--db", sqliteDB(t), "--runner=false", "--max-id-length", "5", "--max-payload-bytes", "1024"},
 		cli.WithLookupEnv(envMap(map[string]string{"DURAFLOW_MAX_BATCH_SIZE": "2"})))
 	api := apiclient.New(s.url, "", nil)
 	ctx := context.Background()
 	_, err := api.Create(ctx, "hello", workflow.CreateRequest{ID: "abcdef"})
 	require.ErrorIs(t, err, workflow.ErrInvalidInstanceID)
 	require.ErrorContains(t, err, "the limit is 5")
-	_, err = api.Create(ctx, "hello", workflow.CreateRequest{ID: "abc", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 50) + `"}`)})
+	_, err = api.Create(ctx, "hello", workflow.CreateRequest{ID: "abc", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 1024) + `"}`)})
 	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 	_, err = api.CreateBatch(ctx, "hello", []workflow.CreateRequest{{ID: "a"}, {ID: "b"}, {ID: "c"}})
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)

@@ -15,10 +15,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// DefaultDevMetricsAddr is where duraflow dev serves /metrics unless
-// --metrics-addr says otherwise.
-const DefaultDevMetricsAddr = "127.0.0.1:9464"
-
 func newDevCommand(o *Options) *cobra.Command {
 	cfg := &hostConfig{runner: true}
 	cmd := &cobra.Command{
@@ -42,8 +38,13 @@ applied.
 
 dev serves the web console at http://127.0.0.1:8080/ui (--console=false
 turns it off; see docs/console.md) and the Prometheus metrics at
-http://127.0.0.1:9464/metrics (--metrics-addr; "" turns them off). See
+http://127.0.0.1:8080/metrics, on the API address, so that dev servers on
+other --addr ports each serve their own (--metrics=false turns them off;
+--metrics-addr serves them on an address of their own too). See
 docs/metrics.md.
+
+--max-payload-bytes, --max-steps-per-run and --max-batch-size raise or
+lower the engine's limits (see docs/limits.md), as on serve and worker.
 
 dev logs on standard error, at warn by default: each failed step attempt
 that is retried, each step that fails for good and each instance that
@@ -73,8 +74,9 @@ instances created, completed and errored and of the retries.`,
 	addDatabaseFlags(fs, cfg, "./duraflow.db")
 	addHTTPFlags(fs, cfg)
 	addRunnerFlags(fs, cfg)
+	addEngineLimitFlags(fs, cfg)
 	addDevFlowFlags(fs, cfg)
-	addMetricsFlags(fs, cfg, DefaultDevMetricsAddr, false)
+	addMetricsFlags(fs, cfg, true)
 	addLogFlags(fs, cfg, "warn")
 	fs.Var(newDurationValue(&cfg.activityInterval, 10*time.Second), "activity-interval", `how often to log a one-line summary of the activity (instances created, completed and errored, step retries), only when there was some; 0 turns it off`)
 	bindEnv(fs, "activity-interval", "DURAFLOW_ACTIVITY_INTERVAL")
@@ -112,8 +114,8 @@ func printDevBanner(w io.Writer, name string, h *host) {
 	if u := h.consoleURL(); u != "" {
 		fmt.Fprintf(w, "Web console: %s\n", u)
 	}
-	if h.metricsURL != "" {
-		fmt.Fprintf(w, "Prometheus metrics: %s\n", h.metricsURL)
+	for _, u := range h.metricsURLs() {
+		fmt.Fprintf(w, "Prometheus metrics: %s\n", u)
 	}
 	printDevFlows(w, h)
 	if len(names) == 0 {
@@ -178,7 +180,11 @@ same tokens and scopes as the API (--console=false turns it off; see
 docs/console.md), and the Prometheus metrics at /metrics on the API address
 (--metrics=false turns it off), and with --metrics-addr on an address of
 their own; with tokens, a scrape needs the metrics scope (see
-docs/metrics.md).`,
+docs/metrics.md).
+
+--max-payload-bytes, --max-steps-per-run and --max-batch-size raise or
+lower the engine's limits (see docs/limits.md); give every serve and
+worker process of a deployment the same.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, true)
@@ -190,7 +196,8 @@ docs/metrics.md).`,
 	fs.BoolVar(&cfg.runner, "runner", true, "run workflows in this process (--runner=false serves the API only)")
 	bindEnv(fs, "runner", "DURAFLOW_RUNNER")
 	addRunnerFlags(fs, cfg)
-	addMetricsFlags(fs, cfg, "", true)
+	addEngineLimitFlags(fs, cfg)
+	addMetricsFlags(fs, cfg, true)
 	addLogFlags(fs, cfg, "info")
 	return cmd
 }
@@ -207,7 +214,11 @@ duraflow workers drain (or POST /workers/:id/drain), seen at the worker's next
 heartbeat, drains it the same way, and the process then exits with status 0.
 With --metrics-addr it serves the Prometheus metrics at /metrics there; with
 --token a scrape needs a token with the metrics scope, and the address may be
-other than loopback (see docs/metrics.md).`,
+other than loopback (see docs/metrics.md).
+
+--max-payload-bytes, --max-steps-per-run and --max-batch-size raise or
+lower the engine's limits (see docs/limits.md); give every serve and
+worker process of a deployment the same.`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runHost(cmd, o, cfg, false)
@@ -216,7 +227,8 @@ other than loopback (see docs/metrics.md).`,
 	fs := cmd.Flags()
 	addDatabaseFlags(fs, cfg, "./duraflow.db")
 	addRunnerFlags(fs, cfg)
-	addMetricsFlags(fs, cfg, "", false)
+	addEngineLimitFlags(fs, cfg)
+	addMetricsFlags(fs, cfg, false)
 	addMetricsTokenFlag(fs, cfg)
 	addLogFlags(fs, cfg, "info")
 	return cmd

@@ -88,6 +88,13 @@ type Config struct {
 	//
 	// Defaults to nil: nothing is observed.
 	Observer Observer
+	// EngineLimits bound what the client takes (see workflow.EngineLimits):
+	// the params and metadata of a create, the payload of an event, the
+	// instances of a batch. The host (duraflow.New) sets its own.
+	//
+	// Defaults to workflow.DefaultEngineLimits(): 1 MiB payloads, 100
+	// instances a batch.
+	EngineLimits workflow.EngineLimits
 	// TracerProvider, when set, turns tracing on for creates: Create,
 	// CreateBatch and their Tx forms store the trace context of the span
 	// in the caller's context with each new instance, so that the runs of
@@ -144,6 +151,8 @@ type Client struct {
 	limits         func(context.Context, string, json.RawMessage) (*workflow.Limits, error)
 	obs            Observer
 	traced         bool
+	// engineLimits are Config.EngineLimits, defaults filled.
+	engineLimits workflow.EngineLimits
 }
 
 var _ workflow.Engine = (*Client)(nil)
@@ -154,7 +163,10 @@ func New(cfg *Config) (*Client, error) {
 	if cfg == nil || cfg.Store == nil || cfg.Registry == nil {
 		return nil, errors.New("client: Store and Registry are required")
 	}
-	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, queue: cfg.QueueFunc, eager: cfg.EagerStarter, limits: cfg.LimitsFunc, queues: &queueCache{}, served: &servedCache{}, obs: cfg.Observer, traced: cfg.TracerProvider != nil}
+	if err := cfg.EngineLimits.Validate(); err != nil {
+		return nil, fmt.Errorf("client: Config.%w", err)
+	}
+	c := &Client{store: cfg.Store, registry: cfg.Registry, clock: cfg.Clock, wake: cfg.WakeFunc, hooks: cfg.RecordHooks, metadata: cfg.MetadataFunc, queue: cfg.QueueFunc, eager: cfg.EagerStarter, limits: cfg.LimitsFunc, queues: &queueCache{}, served: &servedCache{}, obs: cfg.Observer, traced: cfg.TracerProvider != nil, engineLimits: cfg.EngineLimits.WithDefaults()}
 	if c.clock == nil {
 		c.clock = clock.New()
 	}
@@ -235,6 +247,11 @@ func (c *Client) wakeAfterCreate(workflowName string, created []db.CreateResult)
 	c.wake(workflowName)
 }
 
+// EngineLimits returns the limits the client applies
+// (Config.EngineLimits), defaults filled. An HTTP API over the client
+// takes them as the bounds of its own request limits.
+func (c *Client) EngineLimits() workflow.EngineLimits { return c.engineLimits }
+
 // WorkflowNames returns the names of the registered workflows, sorted.
 func (c *Client) WorkflowNames() []string { return c.registry.Names() }
 
@@ -272,7 +289,7 @@ func (c *Client) createMetadata(ctx context.Context, workflowName string, md jso
 			return nil, err
 		}
 	}
-	if err := workflow.ValidatePayload("metadata", md); err != nil {
+	if err := c.engineLimits.ValidatePayload("metadata", md); err != nil {
 		return nil, err
 	}
 	return md, nil
@@ -339,7 +356,7 @@ func (c *Client) normalizeParams(workflowName string, p json.RawMessage) (json.R
 	if len(p) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if err := workflow.ValidatePayload("params", p); err != nil {
+	if err := c.engineLimits.ValidatePayload("params", p); err != nil {
 		return nil, err
 	}
 	if err := wfcore.CheckParams(c.registry, workflowName, p); err != nil {
@@ -429,8 +446,9 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 	return InstanceInfo(res.Instance), nil
 }
 
-// CreateBatch creates up to workflow.MaxBatchSize instances; existing ids are
-// skipped and left out of the answer. An instance whose dedupe key an
+// CreateBatch creates up to Config.EngineLimits.MaxBatchSize (100 by
+// default) instances; existing ids are skipped and left out of the
+// answer. An instance whose dedupe key an
 // active instance holds (or an earlier request of the batch) is not
 // created: the holder is in the answer in its place, with Deduplicated set.
 // The requests of a batch share one namespace (a request that names
@@ -455,11 +473,8 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 	if err := c.lookupWorkflow(workflowName); err != nil {
 		return nil, err
 	}
-	if len(reqs) == 0 {
-		return nil, fmt.Errorf("%w: a batch needs at least one instance", workflow.ErrInvalidRequest)
-	}
-	if len(reqs) > workflow.MaxBatchSize {
-		return nil, fmt.Errorf("%w: a batch holds at most %d instances, got %d", workflow.ErrInvalidRequest, workflow.MaxBatchSize, len(reqs))
+	if err := c.engineLimits.CheckBatchSize(len(reqs)); err != nil {
+		return nil, err
 	}
 	items := make([]db.InstanceCreateItem, 0, len(reqs))
 	seen := make(map[string]bool, len(reqs))
@@ -497,7 +512,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 				return nil, fmt.Errorf("instance %d: %w", i, err)
 			}
 		}
-		if err := workflow.ValidatePayload("metadata", metadata); err != nil {
+		if err := c.engineLimits.ValidatePayload("metadata", metadata); err != nil {
 			return nil, fmt.Errorf("instance %d: %w", i, err)
 		}
 		at, err := c.placement(ctx, workflowName, &r, metadata)
@@ -669,7 +684,7 @@ func (c *Client) SendEventDelivery(ctx context.Context, workflowName, id, eventT
 	if len(payload) == 0 {
 		payload = json.RawMessage("null")
 	}
-	if err := workflow.ValidatePayload("event payload", payload); err != nil {
+	if err := c.engineLimits.ValidatePayload("event payload", payload); err != nil {
 		return nil, err
 	}
 	resumer, _ := c.eager.(EagerResumer)

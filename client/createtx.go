@@ -49,9 +49,9 @@ func (c *Client) CreateTx(ctx context.Context, tx any, workflowName string, req 
 	return info, wake.afterCommit, nil
 }
 
-// CreateBatchTx creates up to workflow.MaxBatchSize instances exactly as
-// CreateBatch does, inside the caller's database transaction tx, as
-// CreateTx does for one.
+// CreateBatchTx creates up to Config.EngineLimits.MaxBatchSize instances
+// exactly as CreateBatch does, inside the caller's database transaction
+// tx, as CreateTx does for one.
 func (c *Client) CreateBatchTx(ctx context.Context, tx any, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, workflow.AfterCommitFunc, error) {
 	view, ctx, wake, err := c.inTx(ctx, tx)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
+	"github.com/duraflow/duraflow/workflow"
 )
 
 // Path is where the console is served: every page's path starts with it.
@@ -128,7 +129,8 @@ type Config struct {
 	// workflow names, event types, event payloads and page sizes to them,
 	// exactly as the API does.
 	//
-	// Defaults to the engine's (a zero field is the engine's limit).
+	// Defaults to the engine's (a zero field is the engine's limit: the
+	// client's EngineLimits for payloads, as the API's).
 	Limits httpapi.Limits
 	// MaxBodyBytes bounds the body of a form posted to the console, as
 	// httpapi.Config.MaxBodyBytes bounds a request body of the API
@@ -155,9 +157,18 @@ func (c *Config) WithDefaults() *Config {
 	}
 	out.LoginFailures = cmp.Or(out.LoginFailures, DefaultLoginFailures)
 	out.LoginFailureInterval = cmp.Or(out.LoginFailureInterval, DefaultLoginFailureInterval)
-	out.Limits = out.Limits.WithDefaults()
+	out.Limits = out.Limits.WithDefaultsFor(out.engineLimits())
 	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, out.Limits.DefaultMaxBodyBytes())
 	return &out
+}
+
+// engineLimits are the limits of the config's client, the default ones
+// without a client (which validate refuses).
+func (c *Config) engineLimits() workflow.EngineLimits {
+	if c.Client == nil {
+		return workflow.DefaultEngineLimits()
+	}
+	return c.Client.EngineLimits()
 }
 
 func (c *Config) validate() error {
@@ -179,11 +190,11 @@ func (c *Config) validate() error {
 	if c.LoginFailureInterval < 0 {
 		return fmt.Errorf("console: LoginFailureInterval %s must not be negative", c.LoginFailureInterval)
 	}
-	if err := c.Limits.Validate(); err != nil {
+	if err := c.Limits.ValidateFor(c.engineLimits()); err != nil {
 		return fmt.Errorf("console: %w", err)
 	}
-	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > httpapi.DefaultMaxBodyBytes {
-		return fmt.Errorf("console: MaxBodyBytes %d must be between 1 and %d", c.MaxBodyBytes, httpapi.DefaultMaxBodyBytes)
+	if most := httpapi.MaxBodyBytesFor(c.engineLimits()); c.MaxBodyBytes < 1 || c.MaxBodyBytes > most {
+		return fmt.Errorf("console: MaxBodyBytes %d must be between 1 and %d", c.MaxBodyBytes, most)
 	}
 	for _, p := range c.TrustedProxies {
 		if !p.IsValid() {

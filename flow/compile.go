@@ -17,14 +17,22 @@ type compileOptions struct {
 	stepLimit int
 }
 
-// WithStepLimit lowers the number of step visits one run may make (delays
+// WithStepLimit sets the number of step visits one run may make (delays
 // included) before the flow fails with an error matching
-// workflow.ErrTooManySteps. Values above workflow.MaxStepsPerRun are capped.
+// workflow.ErrTooManySteps. Values above workflow.MaxStepsPerRunLimit are
+// capped. Its Do and WaitForEvent steps count against the runner's bound
+// too (workflow.EngineLimits.MaxStepsPerRun, or the registration's
+// workflow.WithMaxStepsPerRun): a limit above it needs a registration with
+// the same bound, as the flow registry (Config.MaxStepsPerRun) does.
 //
 // Defaults to workflow.MaxStepsPerRun (1024).
 func WithStepLimit(n int) CompileOption {
 	return func(o *compileOptions) { o.stepLimit = n }
 }
+
+// ceiling checks a flow's output for what no host's limits allow; the
+// runner holds it to its own.
+var ceiling = workflow.EngineLimits{MaxPayloadBytes: workflow.MaxPayloadBytesLimit}
 
 // Flow is a compiled definition: a workflow (its Run method) over raw JSON
 // params and output, ready to be registered with workflow.Register (or
@@ -59,9 +67,10 @@ func Compile(def *Definition, handlers *Handlers, opts ...CompileOption) (*Flow,
 			opt(&o)
 		}
 	}
-	if o.stepLimit <= 0 || o.stepLimit > workflow.MaxStepsPerRun {
+	if o.stepLimit <= 0 {
 		o.stepLimit = workflow.MaxStepsPerRun
 	}
+	o.stepLimit = min(o.stepLimit, workflow.MaxStepsPerRunLimit)
 	// The flow keeps its own copy, so that the caller's definition may change
 	// without changing a registered flow.
 	raw, err := json.Marshal(def)
@@ -333,7 +342,9 @@ func (f *Flow) output(state map[string]any) (json.RawMessage, error) {
 		}
 		out, _ = lookup(state, segs)
 	}
-	return workflow.MarshalPayload("flow output", out)
+	// The runner checks the output against its own payload limit, which
+	// may be past the default: here only the ceiling of every limit.
+	return ceiling.MarshalPayload("flow output", out)
 }
 
 // initialContext decodes the params into the initial context.

@@ -73,11 +73,11 @@
 // onFailure transition with {stepId, name, message, attempts} stored at its
 // outputKey, or at ErrorKey ("error") when it has none; without onFailure
 // the flow fails with that step's error. One run visits at most
-// workflow.MaxStepsPerRun steps, delays included (see WithStepLimit); a
-// runaway loop fails with TOO_MANY_STEPS, an error matching
-// workflow.ErrTooManySteps. One version is compiled per registered name:
-// pinning an instance to the version it started with belongs to the flow
-// registry.
+// Config.MaxStepsPerRun steps (the host's workflow.EngineLimits, 1024 by
+// default), delays included (see WithStepLimit); a runaway loop fails
+// with TOO_MANY_STEPS, an error matching workflow.ErrTooManySteps. One
+// version is compiled per registered name: pinning an instance to the
+// version it started with belongs to the flow registry.
 //
 // # Versions
 //

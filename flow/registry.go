@@ -53,6 +53,15 @@ type Config struct {
 	//
 	// Defaults to nothing.
 	WakeFunc func(workflowName string)
+	// MaxStepsPerRun bounds the step visits of one run of a flow, delays
+	// included (see WithStepLimit), and is the flows' own
+	// workflow.WithMaxStepsPerRun, so that the runner lets their steps
+	// reach it; 1 to workflow.MaxStepsPerRunLimit.
+	//
+	// Defaults to the host's workflow.EngineLimits.MaxStepsPerRun
+	// (duraflow.New sets it), or workflow.MaxStepsPerRun (1024) for a
+	// registry built alone.
+	MaxStepsPerRun int
 }
 
 // WithDefaults returns a copy of the config with zero fields filled in.
@@ -72,6 +81,7 @@ func (c *Config) WithDefaults() (*Config, error) {
 		out.Logger = slog.Default()
 	}
 	out.RefreshInterval = cmp.Or(out.RefreshInterval, DefaultRefreshInterval)
+	out.MaxStepsPerRun = cmp.Or(out.MaxStepsPerRun, workflow.MaxStepsPerRun)
 	if out.WakeFunc == nil {
 		out.WakeFunc = func(string) {}
 	}
@@ -84,6 +94,9 @@ func (c *Config) validate() error {
 	}
 	if c.RefreshInterval < 0 {
 		return fmt.Errorf("flow: RefreshInterval %s must not be negative", c.RefreshInterval)
+	}
+	if c.MaxStepsPerRun < 0 || c.MaxStepsPerRun > workflow.MaxStepsPerRunLimit {
+		return fmt.Errorf("flow: MaxStepsPerRun %d must be between 1 and %d (0 for the default)", c.MaxStepsPerRun, workflow.MaxStepsPerRunLimit)
 	}
 	return nil
 }
@@ -184,7 +197,7 @@ func (r *Registry) Apply(ctx context.Context, definition []byte) (*ApplyResult, 
 			Path: "id", Message: fmt.Sprintf("%q is the name of a Go workflow of this server; a flow needs an id of its own", def.ID),
 		}}}
 	}
-	compiled, err := Compile(def, r.cfg.Handlers)
+	compiled, err := Compile(def, r.cfg.Handlers, WithStepLimit(r.cfg.MaxStepsPerRun))
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +288,7 @@ func (r *Registry) register(id string) error {
 		return nil
 	}
 	if _, err := workflow.Register(r.cfg.Registry, id, (&flowWorkflow{id: id, runs: r.runs}).Run,
-		workflow.WithSettingsFunc(r.settingsFunc(id))); err != nil {
+		workflow.WithSettingsFunc(r.settingsFunc(id)), workflow.WithMaxStepsPerRun(r.cfg.MaxStepsPerRun)); err != nil {
 		return fmt.Errorf("registering flow %q: %w", id, err)
 	}
 	r.flows[id] = true

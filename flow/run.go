@@ -155,7 +155,7 @@ func (c *runCache) compile(ctx context.Context, id, version string, persist bool
 	def, err := Parse(stored.Definition)
 	if err == nil {
 		var f *Flow
-		if f, err = Compile(def, c.r.cfg.Handlers); err == nil {
+		if f, err = Compile(def, c.r.cfg.Handlers, WithStepLimit(c.r.cfg.MaxStepsPerRun)); err == nil {
 			return f, nil
 		}
 	}

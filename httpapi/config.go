@@ -18,31 +18,37 @@ import (
 )
 
 // DefaultMaxBodyBytes is the default bound of a request body, and the
-// largest Config.MaxBodyBytes may be: one payload at the limit of
-// workflow.MaxPayloadBytes plus 64 KiB for the JSON around it (the id, the
-// event type, field names). A batch shares the same bound, so a batch whose
-// params add up to more than about 1 MiB must be split. With a lower
-// Limits.MaxPayloadBytes the default is that plus 64 KiB.
+// largest Config.MaxBodyBytes may be, with the engine's default limits: one
+// payload at the limit of workflow.MaxPayloadBytes plus 64 KiB for the JSON
+// around it (the id, the event type, field names). A batch shares the same
+// bound, so a batch whose params add up to more than about 1 MiB must be
+// split. With another Limits.MaxPayloadBytes, or a client whose
+// EngineLimits.MaxPayloadBytes is another, the default and the largest
+// are that plus 64 KiB (MaxBodyBytesFor).
 const DefaultMaxBodyBytes = workflow.MaxPayloadBytes + envelopeBytes
 
 // envelopeBytes is the room a body has for the JSON around its payload.
 const envelopeBytes = 64 << 10
 
 // Limits bound what one request may carry. Each defaults to the engine's
-// own limit (ARCHITECTURE.md, "Defaults and limits"), and may be lowered,
-// never raised past it: the engine checks its limits behind the API
-// whatever the server allows. A request past a limit is refused before
-// anything is written, with the code the engine's own check answers.
+// own limit (ARCHITECTURE.md, "Defaults and limits"): for the payload and
+// batch limits, those of the server's client (client.Client.EngineLimits,
+// which a host may raise or lower), and may be lowered, never raised past
+// it: the engine checks its limits behind the API whatever the server
+// allows. A request past a limit is refused before anything is written,
+// with the code the engine's own check answers.
 type Limits struct {
 	// MaxPayloadBytes bounds the params of a create (each instance of a
 	// batch, and a trigger's), of a schedule, and the payload of an event:
 	// 413 PAYLOAD_TOO_LARGE.
 	//
-	// Defaults to workflow.MaxPayloadBytes (1 MiB).
+	// Defaults to the client's EngineLimits.MaxPayloadBytes
+	// (workflow.MaxPayloadBytes, 1 MiB, unless the host sets another).
 	MaxPayloadBytes int
 	// MaxBatchSize bounds the instances of one batch: 400 INVALID_REQUEST.
 	//
-	// Defaults to workflow.MaxBatchSize (100).
+	// Defaults to the client's EngineLimits.MaxBatchSize
+	// (workflow.MaxBatchSize, 100, unless the host sets another).
 	MaxBatchSize int
 	// MaxIDLength bounds an instance id, in a path or a body: 400
 	// INVALID_INSTANCE_ID.
@@ -65,18 +71,29 @@ type Limits struct {
 	MaxPageSize int
 }
 
-// DefaultLimits returns the limits a zero Limits stands for: the engine's.
-func DefaultLimits() Limits {
+// DefaultLimits returns the limits a zero Limits stands for on an engine
+// with the default limits: LimitsFor(workflow.EngineLimits{}).
+func DefaultLimits() Limits { return LimitsFor(workflow.EngineLimits{}) }
+
+// LimitsFor returns the limits a zero Limits stands for on an engine with
+// the limits e (client.Client.EngineLimits): e's payload and batch limits,
+// and the engine's fixed limits for the rest. They are also the highest
+// the server takes.
+func LimitsFor(e workflow.EngineLimits) Limits {
+	e = e.WithDefaults()
 	return Limits{
-		MaxPayloadBytes: workflow.MaxPayloadBytes, MaxBatchSize: workflow.MaxBatchSize,
+		MaxPayloadBytes: e.MaxPayloadBytes, MaxBatchSize: e.MaxBatchSize,
 		MaxIDLength: workflow.MaxIDLength, MaxEventTypeLength: workflow.MaxIDLength,
 		MaxWorkflowNameLength: workflow.MaxWorkflowNameLength, MaxPageSize: MaxPageSize,
 	}
 }
 
 // WithDefaults returns l with its zero fields filled from DefaultLimits.
-func (l Limits) WithDefaults() Limits {
-	d := DefaultLimits()
+func (l Limits) WithDefaults() Limits { return l.WithDefaultsFor(workflow.EngineLimits{}) }
+
+// WithDefaultsFor returns l with its zero fields filled from LimitsFor(e).
+func (l Limits) WithDefaultsFor(e workflow.EngineLimits) Limits {
+	d := LimitsFor(e)
 	return Limits{
 		MaxPayloadBytes:       cmp.Or(l.MaxPayloadBytes, d.MaxPayloadBytes),
 		MaxBatchSize:          cmp.Or(l.MaxBatchSize, d.MaxBatchSize),
@@ -87,11 +104,16 @@ func (l Limits) WithDefaults() Limits {
 	}
 }
 
-// Validate refuses a limit that is negative or past the engine's; a zero
-// one is the engine's. New validates Config.Limits.
-func (l Limits) Validate() error {
-	l = l.WithDefaults()
-	d := DefaultLimits()
+// Validate refuses a limit that is negative or past the engine's default
+// limits; a zero one is the engine's: ValidateFor(workflow.EngineLimits{}).
+func (l Limits) Validate() error { return l.ValidateFor(workflow.EngineLimits{}) }
+
+// ValidateFor refuses a limit that is negative or past those of an engine
+// with the limits e (LimitsFor(e)); a zero one is the engine's. New
+// validates Config.Limits against its client's.
+func (l Limits) ValidateFor(e workflow.EngineLimits) error {
+	l = l.WithDefaultsFor(e)
+	d := LimitsFor(e)
 	for _, f := range []struct {
 		name     string
 		v, limit int
@@ -115,6 +137,13 @@ func (l Limits) Validate() error {
 // around a payload (DefaultMaxBodyBytes with the engine's limits).
 func (l Limits) DefaultMaxBodyBytes() int64 {
 	return int64(l.WithDefaults().MaxPayloadBytes) + envelopeBytes
+}
+
+// MaxBodyBytesFor returns the largest Config.MaxBodyBytes over an engine
+// with the limits e: its payload limit plus 64 KiB (DefaultMaxBodyBytes
+// with the default limits).
+func MaxBodyBytesFor(e workflow.EngineLimits) int64 {
+	return int64(e.WithDefaults().MaxPayloadBytes) + envelopeBytes
 }
 
 // CheckPayload checks params or an event payload against MaxPayloadBytes:
@@ -238,15 +267,16 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds a request body. A larger body is refused with 413
 	// PAYLOAD_TOO_LARGE before anything is decoded or written. Like the
-	// Limits, it may be lowered, not raised: New refuses more than
-	// DefaultMaxBodyBytes.
+	// Limits, it may be lowered, not raised: New refuses more than the
+	// client's payload limit plus 64 KiB (MaxBodyBytesFor;
+	// DefaultMaxBodyBytes with the default limits).
 	//
 	// Defaults to Limits.MaxPayloadBytes + 64 KiB (DefaultMaxBodyBytes, 1
 	// MiB + 64 KiB, with the default limits).
 	MaxBodyBytes int64
 	// Limits bound the payloads, batches, ids, event types, workflow names
 	// and page sizes of requests (see Limits); a zero field is the engine's
-	// limit.
+	// limit, the client's EngineLimits for payloads and batches.
 	Limits Limits
 	// Schedules serves the schedule routes (/schedules…, see
 	// addScheduleRoutes): reading them needs ActionRead, changing them
@@ -351,7 +381,7 @@ func (c *Config) WithDefaults() *Config {
 	}
 	out.MaxConcurrentTicks = cmp.Or(out.MaxConcurrentTicks, 1)
 	out.Version = cmp.Or(out.Version, buildVersion())
-	out.Limits = out.Limits.WithDefaults()
+	out.Limits = out.Limits.WithDefaultsFor(out.engineLimits())
 	out.MaxBodyBytes = cmp.Or(out.MaxBodyBytes, out.Limits.DefaultMaxBodyBytes())
 	out.ReadHeaderTimeout = cmp.Or(out.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	out.BodyTimeout = cmp.Or(out.BodyTimeout, DefaultBodyTimeout)
@@ -366,6 +396,15 @@ func (c *Config) WithDefaults() *Config {
 	return &out
 }
 
+// engineLimits are the limits of the config's client, the default ones
+// without a client (which validate refuses).
+func (c *Config) engineLimits() workflow.EngineLimits {
+	if c.Client == nil {
+		return workflow.DefaultEngineLimits()
+	}
+	return c.Client.EngineLimits()
+}
+
 func (c *Config) validate() error {
 	if c.Client == nil {
 		return errors.New("httpapi: Config.Client is required")
@@ -376,11 +415,11 @@ func (c *Config) validate() error {
 	if c.MaxConcurrentTicks < 1 {
 		return fmt.Errorf("httpapi: MaxConcurrentTicks %d must be at least 1", c.MaxConcurrentTicks)
 	}
-	if c.MaxBodyBytes < 1 || c.MaxBodyBytes > DefaultMaxBodyBytes {
-		return fmt.Errorf("httpapi: MaxBodyBytes %d must be between 1 and %d (the engine's payload limit plus 64 KiB): it may be lowered, not raised", c.MaxBodyBytes, DefaultMaxBodyBytes)
-	}
-	if err := c.Limits.Validate(); err != nil {
+	if err := c.Limits.ValidateFor(c.engineLimits()); err != nil {
 		return err
+	}
+	if most := MaxBodyBytesFor(c.engineLimits()); c.MaxBodyBytes < 1 || c.MaxBodyBytes > most {
+		return fmt.Errorf("httpapi: MaxBodyBytes %d must be between 1 and %d (the engine's payload limit plus 64 KiB): it may be lowered, not raised", c.MaxBodyBytes, most)
 	}
 	if c.NamespaceMaxPriority < workflow.MinPriority || c.NamespaceMaxPriority > workflow.MaxPriority {
 		return fmt.Errorf("httpapi: NamespaceMaxPriority %d must be between %d and %d", c.NamespaceMaxPriority, workflow.MinPriority, workflow.MaxPriority)

@@ -37,8 +37,8 @@
 // object are 400 INVALID_REQUEST naming the field), and an unknown query
 // parameter is refused, 400 INVALID_REQUEST naming it and the allowed ones.
 // The request limits (Config.Limits: payload bytes, batch size, id, event
-// type and workflow name lengths, page size) default to the engine's and may
-// be lowered.
+// type and workflow name lengths, page size) default to the engine's (the
+// client's EngineLimits for payloads and batches) and may be lowered.
 //
 // A host program that embeds the API in its own server chooses where with
 // Config.Prefix and mounts it there: Server.Register on an echo group, or

@@ -1,8 +1,13 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -101,6 +106,58 @@ func TestLimitsAreChecked(t *testing.T) {
 	require.Equal(t, int64(httpapi.DefaultMaxBodyBytes), cfg.MaxBodyBytes)
 	cfg = (&httpapi.Config{Client: h.Client, Limits: httpapi.Limits{MaxPayloadBytes: 1000}}).WithDefaults()
 	require.Equal(t, int64(1000+64<<10), cfg.MaxBodyBytes)
+}
+
+// TestLimitsFollowTheEngine: over a client whose engine limits are raised,
+// the server's payload and batch limits and its body bound default to
+// them, may be lowered but not raised past them, and a request past the
+// engine's default limits is taken.
+func TestLimitsFollowTheEngine(t *testing.T) {
+	t.Parallel()
+	h := testharness.New(t, testharness.WithEngineLimits(workflow.EngineLimits{MaxPayloadBytes: 2 << 20, MaxBatchSize: 150}))
+	workflow.MustRegister(h.Registry, "echo", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (json.RawMessage, error) {
+		return ev.Payload, nil
+	})
+
+	cfg := (&httpapi.Config{Client: h.Client}).WithDefaults()
+	require.Equal(t, 2<<20, cfg.Limits.MaxPayloadBytes)
+	require.Equal(t, 150, cfg.Limits.MaxBatchSize)
+	require.Equal(t, workflow.MaxIDLength, cfg.Limits.MaxIDLength, "the fixed limits stay")
+	require.Equal(t, int64(2<<20+64<<10), cfg.MaxBodyBytes)
+	require.Equal(t, httpapi.LimitsFor(h.Client.EngineLimits()), cfg.Limits)
+	for _, tc := range []struct {
+		cfg  httpapi.Config
+		want string
+	}{
+		{httpapi.Config{Limits: httpapi.Limits{MaxPayloadBytes: 2<<20 + 1}}, "MaxPayloadBytes 2097153 must be between 1 and 2097152"},
+		{httpapi.Config{Limits: httpapi.Limits{MaxBatchSize: 151}}, "MaxBatchSize 151 must be between 1 and 150"},
+		{httpapi.Config{MaxBodyBytes: 2<<20 + 64<<10 + 1}, "MaxBodyBytes 2162689 must be between 1 and 2162688"},
+	} {
+		tc.cfg.Client = h.Client
+		_, err := httpapi.New(&tc.cfg)
+		require.ErrorContains(t, err, tc.want)
+	}
+
+	srv, err := httpapi.New(&httpapi.Config{Client: h.Client, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	require.Equal(t, 2<<20, srv.Limits().MaxPayloadBytes)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	api := apiclient.New(ts.URL, "", ts.Client())
+	big := json.RawMessage(`"` + strings.Repeat("x", 3<<19) + `"`)
+	_, err = api.Create(h.Context(), "echo", workflow.CreateRequest{ID: "big", Params: big})
+	require.NoError(t, err, "1.5 MiB of params, past the default limit")
+	h.RunUntilIdle()
+	require.Equal(t, string(big), string(h.RequireStatus("echo", "big", workflow.StatusComplete).Output))
+	_, err = api.Create(h.Context(), "echo", workflow.CreateRequest{ID: "too-big", Params: json.RawMessage(`"` + strings.Repeat("x", 2<<20) + `"`)})
+	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
+	reqs := make([]workflow.CreateRequest, 150)
+	for i := range reqs {
+		reqs[i].ID = fmt.Sprintf("b%d", i)
+	}
+	created, err := api.CreateBatch(h.Context(), "echo", reqs)
+	require.NoError(t, err)
+	require.Len(t, created, 150)
 }
 
 // TestLoweredPayloadLimitCoversTriggersAndSchedules: the params of a

@@ -99,6 +99,17 @@ type Config struct {
 	//
 	// Defaults to workflow.DefaultMaxInvokeDepth (16).
 	MaxInvokeDepth int
+	// EngineLimits bound the payloads the runner stores (step results,
+	// outputs, the params of Invoke steps) and the steps of a run (see
+	// workflow.EngineLimits); a workflow registered with
+	// workflow.WithMaxStepsPerRun has its own bound on its steps. The
+	// runners of one deployment should share them: a run replayed by a
+	// runner with a lower MaxStepsPerRun fails at the step past it, even
+	// one it recorded before.
+	//
+	// Defaults to workflow.DefaultEngineLimits(): 1 MiB payloads, 1024
+	// steps per run.
+	EngineLimits workflow.EngineLimits
 	// ShutdownGrace is how long a suspended or cancelled run's code may take
 	// to return after its context is cancelled before the runner stops
 	// waiting for it. When the runner stops, it is also the longest it
@@ -254,6 +265,7 @@ func (c *Config) WithDefaults() *Config {
 	out.ShutdownGrace = cmp.Or(out.ShutdownGrace, 5*time.Second)
 	out.MaxLeaseLosses = cmp.Or(out.MaxLeaseLosses, DefaultMaxLeaseLosses)
 	out.MaxInvokeDepth = cmp.Or(out.MaxInvokeDepth, workflow.DefaultMaxInvokeDepth)
+	out.EngineLimits = out.EngineLimits.WithDefaults()
 	out.GroupCommitMax = cmp.Or(out.GroupCommitMax, 64)
 	out.GroupCommitWorkers = cmp.Or(out.GroupCommitWorkers, 2)
 	if out.WakeFunc == nil {
@@ -298,6 +310,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxInvokeDepth < 1 {
 		return fmt.Errorf("runner: MaxInvokeDepth %d must be at least 1", c.MaxInvokeDepth)
+	}
+	if err := c.EngineLimits.Validate(); err != nil {
+		return fmt.Errorf("runner: Config.%w", err)
 	}
 	if c.GroupCommitMax < 1 || c.GroupCommitWorkers < 1 {
 		return fmt.Errorf("runner: GroupCommitMax %d and GroupCommitWorkers %d must be at least 1", c.GroupCommitMax, c.GroupCommitWorkers)

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -75,6 +76,9 @@ type execution struct {
 	steps   map[string]*db.Step
 	active  map[string]bool
 	counted map[string]bool
+	// maxSteps bounds counted: the workflow's WithMaxStepsPerRun, else
+	// the runner's EngineLimits.MaxStepsPerRun.
+	maxSteps int
 	// used are the step names workflow code reached in this pass (see
 	// useName).
 	used map[string]bool
@@ -232,7 +236,7 @@ func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunSt
 		leaseUntil = *task.LockedUntil
 	}
 	until := func() time.Time { return leaseUntil }
-	wf, ok := wfcore.Lookup(r.cfg.Registry, task.WorkflowName)
+	wf, maxSteps, ok := wfcore.LookupRun(r.cfg.Registry, task.WorkflowName)
 	if !ok {
 		r.release(ref, r.now(), "workflow not registered on this runner", log, until, false)
 		return
@@ -253,16 +257,17 @@ func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunSt
 		return
 	}
 	e := &execution{
-		r:       r,
-		log:     log,
-		ref:     ref,
-		inst:    state.Instance,
-		steps:   state.Steps,
-		active:  map[string]bool{},
-		counted: map[string]bool{},
-		running: map[string]db.RunningStep{},
-		changed: make(chan struct{}, 1),
-		budget:  budget,
+		r:        r,
+		log:      log,
+		ref:      ref,
+		inst:     state.Instance,
+		steps:    state.Steps,
+		active:   map[string]bool{},
+		counted:  map[string]bool{},
+		maxSteps: cmp.Or(maxSteps, r.cfg.EngineLimits.MaxStepsPerRun),
+		running:  map[string]db.RunningStep{},
+		changed:  make(chan struct{}, 1),
+		budget:   budget,
 
 		leaseLosses: task.LeaseLosses,
 		resetLosses: task.LeaseLosses > 0,
@@ -346,6 +351,8 @@ func (e *execution) run(wf wfcore.Runnable) {
 			WorkflowName: e.inst.WorkflowName,
 			RunNumber:    e.inst.RunNumber,
 			Metadata:     e.inst.Metadata,
+
+			MaxPayloadBytes: e.r.cfg.EngineLimits.MaxPayloadBytes,
 		}, &step{e: e})
 	}()
 

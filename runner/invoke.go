@@ -288,7 +288,7 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 		return &childRefusedError{name: workflow.ErrorNameInvokeDepth, err: fmt.Errorf("%w: step %q of %s/%s would start a child at depth %d, past the limit of %d",
 			workflow.ErrInvokeDepth, key, e.inst.WorkflowName, e.inst.ID, depth, e.r.cfg.MaxInvokeDepth)}
 	}
-	params, err := workflow.MarshalPayload(fmt.Sprintf("params of invoke step %q", key), opts.Params)
+	params, err := e.r.cfg.EngineLimits.MarshalPayload(fmt.Sprintf("params of invoke step %q", key), opts.Params)
 	if err != nil {
 		return &childRefusedError{name: workflow.ErrorNameInvokeRefused, err: err}
 	}

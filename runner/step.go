@@ -254,7 +254,7 @@ func (e *execution) attempt(key string, fn workflow.StepFunc, cfg workflow.StepC
 		}
 		// A result that cannot be stored (too large, too deep, not portable
 		// JSON, not encodable) would be refused again on every attempt.
-		if res.raw, res.err = workflow.MarshalPayload(fmt.Sprintf("result of step %q", key), v); res.err != nil {
+		if res.raw, res.err = e.r.cfg.EngineLimits.MarshalPayload(fmt.Sprintf("result of step %q", key), v); res.err != nil {
 			res.err = workflow.NonRetryable(res.err)
 		}
 	}()
@@ -356,13 +356,14 @@ func (e *execution) blockLocked(w *wait, write *db.StepWrite) error {
 	return workflow.ErrSuspended
 }
 
-// countLocked counts a Do or WaitForEvent step against MaxStepsPerRun.
+// countLocked counts a Do, WaitForEvent or Invoke step against the run's
+// bound (execution.maxSteps).
 func (e *execution) countLocked(key string) error {
 	if e.counted[key] {
 		return nil
 	}
-	if len(e.counted) >= workflow.MaxStepsPerRun {
-		return fmt.Errorf("%w: the limit is %d Do and WaitForEvent steps per run (step %q)", workflow.ErrTooManySteps, workflow.MaxStepsPerRun, key)
+	if len(e.counted) >= e.maxSteps {
+		return fmt.Errorf("%w: the limit is %d Do, WaitForEvent and Invoke steps per run (step %q)", workflow.ErrTooManySteps, e.maxSteps, key)
 	}
 	e.counted[key] = true
 	return nil

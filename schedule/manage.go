@@ -73,8 +73,8 @@ type CreateRequest struct {
 	//
 	// Defaults to UTC.
 	TimeZone string `json:"timeZone,omitempty"`
-	// Params are the params of every instance (JSON, at most
-	// workflow.MaxPayloadBytes).
+	// Params are the params of every instance (JSON, at most the engine's
+	// payload limit, 1 MiB by default).
 	//
 	// Defaults to null.
 	Params json.RawMessage `json:"params,omitempty"`
@@ -324,7 +324,7 @@ func (s *Scheduler) check(ctx context.Context, workflowName string, params json.
 	if !ok {
 		return fmt.Errorf("%w: %q", workflow.ErrWorkflowNotFound, workflowName)
 	}
-	if err := workflow.ValidatePayload("params", params); err != nil {
+	if err := s.cfg.EngineLimits.ValidatePayload("params", params); err != nil {
 		return err
 	}
 	if maxCatchup < 1 || maxCatchup > MaxCatchupLimit {

@@ -41,6 +41,11 @@ type Config struct {
 	//
 	// Defaults to 100.
 	BatchSize int
+	// EngineLimits bound the params of a schedule (MaxPayloadBytes; see
+	// workflow.EngineLimits). The host sets its own.
+	//
+	// Defaults to workflow.DefaultEngineLimits(): 1 MiB.
+	EngineLimits workflow.EngineLimits
 	// LimitsFunc, when set, returns the limited scopes of an instance the
 	// scheduler is about to start (client.Client.LimitSpecs; the host sets
 	// it), so that scheduled instances of a limited workflow are admitted
@@ -79,6 +84,7 @@ func (c *Config) WithDefaults() *Config {
 	}
 	out.PollInterval = cmp.Or(out.PollInterval, time.Second)
 	out.BatchSize = cmp.Or(out.BatchSize, 100)
+	out.EngineLimits = out.EngineLimits.WithDefaults()
 	if out.WakeFunc == nil {
 		out.WakeFunc = func(string) {}
 	}
@@ -97,6 +103,9 @@ func (c *Config) validate() error {
 	}
 	if c.BatchSize < 1 {
 		return fmt.Errorf("schedule: BatchSize %d must be at least 1", c.BatchSize)
+	}
+	if err := c.EngineLimits.Validate(); err != nil {
+		return fmt.Errorf("schedule: Config.%w", err)
 	}
 	return nil
 }

@@ -45,6 +45,7 @@ type options struct {
 	hooks     *hook.Config
 	observer  duraflow.Observer
 	tracer    trace.TracerProvider
+	limits    workflow.EngineLimits
 }
 
 // WithHooks turns the durable hooks on (duraflow.Config.Hooks): the client
@@ -78,6 +79,12 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // as *metrics.Metrics, so a test can check what the runner and client
 // report.
 func WithObserver(obs duraflow.Observer) Option { return func(o *options) { o.observer = obs } }
+
+// WithEngineLimits gives the host other limits than the engine's defaults
+// (duraflow.Config.EngineLimits), so a test runs its workflows under the
+// payload, step and batch limits of the deployment: a workflow that takes
+// more than 1024 steps on a host with a raised MaxStepsPerRun, say.
+func WithEngineLimits(l workflow.EngineLimits) Option { return func(o *options) { o.limits = l } }
 
 // WithTracerProvider turns tracing on (duraflow.Config.TracerProvider),
 // so a test can check the spans, with the SDK's in-memory exporter
@@ -157,6 +164,7 @@ func New(t testing.TB, opts ...Option) *Harness {
 	host, err := duraflow.New(o.store, &duraflow.Config{
 		Registry: reg, Clock: clk, Logger: o.logger, RunMode: duraflow.RunOnDemand, Runner: rc,
 		Hooks: o.hooks, DisableScheduler: true, PollOnly: true, Observer: o.observer, TracerProvider: o.tracer,
+		EngineLimits: o.limits,
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -329,7 +337,7 @@ func (h *Harness) Waiting() []string {
 // SendEvent sends an event to an instance and fails the test on error.
 func (h *Harness) SendEvent(workflowName, id, eventType string, payload any) {
 	h.t.Helper()
-	raw, err := workflow.MarshalPayload("event payload", payload)
+	raw, err := h.Client.EngineLimits().MarshalPayload("event payload", payload)
 	require.NoError(h.t, err)
 	require.NoError(h.t, h.Client.SendEvent(h.ctx, workflowName, id, eventType, raw), "sending event %s to %s/%s", eventType, workflowName, id)
 }

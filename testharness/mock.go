@@ -348,7 +348,7 @@ func (r *mockRunnable) Execute(ctx context.Context, raw wfcore.RawEvent, step an
 	if err != nil {
 		return nil, err
 	}
-	return workflow.MarshalPayload("workflow output", out)
+	return workflow.EngineLimits{MaxPayloadBytes: raw.MaxPayloadBytes}.MarshalPayload("workflow output", out)
 }
 
 // workflowCall returns the function of the mock that runs the instance run

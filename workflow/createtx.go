@@ -41,8 +41,8 @@ type TxEngine interface {
 	// CreateTx creates one instance as Create does, in tx. It returns the
 	// function to call after the commit (never nil).
 	CreateTx(ctx context.Context, tx any, workflowName string, req CreateRequest) (*InstanceInfo, AfterCommitFunc, error)
-	// CreateBatchTx creates up to MaxBatchSize instances as CreateBatch
-	// does, in tx. It returns the function to call after the commit (never
+	// CreateBatchTx creates up to the engine's batch limit instances as
+	// CreateBatch does, in tx. It returns the function to call after the commit (never
 	// nil).
 	CreateBatchTx(ctx context.Context, tx any, workflowName string, reqs []CreateRequest) ([]*InstanceInfo, AfterCommitFunc, error)
 }
@@ -85,8 +85,9 @@ func (b *Binding[P, O]) CreateTx(ctx context.Context, tx any, opts CreateOptions
 	return b.handle(info.ID), wake, nil
 }
 
-// CreateBatchTx creates up to MaxBatchSize instances as CreateBatch does,
-// inside the caller's database transaction tx, as CreateTx does for one.
+// CreateBatchTx creates up to the engine's batch limit instances as
+// CreateBatch does, inside the caller's database transaction tx, as
+// CreateTx does for one.
 func (b *Binding[P, O]) CreateBatchTx(ctx context.Context, tx any, opts []CreateOptions[P]) ([]*Instance[O], AfterCommitFunc, error) {
 	e, err := b.registry.txEngine()
 	if err != nil {
@@ -112,7 +113,7 @@ func (b *Binding[P, O]) CreateBatchTx(ctx context.Context, tx any, opts []Create
 // createRequest is the request of a typed create: the options with their
 // params encoded (what names the params in an error).
 func createRequest[P any](what string, opts CreateOptions[P]) (CreateRequest, error) {
-	params, err := MarshalPayload(what, opts.Params)
+	params, err := encodePayload(what, opts.Params)
 	if err != nil {
 		return CreateRequest{}, err
 	}

@@ -26,7 +26,8 @@ var (
 	// ErrInvalidRequest means some other argument is malformed.
 	ErrInvalidRequest = errors.New("invalid request")
 	// ErrPayloadTooLarge means params, an event payload, a step result or an
-	// output is larger than MaxPayloadBytes.
+	// output is larger than the engine's payload limit
+	// (EngineLimits.MaxPayloadBytes, MaxPayloadBytes by default).
 	ErrPayloadTooLarge = errors.New("payload too large")
 	// ErrPayloadTooDeep means arrays and objects nest deeper than
 	// MaxPayloadDepth in params, an event payload, a step result, an output,
@@ -54,7 +55,9 @@ var (
 	// is a *NonRetryableError named ErrorNameStepNameReused; two calls of
 	// one name running at the same time get ErrDuplicateStep instead.
 	ErrStepNameReused = errors.New("step name used twice in one run")
-	// ErrTooManySteps means the run exceeded MaxStepsPerRun.
+	// ErrTooManySteps means the run reached more steps than its bound
+	// (WithMaxStepsPerRun, else EngineLimits.MaxStepsPerRun, MaxStepsPerRun
+	// by default).
 	ErrTooManySteps = errors.New("too many steps in one run")
 	// ErrStepTypeMismatch means a step name recorded as one kind of step (say a
 	// sleep) is now used as another (say a Do), which happens when workflow code

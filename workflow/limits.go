@@ -14,6 +14,8 @@ import (
 )
 
 // Limits shared by every entry point (bindings, the HTTP API, the runner).
+// MaxPayloadBytes, MaxStepsPerRun and MaxBatchSize are the defaults of a
+// host's EngineLimits, which may raise or lower them; the others are fixed.
 const (
 	// MaxWorkflowNameLength is the longest workflow name.
 	MaxWorkflowNameLength = 64
@@ -21,7 +23,8 @@ const (
 	MaxIDLength = 100
 	// MaxStepNameLength is the longest step name.
 	MaxStepNameLength = 256
-	// MaxPayloadBytes bounds params, event payloads, step results and outputs.
+	// MaxPayloadBytes bounds params, event payloads, step results and
+	// outputs: the default of EngineLimits.MaxPayloadBytes.
 	MaxPayloadBytes = 1 << 20
 	// MaxPayloadDepth bounds how deeply arrays and objects nest in params,
 	// event payloads, step results, outputs, metadata, schedule params and
@@ -33,9 +36,12 @@ const (
 	// document (history, metadata, a flow's expressions) and is far deeper
 	// than any real document.
 	MaxPayloadDepth = 256
-	// MaxStepsPerRun bounds the Do and WaitForEvent steps of one run; sleeps don't count.
+	// MaxStepsPerRun bounds the Do, WaitForEvent and Invoke steps of one
+	// run; sleeps don't count. It is the default of
+	// EngineLimits.MaxStepsPerRun.
 	MaxStepsPerRun = 1024
-	// MaxBatchSize bounds one CreateBatch call.
+	// MaxBatchSize bounds one CreateBatch call: the default of
+	// EngineLimits.MaxBatchSize.
 	MaxBatchSize = 100
 	// MaxSleep is the longest sleep.
 	MaxSleep = 365 * 24 * time.Hour
@@ -102,10 +108,16 @@ func ValidateEventType(typ string) error {
 // ValidatePayload checks that b is valid JSON of at most MaxPayloadBytes,
 // nested at most MaxPayloadDepth levels deep. what names the payload in the
 // error ("params", "event payload", ...). It fails with ErrPayloadTooLarge,
-// ErrPayloadTooDeep or ErrInvalidRequest.
+// ErrPayloadTooDeep or ErrInvalidRequest. A host with other limits checks
+// with EngineLimits.ValidatePayload.
 func ValidatePayload(what string, b []byte) error {
-	if len(b) > MaxPayloadBytes {
-		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrPayloadTooLarge, what, len(b), MaxPayloadBytes)
+	return validatePayload(what, b, MaxPayloadBytes)
+}
+
+// validatePayload is ValidatePayload with maxBytes as the size limit.
+func validatePayload(what string, b []byte, maxBytes int) error {
+	if len(b) > maxBytes {
+		return fmt.Errorf("%w: %s is %d bytes, the limit is %d", ErrPayloadTooLarge, what, len(b), maxBytes)
 	}
 	if len(b) > 0 && !json.Valid(b) {
 		// Past encoding/json's own depth limit JSON is invalid to it:
@@ -198,18 +210,40 @@ func stringEnd(b []byte, start int) int {
 }
 
 // MarshalPayload encodes v as JSON and checks it as ValidatePayload does.
+// A host with other limits encodes with EngineLimits.MarshalPayload.
 func MarshalPayload(what string, v any) (json.RawMessage, error) {
+	return marshalPayload(what, v, MaxPayloadBytes)
+}
+
+// marshalPayload is MarshalPayload with maxBytes as the size limit.
+func marshalPayload(what string, v any, maxBytes int) (json.RawMessage, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		if len(raw) == 0 {
 			return json.RawMessage("null"), nil
 		}
-		return raw, ValidatePayload(what, raw)
+		return raw, validatePayload(what, raw, maxBytes)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encoding %s as JSON: %w", ErrInvalidRequest, what, err)
 	}
-	return b, ValidatePayload(what, b)
+	return b, validatePayload(what, b, maxBytes)
+}
+
+// encodePayload encodes v as JSON for an engine, which checks it against
+// its own limits: a json.RawMessage is taken as it is (empty is null).
+func encodePayload(what string, v any) (json.RawMessage, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		if len(raw) == 0 {
+			return json.RawMessage("null"), nil
+		}
+		return raw, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encoding %s as JSON: %w", ErrInvalidRequest, what, err)
+	}
+	return b, nil
 }
 
 // portable checks what json.Valid lets through but a backend cannot store

@@ -55,6 +55,12 @@ type Definition struct {
 	//
 	// Defaults to none.
 	Limits Limits
+	// MaxStepsPerRun, when positive, bounds the Do, WaitForEvent and
+	// Invoke steps of one run instead of the host's
+	// EngineLimits.MaxStepsPerRun (see WithMaxStepsPerRun).
+	//
+	// Defaults to 0: the host's.
+	MaxStepsPerRun int
 }
 
 // WithQueue runs the workflow's instances on the named task queue unless a

@@ -8,8 +8,8 @@ import (
 )
 
 // ErrInvalidLimit means a concurrency or rate limit is not positive (a max
-// running, a rate or a period of zero or less), or a per-key limit was
-// given without a concurrency key.
+// running, a rate or a period of zero or less), a per-key limit was given
+// without a concurrency key, or WithMaxStepsPerRun is outside its range.
 var ErrInvalidLimit = errors.New("workflow: invalid limit")
 
 // ErrConcurrencyKey means a workflow's concurrency key could not be

@@ -135,7 +135,8 @@ type CreateRequest struct {
 	Params json.RawMessage
 	// Metadata is recorded with the instance besides its params: where it
 	// came from (a trigger's provenance) or a flow's pinned version. JSON,
-	// at most MaxPayloadBytes; empty records none.
+	// at most the engine's payload limit (MaxPayloadBytes by default);
+	// empty records none.
 	Metadata json.RawMessage
 	// Namespace is the namespace the instance is created in: only callers
 	// of that namespace see and touch it. Empty means the client's
@@ -168,8 +169,9 @@ type CreateRequest struct {
 type Engine interface {
 	// Create creates one instance.
 	Create(ctx context.Context, workflowName string, req CreateRequest) (*InstanceInfo, error)
-	// CreateBatch creates up to MaxBatchSize instances, skipping existing ids
-	// and leaving them out of the answer.
+	// CreateBatch creates up to the engine's batch limit (MaxBatchSize by
+	// default) instances, skipping existing ids and leaving them out of the
+	// answer.
 	CreateBatch(ctx context.Context, workflowName string, reqs []CreateRequest) ([]*InstanceInfo, error)
 	// Get returns one instance.
 	Get(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
@@ -254,6 +256,24 @@ func (r *Registry) lookup(name string) (wfhook.Runnable, bool) {
 	return w, ok
 }
 
+// lookupRun is lookup with the definition's MaxStepsPerRun; the runner
+// reaches it through wfhook.LookupRunFunc, once per run pass.
+func (r *Registry) lookupRun(name string) (wfhook.Runnable, int, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	maxSteps := 0
+	if d, ok := r.defs[name]; ok {
+		maxSteps = d.MaxStepsPerRun
+	}
+	if r.overrides != nil {
+		if w, ok := r.overrides[name]; ok {
+			return w, maxSteps, true
+		}
+	}
+	w, ok := r.byName[name]
+	return w, maxSteps, ok
+}
+
 // override substitutes w for the workflow name in lookups; nil w ends it.
 func (r *Registry) override(name string, w wfhook.Runnable) {
 	r.mu.Lock()
@@ -271,6 +291,9 @@ func (r *Registry) override(name string, w wfhook.Runnable) {
 func init() {
 	wfhook.LookupFunc = func(registry any, name string) (wfhook.Runnable, bool) {
 		return registry.(*Registry).lookup(name)
+	}
+	wfhook.LookupRunFunc = func(registry any, name string) (wfhook.Runnable, int, bool) {
+		return registry.(*Registry).lookupRun(name)
 	}
 	wfhook.OverrideFunc = func(registry any, name string, w wfhook.Runnable) {
 		registry.(*Registry).override(name, w)
@@ -363,7 +386,7 @@ func (b *Binding[P, O]) Create(ctx context.Context, opts CreateOptions[P]) (*Ins
 	if err != nil {
 		return nil, err
 	}
-	params, err := MarshalPayload("params", opts.Params)
+	params, err := encodePayload("params", opts.Params)
 	if err != nil {
 		return nil, err
 	}
@@ -377,8 +400,9 @@ func (b *Binding[P, O]) Create(ctx context.Context, opts CreateOptions[P]) (*Ins
 	return b.handle(info.ID), nil
 }
 
-// CreateBatch creates up to MaxBatchSize instances at once; ids that exist
-// already are skipped and left out of the answer.
+// CreateBatch creates up to the engine's batch limit (MaxBatchSize by
+// default) instances at once; ids that exist already are skipped and left
+// out of the answer.
 func (b *Binding[P, O]) CreateBatch(ctx context.Context, opts []CreateOptions[P]) ([]*Instance[O], error) {
 	e, err := b.registry.boundEngine()
 	if err != nil {
@@ -386,7 +410,7 @@ func (b *Binding[P, O]) CreateBatch(ctx context.Context, opts []CreateOptions[P]
 	}
 	reqs := make([]CreateRequest, len(opts))
 	for i, o := range opts {
-		params, err := MarshalPayload(fmt.Sprintf("params of instance %d", i), o.Params)
+		params, err := encodePayload(fmt.Sprintf("params of instance %d", i), o.Params)
 		if err != nil {
 			return nil, err
 		}
@@ -519,7 +543,7 @@ func (i *Instance[O]) SendEvent(ctx context.Context, eventType string, payload a
 	if err != nil {
 		return err
 	}
-	raw, err := MarshalPayload("event payload", payload)
+	raw, err := encodePayload("event payload", payload)
 	if err != nil {
 		return err
 	}

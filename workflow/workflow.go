@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -70,7 +71,7 @@ func (r *runnable[P, O]) Execute(ctx context.Context, raw wfhook.RawEvent, step 
 	if err != nil {
 		return nil, err
 	}
-	b, err := MarshalPayload("workflow output", out)
+	b, err := marshalPayload("workflow output", out, cmp.Or(raw.MaxPayloadBytes, MaxPayloadBytes))
 	if err != nil {
 		return nil, err
 	}

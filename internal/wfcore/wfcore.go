@@ -32,6 +32,14 @@ func Lookup(r *workflow.Registry, name string) (Runnable, bool) {
 	return wfhook.LookupFunc(r, name)
 }
 
+// LookupRun returns the workflow registered under name, as Lookup does,
+// and its own bound on the steps of a run (workflow.WithMaxStepsPerRun), 0
+// when the host's applies. The definition's bound stays when a runnable
+// overrides the workflow (Override).
+func LookupRun(r *workflow.Registry, name string) (w Runnable, maxSteps int, ok bool) {
+	return wfhook.LookupRunFunc(r, name)
+}
+
 // Override makes r run for every instance of the workflow name (registered
 // or not) instead of the registered workflow; a nil r ends the
 // substitution. The registered definition (queue, retries, limits) stays.

@@ -22,6 +22,9 @@ type RawEvent struct {
 	WorkflowName string
 	RunNumber    int
 	Metadata     json.RawMessage
+	// MaxPayloadBytes bounds the encoded output (the runner's
+	// workflow.EngineLimits); 0 is workflow.MaxPayloadBytes.
+	MaxPayloadBytes int
 }
 
 // Runnable is a registered workflow as the runner sees it: typed decoding and
@@ -44,6 +47,11 @@ type ParamsChecker interface {
 // LookupFunc returns the workflow registered under name in registry, a
 // *workflow.Registry. Package workflow sets it at init.
 var LookupFunc func(registry any, name string) (Runnable, bool)
+
+// LookupRunFunc is LookupFunc for the runner: it also returns the
+// workflow's own bound on the steps of a run (workflow.WithMaxStepsPerRun),
+// 0 when it has none. Package workflow sets it at init.
+var LookupRunFunc func(registry any, name string) (r Runnable, maxSteps int, ok bool)
 
 // OverrideFunc makes lookups of name in registry, a *workflow.Registry,
 // return r instead of the workflow registered under the name (or instead of

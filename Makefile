@@ -3,7 +3,8 @@
 #   make test       go test -race ./... (Postgres tests skip when it is unreachable; TESTTIMEOUT per package)
 #   make generate   regenerate the sqlc code (installs sqlc when missing) and httpapi/openapi.json
 #   make cli-transcript  rerun the commands of the transcript in docs/cli.md and rewrite their output
-#   make verify     gofmt, go vet (with the attack and chaos tags), generated code and the OpenAPI document in sync, make lint
+#   make verify     gofmt, go vet (with the attack, chaos and tsclient tags), generated code and the OpenAPI document in sync, make lint
+#   make openapi-client  a TypeScript client generated from the served OpenAPI document: tsc --strict, a session, Redocly and Spectral (needs node and npm)
 #   make lint       golangci-lint (.golangci.yml): depguard's import direction, vet, staticcheck... (installs it when missing)
 #   make tidy-check go.mod and go.sum tidy
 #   make bench      the Go benchmarks, then duraflow bench on BENCH_DB (see docs/benchmarks.md)
@@ -42,7 +43,7 @@ BENCH_DB ?= $(DURAFLOW_TEST_DATABASE_URL)
 BENCH_ARGS ?= --ceiling
 BENCH_BIN ?= $(or $(TMPDIR),/tmp)/duraflow-bench
 
-.PHONY: test generate sqlc sqlc-diff openapi openapi-diff cli-transcript verify lint golangci-lint tidy-check bench bench-go bench-run examples attack fuzz chaos
+.PHONY: test generate sqlc sqlc-diff openapi openapi-diff openapi-client cli-transcript verify lint golangci-lint tidy-check bench bench-go bench-run examples attack fuzz chaos
 
 # TESTTIMEOUT bounds each package's test binary: the runner's tests run
 # several minutes under -race on two cores, near go test's default of 10m.
@@ -65,6 +66,19 @@ openapi:
 
 openapi-diff:
 	$(GO) test -count=1 -run '^TestOpenAPIDocument$$' ./httpapi
+
+# openapi-client checks the served OpenAPI document with tools written
+# elsewhere, pinned in clients/typescript (package-lock.json), which npm ci
+# installs first: TestTypeScriptClient (cmd/duraflow, build tag tsclient)
+# starts duraflow dev twice on loopback, generates a TypeScript client from
+# the document one serves (openapi-typescript), type-checks it with tsc
+# --strict, runs a session with it (openapi-fetch), and lints both served
+# documents with Redocly and Spectral: an error fails, warnings are listed.
+# It needs Node.js 20.19 or later and npm; about a minute once npm's cache
+# is warm.
+openapi-client:
+	cd clients/typescript && npm ci
+	$(GO) test -count=1 -tags tsclient -run '^TestTypeScriptClient$$' -v ./cmd/duraflow
 
 # cli-transcript reruns the commands of the transcript in docs/cli.md
 # against a dev server and rewrites their output there; make test fails
@@ -93,7 +107,7 @@ verify: sqlc-diff openapi-diff tidy-check
 	@echo "gofmt -l ."; files="$$(gofmt -l .)"; if [ -n "$$files" ]; then \
 		echo "these files need gofmt:"; echo "$$files"; exit 1; \
 	fi
-	$(GO) vet -tags attack,chaos ./...
+	$(GO) vet -tags attack,chaos,tsclient ./...
 	$(MAKE) lint
 
 # lint runs golangci-lint with .golangci.yml: depguard keeps imports pointing

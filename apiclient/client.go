@@ -88,12 +88,8 @@ func (c *Client) List(ctx context.Context, p client.ListParams) (*InstanceList, 
 		path = "/workflows/" + url.PathEscape(p.WorkflowName) + "/instances"
 	}
 	q := url.Values{}
-	if len(p.Statuses) > 0 {
-		s := make([]string, len(p.Statuses))
-		for i, st := range p.Statuses {
-			s[i] = string(st)
-		}
-		q.Set("status", strings.Join(s, ","))
+	for _, st := range p.Statuses {
+		q.Add("status", string(st)) // repeated, as the OpenAPI document says
 	}
 	if p.PageSize != 0 {
 		q.Set("pageSize", strconv.Itoa(p.PageSize))

@@ -14,10 +14,13 @@
 // record its provenance.
 //
 // The OpenAPI 3.1 document of the API is openapi.json in this package
-// (OpenAPIDocument); a Server serves its own version, with its prefix and
-// triggers, at GET <prefix>/openapi.json (Server.OpenAPI). The tests
+// (OpenAPIDocument); a Server serves its own version at GET
+// <prefix>/openapi.json, made to follow its configuration: its prefix,
+// routes, triggers, limits and authentication (Server.OpenAPI). The tests
 // generate the file from their operation table and the wire types, and
-// validate every route's requests and answers against it.
+// validate every route's requests and answers against it; make
+// openapi-client checks the served document with a generated TypeScript
+// client, Redocly and Spectral.
 //
 // The instance routes answer one shape, apiclient.Instance: {"id": …,
 // "details": {"status", "error"?, "output"?}, …the instance's other

@@ -175,6 +175,21 @@ var requestRequired = map[string][]string{}
 // fields (the paging shape of every list).
 var pagedTypes = map[string]bool{}
 
+// fieldRules are the rules of request fields that the Go types do not
+// carry (patterns, lengths, ranges, sizes), by "pkgpath.Type.Field": their
+// keywords are added to the field's schema, or, for a {"$ref": …}, replace
+// it with a reference to a schema that holds them.
+var fieldRules = map[string]obj{}
+
+// schemaDocs are descriptions of components whose Go doc comment reads
+// badly flattened into one line (an example in a code block), by
+// "pkgpath.Type".
+var schemaDocs = map[string]string{}
+
+// selfEncoded are the schemas of types that encode themselves (MarshalJSON
+// or UnmarshalJSON), by "pkgpath.Type".
+var selfEncoded = map[string]func() obj{}
+
 // special are the schemas of types that encode themselves.
 var (
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
@@ -219,6 +234,9 @@ func (g *schemaSet) of(t reflect.Type, request bool) obj {
 			return s
 		})
 	}
+	if build, ok := selfEncoded[typeKey(t)]; ok {
+		return g.component(t, request, build)
+	}
 	if t.Implements(reflect.TypeFor[json.Marshaler]()) || reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
 		panic(fmt.Sprintf("openapi: %s encodes itself; give it a schema in schemaSet.of", t))
 	}
@@ -261,13 +279,12 @@ func (g *schemaSet) of(t reflect.Type, request bool) obj {
 	panic(fmt.Sprintf("openapi: no schema for %s", t))
 }
 
-// anyValue is the schema of any JSON value. It lists every type rather
-// than being the empty schema: kin-openapi validates schemas that hold
-// references with its OpenAPI 3.0 validator, for which {} refuses null.
+// anyValue is the schema of any JSON value: the empty schema, which every
+// client generator reads as "any" (openapi-typescript's unknown, an
+// untyped value in Go or Java), with a description only.
 func (g *schemaSet) anyValue() obj {
 	g.comps["JSONValue"] = obj{
-		"description": "Any JSON value, passed through as it was sent (compacted).",
-		"type":        []any{"object", "array", "string", "number", "boolean", "null"},
+		"description": "Any JSON value (an object, an array, a string, a number, a boolean or null), passed through as it was sent (compacted).",
 	}
 	return obj{"$ref": "#/components/schemas/JSONValue"}
 }
@@ -291,7 +308,11 @@ func (g *schemaSet) component(t reflect.Type, request bool, build func() obj) ob
 		g.names[t] = name
 		g.comps[name] = obj{} // placeholder against cycles
 		s := build()
-		if doc := typeDoc(t); doc != "" && s["description"] == nil {
+		doc := typeDoc(t)
+		if d, ok := schemaDocs[typeKey(t)]; ok {
+			doc = d
+		}
+		if doc != "" && s["description"] == nil {
 			s["description"] = doc
 		}
 		g.comps[name] = s
@@ -362,6 +383,15 @@ func (g *schemaSet) addFields(t reflect.Type, request bool, props obj, required 
 			name = f.Name
 		}
 		s := g.of(f.Type, request)
+		if rules, ok := fieldRules[typeKey(t)+"."+f.Name]; ok {
+			if _, isRef := rules["$ref"]; isRef {
+				s = obj{"$ref": rules["$ref"]}
+			} else {
+				for k, v := range rules {
+					s[k] = v
+				}
+			}
+		}
 		if doc := src.fieldDocs[typeKey(t)+"."+f.Name]; doc != "" {
 			if _, isRef := s["$ref"]; isRef {
 				s = obj{"$ref": s["$ref"], "description": doc} // 3.1: siblings of $ref apply

@@ -19,6 +19,8 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/internal/flowapi"
 	"github.com/duraflow/duraflow/schedule"
@@ -108,6 +110,13 @@ func init() {
 		"ErrorResponse":         apiclient.ErrorResponse{},
 		"ErrorCode":             apiclient.Code(""),
 		"TriggerResponse":       httpapi.TriggerResponse{},
+		"FlowDefinition":        flow.Definition{},
+		"FlowStep":              flow.Step{},
+		"FlowTransitions":       flow.Transitions{},
+		"FlowRetryPolicy":       flow.RetryPolicy{},
+		"FlowRate":              flow.Rate{},
+		"FlowConcurrency":       flow.Concurrency{},
+		"FlowSelector":          flow.Selector{},
 	})
 	for _, r := range []struct {
 		typ    reflect.Type
@@ -116,37 +125,154 @@ func init() {
 		{reflect.TypeFor[apiclient.SendEventRequest](), []string{"type"}},
 		{reflect.TypeFor[apiclient.CreateBatchRequest](), []string{"instances"}},
 		{reflect.TypeFor[schedule.CreateRequest](), []string{"id", "workflowName", "cron"}},
+		{reflect.TypeFor[flow.Definition](), []string{"id", "version", "initialStepId", "steps"}},
+		{reflect.TypeFor[flow.Step](), []string{"id", "type"}},
+		{reflect.TypeFor[flow.Rate](), []string{"limit", "period"}},
+		{reflect.TypeFor[flow.Concurrency](), []string{"key", "max"}},
 	} {
 		requestRequired[typeKey(r.typ)] = r.fields
 	}
 	for _, v := range []any{schedule.ListResult{}, flowapi.ListResult{}, apiclient.WorkerList{}, apiclient.LifecycleList{}} {
 		pagedTypes[typeKey(reflect.TypeOf(v))] = true
 	}
+
+	// The rules of request fields (the checks of workflow, schedule and
+	// httpapi), which the Go types do not carry.
+	ref := func(name string) obj { return obj{"$ref": "#/components/schemas/" + name} }
+	for _, r := range []struct {
+		typ   reflect.Type
+		field string
+		rules obj
+	}{
+		{reflect.TypeFor[apiclient.CreateRequest](), "ID", ref("InstanceId")},
+		{reflect.TypeFor[apiclient.CreateRequest](), "Queue", ref("QueueName")},
+		{reflect.TypeFor[apiclient.CreateRequest](), "Priority", obj{"minimum": workflow.MinPriority, "maximum": workflow.MaxPriority}},
+		{reflect.TypeFor[apiclient.CreateBatchRequest](), "Instances", obj{"minItems": 1, "maxItems": workflow.MaxBatchSize}},
+		{reflect.TypeFor[apiclient.SendEventRequest](), "Type", ref("EventType")},
+		{reflect.TypeFor[apiclient.TickRequest](), "MaxInstances", obj{"minimum": 0, "maximum": httpapi.MaxTickInstances}},
+		{reflect.TypeFor[apiclient.TickRequest](), "MaxSteps", obj{"minimum": 0}},
+		{reflect.TypeFor[apiclient.QueueLimits](), "MaxRunning", obj{"minimum": 1}},
+		{reflect.TypeFor[schedule.CreateRequest](), "ID", identSchema(workflow.MaxIDLength)},
+		{reflect.TypeFor[schedule.CreateRequest](), "WorkflowName", identSchema(workflow.MaxWorkflowNameLength)},
+		{reflect.TypeFor[schedule.CreateRequest](), "MaxCatchup", obj{"minimum": 1, "maximum": schedule.MaxCatchupLimit}},
+		{reflect.TypeFor[schedule.UpdateRequest](), "WorkflowName", identSchema(workflow.MaxWorkflowNameLength)},
+		{reflect.TypeFor[schedule.UpdateRequest](), "MaxCatchup", obj{"minimum": 1, "maximum": schedule.MaxCatchupLimit}},
+		{reflect.TypeFor[flow.Definition](), "ID", identSchema(workflow.MaxWorkflowNameLength)},
+		{reflect.TypeFor[flow.Definition](), "Queue", ref("QueueName")},
+		{reflect.TypeFor[flow.Step](), "ID", identSchema(flow.MaxStepIDLength)},
+	} {
+		_, ok := r.typ.FieldByName(r.field)
+		if !ok {
+			panic(fmt.Sprintf("openapi: %s has no field %s", r.typ, r.field))
+		}
+		fieldRules[typeKey(r.typ)+"."+r.field] = r.rules
+	}
+
+	schemaDocs[typeKey(reflect.TypeFor[flow.Definition]())] = "A flow definition (docs/flows.md): data that compiles into a durable workflow. It is decoded strictly: an unknown field is a problem (400 INVALID_FLOW)."
+	schemaDocs[typeKey(reflect.TypeFor[flow.Selector]())] = "A selector picks a value for a step from the flow context: an object with exactly one of its fields. A key or path that is not in the context selects null."
+
+	// A selector is an object with exactly one of its fields
+	// (flow.Selector's UnmarshalJSON).
+	selfEncoded[typeKey(reflect.TypeFor[flow.Selector]())] = func() obj {
+		str := obj{"type": "string"}
+		return obj{
+			"type": "object", "minProperties": 1, "maxProperties": 1,
+			"properties": obj{
+				"value":    obj{"$ref": "#/components/schemas/JSONValue", "description": "A static value, as written."},
+				"key":      withDoc(str, "A top-level key of the context (dots are part of the key)."),
+				"path":     withDoc(str, "A dot path into the context: object keys, and array indexes written as digits."),
+				"context":  obj{"type": "boolean", "const": true, "description": "The whole context."},
+				"template": withDoc(str, "A string with each ${path} filled from the context (\"$$\" is a \"$\")."),
+			},
+		}
+	}
+}
+
+// identPattern is the pattern of instance ids, event types, schedule ids
+// and workflow, queue and namespace names (workflow.ValidateInstanceID and
+// its kin): letters, digits, '_' and '-', not starting with '-'.
+const identPattern = `^[a-zA-Z0-9_][a-zA-Z0-9_-]*$`
+
+// identSchema is the schema of an identifier of 1 to max characters.
+func identSchema(max int) obj {
+	return obj{"type": "string", "pattern": identPattern, "minLength": 1, "maxLength": max}
+}
+
+// withDoc is a copy of schema s with a description.
+func withDoc(s obj, doc string) obj {
+	out := obj{"description": doc}
+	for k, v := range s {
+		out[k] = v
+	}
+	return out
+}
+
+// ruleSchemas are the components of the identifiers the rules above and
+// the parameters refer to. The server sets the maxLength of InstanceId and
+// EventType to its Config.Limits.
+func ruleSchemas() obj {
+	return obj{
+		"InstanceId": withDoc(identSchema(workflow.MaxIDLength),
+			"An instance id: letters, digits, '_' and '-', not starting with '-' (else 400 INVALID_INSTANCE_ID)."),
+		"EventType": withDoc(identSchema(workflow.MaxIDLength),
+			"An event type: letters, digits, '_' and '-', not starting with '-' (else 400 INVALID_EVENT_TYPE)."),
+		"QueueName": withDoc(identSchema(workflow.MaxQueueNameLength),
+			"A task queue's name: letters, digits, '_' and '-', not starting with '-' (else 400 INVALID_REQUEST)."),
+		"Namespace": withDoc(identSchema(workflow.MaxNamespaceLength),
+			"A namespace's name: letters, digits, '_' and '-', not starting with '-' (else 400 INVALID_REQUEST)."),
+		"LifecycleEventType": lifecycleTypeSchema(),
+	}
+}
+
+// lifecycleTypeSchema is the enum of the lifecycle event types, which the
+// type filters take (an unknown one is 400 INVALID_REQUEST).
+func lifecycleTypeSchema() obj {
+	var enum []any
+	for _, lt := range db.LifecycleEventTypes() {
+		enum = append(enum, string(lt))
+	}
+	return obj{"type": "string", "enum": enum, "description": "A lifecycle event type (docs/events.md)."}
+}
+
+// statusFilter is the schema of one value of the status filter of the
+// instance lists: a status an instance can have.
+func statusFilter() obj {
+	var enum []any
+	for _, st := range constsOf(reflect.TypeFor[workflow.InstanceStatus]()) {
+		if workflow.InstanceStatus(st) != workflow.StatusUnknown {
+			enum = append(enum, st)
+		}
+	}
+	return obj{"type": "string", "enum": enum}
 }
 
 // Parameters shared by operations (components/parameters).
 func sharedParameters() obj {
 	str := obj{"type": "string"}
 	return obj{
-		"workflowName": obj{"name": "name", "in": "path", "required": true, "schema": str,
-			"description": "The workflow's name (a flow's id for a flow)."},
-		"instanceId": obj{"name": "id", "in": "path", "required": true, "schema": str,
-			"description": "The instance id: 1 to 100 letters, digits, '_' and '-', not starting with '-' (else 400 INVALID_INSTANCE_ID)."},
+		"workflowName": obj{"name": "name", "in": "path", "required": true, "schema": identSchema(workflow.MaxWorkflowNameLength),
+			"description": "The workflow's name (a flow's id for a flow). A name past the length limit is 400 INVALID_REQUEST; one that no workflow has, 404 WORKFLOW_NOT_FOUND."},
+		"instanceId": obj{"name": "id", "in": "path", "required": true, "schema": obj{"$ref": "#/components/schemas/InstanceId"},
+			"description": "The instance id (else 400 INVALID_INSTANCE_ID)."},
 		"pageSize": obj{"name": "pageSize", "in": "query", "schema": obj{"type": "integer", "minimum": 1, "maximum": httpapi.MaxPageSize},
-			"description": "The page length, 1 to " + strconv.Itoa(httpapi.MaxPageSize) + "; the route's default when absent."},
+			"description": "The page length; the route's default when absent."},
 		"cursor": obj{"name": "cursor", "in": "query", "schema": str,
 			"description": "Continues a previous page: the cursor its answer gave."},
-		"lifecycleType": obj{"name": "type", "in": "query", "schema": obj{"type": "array", "items": str}, "style": "form", "explode": true,
+		"lifecycleType": obj{"name": "type", "in": "query", "schema": obj{"type": "array", "items": obj{"$ref": "#/components/schemas/LifecycleEventType"}}, "style": "form", "explode": true,
 			"description": "Only events of these lifecycle types (repeat the parameter), such as instance.created, step.retrying or worker.offline; an unknown type is 400."},
+		"lifecycleWorkflow": obj{"name": "workflow", "in": "query", "schema": obj{"type": "string", "maxLength": workflow.MaxWorkflowNameLength},
+			"description": "Only events of this workflow."},
+		"lifecycleInstance": obj{"name": "instance", "in": "query", "schema": obj{"$ref": "#/components/schemas/InstanceId"},
+			"description": "Only events of this instance (with workflow)."},
 		"lifecycleWorker": obj{"name": "worker", "in": "query", "schema": str,
 			"description": "Only the events of this worker (worker.online, worker.draining, worker.offline), which name no workflow or instance."},
 		"lifecycleSince": obj{"name": "since", "in": "query", "schema": obj{"type": "string", "format": "date-time"},
 			"description": "Only events at or after this RFC 3339 time."},
 		"lifecycleUntil": obj{"name": "until", "in": "query", "schema": obj{"type": "string", "format": "date-time"},
 			"description": "Only events before this RFC 3339 time; it must be after since."},
-		"namespaceQuery": obj{"name": "namespace", "in": "query", "schema": str,
+		"namespaceQuery": obj{"name": "namespace", "in": "query", "schema": obj{"$ref": "#/components/schemas/Namespace"},
 			"description": "The namespace the request acts in (as the Duraflow-Namespace header; given both, they must agree). Default: `default`, or the first namespace of a token limited to some."},
-		"namespaceHeader": obj{"name": apiclient.NamespaceHeader, "in": "header", "schema": str,
+		"namespaceHeader": obj{"name": apiclient.NamespaceHeader, "in": "header", "schema": obj{"$ref": "#/components/schemas/Namespace"},
 			"description": "The namespace the request acts in (as the namespace query parameter)."},
 	}
 }
@@ -201,21 +327,22 @@ func apiOperations() []apiOp {
 			method: "GET", path: "/api/openapi.json", id: "openapi", tag: "health", summary: "This document",
 			description: "The OpenAPI document of the server: its prefix, the routes it serves (schedules, flows and the tick only when the host enables them) and one operation per trigger. Behind the read scope like the rest of the API; without authentication (loopback only) it needs no token.",
 			scope:       httpapi.ActionRead,
-			ok:          []okResp{{status: 200, description: "The OpenAPI 3.1 document.", body: obj{"type": "object", "required": []any{"openapi", "info", "paths"}}}},
+			ok: []okResp{{status: 200, description: "The OpenAPI 3.1 document.", body: obj{
+				"type": "object", "required": []any{"openapi", "info", "paths"}, "additionalProperties": true,
+				"properties": obj{
+					"openapi": obj{"type": "string", "description": "The OpenAPI version, 3.1.x."},
+					"info":    obj{"type": "object", "additionalProperties": true, "description": "The title, version and description of the API."},
+					"paths":   obj{"type": "object", "additionalProperties": true, "description": "The operations, by path."},
+				},
+			}}},
 		},
 		{
 			method: "GET", path: "/api", id: "index", tag: "health", summary: "Index",
-			description: "What the server is and where to go next: its version, the routes it serves with the scope each needs, the paths of the OpenAPI document and of the web console (when the host mounts one) and the documentation's address. JSON, or an HTML page when the request accepts text/html. Behind the read scope like the rest of the API.",
+			description: "What the server is and where to go next: its version, the routes it serves with the scope each needs, the paths of the OpenAPI document and of the web console (when the host mounts one) and the documentation's address. JSON, or an HTML page when the request accepts text/html. Behind the read scope like the rest of the API. The server answers the same at the prefix with a trailing slash (GET /api/), which this document leaves out.",
 			scope:       httpapi.ActionRead,
 			ok: []okResp{{status: 200, description: "The index.", body: apiclient.APIIndex{},
 				example: obj{"name": "Duraflow", "version": "v1.4.0", "openapi": "/api/openapi.json", "docs": httpapi.DocsURL,
 					"routes": []any{obj{"method": "GET", "path": "/api/workflows", "scope": "read"}, obj{"method": "GET", "path": "/healthz"}}}}},
-		},
-		{
-			method: "GET", path: "/api/", id: "indexSlash", tag: "health", summary: "Index (trailing slash)",
-			description: "The index, as GET /api answers it.",
-			scope:       httpapi.ActionRead,
-			ok:          []okResp{{status: 200, description: "The index.", body: apiclient.APIIndex{}}},
 		},
 		{
 			method: "GET", path: "/api/workflows", id: "listWorkflows", tag: "workflows", summary: "List workflows",
@@ -229,9 +356,9 @@ func apiOperations() []apiOp {
 			description: "A page of the instances of every workflow stored in the request's namespace, whether this server runs the workflow or not, most recently updated first, in one order with one cursor. While `hasNextPage` is true, pass `cursor` back for the next page. A page ends early, with a cursor, once the payloads of its instances (params, metadata, output, error message) reach " + pagePayload + ": it may hold fewer than `pageSize`.",
 			scope:       httpapi.ActionRead,
 			params: []any{
-				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": obj{"type": "string"}}, "style": "form", "explode": true,
-					"description": "Only instances with these statuses: repeat the parameter or separate them with commas (`status=queued,running`)."},
-				obj{"name": "queue", "in": "query", "schema": obj{"type": "string"}, "description": "Only instances of this task queue."},
+				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": statusFilter()}, "style": "form", "explode": true,
+					"description": "Only instances with these statuses (repeat the parameter: `status=queued&status=running`). The server also takes them separated by commas in one parameter (`status=queued,running`)."},
+				obj{"name": "queue", "in": "query", "schema": obj{"$ref": "#/components/schemas/QueueName"}, "description": "Only instances of this task queue."},
 				"pageSize", "cursor"},
 			ok: []okResp{{status: 200, description: "A page of instances.", body: apiclient.InstancePage{}}},
 		},
@@ -240,9 +367,9 @@ func apiOperations() []apiOp {
 			description: "A page of the workflow's instances in the request's namespace, most recently updated first, whether this server runs the workflow or not: the workflow is unknown (404) only when it is neither registered nor stored. While `hasNextPage` is true, pass `cursor` back for the next page. A page ends early, with a cursor, once the payloads of its instances (params, metadata, output, error message) reach " + pagePayload + ": it may hold fewer than `pageSize`.",
 			scope:       httpapi.ActionRead,
 			params: []any{"workflowName",
-				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": obj{"type": "string"}}, "style": "form", "explode": true,
-					"description": "Only instances with these statuses: repeat the parameter or separate them with commas (`status=queued,running`)."},
-				obj{"name": "queue", "in": "query", "schema": obj{"type": "string"}, "description": "Only instances of this task queue."},
+				obj{"name": "status", "in": "query", "schema": obj{"type": "array", "items": statusFilter()}, "style": "form", "explode": true,
+					"description": "Only instances with these statuses (repeat the parameter: `status=queued&status=running`). The server also takes them separated by commas in one parameter (`status=queued,running`)."},
+				obj{"name": "queue", "in": "query", "schema": obj{"$ref": "#/components/schemas/QueueName"}, "description": "Only instances of this task queue."},
 				"pageSize", "cursor"},
 			ok:   []okResp{{status: 200, description: "A page of instances.", body: apiclient.InstancePage{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound},
@@ -281,11 +408,11 @@ func apiOperations() []apiOp {
 			ok:   []okResp{{status: 200, description: "The instance.", body: apiclient.Instance{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeInstanceNotFound},
 		},
-		change("pause", "Pause an instance", "Pauses the instance at its next step boundary (`waitingForPause` until then)."),
-		change("resume", "Resume an instance", "Resumes a paused instance.", apiclient.CodeInstanceTerminal),
-		change("terminate", "Terminate an instance", "Ends a live instance as terminated; its running step's result is discarded.", apiclient.CodeInstanceTerminal),
-		change("restart", "Restart an instance", "Starts a new run of the instance from the beginning, with the same params.", apiclient.CodeInstanceTerminal),
-		change("compensate", "Compensate an instance", "Stops a live instance at its next step boundary and runs the compensations of its completed steps in reverse order.", apiclient.CodeInstanceTerminal),
+		change("pause", "Pause an instance", "Pauses the instance at its next step boundary (`waitingForPause` until then); a paused or pausing instance stays as it is. A terminal instance (complete, errored or terminated) is 409 INSTANCE_TERMINAL.", apiclient.CodeInstanceTerminal),
+		change("resume", "Resume an instance", "Resumes a paused instance; an instance in any other status, terminal ones included, is answered as it is, unchanged."),
+		change("terminate", "Terminate an instance", "Ends a live instance as terminated; its running step's result is discarded. A terminal instance is 409 INSTANCE_TERMINAL.", apiclient.CodeInstanceTerminal),
+		change("restart", "Restart an instance", "Starts a new run of the instance from the beginning, with the same params, whatever its status. Reviving an instance whose dedupe key another active instance holds now is 409 INSTANCE_ID_ALREADY_EXISTS.", apiclient.CodeInstanceIDAlreadyExists),
+		change("compensate", "Compensate an instance", "Stops a live instance at its next step boundary and runs the compensations of its completed steps in reverse order. A terminal instance is 409 INSTANCE_TERMINAL.", apiclient.CodeInstanceTerminal),
 		{
 			method: "POST", path: "/api/workflows/{name}/instances/{id}/events", id: "sendEvent", tag: "instances", summary: "Send an event",
 			description: "Stores an event for the instance: a step waiting for its type consumes it, now or when it reaches the wait. The answer comes once the event is durable.",
@@ -330,7 +457,7 @@ func apiOperations() []apiOp {
 			body: schedule.CreateRequest{}, bodyRequired: true,
 			bodyExample: obj{"id": "nightly-report", "workflowName": "report", "cron": "0 3 * * *", "timeZone": "Europe/Paris", "params": obj{"kind": "daily"}},
 			ok:          []okResp{{status: 201, description: "Created.", body: schedule.Info{}, headers: []string{"Location"}}},
-			errs:        []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeScheduleAlreadyExists, apiclient.CodeInvalidInstanceID},
+			errs:        []apiclient.Code{apiclient.CodeWorkflowNotFound, apiclient.CodeScheduleAlreadyExists},
 		},
 		{
 			method: "GET", path: "/api/schedules/{id}", id: "getSchedule", tag: "schedules", summary: "Get a schedule",
@@ -397,7 +524,7 @@ func apiOperations() []apiOp {
 			method: "POST", path: "/api/flows", id: "applyFlow", tag: "flows", summary: "Apply a flow definition",
 			description: "Stores a flow definition (docs/flows.md) byte for byte as a new version, or answers 200 when that version is stored already with the same definition. A definition that does not validate is 400 INVALID_FLOW with the problems at their JSON paths. Needs the `flows` scope: a flow's http steps make requests from the server's network position. " + spansEveryNamespace,
 			scope:       httpapi.ActionFlows, condition: "Config.Flows",
-			body: obj{"type": "object", "description": "A flow definition (docs/flows.md)."}, bodyRequired: true,
+			body: flow.Definition{}, bodyRequired: true,
 			bodyExample: obj{"id": "doubler", "version": "1.0.0", "initialStepId": "double", "output": "result",
 				"steps": obj{"double": obj{"id": "double", "type": "transform", "config": obj{"expression": "{n: n * 2}"}, "outputKey": "result"}}},
 			ok: []okResp{
@@ -468,9 +595,7 @@ func apiOperations() []apiOp {
 			description: "A page of the lifecycle event log of every namespace (docs/events.md), in id order: what happened to instances (created, started, step started, completed, failed, retrying, waiting, event received, paused, resumed, terminated, restarted, completed, errored) and to workers (online, draining, offline; these name a `workerId` and no workflow or instance). " + spansEveryNamespace,
 			scope:       httpapi.ActionRead,
 			params: []any{
-				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
-				obj{"name": "instance", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this instance (with workflow)."},
-				"lifecycleWorker", "lifecycleType", "lifecycleSince", "lifecycleUntil", "pageSize", "cursor"},
+				"lifecycleWorkflow", "lifecycleInstance", "lifecycleWorker", "lifecycleType", "lifecycleSince", "lifecycleUntil", "pageSize", "cursor"},
 			ok:   []okResp{{status: 200, description: "A page of lifecycle events.", body: apiclient.LifecycleList{}}},
 			errs: []apiclient.Code{apiclient.CodeInvalidInstanceID},
 		},
@@ -479,9 +604,7 @@ func apiOperations() []apiOp {
 			description: "Server-sent events: each new lifecycle event that matches the filters, as a message whose `id` is the event's id and whose `data` is its JSON (the items of listLifecycleEvents). It starts after the `Last-Event-ID` header, else after `after`, else after the newest event, and sends a comment line as a heartbeat every " + httpapi.StreamHeartbeat.String() + ". Bad filters are answered 400 before the stream starts. " + spansEveryNamespace,
 			scope:       httpapi.ActionRead,
 			params: []any{
-				obj{"name": "workflow", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this workflow."},
-				obj{"name": "instance", "in": "query", "schema": obj{"type": "string"}, "description": "Only events of this instance (with workflow)."},
-				"lifecycleWorker", "lifecycleType",
+				"lifecycleWorkflow", "lifecycleInstance", "lifecycleWorker", "lifecycleType",
 				obj{"name": "after", "in": "query", "schema": obj{"type": "integer", "minimum": 0}, "description": "Start after the event with this id."},
 				obj{"name": "Last-Event-ID", "in": "header", "schema": obj{"type": "string"}, "description": "Resume after the event with this id (sent by a reconnecting EventSource); it wins over after."}},
 			ok: []okResp{{status: 200, description: "The stream.", contentType: "text/event-stream",
@@ -559,13 +682,16 @@ func buildOpenAPI(t *testing.T) []byte {
 	g.ref(apiclient.ErrorResponse{}, false)
 	g.ref(httpapi.TriggerResponse{}, false)
 	params := sharedParameters()
-	for _, p := range []struct{ name, param, desc string }{
-		{"scheduleId", "id", "The schedule id."},
-		{"queueName", "name", "The queue's name."},
-		{"flowId", "id", "The flow's id."},
-		{"workerId", "id", "The worker's id."},
+	for _, p := range []struct {
+		name, param, desc string
+		schema            obj
+	}{
+		{"scheduleId", "id", "The schedule id.", obj{"type": "string"}},
+		{"queueName", "name", "The queue's name (else 400 INVALID_REQUEST).", obj{"$ref": "#/components/schemas/QueueName"}},
+		{"flowId", "id", "The flow's id.", obj{"type": "string"}},
+		{"workerId", "id", "The worker's id.", obj{"type": "string"}},
 	} {
-		params[p.name] = obj{"name": p.param, "in": "path", "required": true, "schema": obj{"type": "string"}, "description": p.desc}
+		params[p.name] = obj{"name": p.param, "in": "path", "required": true, "schema": p.schema, "description": p.desc}
 	}
 
 	paths := obj{}
@@ -676,14 +802,17 @@ func buildOpenAPI(t *testing.T) []byte {
 		tagList = append(tagList, obj{"name": name, "description": tagDocs[name]})
 	}
 
+	for name, s := range ruleSchemas() {
+		g.comps[name] = s
+	}
 	doc := obj{
-		"openapi":           "3.1.0",
-		"jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
+		"openapi": "3.1.0",
 		"info": obj{
 			"title":       "Duraflow HTTP API",
 			"version":     "1",
 			"description": apiDescription,
-			"license":     obj{"name": "See the repository's LICENSE"},
+			"license":     obj{"name": "Apache License 2.0", "identifier": "Apache-2.0"},
+			"contact":     obj{"name": "Duraflow", "url": "https://github.com/duraflow/duraflow"},
 		},
 		"servers": []any{obj{"url": "/", "description": "The server that serves this document (its paths carry the prefix)."}},
 		"tags":    tagList,

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -74,11 +75,69 @@ func strictSchemas(doc *openapi3.T) {
 	}
 }
 
+// nullableAny makes the schemas of any JSON value (JSONValue, the empty
+// schema, and the references to it) take null in kin-openapi too, by
+// listing every JSON type in the validator's copy of the document: for a
+// schema that holds references and no keyword of JSON Schema 2020,
+// kin-openapi falls back to its older validator, which then takes null
+// only for a schema whose type includes "null".
+func nullableAny(doc *openapi3.T) {
+	anyType := func(s *openapi3.Schema) {
+		s.Type = &openapi3.Types{"object", "array", "string", "number", "boolean", "null"}
+	}
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(ref *openapi3.SchemaRef)
+	walk = func(ref *openapi3.SchemaRef) {
+		if ref == nil || ref.Value == nil || seen[ref.Value] {
+			return
+		}
+		s := ref.Value
+		seen[s] = true
+		if strings.HasSuffix(ref.Ref, "/JSONValue") {
+			anyType(s)
+		}
+		for _, p := range s.Properties {
+			walk(p)
+		}
+		walk(s.Items)
+		walk(s.AdditionalProperties.Schema)
+		for _, list := range []openapi3.SchemaRefs{s.AllOf, s.AnyOf, s.OneOf} {
+			for _, r := range list {
+				walk(r)
+			}
+		}
+	}
+	for name, ref := range doc.Components.Schemas {
+		if name == "JSONValue" {
+			anyType(ref.Value)
+		}
+		walk(ref)
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				walk(p.Value.Schema)
+			}
+			if op.RequestBody != nil {
+				for _, mt := range op.RequestBody.Value.Content {
+					walk(mt.Schema)
+				}
+			}
+			for _, r := range op.Responses.Map() {
+				for _, mt := range r.Value.Content {
+					walk(mt.Schema)
+				}
+			}
+		}
+	}
+}
+
 func newValidator(t *testing.T, docJSON []byte, base http.RoundTripper) *validator {
 	t.Helper()
 	doc := loadOpenAPI(t, docJSON)
 	require.NoError(t, doc.Validate(t.Context()))
 	strictSchemas(doc)
+	nullableAny(doc)
 	router, err := gorillamux.NewRouter(doc)
 	require.NoError(t, err)
 	return &validator{doc: doc, router: router, base: base}
@@ -220,6 +279,17 @@ func (c *conformance) fails(what string, code apiclient.Code, call func() error)
 	c.check(what, false)
 }
 
+// refused runs a call of the typed client that breaks a rule of the
+// document, which must refuse the request too: the server answers code.
+func (c *conformance) refused(what string, code apiclient.Code, call func() error) {
+	c.t.Helper()
+	err := call()
+	var ae *apiclient.APIError
+	require.ErrorAs(c.t, err, &ae, what)
+	require.Equal(c.t, code, ae.Code, "%s: %v", what, err)
+	c.check(what, true)
+}
+
 // raw sends a request through the validator with the given bearer token
 // ("" for none) and checks the answer's status (and code, for an error).
 func (c *conformance) raw(what, token, method, path, body string, status int, code apiclient.Code, badRequest bool) *exchange {
@@ -321,13 +391,20 @@ func TestOpenAPIConformance(t *testing.T) {
 		}
 
 		// Every registered route is an operation with the route's scope.
+		// Operation ids are names in generated clients: letters, digits
+		// and '_', each once.
 		ops := map[string]*openapi3.Operation{}
+		ids := map[string]bool{}
 		for path, item := range v.doc.Paths.Map() {
 			for method, op := range item.Operations() {
 				ops[method+" "+path] = op
+				require.Regexp(t, `^[A-Za-z0-9_]+$`, op.OperationID, "%s %s", method, path)
+				require.False(t, ids[op.OperationID], op.OperationID)
+				ids[op.OperationID] = true
 			}
 		}
-		routes := b.server.Routes()
+		require.True(t, ids["trigger_PUT_hooks_greet_name"], "the id of a trigger")
+		routes := documented(b.server.Routes(), "/api")
 		for _, r := range routes {
 			key := r.Method + " " + openAPIPathOf(r.Path)
 			op := ops[key]
@@ -350,7 +427,10 @@ func TestOpenAPIConformance(t *testing.T) {
 		notReady.Store(false)
 		c.raw("openapi.json", adminToken, "GET", "/api/openapi.json", "", 200, "", false)
 		c.ok("index", func() error { _, err := api.Index(ctx); return err })
-		c.raw("index, trailing slash", adminToken, "GET", "/api/", "", 200, "", false)
+		// The index with a trailing slash is left out of the document.
+		slash := b.call(t, http.MethodGet, "/api/", "", "Authorization: Bearer "+adminToken)
+		slash.requireOK(t, http.StatusOK, nil)
+		require.Equal(t, b.call(t, http.MethodGet, "/api", "", "Authorization: Bearer "+adminToken).body, slash.body)
 
 		// Workflows and instances.
 		c.ok("workflows", func() error { _, err := api.Workflows(ctx); return err })
@@ -369,7 +449,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			_, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "g-1"})
 			return err
 		})
-		c.fails("create, bad id", apiclient.CodeInvalidInstanceID, func() error {
+		c.refused("create, bad id", apiclient.CodeInvalidInstanceID, func() error {
 			_, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "no way"})
 			return err
 		})
@@ -377,7 +457,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			_, err := api.Create(ctx, "nope", workflow.CreateRequest{})
 			return err
 		})
-		c.fails("create, bad priority", apiclient.CodeInvalidPriority, func() error {
+		c.refused("create, bad priority", apiclient.CodeInvalidPriority, func() error {
 			_, err := api.Create(ctx, "greet", workflow.CreateRequest{Priority: workflow.MaxPriority + 1})
 			return err
 		})
@@ -390,7 +470,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			_, err := api.CreateBatch(ctx, "greet", []workflow.CreateRequest{{ID: "g-2"}, {ID: "g-1"}, {Params: json.RawMessage(`{"name":"bob"}`)}})
 			return err
 		})
-		c.raw("batch, empty", adminToken, "POST", "/api/workflows/greet/instances/batch", `{"instances":[]}`, 400, apiclient.CodeInvalidRequest, false)
+		c.raw("batch, empty", adminToken, "POST", "/api/workflows/greet/instances/batch", `{"instances":[]}`, 400, apiclient.CodeInvalidRequest, true)
 		c.raw("batch, no body", adminToken, "POST", "/api/workflows/greet/instances/batch", "", 400, apiclient.CodeInvalidRequest, true)
 		c.ok("list", func() error {
 			_, err := api.List(ctx, client.ListParams{WorkflowName: "greet", Statuses: []workflow.InstanceStatus{workflow.StatusQueued}, PageSize: 2})
@@ -425,7 +505,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.ok("get", func() error { _, err := api.Get(ctx, "greet", "g-1"); return err })
 		c.fails("get, unknown instance", apiclient.CodeInstanceNotFound, func() error { _, err := api.Get(ctx, "greet", "nobody"); return err })
 		c.fails("get, unknown workflow", apiclient.CodeWorkflowNotFound, func() error { _, err := api.Get(ctx, "nope", "g-1"); return err })
-		c.fails("get, bad id", apiclient.CodeInvalidInstanceID, func() error { _, err := api.Get(ctx, "greet", "no way"); return err })
+		c.refused("get, bad id", apiclient.CodeInvalidInstanceID, func() error { _, err := api.Get(ctx, "greet", "no way"); return err })
 		c.ok("create batch", func() error { _, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "batch"}); return err })
 		c.ok("get batch", func() error { _, err := api.Get(ctx, "greet", "batch"); return err })
 		b.h.RunUntilIdle()
@@ -464,7 +544,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			_, err := api.InstanceLifecycle(ctx, "nope", "g-1", client.LifecycleListParams{})
 			return err
 		})
-		c.raw("instance lifecycle, bad id", adminToken, "GET", "/api/workflows/greet/instances/no%20way/lifecycle", "", 400, apiclient.CodeInvalidInstanceID, false)
+		c.raw("instance lifecycle, bad id", adminToken, "GET", "/api/workflows/greet/instances/no%20way/lifecycle", "", 400, apiclient.CodeInvalidInstanceID, true)
 		for _, bad := range []struct{ what, query string }{
 			{"unknown type", "type=instance.exploded"},
 			{"bad since", "since=yesterday"},
@@ -478,9 +558,9 @@ func TestOpenAPIConformance(t *testing.T) {
 			{"page size out of range", "pageSize=0"},
 		} {
 			c.raw("lifecycle events, "+bad.what, adminToken, "GET", "/api/events?"+bad.query, "", 400, apiclient.CodeInvalidRequest,
-				bad.what == "bad since" || bad.what == "bad until" || bad.what == "page size out of range")
+				bad.what == "unknown type" || bad.what == "bad since" || bad.what == "bad until" || bad.what == "page size out of range")
 		}
-		c.raw("lifecycle events, bad instance id", adminToken, "GET", "/api/events?workflow=greet&instance=no%20way", "", 400, apiclient.CodeInvalidInstanceID, false)
+		c.raw("lifecycle events, bad instance id", adminToken, "GET", "/api/events?workflow=greet&instance=no%20way", "", 400, apiclient.CodeInvalidInstanceID, true)
 		for _, bad := range []struct{ what, query string }{
 			{"unknown type", "type=instance.exploded"},
 			{"bad after", "after=x"},
@@ -488,7 +568,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			{"unknown parameter", "cursor=abc"},
 		} {
 			c.raw("lifecycle stream, "+bad.what, adminToken, "GET", "/api/events/stream?"+bad.query, "", 400, apiclient.CodeInvalidRequest,
-				bad.what == "bad after" || bad.what == "negative after")
+				bad.what == "unknown type" || bad.what == "bad after" || bad.what == "negative after")
 		}
 		// The stream never ends, so the validating transport (which reads
 		// the whole answer) cannot take it: it is read directly, and
@@ -512,7 +592,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			return err
 		})
 		c.ok("event", func() error { return api.SendEvent(ctx, "approve", "a-1", "approval", json.RawMessage(`{"by":"ada"}`)) })
-		c.fails("event, bad type", apiclient.CodeInvalidEventType, func() error { return api.SendEvent(ctx, "approve", "a-1", "no way", nil) })
+		c.refused("event, bad type", apiclient.CodeInvalidEventType, func() error { return api.SendEvent(ctx, "approve", "a-1", "no way", nil) })
 		c.raw("event, no type", adminToken, "POST", "/api/workflows/approve/instances/a-1/events", `{"payload":1}`, 400, "", true)
 		c.fails("event, unknown instance", apiclient.CodeInstanceNotFound, func() error { return api.SendEvent(ctx, "approve", "nobody", "approval", nil) })
 		c.ok("pause", func() error { _, err := api.Pause(ctx, "approve", "a-2"); return err })
@@ -521,6 +601,15 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.ok("terminate", func() error { _, err := api.Terminate(ctx, "approve", "a-3"); return err })
 		c.fails("terminate, terminal", apiclient.CodeInstanceTerminal, func() error { _, err := api.Terminate(ctx, "approve", "a-3"); return err })
 		c.fails("event, terminal", apiclient.CodeInstanceTerminal, func() error { return api.SendEvent(ctx, "approve", "a-3", "approval", nil) })
+		c.fails("pause, terminal", apiclient.CodeInstanceTerminal, func() error { _, err := api.Pause(ctx, "approve", "a-3"); return err })
+		c.fails("compensate, terminal", apiclient.CodeInstanceTerminal, func() error { _, err := api.Compensate(ctx, "approve", "a-3"); return err })
+		c.ok("resume, terminal: answered unchanged", func() error {
+			info, err := api.Resume(ctx, "approve", "a-3")
+			if err == nil && info.Status != workflow.StatusTerminated {
+				err = fmt.Errorf("status %s", info.Status)
+			}
+			return err
+		})
 		c.ok("restart", func() error { _, err := api.Restart(ctx, "approve", "a-3"); return err })
 		c.raw("pause, a body", adminToken, "POST", "/api/workflows/approve/instances/a-3/pause", `{"now":true}`, 400, apiclient.CodeInvalidRequest, true)
 		c.fails("pause, unknown instance", apiclient.CodeInstanceNotFound, func() error { _, err := api.Pause(ctx, "approve", "nobody"); return err })
@@ -528,7 +617,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		// The tick.
 		c.ok("tick", func() error { _, err := api.Tick(ctx, apiclient.TickRequest{MaxInstances: 10}); return err })
 		c.raw("tick, no body", adminToken, "POST", "/api/_runner/tick", "", 200, "", false)
-		c.raw("tick, out of range", adminToken, "POST", "/api/_runner/tick", `{"maxInstances":-1}`, 400, apiclient.CodeInvalidRequest, false)
+		c.raw("tick, out of range", adminToken, "POST", "/api/_runner/tick", `{"maxInstances":-1}`, 400, apiclient.CodeInvalidRequest, true)
 		tickDown.Store(true)
 		c.fails("tick, database unavailable", apiclient.CodeDatabaseUnavailable, func() error {
 			_, err := api.Tick(ctx, apiclient.TickRequest{})
@@ -570,7 +659,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			return err
 		})
 		c.raw("set queue, milliseconds", adminToken, "PUT", "/api/queues/emails", `{"rate":{"limit":5,"period":60000}}`, 200, "", false)
-		c.raw("set queue, zero", adminToken, "PUT", "/api/queues/emails", `{"maxRunning":0}`, 400, apiclient.CodeInvalidLimit, false)
+		c.raw("set queue, zero", adminToken, "PUT", "/api/queues/emails", `{"maxRunning":0}`, 400, apiclient.CodeInvalidLimit, true)
 		c.ok("list queues", func() error { _, err := api.ListQueues(ctx); return err })
 		c.ok("get queue", func() error { _, err := api.GetQueue(ctx, "emails"); return err })
 		c.fails("get queue, none", apiclient.CodeQueueNotFound, func() error { _, err := api.GetQueue(ctx, "nothing"); return err })
@@ -579,7 +668,8 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.ok("apply flow", func() error { _, err := api.ApplyFlow(ctx, []byte(doubler("1.0.0"))); return err })
 		c.raw("apply flow, again", adminToken, "POST", "/api/flows", doubler("1.0.0"), 200, "", false)
 		c.raw("apply flow, conflict", adminToken, "POST", "/api/flows", strings.Replace(doubler("1.0.0"), "Doubler", "Other", 1), 409, apiclient.CodeFlowVersionConflict, false)
-		c.raw("apply flow, invalid", adminToken, "POST", "/api/flows", `{"id":"bad"}`, 400, apiclient.CodeInvalidFlow, false)
+		c.raw("apply flow, invalid", adminToken, "POST", "/api/flows", `{"id":"bad"}`, 400, apiclient.CodeInvalidFlow, true)
+		c.raw("apply flow, invalid in meaning", adminToken, "POST", "/api/flows", strings.Replace(doubler("1.0.1"), `"initialStepId": "double"`, `"initialStepId": "nowhere"`, 1), 400, apiclient.CodeInvalidFlow, false)
 		c.ok("list flows", func() error { _, err := api.ListFlows(ctx, apiclient.FlowListParams{}); return err })
 		c.ok("get flow", func() error { _, err := api.GetFlow(ctx, "doubler", ""); return err })
 		c.ok("flow versions", func() error { _, err := api.FlowVersions(ctx, "doubler"); return err })
@@ -644,7 +734,8 @@ func TestOpenAPIConformance(t *testing.T) {
 
 // TestOpenAPIServed checks the document a server with another prefix and
 // no tokens serves: loopback reads it without a token, its paths carry the
-// prefix, and it lists only the routes the server has.
+// prefix, it lists only the routes the server has and keeps only the
+// schemas, parameters and tags they use, and it asks for no credentials.
 func TestOpenAPIServed(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", func(c *httpapi.Config, _ *testharness.Harness) { c.Prefix = "/v1" })
@@ -653,18 +744,126 @@ func TestOpenAPIServed(t *testing.T) {
 	doc := loadOpenAPI(t, r.body)
 	require.NoError(t, doc.Validate(t.Context()))
 	require.NotNil(t, doc.Paths.Value("/v1/workflows/{name}/instances"))
+	require.NotNil(t, doc.Paths.Value("/v1"), "the index")
 	require.NotNil(t, doc.Paths.Value("/healthz"))
 	require.Nil(t, doc.Paths.Value("/api/workflows"))
 	require.Nil(t, doc.Paths.Value("/v1/schedules"), "no scheduler, no schedule routes")
 	require.Nil(t, doc.Paths.Value("/v1/_runner/tick"), "no tick function, no tick route")
 	n := 0
-	for _, item := range doc.Paths.Map() {
-		n += len(item.Operations())
+	for path, item := range doc.Paths.Map() {
+		require.False(t, strings.HasSuffix(path, "/") && path != "/", path)
+		for method, op := range item.Operations() {
+			n++
+			require.NotNil(t, op.Security, "%s %s", method, path)
+			require.Empty(t, *op.Security, "%s %s: no tokens, no security requirement", method, path)
+			require.Nil(t, op.Responses.Status(http.StatusUnauthorized), "%s %s: no tokens, no 401", method, path)
+		}
 	}
-	require.Equal(t, len(b.server.Routes()), n)
+	require.Equal(t, len(documented(b.server.Routes(), "/v1")), n)
+	require.Empty(t, doc.Components.SecuritySchemes)
+	require.Contains(t, doc.Info.Description, "has no tokens")
+	for _, name := range []string{"TickRequest", "TickResult", "Schedule", "CreateScheduleRequest", "FlowDefinition", "FlowInfo", "TriggerResponse"} {
+		require.NotContains(t, doc.Components.Schemas, name, "used only by routes the server does not have")
+	}
+	require.NotContains(t, doc.Components.Responses, "TriggerError")
+	require.NotContains(t, doc.Components.Headers, "WWW-Authenticate")
+	require.Contains(t, doc.Components.Schemas, "Instance")
+	var tags []string
+	for _, tag := range doc.Tags {
+		tags = append(tags, tag.Name)
+	}
+	require.Equal(t, []string{"health", "workflows", "instances", "queues", "workers", "lifecycle"}, tags)
+
+	// A request without credentials is what the document describes.
+	v := newValidator(t, r.body, b.srv.Client().Transport)
+	req, err := http.NewRequestWithContext(b.ctx, http.MethodPost, b.srv.URL+"/v1/workflows/greet/instances", strings.NewReader(`{"id":"x"}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := (&http.Client{Transport: v}).Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.NoError(t, v.last.reqErr)
+	require.NoError(t, v.last.respErr)
 
 	b.call(t, http.MethodGet, "/v1/openapi.json", "", "Host: example.com").requireError(t, http.StatusForbidden, apiclient.CodeForbidden)
 	b.call(t, http.MethodGet, "/v1/openapi.json?x=1", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest, `"x"`)
+}
+
+// TestOpenAPIServedAtTheRoot checks the document of a server whose API is
+// at the root: the index is "/".
+func TestOpenAPIServedAtTheRoot(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "", func(c *httpapi.Config, _ *testharness.Harness) { c.Prefix = "/" })
+	doc := loadOpenAPI(t, b.server.OpenAPI())
+	require.NoError(t, doc.Validate(t.Context()))
+	require.NotNil(t, doc.Paths.Value("/"), "the index")
+	require.NotNil(t, doc.Paths.Value("/workflows/{name}/instances"))
+	n := 0
+	for _, item := range doc.Paths.Map() {
+		n += len(item.Operations())
+	}
+	require.Equal(t, len(documented(b.server.Routes(), "/")), n)
+}
+
+// TestOpenAPIServedLimits checks that the bounds of the served document
+// are the server's Config.Limits, and that a validator of it refuses what
+// the server refuses past them.
+func TestOpenAPIServedLimits(t *testing.T) {
+	t.Parallel()
+	limits := httpapi.Limits{MaxBatchSize: 2, MaxIDLength: 10, MaxEventTypeLength: 12, MaxWorkflowNameLength: 20, MaxPageSize: 50}
+	b := setup(t, adminToken, withTokens(conformanceTokens()...), func(c *httpapi.Config, _ *testharness.Harness) { c.Limits = limits })
+	doc := loadOpenAPI(t, b.server.OpenAPI())
+	require.NoError(t, doc.Validate(t.Context()))
+	schemas, params := doc.Components.Schemas, doc.Components.Parameters
+	require.Equal(t, uint64(10), *schemas["InstanceId"].Value.MaxLength)
+	require.Equal(t, uint64(12), *schemas["EventType"].Value.MaxLength)
+	require.Equal(t, uint64(2), *schemas["CreateBatchRequest"].Value.Properties["instances"].Value.MaxItems)
+	require.Equal(t, uint64(20), *params["workflowName"].Value.Schema.Value.MaxLength)
+	require.Equal(t, uint64(20), *params["lifecycleWorkflow"].Value.Schema.Value.MaxLength)
+	require.Equal(t, 50.0, *params["pageSize"].Value.Schema.Value.Max)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				if p.Value.In == "query" && (p.Value.Name == "pageSize" || p.Value.Name == "limit") {
+					require.Equal(t, 50.0, *p.Value.Schema.Value.Max, "%s %s %s", method, path, p.Value.Name)
+				}
+			}
+		}
+	}
+	// The file keeps the engine's limits.
+	file := loadOpenAPI(t, httpapi.OpenAPIDocument())
+	require.Equal(t, uint64(workflow.MaxIDLength), *file.Components.Schemas["InstanceId"].Value.MaxLength)
+
+	v := newValidator(t, b.server.OpenAPI(), b.srv.Client().Transport)
+	hc := &http.Client{Transport: v}
+	c := &conformance{t: t, b: b, v: v, hc: hc, api: apiclient.New(b.srv.URL, adminToken, hc), seen: map[string][]int{}}
+	c.raw("id at the limit", adminToken, "POST", "/api/workflows/greet/instances", `{"id":"abcdefghij"}`, 201, "", false)
+	c.raw("id past the limit", adminToken, "POST", "/api/workflows/greet/instances", `{"id":"abcdefghijk"}`, 400, apiclient.CodeInvalidInstanceID, true)
+	c.raw("batch past the limit", adminToken, "POST", "/api/workflows/greet/instances/batch", `{"instances":[{},{},{}]}`, 400, apiclient.CodeInvalidRequest, true)
+	c.raw("page past the limit", adminToken, "GET", "/api/instances?pageSize=51", "", 400, apiclient.CodeInvalidRequest, true)
+}
+
+// TestOpenAPIIdentPattern checks identPattern, the pattern of the
+// identifiers in the document, against the checks of the engine.
+func TestOpenAPIIdentPattern(t *testing.T) {
+	t.Parallel()
+	re := regexp.MustCompile(identPattern)
+	for _, id := range []string{"a", "A-1", "_x", "0", "a_b-c", "-a", "a b", "a.b", "é", "a/b", "", "a\n"} {
+		want := workflow.ValidateInstanceID(id) == nil
+		require.Equal(t, want, re.MatchString(id), "%q", id)
+		require.Equal(t, want, workflow.ValidateEventType(id) == nil, "%q", id)
+		require.Equal(t, want, workflow.ValidateQueueName(id) == nil, "%q", id)
+		require.Equal(t, want, workflow.ValidateNamespace(id) == nil, "%q", id)
+		require.Equal(t, want, workflow.ValidateWorkflowName(id) == nil, "%q", id)
+	}
+}
+
+// documented are the routes of a server with prefix that its document
+// has: all but the index with a trailing slash (<prefix>/), which the
+// document leaves out (linters refuse a path that ends in a slash).
+func documented(routes []httpapi.Route, prefix string) []httpapi.Route {
+	return slices.DeleteFunc(routes, func(r httpapi.Route) bool { return prefix != "/" && r.Path == prefix+"/" })
 }
 
 // openAPIPathOf turns echo's path syntax (/a/:id) into OpenAPI's (/a/{id}).

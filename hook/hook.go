@@ -13,6 +13,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/backoff"
+	"github.com/duraflow/duraflow/internal/polltimer"
 )
 
 // Enqueued is what OnWorkflowEnqueued receives.
@@ -188,7 +189,7 @@ func (d *Deliverer) loop(ctx context.Context) {
 		if n == d.cfg.BatchSize && err == nil {
 			continue // a full batch: there may be more
 		}
-		t.Reset(d.cfg.PollInterval)
+		polltimer.Reset(t, d.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 			return

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/backoff"
+	"github.com/duraflow/duraflow/internal/polltimer"
 	"github.com/duraflow/duraflow/internal/tracing"
 )
 
@@ -251,7 +252,7 @@ func (r *Runner) loop(ctx context.Context) {
 				continue
 			}
 		}
-		poll.Reset(r.cfg.PollInterval)
+		polltimer.Reset(poll, r.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 			return

@@ -14,6 +14,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/internal/backoff"
+	"github.com/duraflow/duraflow/internal/polltimer"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -193,7 +194,7 @@ func (s *Scheduler) loop(ctx context.Context) {
 		if err != nil {
 			s.cfg.Logger.Warn("schedule: firing due schedules failed", "error", err)
 		}
-		poll.Reset(s.cfg.PollInterval)
+		polltimer.Reset(poll, s.cfg.PollInterval)
 		select {
 		case <-ctx.Done():
 			return

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -102,7 +103,7 @@ func (c *Client) WithPlacementCheck(check PlacementFunc) *Client {
 // default), the request's queue (or QueueFunc's for its metadata, or the
 // workflow's), and its priority. A view's placement check
 // (WithPlacementCheck) then has its say.
-func (c *Client) placement(ctx context.Context, workflowName string, req *workflow.CreateRequest, metadata json.RawMessage) (placement, error) {
+func (c *Client) placement(ctx context.Context, workflowName string, req *dftype.CreateRequest, metadata json.RawMessage) (placement, error) {
 	if err := workflow.ValidateCreatePlacement(req); err != nil {
 		return placement{}, err
 	}

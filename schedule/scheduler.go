@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -304,8 +305,8 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 		}
 	}
 	for _, t := range due {
-		prov := &workflow.Provenance{
-			Type: workflow.TriggerCron, Source: "schedule " + sched.ID, ScheduledFor: &t, ReceivedAt: now,
+		prov := &dftype.Provenance{
+			Type: dftype.TriggerCron, Source: "schedule " + sched.ID, ScheduledFor: &t, ReceivedAt: now,
 		}
 		item := db.InstanceCreateItem{Params: params, Metadata: prov.Metadata(), DeadlineAt: deadline}
 		if s.cfg.LimitsFunc != nil {

@@ -6,18 +6,19 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
 // MinPriority and MaxPriority bound an instance's priority
-// (CreateRequest.Priority). Among claimable tasks a higher priority is
+// (dftype.CreateRequest.Priority). Among claimable tasks a higher priority is
 // claimed first; 0 is the default.
 const (
 	MinPriority = -1000
 	MaxPriority = 1000
 )
 
-// MaxDedupeKeyLength is the longest dedupe key (CreateRequest.DedupeKey), in
+// MaxDedupeKeyLength is the longest dedupe key (dftype.CreateRequest.DedupeKey), in
 // bytes.
 const MaxDedupeKeyLength = 256
 
@@ -50,10 +51,10 @@ func ValidateDedupeKey(key string) error {
 	return nil
 }
 
-// ValidateCreatePlacement checks the fields of a CreateRequest that place
+// ValidateCreatePlacement checks the fields of a dftype.CreateRequest that place
 // the instance: a Namespace and a Queue (when set) follow the naming rules,
 // Priority is in range and a DedupeKey (when set) is valid.
-func ValidateCreatePlacement(req *CreateRequest) error {
+func ValidateCreatePlacement(req *dftype.CreateRequest) error {
 	if req.Namespace != "" {
 		if err := ValidateNamespace(req.Namespace); err != nil {
 			return err

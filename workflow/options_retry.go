@@ -18,7 +18,7 @@ const ErrorNameDeadlineExceeded = "DeadlineExceeded"
 var ErrDeadlineExceeded = errors.New("workflow deadline exceeded")
 
 // WithDeadline gives every instance of the workflow a deadline d after its
-// creation, unless its Create call sets one (CreateRequest.Deadline): when
+// creation, unless its Create call sets one (dftype.CreateRequest.Deadline): when
 // the deadline passes the instance errors with ErrorNameDeadlineExceeded,
 // even while it sleeps or waits for an event, and a running step's context
 // is cancelled at it. A workflow retry never runs past it.

@@ -308,7 +308,7 @@ func deadlineAt(ctx context.Context, def workflow.Definition, req time.Time, met
 		}
 		def.Deadline = s.Deadline
 	}
-	return workflow.DeadlineAt(def, req, now)
+	return wfcore.DeadlineAt(def, req, now)
 }
 
 // checkRead checks the workflow name of a read (Get, History, List): any

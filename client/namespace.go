@@ -7,6 +7,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/dftype"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -104,7 +105,7 @@ func (c *Client) WithPlacementCheck(check PlacementFunc) *Client {
 // workflow's), and its priority. A view's placement check
 // (WithPlacementCheck) then has its say.
 func (c *Client) placement(ctx context.Context, workflowName string, req *dftype.CreateRequest, metadata json.RawMessage) (placement, error) {
-	if err := workflow.ValidateCreatePlacement(req); err != nil {
+	if err := wfcore.ValidateCreatePlacement(req); err != nil {
 		return placement{}, err
 	}
 	ns, err := c.scope(req.Namespace)

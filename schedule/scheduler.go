@@ -15,6 +15,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/backoff"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -300,7 +301,7 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 	if def, registered := s.cfg.Registry.Definition(sched.WorkflowName); registered {
 		p.Queue = def.Queue
 		// Every instance of the firing is created at now: one deadline.
-		if deadline, err = workflow.DeadlineAt(def, time.Time{}, now); err != nil {
+		if deadline, err = wfcore.DeadlineAt(def, time.Time{}, now); err != nil {
 			return fmt.Errorf("schedule %q: %w", sched.ID, err)
 		}
 	}

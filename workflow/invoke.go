@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/duraflow/duraflow/dftype"
@@ -247,7 +246,3 @@ const InvokeEventPrefix = "@invoke/"
 func InvokeEventType(run int, key string) string {
 	return fmt.Sprintf("%s%d/%s", InvokeEventPrefix, run, key)
 }
-
-// IsInvokeEventType reports whether typ is the reserved type of an Invoke
-// step's wait.
-func IsInvokeEventType(typ string) bool { return strings.HasPrefix(typ, InvokeEventPrefix) }

@@ -6,7 +6,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
@@ -47,29 +46,6 @@ func ValidateDedupeKey(key string) error {
 	}
 	if bad {
 		return fmt.Errorf("%w: dedupe key %q must be 1 to %d bytes of UTF-8 without control characters", ErrInvalidRequest, wfhook.Truncate(key), MaxDedupeKeyLength)
-	}
-	return nil
-}
-
-// ValidateCreatePlacement checks the fields of a dftype.CreateRequest that place
-// the instance: a Namespace and a Queue (when set) follow the naming rules,
-// Priority is in range and a DedupeKey (when set) is valid.
-func ValidateCreatePlacement(req *dftype.CreateRequest) error {
-	if req.Namespace != "" {
-		if err := ValidateNamespace(req.Namespace); err != nil {
-			return err
-		}
-	}
-	if req.Queue != "" {
-		if err := ValidateQueueName(req.Queue); err != nil {
-			return err
-		}
-	}
-	if err := ValidatePriority(req.Priority); err != nil {
-		return err
-	}
-	if req.DedupeKey != "" {
-		return ValidateDedupeKey(req.DedupeKey)
 	}
 	return nil
 }

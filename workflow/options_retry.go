@@ -64,28 +64,6 @@ func ValidateDeadline(d time.Duration) error {
 	return nil
 }
 
-// DeadlineAt returns the deadline of an instance created at now: the
-// request's, else now plus the definition's (its Deadline field; see
-// SettingsOf for one that depends on the instance), else nil. It rejects a
-// request deadline that is not after now.
-func DeadlineAt(def Definition, reqDeadline time.Time, now time.Time) (*time.Time, error) {
-	if !reqDeadline.IsZero() {
-		if !reqDeadline.After(now) {
-			return nil, fmt.Errorf("%w: deadline %s is not in the future", ErrInvalidRequest, reqDeadline.UTC().Format(time.RFC3339Nano))
-		}
-		if reqDeadline.Sub(now) > MaxSleep {
-			return nil, fmt.Errorf("%w: deadline %s is more than %s away", ErrInvalidRequest, reqDeadline.UTC().Format(time.RFC3339Nano), MaxSleep)
-		}
-		t := reqDeadline.UTC().Truncate(time.Microsecond)
-		return &t, nil
-	}
-	if def.Deadline > 0 {
-		t := now.Add(def.Deadline).UTC().Truncate(time.Microsecond)
-		return &t, nil
-	}
-	return nil, nil
-}
-
 // Settings are the workflow-level retry and deadline settings of one
 // instance.
 type Settings struct {

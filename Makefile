@@ -164,8 +164,8 @@ attack:
 # corpora (f.Add and testdata/fuzz) run with every plain go test.
 FUZZTIME ?= 10s
 FUZZ_TARGETS ?= \
-	./workflow:FuzzParseDuration \
-	./workflow:FuzzDurationJSON \
+	./dftype:FuzzParseDuration \
+	./dftype:FuzzDurationJSON \
 	./workflow:FuzzPayloadDepth \
 	./flow:FuzzFlowDefinition \
 	./flow:FuzzExpression \

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -47,7 +48,7 @@ func Example_invoke() {
 	host, _, done := onDemand(ctx, reg)
 	defer done()
 
-	if _, err := host.Client().Create(ctx, "order", workflow.CreateRequest{ID: "order1", Params: []byte(`[2, 3, -1, 4]`)}); err != nil {
+	if _, err := host.Client().Create(ctx, "order", dftype.CreateRequest{ID: "order1", Params: []byte(`[2, 3, -1, 4]`)}); err != nil {
 		log.Fatal(err)
 	}
 	for range 10 {

@@ -9,6 +9,7 @@ import (
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -45,7 +46,7 @@ func limitsHost(reg *workflow.Registry) (*duraflow.Host, func()) {
 
 func createCharge(host *duraflow.Host, id, customer string) {
 	_, err := host.Client().Create(context.Background(), "charge",
-		workflow.CreateRequest{ID: id, Params: []byte(fmt.Sprintf(`{"customer":%q}`, customer))})
+		dftype.CreateRequest{ID: id, Params: []byte(fmt.Sprintf(`{"customer":%q}`, customer))})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -55,7 +56,7 @@ func runAll(ctx context.Context, r *runner.Runner, c *client.Client, refs ...str
 			if err != nil {
 				log.Fatal(err)
 			}
-			if info.Status == workflow.StatusComplete && !printed[refs[i+1]] {
+			if info.Status == dftype.StatusComplete && !printed[refs[i+1]] {
 				printed[refs[i+1]] = true
 				fmt.Println("ran", info.WorkflowName, info.ID, "on", info.Queue)
 			}
@@ -76,7 +77,7 @@ func Example_queues() {
 		{"email", "e1", ""},         // the default queue
 		{"email", "e2", "payments"}, // the create's queue
 	} {
-		if _, err := c.Create(ctx, req.name, workflow.CreateRequest{ID: req.id, Queue: req.queue}); err != nil {
+		if _, err := c.Create(ctx, req.name, dftype.CreateRequest{ID: req.id, Queue: req.queue}); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -100,7 +101,7 @@ func Example_priority() {
 		id       string
 		priority int
 	}{{"low", -10}, {"normal", 0}, {"urgent", 100}, {"normal-2", 0}} {
-		if _, err := c.Create(ctx, "email", workflow.CreateRequest{ID: req.id, Priority: req.priority}); err != nil {
+		if _, err := c.Create(ctx, "email", dftype.CreateRequest{ID: req.id, Priority: req.priority}); err != nil {
 			log.Fatal(err)
 		}
 	}
@@ -120,11 +121,11 @@ func Example_dedupe() {
 	host, store := queueHost()
 	defer store.Close()
 	c := host.Client()
-	first, err := c.Create(ctx, "email", workflow.CreateRequest{ID: "welcome-1", DedupeKey: "user-42"})
+	first, err := c.Create(ctx, "email", dftype.CreateRequest{ID: "welcome-1", DedupeKey: "user-42"})
 	if err != nil {
 		log.Fatal(err)
 	}
-	again, err := c.Create(ctx, "email", workflow.CreateRequest{ID: "welcome-2", DedupeKey: "user-42"})
+	again, err := c.Create(ctx, "email", dftype.CreateRequest{ID: "welcome-2", DedupeKey: "user-42"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -133,7 +134,7 @@ func Example_dedupe() {
 	if _, err := host.Runner().RunDue(ctx, 10); err != nil {
 		log.Fatal(err)
 	}
-	later, err := c.Create(ctx, "email", workflow.CreateRequest{ID: "welcome-3", DedupeKey: "user-42"})
+	later, err := c.Create(ctx, "email", dftype.CreateRequest{ID: "welcome-3", DedupeKey: "user-42"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func Example_namespaces() {
 	host, store := queueHost()
 	defer store.Close()
 	acme, globex := host.Client().Namespace("acme"), host.Client().Namespace("globex")
-	info, err := acme.Create(ctx, "email", workflow.CreateRequest{ID: "invoice-1"})
+	info, err := acme.Create(ctx, "email", dftype.CreateRequest{ID: "invoice-1"})
 	if err != nil {
 		log.Fatal(err)
 	}

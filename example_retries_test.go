@@ -12,6 +12,7 @@ import (
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -49,7 +50,7 @@ func Example_deadline() {
 	host, clk, done := onDemand(ctx, reg)
 	defer done()
 
-	info, err := host.Client().Create(ctx, "nap", workflow.CreateRequest{ID: "n1"})
+	info, err := host.Client().Create(ctx, "nap", dftype.CreateRequest{ID: "n1"})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -89,7 +90,7 @@ func Example_workflowRetry() {
 	host, clk, done := onDemand(ctx, reg)
 	defer done()
 
-	if _, err := host.Client().Create(ctx, "order", workflow.CreateRequest{ID: "o1"}); err != nil {
+	if _, err := host.Client().Create(ctx, "order", dftype.CreateRequest{ID: "o1"}); err != nil {
 		log.Fatal(err)
 	}
 	_, _ = host.Runner().RunDue(ctx, 10)
@@ -123,7 +124,7 @@ func Example_attempts() {
 	})
 	host, clk, done := onDemand(ctx, reg)
 	defer done()
-	if _, err := host.Client().Create(ctx, "charge", workflow.CreateRequest{ID: "c1"}); err != nil {
+	if _, err := host.Client().Create(ctx, "charge", dftype.CreateRequest{ID: "c1"}); err != nil {
 		log.Fatal(err)
 	}
 	for range 3 {

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -41,7 +42,7 @@ func Example_saga() {
 	host, _, done := onDemand(ctx, reg)
 	defer done()
 
-	if _, err := host.Client().Create(ctx, "trip", workflow.CreateRequest{ID: "t1"}); err != nil {
+	if _, err := host.Client().Create(ctx, "trip", dftype.CreateRequest{ID: "t1"}); err != nil {
 		log.Fatal(err)
 	}
 	_, _ = host.Runner().RunDue(ctx, 10)

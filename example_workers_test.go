@@ -9,6 +9,7 @@ import (
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -47,7 +48,7 @@ func Example_workers() {
 	defer func() { _ = host.Stop(ctx) }()
 
 	// The runner registers as it starts, before its first claim.
-	page, err := host.Client().ListWorkers(ctx, client.WorkerListParams{Status: workflow.WorkerOnline})
+	page, err := host.Client().ListWorkers(ctx, client.WorkerListParams{Status: dftype.WorkerOnline})
 	if err != nil {
 		log.Fatal(err)
 	}

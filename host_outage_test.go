@@ -11,6 +11,7 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/internal/outagetest"
@@ -81,16 +82,16 @@ func TestHostSurvivesADatabaseOutage(t *testing.T) {
 		}
 		_, err = h.Scheduler().Create(ctx, schedule.CreateRequest{ID: "every-5", WorkflowName: "report", Cron: "*/5 * * * *"})
 		require.NoError(t, err)
-		_, err = h.Client().Create(ctx, "sleeper", workflow.CreateRequest{ID: "s"})
+		_, err = h.Client().Create(ctx, "sleeper", dftype.CreateRequest{ID: "s"})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			info, err := h.Client().Get(ctx, "sleeper", "s")
-			return err == nil && info.Status == workflow.StatusWaiting
+			return err == nil && info.Status == dftype.StatusWaiting
 		}, outagetest.WaitTimeout, time.Millisecond, "the sleeper sleeps")
 		log.Wait(t, "hook failed; retrying", "instance", "s")
 
 		d.Down(t)
-		_, err = h.Client().Create(ctx, "sleeper", workflow.CreateRequest{ID: "in-the-outage"})
+		_, err = h.Client().Create(ctx, "sleeper", dftype.CreateRequest{ID: "in-the-outage"})
 		require.ErrorIs(t, err, db.ErrUnavailable, "a create in the outage fails as unavailable")
 		// 09:10:30: the sleep ends, the hook's retry is due, the schedule's
 		// 09:05 and the prune's interval have come.
@@ -126,7 +127,7 @@ func TestHostSurvivesADatabaseOutage(t *testing.T) {
 		}
 		require.Eventually(t, func() bool {
 			info, err := h.Client().Get(ctx, "sleeper", "s")
-			return err == nil && info.Status == workflow.StatusComplete
+			return err == nil && info.Status == dftype.StatusComplete
 		}, outagetest.WaitTimeout, time.Millisecond)
 		require.NoError(t, h.Ready(ctx))
 		for _, while := range whiles {
@@ -183,11 +184,11 @@ func TestHostStartsWhileTheDatabaseIsDown(t *testing.T) {
 		t.Fatalf("the flows were not loaded after the database came back; the log:\n%s", log)
 	}
 	require.NoError(t, h.Ready(ctx))
-	_, err = h.Client().Create(ctx, "quick", workflow.CreateRequest{ID: "q"})
+	_, err = h.Client().Create(ctx, "quick", dftype.CreateRequest{ID: "q"})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {
 		info, err := h.Client().Get(ctx, "quick", "q")
-		return err == nil && info.Status == workflow.StatusComplete && string(info.Output) == `"yes"`
+		return err == nil && info.Status == dftype.StatusComplete && string(info.Output) == `"yes"`
 	}, outagetest.WaitTimeout, time.Millisecond)
 }
 

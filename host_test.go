@@ -17,6 +17,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/runner"
@@ -102,7 +103,7 @@ func TestHostRunsAWorkflowEndToEnd(t *testing.T) {
 		inst, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "ada", Params: greetParams{Name: "Ada"}})
 		require.NoError(t, err)
 		st := waitDone(t, inst)
-		require.Equal(t, workflow.StatusComplete, st.Status)
+		require.Equal(t, dftype.StatusComplete, st.Status)
 		require.Equal(t, "hello, Ada", st.Output.Greeting)
 
 		// The runner has a free slot and the client hands it new instances:
@@ -124,7 +125,7 @@ func TestHostQueuesWithoutEagerStartAndWakesItsRunner(t *testing.T) {
 		require.NoError(t, err)
 		// The runner polls once an hour: the client's in-process wake-up
 		// made it claim the instance.
-		require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status)
+		require.Equal(t, dftype.StatusComplete, waitDone(t, inst).Status)
 		require.Zero(t, h.Runner().EagerStarts())
 		require.EqualValues(t, 1, h.Runner().Claimed())
 	})
@@ -156,7 +157,7 @@ func TestPostgresHostIsWokenByAnotherProcess(t *testing.T) {
 
 	inst, err := greetB.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "linus", Params: greetParams{Name: "Linus"}})
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status)
+	require.Equal(t, dftype.StatusComplete, waitDone(t, inst).Status)
 	require.EqualValues(t, 1, a.Runner().Claimed())
 }
 
@@ -191,7 +192,7 @@ func TestHostDeliversHooks(t *testing.T) {
 		})
 		inst, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "x"})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status)
+		require.Equal(t, dftype.StatusComplete, waitDone(t, inst).Status)
 		// The client recorded the entry (hooks are on everywhere once
 		// Config.Hooks is set), and its wake-up made the deliverer, which
 		// polls once an hour, deliver it.
@@ -350,7 +351,7 @@ func TestStopLeavesNoGoroutine(t *testing.T) {
 			require.NoError(t, h.Start(t.Context()))
 			inst, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "g"})
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status)
+			require.Equal(t, dftype.StatusComplete, waitDone(t, inst).Status)
 			if l := h.Listening(); l != nil {
 				<-l
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -38,7 +39,7 @@ func TestLifecycleLogRecordsARun(t *testing.T) {
 		startHost(t, store, &duraflow.Config{Registry: reg})
 		inst, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "ada", Params: greetParams{Name: "Ada"}})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status)
+		require.Equal(t, dftype.StatusComplete, waitDone(t, inst).Status)
 		require.Equal(t, []db.LifecycleEventType{
 			db.LifecycleCreated, db.LifecycleStarted, db.LifecycleStepStarted, db.LifecycleStepCompleted, db.LifecycleCompleted,
 		}, lifecycleTypes(t, store, "ada"), "an eager start, one step, the end")
@@ -54,7 +55,7 @@ func TestLifecycleLogOff(t *testing.T) {
 		startHost(t, store, &duraflow.Config{Registry: reg, DisableLifecycleLog: true})
 		inst, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "off", Params: greetParams{Name: "Off"}})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status)
+		require.Equal(t, dftype.StatusComplete, waitDone(t, inst).Status)
 		require.Empty(t, lifecycleTypes(t, store, "off"))
 	})
 }
@@ -229,14 +230,14 @@ func TestLifecyclePruneRunsInTheBackground(t *testing.T) {
 		})
 		inst, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "old", Params: greetParams{Name: "Old"}})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, waitDone(t, inst).Status, "run before the clock moves: every event is at its start")
+		require.Equal(t, dftype.StatusComplete, waitDone(t, inst).Status, "run before the clock moves: every event is at its start")
 		require.NotEmpty(t, lifecycleTypes(t, store, "old"))
 		// A newer instance, inside the retention when the prune runs (and
 		// holding the newest event, which a prune always keeps).
 		clk.Add(90 * time.Second)
 		newer, err := greet.Create(t.Context(), workflow.CreateOptions[greetParams]{ID: "new", Params: greetParams{Name: "New"}})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, waitDone(t, newer).Status)
+		require.Equal(t, dftype.StatusComplete, waitDone(t, newer).Status)
 		kept := lifecycleTypes(t, store, "new")
 		require.NotEmpty(t, kept)
 		// The first tick, two minutes on, finds the first instance's events

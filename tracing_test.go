@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -94,7 +95,7 @@ func TestTracingSpansNestAndLinkToCreator(t *testing.T) {
 		require.NoError(t, err)
 		creator.End()
 		h.RunUntilIdle()
-		h.RequireStatus("traced", "t1", workflow.StatusComplete)
+		h.RequireStatus("traced", "t1", dftype.StatusComplete)
 
 		creatorSC := creator.SpanContext()
 		runs := spansNamed(exp, "run traced")
@@ -183,7 +184,7 @@ func TestTracingInvokeChildDescendsFromStep(t *testing.T) {
 		require.NoError(t, err)
 		creator.End()
 		h.RunUntilIdle()
-		h.RequireStatus("parent", "p", workflow.StatusComplete)
+		h.RequireStatus("parent", "p", dftype.StatusComplete)
 
 		invokes := spansNamed(exp, "step call")
 		require.Len(t, invokes, 1)
@@ -230,7 +231,7 @@ func TestTracingHTTPCreateLinksToTraceparent(t *testing.T) {
 		require.NoError(t, res.Body.Close())
 		require.Equal(t, http.StatusCreated, res.StatusCode)
 		h.RunUntilIdle()
-		h.RequireStatus("web", "w1", workflow.StatusComplete)
+		h.RequireStatus("web", "w1", dftype.StatusComplete)
 
 		runs := spansNamed(exp, "run web")
 		require.Len(t, runs, 1)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -111,7 +112,7 @@ func (c *Client) List(ctx context.Context, p client.ListParams) (*InstanceList, 
 }
 
 // Create creates one instance (POST /workflows/:name/instances).
-func (c *Client) Create(ctx context.Context, workflowName string, req workflow.CreateRequest) (*workflow.InstanceInfo, error) {
+func (c *Client) Create(ctx context.Context, workflowName string, req dftype.CreateRequest) (*dftype.InstanceInfo, error) {
 	if workflowName == "" {
 		return nil, fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
 	}
@@ -126,7 +127,7 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 // CreateBatch creates up to the server's batch limit (workflow.MaxBatchSize,
 // 100, by default) instances and returns those it created; existing ids
 // are skipped (POST /workflows/:name/instances/batch).
-func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, error) {
+func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []dftype.CreateRequest) ([]*dftype.InstanceInfo, error) {
 	if workflowName == "" {
 		return nil, fmt.Errorf("%w: empty workflow name", workflow.ErrInvalidWorkflowName)
 	}
@@ -148,7 +149,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 }
 
 // Get returns one instance (GET /workflows/:name/instances/:id).
-func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Get(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	path, err := c.instancePath(workflowName, id, "")
 	if err != nil {
 		return nil, err
@@ -157,22 +158,22 @@ func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.In
 }
 
 // Pause pauses an instance (POST …/:id/pause) and returns it as it is after.
-func (c *Client) Pause(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Pause(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, "pause")
 }
 
 // Resume resumes a paused instance (POST …/:id/resume).
-func (c *Client) Resume(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Resume(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, "resume")
 }
 
 // Terminate terminates a non-terminal instance (POST …/:id/terminate).
-func (c *Client) Terminate(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Terminate(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, "terminate")
 }
 
 // Restart starts a new run of an instance (POST …/:id/restart).
-func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Restart(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, "restart")
 }
 
@@ -180,11 +181,11 @@ func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflo
 // …/:id/compensate): it stops at its next step boundary and the
 // compensations of its completed steps run in reverse order (see
 // workflow.Compensate).
-func (c *Client) Compensate(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Compensate(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, "compensate")
 }
 
-func (c *Client) change(ctx context.Context, workflowName, id, verb string) (*workflow.InstanceInfo, error) {
+func (c *Client) change(ctx context.Context, workflowName, id, verb string) (*dftype.InstanceInfo, error) {
 	path, err := c.instancePath(workflowName, id, "/"+verb)
 	if err != nil {
 		return nil, err
@@ -193,7 +194,7 @@ func (c *Client) change(ctx context.Context, workflowName, id, verb string) (*wo
 }
 
 // instance calls a route that answers an Instance.
-func (c *Client) instance(ctx context.Context, method, path string) (*workflow.InstanceInfo, error) {
+func (c *Client) instance(ctx context.Context, method, path string) (*dftype.InstanceInfo, error) {
 	var out Instance
 	if err := c.do(ctx, method, path, nil, nil, &out); err != nil {
 		return nil, err

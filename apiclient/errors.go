@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/flowapi"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/workflow"
@@ -99,8 +100,8 @@ var errorKinds = []struct {
 	{schedule.ErrNotFound, http.StatusNotFound, CodeScheduleNotFound},
 	{schedule.ErrAlreadyExists, http.StatusConflict, CodeScheduleAlreadyExists},
 	{flowapi.ErrNotFound, http.StatusNotFound, CodeFlowNotFound},
-	{workflow.ErrWorkerNotFound, http.StatusNotFound, CodeWorkerNotFound},
-	{workflow.ErrWorkerOffline, http.StatusConflict, CodeWorkerOffline},
+	{dftype.ErrWorkerNotFound, http.StatusNotFound, CodeWorkerNotFound},
+	{dftype.ErrWorkerOffline, http.StatusConflict, CodeWorkerOffline},
 	{flowapi.ErrVersionConflict, http.StatusConflict, CodeFlowVersionConflict},
 	{flowapi.ErrInvalidDefinition, http.StatusBadRequest, CodeInvalidFlow}, // before INVALID_REQUEST, which it matches too
 	{workflow.ErrQueueNotFound, http.StatusNotFound, CodeQueueNotFound},

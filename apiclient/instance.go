@@ -5,17 +5,17 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // InstanceDetails is the status of an instance as the HTTP API answers it:
 // its status, and its error or its output once it has one. It is the
 // "details" of every Instance and the "status" of an EventSent.
 type InstanceDetails struct {
-	Status workflow.InstanceStatus `json:"status"`
+	Status dftype.InstanceStatus `json:"status"`
 	// Error is the error of an errored instance (or of the last failed run
 	// of one that is being retried).
-	Error *workflow.ErrorInfo `json:"error,omitempty"`
+	Error *dftype.ErrorInfo `json:"error,omitempty"`
 	// Output is the output of a complete instance, as its workflow returned
 	// it.
 	Output json.RawMessage `json:"output,omitempty"`
@@ -25,7 +25,7 @@ type InstanceDetails struct {
 // create, get and the life-cycle routes (pause, resume, terminate,
 // restart, compensate), one item of a batch or a list, and the instance of
 // a history page. Its status is under Details; the other fields are those
-// of workflow.InstanceInfo, with the same names. NewInstance and Info
+// of dftype.InstanceInfo, with the same names. NewInstance and Info
 // convert between the two.
 type Instance struct {
 	ID           string          `json:"id"`
@@ -39,25 +39,25 @@ type Instance struct {
 	StartedAt    *time.Time      `json:"startedAt,omitempty"`
 	CompletedAt  *time.Time      `json:"completedAt,omitempty"`
 	// Namespace, Queue, Priority and the fields below are those of
-	// workflow.InstanceInfo.
-	Namespace    string               `json:"namespace"`
-	Queue        string               `json:"queue"`
-	Priority     int                  `json:"priority"`
-	DedupeKey    string               `json:"dedupeKey,omitempty"`
-	Unserved     bool                 `json:"unserved,omitempty"`
-	Deduplicated bool                 `json:"deduplicated,omitempty"`
-	Parent       *workflow.ParentRef  `json:"parent,omitempty"`
-	Children     []*workflow.ChildRef `json:"children,omitempty"`
-	DeadlineAt   *time.Time           `json:"deadlineAt,omitempty"`
-	RunAttempt   int                  `json:"runAttempt,omitempty"`
-	WaitingFor   *workflow.WaitingFor `json:"waitingFor,omitempty"`
+	// dftype.InstanceInfo.
+	Namespace    string             `json:"namespace"`
+	Queue        string             `json:"queue"`
+	Priority     int                `json:"priority"`
+	DedupeKey    string             `json:"dedupeKey,omitempty"`
+	Unserved     bool               `json:"unserved,omitempty"`
+	Deduplicated bool               `json:"deduplicated,omitempty"`
+	Parent       *dftype.ParentRef  `json:"parent,omitempty"`
+	Children     []*dftype.ChildRef `json:"children,omitempty"`
+	DeadlineAt   *time.Time         `json:"deadlineAt,omitempty"`
+	RunAttempt   int                `json:"runAttempt,omitempty"`
+	WaitingFor   *dftype.WaitingFor `json:"waitingFor,omitempty"`
 	// Pending are the steps a waiting or paused instance waits on (get
 	// only).
-	Pending []*workflow.PendingStep `json:"pending,omitempty"`
+	Pending []*dftype.PendingStep `json:"pending,omitempty"`
 }
 
 // NewInstance returns the wire form of info; nil for nil.
-func NewInstance(info *workflow.InstanceInfo) *Instance {
+func NewInstance(info *dftype.InstanceInfo) *Instance {
 	if info == nil {
 		return nil
 	}
@@ -88,16 +88,16 @@ func NewInstance(info *workflow.InstanceInfo) *Instance {
 }
 
 // DetailsOf returns the status of info as the API answers it.
-func DetailsOf(info *workflow.InstanceInfo) InstanceDetails {
+func DetailsOf(info *dftype.InstanceInfo) InstanceDetails {
 	return InstanceDetails{Status: info.Status, Error: info.Error, Output: info.Output}
 }
 
-// Info returns the instance as workflow.InstanceInfo; nil for nil.
-func (in *Instance) Info() *workflow.InstanceInfo {
+// Info returns the instance as dftype.InstanceInfo; nil for nil.
+func (in *Instance) Info() *dftype.InstanceInfo {
 	if in == nil {
 		return nil
 	}
-	return &workflow.InstanceInfo{
+	return &dftype.InstanceInfo{
 		ID:           in.ID,
 		Status:       in.Details.Status,
 		Error:        in.Details.Error,
@@ -126,7 +126,7 @@ func (in *Instance) Info() *workflow.InstanceInfo {
 }
 
 // NewInstances returns the wire form of infos, never nil.
-func NewInstances(infos []*workflow.InstanceInfo) []*Instance {
+func NewInstances(infos []*dftype.InstanceInfo) []*Instance {
 	out := make([]*Instance, len(infos))
 	for i, info := range infos {
 		out[i] = NewInstance(info)
@@ -134,8 +134,8 @@ func NewInstances(infos []*workflow.InstanceInfo) []*Instance {
 	return out
 }
 
-func infosOf(ins []*Instance) []*workflow.InstanceInfo {
-	out := make([]*workflow.InstanceInfo, len(ins))
+func infosOf(ins []*Instance) []*dftype.InstanceInfo {
+	out := make([]*dftype.InstanceInfo, len(ins))
 	for i, in := range ins {
 		out[i] = in.Info()
 	}

@@ -9,26 +9,26 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // fullInfo is an InstanceInfo with every field set.
-func fullInfo(t *testing.T) *workflow.InstanceInfo {
+func fullInfo(t *testing.T) *dftype.InstanceInfo {
 	t.Helper()
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	later := at.Add(time.Hour)
-	info := &workflow.InstanceInfo{
-		WorkflowName: "wf", ID: "i-1", Status: workflow.StatusErrored,
+	info := &dftype.InstanceInfo{
+		WorkflowName: "wf", ID: "i-1", Status: dftype.StatusErrored,
 		Params: json.RawMessage(`{"p":1}`), Metadata: json.RawMessage(`{"m":1}`), Output: json.RawMessage(`{"o":1}`),
-		Error:     &workflow.ErrorInfo{Name: "Boom", Message: "it broke"},
+		Error:     &dftype.ErrorInfo{Name: "Boom", Message: "it broke"},
 		RunNumber: 2, CreatedAt: at, UpdatedAt: later, StartedAt: &at, CompletedAt: &later,
 		Namespace: "ns", Queue: "q", Priority: 7, DedupeKey: "k", Unserved: true, Deduplicated: true,
-		Parent:     &workflow.ParentRef{WorkflowName: "p", InstanceID: "pi", RunNumber: 1, StepKey: "s", Policy: workflow.ParentTerminate, Depth: 1},
-		Children:   []*workflow.ChildRef{{WorkflowName: "c", ID: "ci", Status: workflow.StatusComplete, RunNumber: 1, StepKey: "s"}},
+		Parent:     &dftype.ParentRef{WorkflowName: "p", InstanceID: "pi", RunNumber: 1, StepKey: "s", Policy: dftype.ParentTerminate, Depth: 1},
+		Children:   []*dftype.ChildRef{{WorkflowName: "c", ID: "ci", Status: dftype.StatusComplete, RunNumber: 1, StepKey: "s"}},
 		DeadlineAt: &later, RunAttempt: 3,
-		WaitingFor: &workflow.WaitingFor{Kind: "concurrency", Scope: "queue", Name: "q", Max: 1},
-		Pending: []*workflow.PendingStep{{Step: "call", Kind: workflow.PendingRetry, Until: &later, Attempt: 2, MaxAttempts: 3,
-			Error: &workflow.ErrorInfo{Name: "Error", Message: "no"}}},
+		WaitingFor: &dftype.WaitingFor{Kind: "concurrency", Scope: "queue", Name: "q", Max: 1},
+		Pending: []*dftype.PendingStep{{Step: "call", Kind: dftype.PendingRetry, Until: &later, Attempt: 2, MaxAttempts: 3,
+			Error: &dftype.ErrorInfo{Name: "Error", Message: "no"}}},
 	}
 	v := reflect.ValueOf(info).Elem()
 	for i := range v.NumField() {
@@ -76,7 +76,7 @@ func TestInstanceJSONShape(t *testing.T) {
 	require.Equal(t, want, got)
 
 	// A queued instance has neither error nor output.
-	b, err = json.Marshal(apiclient.NewInstance(&workflow.InstanceInfo{ID: "x", Status: workflow.StatusQueued}))
+	b, err = json.Marshal(apiclient.NewInstance(&dftype.InstanceInfo{ID: "x", Status: dftype.StatusQueued}))
 	require.NoError(t, err)
 	require.Contains(t, string(b), `"id":"x","details":{"status":"queued"},`)
 }

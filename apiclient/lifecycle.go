@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // LifecycleList is the answer of GET /events and GET
@@ -22,8 +22,8 @@ import (
 // id order, the cursor of the next page (JSON "cursor", absent on the
 // last) and "hasNextPage".
 type LifecycleList struct {
-	Events     []*workflow.LifecycleEvent `json:"events"`
-	NextCursor string                     `json:"cursor,omitempty"`
+	Events     []*dftype.LifecycleEvent `json:"events"`
+	NextCursor string                   `json:"cursor,omitempty"`
 }
 
 // MarshalJSON writes the page with "hasNextPage", true when NextCursor
@@ -95,7 +95,7 @@ const followRetry = time.Second
 // skipped. It returns nil when ctx is done, fn's error, or the server's
 // refusal (an *APIError). The client's http.Client must have no overall
 // Timeout: the stream is one long answer.
-func (c *Client) FollowLifecycleEvents(ctx context.Context, p client.LifecycleListParams, afterID int64, fn func(*workflow.LifecycleEvent) error) error {
+func (c *Client) FollowLifecycleEvents(ctx context.Context, p client.LifecycleListParams, afterID int64, fn func(*dftype.LifecycleEvent) error) error {
 	q := url.Values{}
 	for _, t := range p.Types {
 		q.Add("type", t)
@@ -137,7 +137,7 @@ func (h handlerError) Error() string { return h.err.Error() }
 
 // streamOnce reads one connection of the stream, moving *afterID on with
 // each event delivered.
-func (c *Client) streamOnce(ctx context.Context, q url.Values, afterID *int64, fn func(*workflow.LifecycleEvent) error) error {
+func (c *Client) streamOnce(ctx context.Context, q url.Values, afterID *int64, fn func(*dftype.LifecycleEvent) error) error {
 	u := c.baseURL + c.api("/events/stream")
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -166,7 +166,7 @@ func (c *Client) streamOnce(ctx context.Context, q url.Values, afterID *int64, f
 		if !ok {
 			continue // id, event, comments and blank lines
 		}
-		var e workflow.LifecycleEvent
+		var e dftype.LifecycleEvent
 		if err := json.Unmarshal([]byte(data), &e); err != nil {
 			return fmt.Errorf("decoding a lifecycle event: %w", err)
 		}

@@ -7,13 +7,14 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
 // QueueRate is a rate limit on the wire: at most Limit starts per Period.
 type QueueRate struct {
-	Limit  int               `json:"limit"`
-	Period workflow.Duration `json:"period"`
+	Limit  int             `json:"limit"`
+	Period dftype.Duration `json:"period"`
 }
 
 // QueueLimits is the body of PUT /queues/:name: the queue's limits, which

@@ -69,7 +69,7 @@ func deadlineOf(t time.Time) *time.Time {
 	return &t
 }
 
-// DeadlineTime returns the request's deadline as workflow.CreateRequest
+// DeadlineTime returns the request's deadline as dftype.CreateRequest
 // takes it: the zero time when it has none.
 func (r *CreateRequest) DeadlineTime() time.Time {
 	if r.Deadline == nil {

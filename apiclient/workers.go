@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -14,7 +15,7 @@ import (
 // WorkerListParams select a page of workers (GET /workers).
 type WorkerListParams struct {
 	// Status filters by status; empty lists every status.
-	Status workflow.WorkerStatus
+	Status dftype.WorkerStatus
 	// Queue lists only the workers that serve this queue; empty lists all.
 	Queue string
 	// PageSize is the page length, 1 to 1000; 0 means the server's default (50).
@@ -27,8 +28,8 @@ type WorkerListParams struct {
 // id, the cursor of the next page (JSON "cursor", absent on the last) and
 // "hasNextPage".
 type WorkerList struct {
-	Workers    []*workflow.WorkerInfo `json:"workers"`
-	NextCursor string                 `json:"cursor,omitempty"`
+	Workers    []*dftype.WorkerInfo `json:"workers"`
+	NextCursor string               `json:"cursor,omitempty"`
 }
 
 // MarshalJSON writes the page with "hasNextPage", true when NextCursor
@@ -58,25 +59,25 @@ func (c *Client) ListWorkers(ctx context.Context, p WorkerListParams) (*WorkerLi
 }
 
 // GetWorker returns one worker (GET /workers/:id); WORKER_NOT_FOUND
-// (workflow.ErrWorkerNotFound) for an unknown id.
-func (c *Client) GetWorker(ctx context.Context, id string) (*workflow.WorkerInfo, error) {
+// (dftype.ErrWorkerNotFound) for an unknown id.
+func (c *Client) GetWorker(ctx context.Context, id string) (*dftype.WorkerInfo, error) {
 	path, err := c.workerPath(id, "")
 	if err != nil {
 		return nil, err
 	}
-	var out workflow.WorkerInfo
+	var out dftype.WorkerInfo
 	return &out, c.do(ctx, http.MethodGet, path, nil, nil, &out)
 }
 
 // DrainWorker asks a worker to drain (POST /workers/:id/drain) and returns
 // it, draining; WORKER_NOT_FOUND for an unknown id, WORKER_OFFLINE
-// (workflow.ErrWorkerOffline) for an offline one.
-func (c *Client) DrainWorker(ctx context.Context, id string) (*workflow.WorkerInfo, error) {
+// (dftype.ErrWorkerOffline) for an offline one.
+func (c *Client) DrainWorker(ctx context.Context, id string) (*dftype.WorkerInfo, error) {
 	path, err := c.workerPath(id, "/drain")
 	if err != nil {
 		return nil, err
 	}
-	var out workflow.WorkerInfo
+	var out dftype.WorkerInfo
 	return &out, c.do(ctx, http.MethodPost, path, nil, struct{}{}, &out)
 }
 

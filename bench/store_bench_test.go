@@ -17,6 +17,7 @@ import (
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
 	"github.com/duraflow/duraflow/db/sqlite/sqlitetest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -177,18 +178,18 @@ func BenchmarkReplay(b *testing.B) {
 			require.NoError(b, err)
 			r, err := runner.New(&runner.Config{Store: store, Registry: reg, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			require.NoError(b, err)
-			_, err = c.Create(ctx, "replay", workflow.CreateRequest{ID: "r"})
+			_, err = c.Create(ctx, "replay", dftype.CreateRequest{ID: "r"})
 			require.NoError(b, err)
 			for range replaySteps + 1 {
 				info, err := c.Get(ctx, "replay", "r")
 				require.NoError(b, err)
-				if info.Status == workflow.StatusWaiting {
+				if info.Status == dftype.StatusWaiting {
 					break
 				}
 				_, err = r.RunDue(ctx, 1)
 				require.NoError(b, err)
 			}
-			requireStatus(b, c, workflow.StatusWaiting)
+			requireStatus(b, c, dftype.StatusWaiting)
 			analyze(b, store)
 
 			b.ReportAllocs()
@@ -205,7 +206,7 @@ func BenchmarkReplay(b *testing.B) {
 				require.Equal(b, 1, n)
 			}
 			b.StopTimer()
-			requireStatus(b, c, workflow.StatusWaiting)
+			requireStatus(b, c, dftype.StatusWaiting)
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*replaySteps), "ns/cached-step")
 		})
 	}
@@ -226,7 +227,7 @@ func createInstances(b *testing.B, store db.Store, name string, n int) {
 	}
 }
 
-func requireStatus(b *testing.B, c *client.Client, want workflow.InstanceStatus) {
+func requireStatus(b *testing.B, c *client.Client, want dftype.InstanceStatus) {
 	b.Helper()
 	info, err := c.Get(b.Context(), "replay", "r")
 	require.NoError(b, err)

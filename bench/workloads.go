@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -157,7 +158,7 @@ func analyze(times []instanceTimes) (*analysis, error) {
 	var first, last time.Time
 	bad := 0
 	for _, t := range times {
-		if t.status != string(workflow.StatusComplete) || t.completed.IsZero() {
+		if t.status != string(dftype.StatusComplete) || t.completed.IsZero() {
 			bad++
 			continue
 		}
@@ -229,7 +230,7 @@ func (r *run) feed(ctx context.Context, name, prefix string, n int, until time.T
 func (r *run) createInstances(ctx context.Context, name, prefix string, from, k int) error {
 	c := r.host.client
 	if k == 1 {
-		req := workflow.CreateRequest{ID: prefix + strconv.Itoa(from)}
+		req := dftype.CreateRequest{ID: prefix + strconv.Itoa(from)}
 		if name == nameKeyed {
 			req.Params = keyedParamsOf(from)
 		}
@@ -239,7 +240,7 @@ func (r *run) createInstances(ctx context.Context, name, prefix string, from, k 
 		}
 		return nil
 	}
-	reqs := make([]workflow.CreateRequest, k)
+	reqs := make([]dftype.CreateRequest, k)
 	for i := range reqs {
 		reqs[i].ID = prefix + strconv.Itoa(from+i)
 		if name == nameKeyed {
@@ -399,7 +400,7 @@ func (r *run) prepareWake(ctx context.Context, prefix string, n int) error {
 		}
 	}
 	for i := range n {
-		if err := r.waitStatus(ctx, nameWake, prefix+strconv.Itoa(i), workflow.StatusWaiting); err != nil {
+		if err := r.waitStatus(ctx, nameWake, prefix+strconv.Itoa(i), dftype.StatusWaiting); err != nil {
 			return err
 		}
 	}
@@ -465,7 +466,7 @@ func (r *run) awaitComplete(ctx context.Context, id string, signal <-chan struct
 			return fmt.Errorf("reading %s: %w", id, err)
 		}
 		switch {
-		case info.Status == workflow.StatusComplete:
+		case info.Status == dftype.StatusComplete:
 			return nil
 		case info.Status.Terminal():
 			return fmt.Errorf("instance %s is %s", id, info.Status)
@@ -477,7 +478,7 @@ func (r *run) awaitComplete(ctx context.Context, id string, signal <-chan struct
 
 // waitStatus polls an instance every millisecond until it has the status,
 // failing when it reaches another terminal status or after stallTimeout.
-func (r *run) waitStatus(ctx context.Context, name, id string, want workflow.InstanceStatus) error {
+func (r *run) waitStatus(ctx context.Context, name, id string, want dftype.InstanceStatus) error {
 	deadline := time.Now().Add(stallTimeout)
 	for {
 		info, err := r.host.client.Get(ctx, name, id)
@@ -529,7 +530,7 @@ func (r *run) create(ctx context.Context) (*Result, error) {
 	c := r.host.creates
 
 	single, singleElapsed, err := parallel(ctx, r.cfg.Concurrency, n, func(ctx context.Context, i int) error {
-		_, err := c.Create(ctx, nameCreate, workflow.CreateRequest{ID: "c" + strconv.Itoa(i)})
+		_, err := c.Create(ctx, nameCreate, dftype.CreateRequest{ID: "c" + strconv.Itoa(i)})
 		p.Set(int(made.Add(1)))
 		return err
 	})
@@ -538,7 +539,7 @@ func (r *run) create(ctx context.Context) (*Result, error) {
 		return nil, fmt.Errorf("single creates: %w", err)
 	}
 	batch, batchElapsed, err := parallel(ctx, r.cfg.Concurrency, batches, func(ctx context.Context, i int) error {
-		reqs := make([]workflow.CreateRequest, workflow.MaxBatchSize)
+		reqs := make([]dftype.CreateRequest, workflow.MaxBatchSize)
 		for j := range reqs {
 			reqs[j].ID = "b" + strconv.Itoa(i*workflow.MaxBatchSize+j)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -147,11 +148,11 @@ standard error; --all follows every page.`,
 			for _, s := range statuses {
 				for st := range strings.SplitSeq(s, ",") {
 					if st = strings.TrimSpace(st); st != "" {
-						p.Statuses = append(p.Statuses, workflow.InstanceStatus(st))
+						p.Statuses = append(p.Statuses, dftype.InstanceStatus(st))
 					}
 				}
 			}
-			items, next, err := listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*workflow.InstanceInfo, string, error) {
+			items, next, err := listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*dftype.InstanceInfo, string, error) {
 				page, err := c.List(cmd.Context(), p)
 				if err != nil {
 					return nil, "", err
@@ -192,7 +193,7 @@ standard error; --all follows every page.`,
 }
 
 // outcome is an instance's output, or its error, on one line.
-func outcome(i *workflow.InstanceInfo, max int) string {
+func outcome(i *dftype.InstanceInfo, max int) string {
 	if i.WaitingFor != nil {
 		return formatWaitingFor(i.WaitingFor)
 	}
@@ -225,7 +226,7 @@ func newInstancesGetCommand(o *Options, cf *clientFlags) *cobra.Command {
 }
 
 // printInstance writes one instance as JSON or as a list of fields.
-func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
+func printInstance(w io.Writer, asJSON bool, i *dftype.InstanceInfo) error {
 	if asJSON {
 		return writeJSON(w, apiclient.NewInstance(i))
 	}
@@ -268,7 +269,7 @@ func printInstance(w io.Writer, asJSON bool, i *workflow.InstanceInfo) error {
 		t.row(label, fmt.Sprintf("%s/%s %s (run %d step %q)", c.WorkflowName, c.ID, c.Status, c.RunNumber, c.StepKey))
 	}
 	t.row("Params:", compactJSON(i.Params, 0))
-	if i.Status == workflow.StatusComplete || len(i.Output) > 0 && string(i.Output) != "null" {
+	if i.Status == dftype.StatusComplete || len(i.Output) > 0 && string(i.Output) != "null" {
 		t.row("Output:", compactJSON(i.Output, 0))
 	}
 	if i.Error != nil {
@@ -325,7 +326,7 @@ the instance errors with DeadlineExceeded, even while it sleeps or waits.`,
 				return err
 			}
 			c := cf.client()
-			info, err := c.Create(cmd.Context(), a[0], workflow.CreateRequest{
+			info, err := c.Create(cmd.Context(), a[0], dftype.CreateRequest{
 				ID: id, Params: raw, Queue: queue, Priority: priority, DedupeKey: dedupeKey, Deadline: at,
 			})
 			if err != nil {
@@ -364,7 +365,7 @@ func parseDeadline(v string, now time.Time) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
 		return t, nil
 	}
-	d, err := workflow.ParseDuration(v)
+	d, err := dftype.ParseDuration(v)
 	if err != nil {
 		return time.Time{}, usageError(fmt.Errorf("--deadline %q is neither a duration nor an RFC 3339 time", v))
 	}
@@ -376,13 +377,13 @@ func parseDeadline(v string, now time.Time) (time.Time, error) {
 
 // waitSettled polls an instance until it is neither queued, running nor
 // waitingForPause, or until d has passed, and returns it as last seen.
-func waitSettled(ctx context.Context, c *apiclient.Client, info *workflow.InstanceInfo, d time.Duration) (*workflow.InstanceInfo, error) {
+func waitSettled(ctx context.Context, c *apiclient.Client, info *dftype.InstanceInfo, d time.Duration) (*dftype.InstanceInfo, error) {
 	deadline := time.Now().Add(d)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		switch info.Status {
-		case workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaitingForPause:
+		case dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaitingForPause:
 		default:
 			return info, nil
 		}
@@ -557,7 +558,7 @@ func printAttempts(w io.Writer, h *apiclient.History) error {
 func printHistory(w io.Writer, h *apiclient.History) error {
 	i := h.Instance
 	fmt.Fprintf(w, "%s/%s run %d: %s", i.WorkflowName, i.ID, h.RunNumber, i.Status)
-	if h.RunNumber == i.RunNumber && (i.Status == workflow.StatusComplete || i.Error != nil) {
+	if h.RunNumber == i.RunNumber && (i.Status == dftype.StatusComplete || i.Error != nil) {
 		fmt.Fprintf(w, " %s", outcome(i, 0))
 	}
 	if i.RunAttempt > 1 {
@@ -626,7 +627,7 @@ func printHistory(w io.Writer, h *apiclient.History) error {
 	return t.flush()
 }
 
-type changeFunc func(c *apiclient.Client, ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)
+type changeFunc func(c *apiclient.Client, ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)
 
 func newInstancesChangeCommand(o *Options, cf *clientFlags, verb, short string, f changeFunc) *cobra.Command {
 	return &cobra.Command{

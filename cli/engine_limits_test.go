@@ -11,6 +11,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/cli"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -83,30 +84,30 @@ func TestEngineLimitsFromTheCommand(t *testing.T) {
 	c := s.client(t)
 
 	name := strings.Repeat("x", 3<<19) // 1.5 MiB: past the default limit
-	_, err := api.Create(ctx, "hello", workflow.CreateRequest{ID: "big", Params: json.RawMessage(`{"name":"` + name + `"}`)})
+	_, err := api.Create(ctx, "hello", dftype.CreateRequest{ID: "big", Params: json.RawMessage(`{"name":"` + name + `"}`)})
 	require.NoError(t, err)
 	c.waitStatus("hello", "big", "complete")
-	_, err = api.Create(ctx, "hello", workflow.CreateRequest{ID: "too-big", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 2<<20) + `"}`)})
+	_, err = api.Create(ctx, "hello", dftype.CreateRequest{ID: "too-big", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 2<<20) + `"}`)})
 	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 
-	batch := make([]workflow.CreateRequest, 150)
+	batch := make([]dftype.CreateRequest, 150)
 	for i := range batch {
-		batch[i] = workflow.CreateRequest{ID: fmt.Sprintf("b-%d", i), Params: json.RawMessage(`{"name":"Ada"}`)}
+		batch[i] = dftype.CreateRequest{ID: fmt.Sprintf("b-%d", i), Params: json.RawMessage(`{"name":"Ada"}`)}
 	}
 	created, err := api.CreateBatch(ctx, "hello", batch)
 	require.NoError(t, err)
 	require.Len(t, created, 150)
-	_, err = api.CreateBatch(ctx, "hello", append(batch, workflow.CreateRequest{ID: "b-150"}))
+	_, err = api.CreateBatch(ctx, "hello", append(batch, dftype.CreateRequest{ID: "b-150"}))
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 
-	_, err = api.Create(ctx, "loop", workflow.CreateRequest{ID: "five", Params: json.RawMessage(`{"Steps":5}`)})
+	_, err = api.Create(ctx, "loop", dftype.CreateRequest{ID: "five", Params: json.RawMessage(`{"Steps":5}`)})
 	require.NoError(t, err)
 	c.waitStatus("loop", "five", "complete")
-	_, err = api.Create(ctx, "loop", workflow.CreateRequest{ID: "six", Params: json.RawMessage(`{"Steps":6}`)})
+	_, err = api.Create(ctx, "loop", dftype.CreateRequest{ID: "six", Params: json.RawMessage(`{"Steps":6}`)})
 	require.NoError(t, err)
 	info := c.waitStatus("loop", "six", "errored")
 	require.Contains(t, fmt.Sprint(info["details"]), "the limit is 5 Do, WaitForEvent and Invoke steps per run")
-	_, err = api.Create(ctx, "loop-own", workflow.CreateRequest{ID: "eight", Params: json.RawMessage(`{"Steps":8}`)})
+	_, err = api.Create(ctx, "loop-own", dftype.CreateRequest{ID: "eight", Params: json.RawMessage(`{"Steps":8}`)})
 	require.NoError(t, err)
 	c.waitStatus("loop-own", "eight", "complete")
 }
@@ -124,7 +125,7 @@ func TestEngineLimitsDefaults(t *testing.T) {
 	}
 	s := startServer(t, []string{"serve", "--db", sqliteDB(t), "--runner=false"})
 	api := apiclient.New(s.url, "", nil)
-	_, err := api.Create(context.Background(), "hello", workflow.CreateRequest{ID: "big", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 1<<20) + `"}`)})
+	_, err := api.Create(context.Background(), "hello", dftype.CreateRequest{ID: "big", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 1<<20) + `"}`)})
 	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 	require.ErrorContains(t, err, "the limit is 1048576")
 }

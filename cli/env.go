@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // envAnnotation is the flag annotation naming the environment variable a
@@ -76,7 +76,7 @@ func newDurationValue(p *time.Duration, def time.Duration) *durationValue {
 }
 
 func (d *durationValue) Set(s string) error {
-	v, err := workflow.ParseDuration(s)
+	v, err := dftype.ParseDuration(s)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/cli"
 	clientpkg "github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // exampleFlows is the folder of the example flows.
@@ -47,7 +47,7 @@ func (s *server) apiClient() *apiclient.Client { return apiclient.New(s.url, "",
 
 // waitSettled polls an instance over HTTP until it is complete, errored or
 // waiting.
-func waitSettled(t *testing.T, c *apiclient.Client, name, id string) *workflow.InstanceInfo {
+func waitSettled(t *testing.T, c *apiclient.Client, name, id string) *dftype.InstanceInfo {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -56,7 +56,7 @@ func waitSettled(t *testing.T, c *apiclient.Client, name, id string) *workflow.I
 		info, err := c.Get(t.Context(), name, id)
 		require.NoError(t, err)
 		switch info.Status {
-		case workflow.StatusComplete, workflow.StatusErrored, workflow.StatusWaiting, workflow.StatusTerminated:
+		case dftype.StatusComplete, dftype.StatusErrored, dftype.StatusWaiting, dftype.StatusTerminated:
 			return info
 		}
 		if time.Now().After(deadline) {
@@ -94,7 +94,7 @@ func TestDevFlows(t *testing.T) {
 	t.Run("Order", func(t *testing.T) {
 		t.Parallel()
 		create := func(id, params string) {
-			_, err := api.Create(ctx, "order", workflow.CreateRequest{ID: id, Params: json.RawMessage(params)})
+			_, err := api.Create(ctx, "order", dftype.CreateRequest{ID: id, Params: json.RawMessage(params)})
 			require.NoError(t, err)
 		}
 		create("o-small", `{"orderId":"A-1","items":[{"sku":"book","qty":2,"priceCents":1250},{"sku":"pen","qty":10,"priceCents":120}]}`)
@@ -106,7 +106,7 @@ func TestDevFlows(t *testing.T) {
 			"o-short": `{"status":"rejected","orderId":"A-3","missing":["unobtainium"]}`,
 		} {
 			info := waitSettled(t, api, "order", id)
-			require.Equal(t, workflow.StatusComplete, info.Status, "%s: %+v", id, info.Error)
+			require.Equal(t, dftype.StatusComplete, info.Status, "%s: %+v", id, info.Error)
 			require.JSONEq(t, want, string(info.Output), id)
 			require.Contains(t, string(info.Metadata), `"flow":{"id":"order","version":"1.0.0"}`)
 		}
@@ -123,9 +123,9 @@ func TestDevFlows(t *testing.T) {
 		require.Regexp(t, `(?m)^Status:\s+complete$`, r.stdout)
 		require.Regexp(t, `(?m)^Output:\s+\{"amount":40,"by":"policy","expenseId":"E-1","status":"approved"\}$`, r.stdout)
 
-		_, err := api.Create(ctx, "expense-approval", workflow.CreateRequest{ID: "e-big", Params: json.RawMessage(`{"expenseId":"E-2","amount":420,"submitter":"Grace"}`)})
+		_, err := api.Create(ctx, "expense-approval", dftype.CreateRequest{ID: "e-big", Params: json.RawMessage(`{"expenseId":"E-2","amount":420,"submitter":"Grace"}`)})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusWaiting, waitSettled(t, api, "expense-approval", "e-big").Status)
+		require.Equal(t, dftype.StatusWaiting, waitSettled(t, api, "expense-approval", "e-big").Status)
 		require.NoError(t, api.SendEvent(ctx, "expense-approval", "e-big", "approval", json.RawMessage(`{"approved":true,"by":"grace"}`)))
 		info := c.waitStatus("expense-approval", "e-big", "complete")
 		got, err := json.Marshal(info["details"].(map[string]any)["output"])
@@ -267,10 +267,10 @@ func TestServeRefusesInternalAddresses(t *testing.T) {
 	api := allowed.apiClient()
 	_, err = api.ApplyFlow(t.Context(), def)
 	require.NoError(t, err)
-	_, err = api.Create(t.Context(), "ping", workflow.CreateRequest{ID: "p1"})
+	_, err = api.Create(t.Context(), "ping", dftype.CreateRequest{ID: "p1"})
 	require.NoError(t, err)
 	info := waitSettled(t, api, "ping", "p1")
-	require.Equal(t, workflow.StatusComplete, info.Status, "%+v", info.Error)
+	require.Equal(t, dftype.StatusComplete, info.Status, "%+v", info.Error)
 	require.JSONEq(t, `{"pong":true}`, string(info.Output))
 
 	r := run(t, nil, "serve", "--db", sqliteDB(t), "--addr", "127.0.0.1:0", "--http-allow", "not an address!")
@@ -301,7 +301,7 @@ func TestWorkerRunsFlowsAppliedElsewhere(t *testing.T) {
 	_, err := c.ApplyFlow(t.Context(), []byte(`{"id": "hi", "version": "1.0.0", "initialStepId": "s",
 		"steps": {"s": {"id": "s", "type": "transform", "config": {"expression": "'hi ' + name"}, "outputKey": "out"}}, "output": "out"}`))
 	require.NoError(t, err)
-	_, err = c.Create(t.Context(), "hi", workflow.CreateRequest{ID: "h1", Params: json.RawMessage(`{"name":"Ada"}`)})
+	_, err = c.Create(t.Context(), "hi", dftype.CreateRequest{ID: "h1", Params: json.RawMessage(`{"name":"Ada"}`)})
 	require.NoError(t, err)
 	// The worker learns of the flow at its next refresh and then runs the
 	// instance.
@@ -310,6 +310,6 @@ func TestWorkerRunsFlowsAppliedElsewhere(t *testing.T) {
 		return ok && m["flow"] == "hi"
 	})
 	info := waitSettled(t, c, "hi", "h1")
-	require.Equal(t, workflow.StatusComplete, info.Status, "%+v", info.Error)
+	require.Equal(t, dftype.StatusComplete, info.Status, "%+v", info.Error)
 	require.JSONEq(t, `"hi Ada"`, string(info.Output))
 }

@@ -12,6 +12,7 @@ import (
 	dfclient "github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -47,7 +48,7 @@ func TestWorkerMaxLeaseLosses(t *testing.T) {
 			require.NoError(t, register(reg))
 			c, err := dfclient.New(&dfclient.Config{Store: store, Registry: reg})
 			require.NoError(t, err)
-			_, err = c.Create(ctx, "loop", workflow.CreateRequest{ID: "x"})
+			_, err = c.Create(ctx, "loop", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			// Two runners claimed it and died in its step: their leases
 			// expired without a checkpoint.
@@ -77,7 +78,7 @@ func TestWorkerMaxLeaseLosses(t *testing.T) {
 
 			info, err := c.Get(context.Background(), "loop", "x")
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusErrored, info.Status)
+			require.Equal(t, dftype.StatusErrored, info.Status)
 			require.Equal(t, `step "boom" lost its runner 2 times`, info.Error.Message)
 		})
 	}

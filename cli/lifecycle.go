@@ -15,7 +15,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // lifecycleFlags are the flags of duraflow events list (and of plain
@@ -95,7 +95,7 @@ func runLifecycleList(cmd *cobra.Command, o *Options, cf *clientFlags, f *lifecy
 	ctx := cmd.Context()
 	var last int64
 	all := f.all || f.follow // following starts after the last event listed
-	events, next, err := listPages(all, func(c string) { p.Cursor = c }, func() ([]*workflow.LifecycleEvent, string, error) {
+	events, next, err := listPages(all, func(c string) { p.Cursor = c }, func() ([]*dftype.LifecycleEvent, string, error) {
 		page, err := api.ListLifecycleEvents(ctx, p)
 		if err != nil {
 			return nil, "", err
@@ -124,14 +124,14 @@ func runLifecycleList(cmd *cobra.Command, o *Options, cf *clientFlags, f *lifecy
 	}
 	// The stream is one long answer: no overall timeout.
 	stream := apiclient.New(cf.server, cf.token, &http.Client{}).WithPrefix(cf.prefix)
-	return stream.FollowLifecycleEvents(ctx, p, last, func(e *workflow.LifecycleEvent) error {
+	return stream.FollowLifecycleEvents(ctx, p, last, func(e *dftype.LifecycleEvent) error {
 		return printLifecycleEvent(o.Stdout, e, cf.json)
 	})
 }
 
 // printLifecycleEvent prints one event: a line of columns, or a line of
 // JSON.
-func printLifecycleEvent(w io.Writer, e *workflow.LifecycleEvent, asJSON bool) error {
+func printLifecycleEvent(w io.Writer, e *dftype.LifecycleEvent, asJSON bool) error {
 	if asJSON {
 		b, err := json.Marshal(e)
 		if err != nil {

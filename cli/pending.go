@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
 // printPending adds to instances get what the instance waits on (its
 // pending steps) and the flow version it is pinned to.
-func printPending(t *table, i *workflow.InstanceInfo) {
+func printPending(t *table, i *dftype.InstanceInfo) {
 	if v := flowVersionOf(i.Metadata); v != "" {
 		t.row("Flow version:", v)
 	}
@@ -23,7 +24,7 @@ func printPending(t *table, i *workflow.InstanceInfo) {
 }
 
 // formatPending says what one pending step waits for, on one line.
-func formatPending(p *workflow.PendingStep) string {
+func formatPending(p *dftype.PendingStep) string {
 	until := func(prefix string) string {
 		if p.Until == nil {
 			return ""
@@ -31,11 +32,11 @@ func formatPending(p *workflow.PendingStep) string {
 		return prefix + formatTime(*p.Until)
 	}
 	switch p.Kind {
-	case workflow.PendingEvent:
+	case dftype.PendingEvent:
 		return fmt.Sprintf("step %q waits for an event of type %s%s", p.Step, p.EventType, until(", until "))
-	case workflow.PendingSleep:
+	case dftype.PendingSleep:
 		return fmt.Sprintf("step %q sleeps%s", p.Step, until(" until "))
-	case workflow.PendingRetry:
+	case dftype.PendingRetry:
 		s := fmt.Sprintf("step %q retries: attempt %d", p.Step, p.Attempt)
 		switch {
 		case p.MaxAttempts == workflow.UnlimitedAttempts:
@@ -48,7 +49,7 @@ func formatPending(p *workflow.PendingStep) string {
 			s += " (last error " + p.Error.Name + ": " + p.Error.Message + ")"
 		}
 		return s
-	case workflow.PendingChild:
+	case dftype.PendingChild:
 		s := fmt.Sprintf("step %q waits for its child", p.Step)
 		if c := p.Child; c != nil {
 			s += fmt.Sprintf(" %s/%s (%s)", c.WorkflowName, c.ID, c.Status)

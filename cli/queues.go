@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duraflow/duraflow/apiclient"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func newQueuesCommand(o *Options) *cobra.Command {
@@ -120,11 +120,11 @@ func parseRate(s string) (*apiclient.QueueRate, error) {
 	if err != nil || limit <= 0 {
 		return nil, fmt.Errorf("--rate %q: the count must be a positive integer", s)
 	}
-	d, err := workflow.ParseDuration(strings.TrimSpace(period))
+	d, err := dftype.ParseDuration(strings.TrimSpace(period))
 	if err != nil || d <= 0 {
 		return nil, fmt.Errorf("--rate %q: the period must be a positive duration", s)
 	}
-	return &apiclient.QueueRate{Limit: limit, Period: workflow.Duration(d)}, nil
+	return &apiclient.QueueRate{Limit: limit, Period: dftype.Duration(d)}, nil
 }
 
 func printQueue(w io.Writer, asJSON bool, q *apiclient.Queue) error {
@@ -156,7 +156,7 @@ func formatRate(r *apiclient.QueueRate) string {
 
 // formatWaitingFor says which limit holds an instance back:
 // "slot of key cust-1 (max 1)" or "rate of queue payments (10 per 1 minute) until <time>".
-func formatWaitingFor(w *workflow.WaitingFor) string {
+func formatWaitingFor(w *dftype.WaitingFor) string {
 	if w.Kind == "rate" {
 		return fmt.Sprintf("rate of %s %s (%d per %s) until %s", w.Scope, w.Name, w.Max, w.Period, formatTimePtr(w.Until))
 	}

@@ -10,21 +10,22 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
 // terminalError is the error a command that waited for an instance ends
 // with when the instance ended errored (ExitInstanceErrored) or was
 // terminated (ExitInstanceTerminated); nil for any other status.
-func terminalError(i *workflow.InstanceInfo) error {
+func terminalError(i *dftype.InstanceInfo) error {
 	switch i.Status {
-	case workflow.StatusErrored:
+	case dftype.StatusErrored:
 		msg := "errored"
 		if i.Error != nil {
 			msg += ": " + i.Error.Name + ": " + i.Error.Message
 		}
 		return withCode(ExitInstanceErrored, fmt.Errorf("%s/%s %s", i.WorkflowName, i.ID, msg))
-	case workflow.StatusTerminated:
+	case dftype.StatusTerminated:
 		return withCode(ExitInstanceTerminated, fmt.Errorf("%s/%s was terminated", i.WorkflowName, i.ID))
 	}
 	return nil
@@ -40,7 +41,7 @@ const (
 // terminated), polling with a backoff from 50 ms to 1 s, and returns it. A
 // positive d bounds the wait: when it runs out first, the error has
 // ExitWaitTimeout.
-func waitTerminal(ctx context.Context, c *apiclient.Client, workflowName, id string, d time.Duration) (*workflow.InstanceInfo, error) {
+func waitTerminal(ctx context.Context, c *apiclient.Client, workflowName, id string, d time.Duration) (*dftype.InstanceInfo, error) {
 	var deadline <-chan time.Time
 	if d > 0 {
 		t := time.NewTimer(d)
@@ -73,12 +74,12 @@ func waitTerminal(ctx context.Context, c *apiclient.Client, workflowName, id str
 // printResult prints what instances result and execute show of a terminal
 // instance: with --json the instance, else the output of a complete one;
 // then it returns terminalError.
-func printResult(o *Options, asJSON bool, info *workflow.InstanceInfo) error {
+func printResult(o *Options, asJSON bool, info *dftype.InstanceInfo) error {
 	if asJSON {
 		if err := writeJSON(o.Stdout, apiclient.NewInstance(info)); err != nil {
 			return err
 		}
-	} else if info.Status == workflow.StatusComplete {
+	} else if info.Status == dftype.StatusComplete {
 		fmt.Fprintln(o.Stdout, compactJSON(info.Output, 0))
 	}
 	return terminalError(info)
@@ -158,7 +159,7 @@ func (f *createFlags) add(fs *pflag.FlagSet) {
 }
 
 // create creates the instance of a[0] (with the id a[1] or --id).
-func (f *createFlags) create(cmd *cobra.Command, c *apiclient.Client, a []string) (*workflow.InstanceInfo, error) {
+func (f *createFlags) create(cmd *cobra.Command, c *apiclient.Client, a []string) (*dftype.InstanceInfo, error) {
 	id := f.id
 	if len(a) == 2 {
 		if id != "" && id != a[1] {
@@ -174,7 +175,7 @@ func (f *createFlags) create(cmd *cobra.Command, c *apiclient.Client, a []string
 	if err != nil {
 		return nil, err
 	}
-	info, err := c.Create(cmd.Context(), a[0], workflow.CreateRequest{
+	info, err := c.Create(cmd.Context(), a[0], dftype.CreateRequest{
 		ID: id, Params: raw, Queue: f.queue, Priority: f.priority, DedupeKey: f.dedupeKey, Deadline: at,
 	})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/cli"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func TestScheduleCommands(t *testing.T) {
@@ -170,7 +170,7 @@ func TestServeTriggers(t *testing.T) {
 	require.Equal(t, map[string]any{"greeting": "Hello, Ada!"}, info["details"].(map[string]any)["output"])
 	raw, err := json.Marshal(info["metadata"])
 	require.NoError(t, err)
-	prov, err := workflow.ProvenanceOf(raw)
+	prov, err := dftype.ProvenanceOf(raw)
 	require.NoError(t, err)
 	require.Equal(t, "http", prov.Type)
 	require.Equal(t, "POST /hooks/hello", prov.Source)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/cli"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
@@ -361,14 +362,14 @@ func TestServeLoweredLimits(t *testing.T) {
 		cli.WithLookupEnv(envMap(map[string]string{"DURAFLOW_MAX_BATCH_SIZE": "2"})))
 	api := apiclient.New(s.url, "", nil)
 	ctx := context.Background()
-	_, err := api.Create(ctx, "hello", workflow.CreateRequest{ID: "abcdef"})
+	_, err := api.Create(ctx, "hello", dftype.CreateRequest{ID: "abcdef"})
 	require.ErrorIs(t, err, workflow.ErrInvalidInstanceID)
 	require.ErrorContains(t, err, "the limit is 5")
-	_, err = api.Create(ctx, "hello", workflow.CreateRequest{ID: "abc", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 1024) + `"}`)})
+	_, err = api.Create(ctx, "hello", dftype.CreateRequest{ID: "abc", Params: json.RawMessage(`{"name":"` + strings.Repeat("x", 1024) + `"}`)})
 	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
-	_, err = api.CreateBatch(ctx, "hello", []workflow.CreateRequest{{ID: "a"}, {ID: "b"}, {ID: "c"}})
+	_, err = api.CreateBatch(ctx, "hello", []dftype.CreateRequest{{ID: "a"}, {ID: "b"}, {ID: "c"}})
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 	require.ErrorContains(t, err, "the limit is 2")
-	_, err = api.CreateBatch(ctx, "hello", []workflow.CreateRequest{{ID: "a"}, {ID: "b"}})
+	_, err = api.CreateBatch(ctx, "hello", []dftype.CreateRequest{{ID: "a"}, {ID: "b"}})
 	require.NoError(t, err)
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/duraflow/duraflow/apiclient"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func newWorkersCommand(o *Options) *cobra.Command {
@@ -54,11 +54,11 @@ standard error; --all follows every page.`,
   duraflow workers list --status online --queue emails --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			p.Status = workflow.WorkerStatus(status)
+			p.Status = dftype.WorkerStatus(status)
 			c := cf.client()
 			out := &apiclient.WorkerList{}
 			var err error
-			out.Workers, out.NextCursor, err = listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*workflow.WorkerInfo, string, error) {
+			out.Workers, out.NextCursor, err = listPages(all, func(cur string) { p.Cursor = cur }, func() ([]*dftype.WorkerInfo, string, error) {
 				page, err := c.ListWorkers(cmd.Context(), p)
 				if err != nil {
 					return nil, "", err
@@ -130,7 +130,7 @@ WORKER_OFFLINE.`,
 	}
 }
 
-func printWorker(w io.Writer, asJSON bool, wk *workflow.WorkerInfo) error {
+func printWorker(w io.Writer, asJSON bool, wk *dftype.WorkerInfo) error {
 	if asJSON {
 		return writeJSON(w, wk)
 	}

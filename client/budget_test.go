@@ -12,6 +12,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -83,7 +84,7 @@ func TestListHoldsItsByteBudget(t *testing.T) {
 		})
 		const n, size = 30, 200 << 10
 		for i := range n {
-			_, err := h.Client.Create(h.Context(), "big", workflow.CreateRequest{ID: fmt.Sprintf("b%02d", i), Params: bigValue(size)})
+			_, err := h.Client.Create(h.Context(), "big", dftype.CreateRequest{ID: fmt.Sprintf("b%02d", i), Params: bigValue(size)})
 			require.NoError(t, err)
 			h.Advance(1) // one update time each: the list's order is theirs
 		}
@@ -155,7 +156,7 @@ func TestHistoryHoldsItsByteBudget(t *testing.T) {
 			}
 			return workflow.WaitForEvent[string](step, "wait", workflow.WaitOptions{Type: "go"})
 		})
-		_, err := h.Client.Create(h.Context(), "big", workflow.CreateRequest{ID: "h"})
+		_, err := h.Client.Create(h.Context(), "big", dftype.CreateRequest{ID: "h"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		for range events {

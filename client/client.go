@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/internal/tracing"
 	"github.com/duraflow/duraflow/internal/wfcore"
@@ -307,7 +308,7 @@ func deadlineAt(ctx context.Context, def workflow.Definition, req time.Time, met
 		}
 		def.Deadline = s.Deadline
 	}
-	return workflow.DeadlineAt(def, req, now)
+	return wfcore.DeadlineAt(def, req, now)
 }
 
 // checkRead checks the workflow name of a read (Get, History, List): any
@@ -368,7 +369,7 @@ func (c *Client) normalizeParams(workflowName string, p json.RawMessage) (json.R
 // Create creates one queued instance with a task due now, or, when the
 // eager starter (Config.EagerStarter) has a free slot for the workflow, a
 // running instance that the starter executes at once.
-func (c *Client) Create(ctx context.Context, workflowName string, req workflow.CreateRequest) (*workflow.InstanceInfo, error) {
+func (c *Client) Create(ctx context.Context, workflowName string, req dftype.CreateRequest) (*dftype.InstanceInfo, error) {
 	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
 		return nil, err
 	}
@@ -456,7 +457,7 @@ func (c *Client) Create(ctx context.Context, workflowName string, req workflow.C
 // and dedupe key. Every request is validated before anything is written. As many of the first instances as the eager starter
 // (Config.EagerStarter) has free slots for start running at once on it; the
 // rest are queued.
-func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, error) {
+func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []dftype.CreateRequest) ([]*dftype.InstanceInfo, error) {
 	if err := workflow.ValidateWorkflowName(workflowName); err != nil {
 		return nil, err
 	}
@@ -555,7 +556,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 	if err != nil {
 		return nil, mapError(err, workflowName, "")
 	}
-	out := make([]*workflow.InstanceInfo, len(created))
+	out := make([]*dftype.InstanceInfo, len(created))
 	for i := range created {
 		out[i] = InstanceInfo(created[i].Instance)
 		out[i].Deduplicated = created[i].Deduplicated
@@ -565,7 +566,7 @@ func (c *Client) CreateBatch(ctx context.Context, workflowName string, reqs []wo
 }
 
 // Get returns one instance.
-func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Get(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	registered, err := c.checkRead(workflowName)
 	if err != nil {
 		return nil, err
@@ -600,7 +601,7 @@ func (c *Client) Get(ctx context.Context, workflowName, id string) (*workflow.In
 
 type changeFunc func(context.Context, *db.InstanceChangeParams) (*db.Instance, error)
 
-func (c *Client) change(ctx context.Context, workflowName, id string, f changeFunc, wakes bool) (*workflow.InstanceInfo, error) {
+func (c *Client) change(ctx context.Context, workflowName, id string, f changeFunc, wakes bool) (*dftype.InstanceInfo, error) {
 	if err := c.checkInstance(workflowName, id); err != nil {
 		return nil, err
 	}
@@ -613,14 +614,14 @@ func (c *Client) change(ctx context.Context, workflowName, id string, f changeFu
 	if err != nil {
 		return nil, mapError(err, workflowName, id)
 	}
-	if wakes && inst.Status == workflow.StatusQueued {
+	if wakes && inst.Status == dftype.StatusQueued {
 		c.wake(workflowName)
 	}
 	if inst.Limited && inst.Status.Terminal() {
 		// Its end may have admitted waiting instances of the workflow.
 		c.wake(workflowName)
 	}
-	if inst.Parent != nil && inst.Status == workflow.StatusTerminated {
+	if inst.Parent != nil && inst.Status == dftype.StatusTerminated {
 		// A terminated child's end woke the Invoke step of its parent.
 		c.wake(inst.Parent.WorkflowName)
 	}
@@ -628,24 +629,24 @@ func (c *Client) change(ctx context.Context, workflowName, id string, f changeFu
 }
 
 // Pause pauses an instance (see workflow.Instance.Pause).
-func (c *Client) Pause(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Pause(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, c.store.InstancePause, false)
 }
 
 // Resume resumes a paused instance.
-func (c *Client) Resume(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Resume(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, c.store.InstanceResume, true)
 }
 
 // Terminate terminates a non-terminal instance.
-func (c *Client) Terminate(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Terminate(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, c.store.InstanceTerminate, false)
 }
 
 // Restart starts a new run of an instance. The children that the earlier
-// runs' Invoke steps started with workflow.ParentTerminate and that have
-// not ended are terminated (workflow.ParentAbandon ones keep running).
-func (c *Client) Restart(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+// runs' Invoke steps started with dftype.ParentTerminate and that have
+// not ended are terminated (dftype.ParentAbandon ones keep running).
+func (c *Client) Restart(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, c.store.InstanceRestart, true)
 }
 
@@ -722,7 +723,7 @@ type ListParams struct {
 	// WorkflowName filters by workflow; empty lists all.
 	WorkflowName string
 	// Statuses filters by status; empty lists all.
-	Statuses []workflow.InstanceStatus
+	Statuses []dftype.InstanceStatus
 	// Namespace filters by namespace; empty lists every namespace (on a
 	// view scoped by Client.Namespace: the view's, and another is refused).
 	Namespace string
@@ -751,7 +752,7 @@ type ListParams struct {
 
 // ListResult is one page of instances.
 type ListResult struct {
-	Instances []*workflow.InstanceInfo `json:"instances"`
+	Instances []*dftype.InstanceInfo `json:"instances"`
 	// NextCursor is empty on the last page.
 	NextCursor string `json:"nextCursor,omitempty"`
 }
@@ -794,7 +795,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 		if !knownStatus(s) {
 			return nil, fmt.Errorf("%w: unknown status %q", workflow.ErrInvalidRequest, s)
 		}
-		lp.Statuses = append(lp.Statuses, workflow.InstanceStatus(s))
+		lp.Statuses = append(lp.Statuses, dftype.InstanceStatus(s))
 	}
 	if p.Cursor != "" {
 		cur, err := decodeCursor(p.Cursor)
@@ -807,7 +808,7 @@ func (c *Client) List(ctx context.Context, p ListParams) (*ListResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing instances: %w", err)
 	}
-	res := &ListResult{Instances: []*workflow.InstanceInfo{}}
+	res := &ListResult{Instances: []*dftype.InstanceInfo{}}
 	// The page ends before the first instance past the byte budget (the
 	// store read none of its payloads), or after PageSize.
 	spent := false
@@ -858,22 +859,22 @@ type StepInfo struct {
 	Attempts int    `json:"attempts"`
 	// MaxAttempts is how many attempts the step's policy allows, or
 	// workflow.UnlimitedAttempts (-1) for a policy without a limit.
-	MaxAttempts   int                 `json:"maxAttempts,omitempty"`
-	Result        json.RawMessage     `json:"result,omitempty"`
-	Error         *workflow.ErrorInfo `json:"error,omitempty"`
-	NextRetryAt   *time.Time          `json:"nextRetryAt,omitempty"`
-	WakeAt        *time.Time          `json:"wakeAt,omitempty"`
-	WaitEventType string              `json:"waitEventType,omitempty"`
-	CreatedAt     time.Time           `json:"createdAt"`
-	UpdatedAt     time.Time           `json:"updatedAt"`
-	CompletedAt   *time.Time          `json:"completedAt,omitempty"`
+	MaxAttempts   int               `json:"maxAttempts,omitempty"`
+	Result        json.RawMessage   `json:"result,omitempty"`
+	Error         *dftype.ErrorInfo `json:"error,omitempty"`
+	NextRetryAt   *time.Time        `json:"nextRetryAt,omitempty"`
+	WakeAt        *time.Time        `json:"wakeAt,omitempty"`
+	WaitEventType string            `json:"waitEventType,omitempty"`
+	CreatedAt     time.Time         `json:"createdAt"`
+	UpdatedAt     time.Time         `json:"updatedAt"`
+	CompletedAt   *time.Time        `json:"completedAt,omitempty"`
 	// StartedAt is when the step's latest attempt started (Do steps).
 	StartedAt *time.Time `json:"startedAt,omitempty"`
 	// AttemptLog is every attempt of a Do step, oldest first: the failed
 	// ones with their errors, then the one that completed.
 	AttemptLog []*AttemptInfo `json:"attemptLog,omitempty"`
 	// Child is the child an invoke step started, once it exists.
-	Child *workflow.ChildRef `json:"child,omitempty"`
+	Child *dftype.ChildRef `json:"child,omitempty"`
 }
 
 // AttemptInfo is one attempt of a step in history.
@@ -884,10 +885,10 @@ type AttemptInfo struct {
 	// Attempt is 1 for the first attempt.
 	Attempt int `json:"attempt"`
 	// Status is "failed" or "complete".
-	Status    string              `json:"status"`
-	StartedAt *time.Time          `json:"startedAt,omitempty"`
-	EndedAt   *time.Time          `json:"endedAt,omitempty"`
-	Error     *workflow.ErrorInfo `json:"error,omitempty"`
+	Status    string            `json:"status"`
+	StartedAt *time.Time        `json:"startedAt,omitempty"`
+	EndedAt   *time.Time        `json:"endedAt,omitempty"`
+	Error     *dftype.ErrorInfo `json:"error,omitempty"`
 }
 
 // RunningStepInfo is a step attempt that runs now, as the runner holding
@@ -912,10 +913,10 @@ type EventInfo struct {
 
 // History is one page of the record of one run of an instance.
 type History struct {
-	Instance  *workflow.InstanceInfo `json:"instance"`
-	RunNumber int                    `json:"runNumber"`
-	Steps     []*StepInfo            `json:"steps"`
-	Events    []*EventInfo           `json:"events"`
+	Instance  *dftype.InstanceInfo `json:"instance"`
+	RunNumber int                  `json:"runNumber"`
+	Steps     []*StepInfo          `json:"steps"`
+	Events    []*EventInfo         `json:"events"`
 	// Running are the step attempts running now (current run only).
 	Running []*RunningStepInfo `json:"running,omitempty"`
 	// NextCursor continues with the next page of steps and events; empty on
@@ -1034,7 +1035,7 @@ func (c *Client) History(ctx context.Context, workflowName, id string, p History
 			WaitEventType: s.WaitEventType, CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, CompletedAt: s.CompletedAt,
 		}
 		if s.ErrorName != "" || s.ErrorMessage != "" {
-			si.Error = &workflow.ErrorInfo{Name: s.ErrorName, Message: s.ErrorMessage}
+			si.Error = &dftype.ErrorInfo{Name: s.ErrorName, Message: s.ErrorMessage}
 		}
 		si.StartedAt = s.StartedAt
 		h.Steps = append(h.Steps, si)
@@ -1085,7 +1086,7 @@ func (c *Client) addAttempts(ctx context.Context, workflowName, id string, run i
 	for _, a := range attempts {
 		ai := &AttemptInfo{RunAttempt: a.RunAttempt, Attempt: a.Attempt, Status: "failed", StartedAt: a.StartedAt, EndedAt: &a.EndedAt}
 		if a.ErrorName != "" || a.ErrorMessage != "" {
-			ai.Error = &workflow.ErrorInfo{Name: a.ErrorName, Message: a.ErrorMessage}
+			ai.Error = &dftype.ErrorInfo{Name: a.ErrorName, Message: a.ErrorMessage}
 		}
 		byKey[a.StepKey] = append(byKey[a.StepKey], ai)
 	}
@@ -1134,8 +1135,8 @@ func (c *Client) addRunning(ctx context.Context, workflowName, id string, h *His
 }
 
 // InstanceInfo converts a stored instance into the engine's report.
-func InstanceInfo(i *db.Instance) *workflow.InstanceInfo {
-	info := &workflow.InstanceInfo{
+func InstanceInfo(i *db.Instance) *dftype.InstanceInfo {
+	info := &dftype.InstanceInfo{
 		WorkflowName: i.WorkflowName, ID: i.ID, Status: i.Status,
 		Params: i.Params, Metadata: i.Metadata, Output: i.Output, RunNumber: i.RunNumber,
 		CreatedAt: i.CreatedAt, UpdatedAt: i.UpdatedAt, StartedAt: i.StartedAt, CompletedAt: i.CompletedAt,
@@ -1143,27 +1144,27 @@ func InstanceInfo(i *db.Instance) *workflow.InstanceInfo {
 		DeadlineAt: i.DeadlineAt, RunAttempt: i.RunAttempt,
 	}
 	if p := i.Parent; p != nil {
-		info.Parent = &workflow.ParentRef{
+		info.Parent = &dftype.ParentRef{
 			WorkflowName: p.WorkflowName, InstanceID: p.InstanceID, RunNumber: p.RunNumber,
-			StepKey: p.StepKey, Policy: workflow.ParentPolicy(p.Policy),
+			StepKey: p.StepKey, Policy: dftype.ParentPolicy(p.Policy),
 		}
 	}
 	if !knownStatus(info.Status) {
-		info.Status = workflow.StatusUnknown
+		info.Status = dftype.StatusUnknown
 	}
 	if i.ErrorName != "" || i.ErrorMessage != "" {
-		info.Error = &workflow.ErrorInfo{Name: i.ErrorName, Message: i.ErrorMessage}
+		info.Error = &dftype.ErrorInfo{Name: i.ErrorName, Message: i.ErrorMessage}
 	}
-	if i.Status == workflow.StatusQueued {
+	if i.Status == dftype.StatusQueued {
 		info.WaitingFor = waitingFor(i.WaitingFor)
 	}
 	return info
 }
 
-func knownStatus(s workflow.InstanceStatus) bool {
+func knownStatus(s dftype.InstanceStatus) bool {
 	switch s {
-	case workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause,
-		workflow.StatusPaused, workflow.StatusComplete, workflow.StatusErrored, workflow.StatusTerminated:
+	case dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause,
+		dftype.StatusPaused, dftype.StatusComplete, dftype.StatusErrored, dftype.StatusTerminated:
 		return true
 	}
 	return false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -46,7 +47,7 @@ func TestCreate(t *testing.T) {
 		require.Equal(t, "ada", inst.ID())
 		st, err := inst.Status(ctx)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, st.Status)
+		require.Equal(t, dftype.StatusQueued, st.Status)
 		require.JSONEq(t, `{"name":"Ada"}`, string(st.Info.Params))
 
 		_, err = greet.Create(ctx, workflow.CreateOptions[params]{ID: "ada"})
@@ -59,7 +60,7 @@ func TestCreate(t *testing.T) {
 		h.RunUntilIdle()
 		st, err = inst.Status(ctx)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, st.Status)
+		require.Equal(t, dftype.StatusComplete, st.Status)
 		require.Equal(t, "hello Ada", st.Output)
 
 		got, err := greet.Get(ctx, "ada")
@@ -94,7 +95,7 @@ func TestCreateBatchSkipsExisting(t *testing.T) {
 
 		h.RunUntilIdle()
 		for _, id := range []string{"a", "b", "c"} {
-			h.RequireStatus("greet", id, workflow.StatusComplete)
+			h.RequireStatus("greet", id, dftype.StatusComplete)
 		}
 	})
 }
@@ -113,11 +114,11 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 			want error
 		}{
 			{"unknown workflow", func() error {
-				_, err := c.Create(ctx, "nope", workflow.CreateRequest{ID: "x"})
+				_, err := c.Create(ctx, "nope", dftype.CreateRequest{ID: "x"})
 				return err
 			}, workflow.ErrWorkflowNotFound},
 			{"invalid workflow name", func() error {
-				_, err := c.Create(ctx, "bad name!", workflow.CreateRequest{ID: "x"})
+				_, err := c.Create(ctx, "bad name!", dftype.CreateRequest{ID: "x"})
 				return err
 			}, workflow.ErrInvalidWorkflowName},
 			{"invalid id chars", func() error {
@@ -133,15 +134,15 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 				return err
 			}, workflow.ErrInvalidInstanceID},
 			{"params too large", func() error {
-				_, err := c.Create(ctx, "greet", workflow.CreateRequest{ID: "x", Params: big})
+				_, err := c.Create(ctx, "greet", dftype.CreateRequest{ID: "x", Params: big})
 				return err
 			}, workflow.ErrPayloadTooLarge},
 			{"params not JSON", func() error {
-				_, err := c.Create(ctx, "greet", workflow.CreateRequest{ID: "x", Params: json.RawMessage(`{nope`)})
+				_, err := c.Create(ctx, "greet", dftype.CreateRequest{ID: "x", Params: json.RawMessage(`{nope`)})
 				return err
 			}, workflow.ErrInvalidRequest},
 			{"batch too large", func() error {
-				reqs := make([]workflow.CreateRequest, workflow.MaxBatchSize+1)
+				reqs := make([]dftype.CreateRequest, workflow.MaxBatchSize+1)
 				for i := range reqs {
 					reqs[i].ID = "id" + strings.Repeat("x", i%5)
 				}
@@ -149,11 +150,11 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 				return err
 			}, workflow.ErrInvalidRequest},
 			{"batch with one bad id writes none", func() error {
-				_, err := c.CreateBatch(ctx, "greet", []workflow.CreateRequest{{ID: "good"}, {ID: "bad id"}})
+				_, err := c.CreateBatch(ctx, "greet", []dftype.CreateRequest{{ID: "good"}, {ID: "bad id"}})
 				return err
 			}, workflow.ErrInvalidInstanceID},
 			{"batch with duplicate ids", func() error {
-				_, err := c.CreateBatch(ctx, "greet", []workflow.CreateRequest{{ID: "same"}, {ID: "same"}})
+				_, err := c.CreateBatch(ctx, "greet", []dftype.CreateRequest{{ID: "same"}, {ID: "same"}})
 				return err
 			}, workflow.ErrInvalidRequest},
 			{"event for unknown instance", func() error {
@@ -164,7 +165,7 @@ func TestBadInputIsRejectedAndWritesNothing(t *testing.T) {
 				return err
 			}, workflow.ErrInstanceNotFound},
 			{"list with unknown status", func() error {
-				_, err := c.List(ctx, client.ListParams{Statuses: []workflow.InstanceStatus{"sleepy"}})
+				_, err := c.List(ctx, client.ListParams{Statuses: []dftype.InstanceStatus{"sleepy"}})
 				return err
 			}, workflow.ErrInvalidRequest},
 			{"list with malformed cursor", func() error {
@@ -220,7 +221,7 @@ func TestListPaginates(t *testing.T) {
 		require.Equal(t, 3, pages)
 		require.Len(t, seen, 7)
 
-		res, err := h.Client.List(ctx, client.ListParams{Statuses: []workflow.InstanceStatus{workflow.StatusComplete}})
+		res, err := h.Client.List(ctx, client.ListParams{Statuses: []dftype.InstanceStatus{dftype.StatusComplete}})
 		require.NoError(t, err)
 		require.Empty(t, res.Instances)
 	})
@@ -231,11 +232,11 @@ func TestCreateRecordsMetadata(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h, _ := setup(t, b)
 		meta := json.RawMessage(`{"trigger":{"type":"http","requestId":"req-1"}}`)
-		info, err := h.Client.Create(h.Context(), "greet", workflow.CreateRequest{ID: "a", Metadata: meta})
+		info, err := h.Client.Create(h.Context(), "greet", dftype.CreateRequest{ID: "a", Metadata: meta})
 		require.NoError(t, err)
 		require.JSONEq(t, string(meta), string(info.Metadata))
 		require.JSONEq(t, string(meta), string(h.Status("greet", "a").Metadata))
-		_, err = h.Client.Create(h.Context(), "greet", workflow.CreateRequest{ID: "b", Metadata: json.RawMessage(`{`)})
+		_, err = h.Client.Create(h.Context(), "greet", dftype.CreateRequest{ID: "b", Metadata: json.RawMessage(`{`)})
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 	})
 }

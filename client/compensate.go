@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // Compensate asks for the compensation of a live instance (a saga's undo,
@@ -16,7 +16,7 @@ import (
 // workflow.ErrorNameCompensationFailed when a compensation failed for
 // good). Asking again changes nothing; a terminal instance is
 // workflow.ErrInstanceTerminal.
-func (c *Client) Compensate(ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error) {
+func (c *Client) Compensate(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 	return c.change(ctx, workflowName, id, func(ctx context.Context, p *db.InstanceChangeParams) (*db.Instance, error) {
 		return c.store.InstanceCompensate(ctx, &db.InstanceCompensateParams{InstanceChangeParams: *p})
 	}, true)

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -37,7 +38,7 @@ var _ workflow.TxEngine = (*Client)(nil)
 // the wrong type workflow.ErrTxNotSupported. A create with a dedupe key
 // sees the instances tx created, and one held by a transaction not yet
 // committed waits for it (on Postgres).
-func (c *Client) CreateTx(ctx context.Context, tx any, workflowName string, req workflow.CreateRequest) (*workflow.InstanceInfo, workflow.AfterCommitFunc, error) {
+func (c *Client) CreateTx(ctx context.Context, tx any, workflowName string, req dftype.CreateRequest) (*dftype.InstanceInfo, workflow.AfterCommitFunc, error) {
 	view, ctx, wake, err := c.inTx(ctx, tx)
 	if err != nil {
 		return nil, noWake, err
@@ -52,7 +53,7 @@ func (c *Client) CreateTx(ctx context.Context, tx any, workflowName string, req 
 // CreateBatchTx creates up to Config.EngineLimits.MaxBatchSize instances
 // exactly as CreateBatch does, inside the caller's database transaction
 // tx, as CreateTx does for one.
-func (c *Client) CreateBatchTx(ctx context.Context, tx any, workflowName string, reqs []workflow.CreateRequest) ([]*workflow.InstanceInfo, workflow.AfterCommitFunc, error) {
+func (c *Client) CreateBatchTx(ctx context.Context, tx any, workflowName string, reqs []dftype.CreateRequest) ([]*dftype.InstanceInfo, workflow.AfterCommitFunc, error) {
 	view, ctx, wake, err := c.inTx(ctx, tx)
 	if err != nil {
 		return nil, noWake, err

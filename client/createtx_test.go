@@ -12,6 +12,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -130,7 +131,7 @@ func TestCreateTxCommitRunsIt(t *testing.T) {
 		require.Equal(t, []string{"greet"}, w.list(), "AfterCommit wakes once")
 		require.Zero(t, eager.reserved, "a create in a transaction starts nothing eagerly")
 
-		h.RequireStatus("greet", "o1", workflow.StatusQueued)
+		h.RequireStatus("greet", "o1", dftype.StatusQueued)
 		require.Equal(t, 1, orderCount(t, h.Store))
 		h.RunUntilIdle()
 		requireGreeting(t, h, "o1", "hello Ada")
@@ -147,7 +148,7 @@ func TestCreateTxRollbackLeavesNothing(t *testing.T) {
 		require.NoError(t, tx.exec("INSERT INTO app_order (id) VALUES ('o1')"))
 		_, _, err := greet.CreateTx(ctx, tx.tx, workflow.CreateOptions[params]{ID: "o1"})
 		require.NoError(t, err)
-		_, _, err = c.CreateBatchTx(ctx, tx.tx, "greet", []workflow.CreateRequest{{ID: "o2"}, {ID: "o3"}})
+		_, _, err = c.CreateBatchTx(ctx, tx.tx, "greet", []dftype.CreateRequest{{ID: "o2"}, {ID: "o3"}})
 		require.NoError(t, err)
 		require.NoError(t, tx.rollback())
 
@@ -170,7 +171,7 @@ func TestCreateTxBatch(t *testing.T) {
 		w.names, eager.reserved = nil, 0
 
 		tx := beginApp(t, h.Store)
-		infos, afterCommit, err := c.CreateBatchTx(ctx, tx.tx, "greet", []workflow.CreateRequest{
+		infos, afterCommit, err := c.CreateBatchTx(ctx, tx.tx, "greet", []dftype.CreateRequest{
 			{ID: "a", Params: []byte(`{"name":"A"}`)}, {ID: "taken"}, {ID: "b", Params: []byte(`{"name":"B"}`)},
 		})
 		require.NoError(t, err)
@@ -202,14 +203,14 @@ func TestCreateTxDedupeKey(t *testing.T) {
 		w.names = nil
 
 		tx := beginApp(t, h.Store)
-		info, afterCommit, err := c.CreateTx(ctx, tx.tx, "greet", workflow.CreateRequest{ID: "again", DedupeKey: "order-1"})
+		info, afterCommit, err := c.CreateTx(ctx, tx.tx, "greet", dftype.CreateRequest{ID: "again", DedupeKey: "order-1"})
 		require.NoError(t, err)
 		require.True(t, info.Deduplicated)
 		require.Equal(t, "holder", info.ID)
-		info, _, err = c.CreateTx(ctx, tx.tx, "greet", workflow.CreateRequest{ID: "new", DedupeKey: "order-2"})
+		info, _, err = c.CreateTx(ctx, tx.tx, "greet", dftype.CreateRequest{ID: "new", DedupeKey: "order-2"})
 		require.NoError(t, err)
 		require.False(t, info.Deduplicated)
-		info, _, err = c.CreateTx(ctx, tx.tx, "greet", workflow.CreateRequest{ID: "new-again", DedupeKey: "order-2"})
+		info, _, err = c.CreateTx(ctx, tx.tx, "greet", dftype.CreateRequest{ID: "new-again", DedupeKey: "order-2"})
 		require.NoError(t, err)
 		require.True(t, info.Deduplicated, "the transaction's own instance holds its key")
 		require.Equal(t, "new", info.ID)
@@ -221,7 +222,7 @@ func TestCreateTxDedupeKey(t *testing.T) {
 		require.ErrorIs(t, err, workflow.ErrInstanceNotFound)
 		_, err = c.Get(ctx, "greet", "new-again")
 		require.ErrorIs(t, err, workflow.ErrInstanceNotFound)
-		h.RequireStatus("greet", "new", workflow.StatusQueued)
+		h.RequireStatus("greet", "new", dftype.StatusQueued)
 	})
 }
 
@@ -243,7 +244,7 @@ func TestCreateTxBadInput(t *testing.T) {
 				require.ErrorIs(t, err, workflow.ErrTxDone, "after %s", end)
 				require.NotNil(t, afterCommit, "the func is never nil")
 				afterCommit()
-				_, _, err = c.CreateBatchTx(ctx, tx.tx, "greet", []workflow.CreateRequest{{ID: "late"}})
+				_, _, err = c.CreateBatchTx(ctx, tx.tx, "greet", []dftype.CreateRequest{{ID: "late"}})
 				require.ErrorIs(t, err, workflow.ErrTxDone, "after %s", end)
 			}
 			requireNothingWritten(t, h)
@@ -256,7 +257,7 @@ func TestCreateTxBadInput(t *testing.T) {
 				wrong = []any{nil, "tx", s.DB()}
 			}
 			for _, tx := range wrong {
-				_, _, err := c.CreateTx(ctx, tx, "greet", workflow.CreateRequest{ID: "x"})
+				_, _, err := c.CreateTx(ctx, tx, "greet", dftype.CreateRequest{ID: "x"})
 				require.ErrorIs(t, err, workflow.ErrTxNotSupported, "%T", tx)
 			}
 			requireNothingWritten(t, h)
@@ -270,9 +271,9 @@ func TestCreateTxBadInput(t *testing.T) {
 			require.NoError(t, tx.exec("INSERT INTO app_order (id) VALUES ('o1')"))
 			_, _, err = greet.CreateTx(ctx, tx.tx, workflow.CreateOptions[params]{ID: "taken"})
 			require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists)
-			_, _, err = c.CreateTx(ctx, tx.tx, "nope", workflow.CreateRequest{ID: "x"})
+			_, _, err = c.CreateTx(ctx, tx.tx, "nope", dftype.CreateRequest{ID: "x"})
 			require.ErrorIs(t, err, workflow.ErrWorkflowNotFound)
-			_, _, err = c.CreateTx(ctx, tx.tx, "greet", workflow.CreateRequest{ID: "bad id!"})
+			_, _, err = c.CreateTx(ctx, tx.tx, "greet", dftype.CreateRequest{ID: "bad id!"})
 			require.ErrorIs(t, err, workflow.ErrInvalidInstanceID)
 			_, afterCommit, err := greet.CreateTx(ctx, tx.tx, workflow.CreateOptions[params]{ID: "o1", Params: params{Name: "O"}})
 			require.NoError(t, err, "the transaction goes on after a failed create")

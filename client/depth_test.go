@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -24,16 +25,16 @@ func TestPayloadDepth(t *testing.T) {
 			return json.RawMessage(strings.Repeat(`{"a":`, n) + "1" + strings.Repeat("}", n))
 		}
 		for _, n := range []int{workflow.MaxPayloadDepth + 1, 1001, 10001} {
-			_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{Params: deep(n)})
+			_, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{Params: deep(n)})
 			require.ErrorIs(t, err, workflow.ErrPayloadTooDeep, "params %d", n)
-			_, err = h.Client.Create(ctx, "greet", workflow.CreateRequest{Metadata: deep(n)})
+			_, err = h.Client.Create(ctx, "greet", dftype.CreateRequest{Metadata: deep(n)})
 			require.ErrorIs(t, err, workflow.ErrPayloadTooDeep, "metadata %d", n)
-			_, err = h.Client.CreateBatch(ctx, "greet", []workflow.CreateRequest{{ID: "ok"}, {Params: deep(n)}})
+			_, err = h.Client.CreateBatch(ctx, "greet", []dftype.CreateRequest{{ID: "ok"}, {Params: deep(n)}})
 			require.ErrorIs(t, err, workflow.ErrPayloadTooDeep, "batch %d", n)
 		}
 		requireNothingWritten(t, h)
 
-		info, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "g", Params: deep(workflow.MaxPayloadDepth)})
+		info, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "g", Params: deep(workflow.MaxPayloadDepth)})
 		require.NoError(t, err)
 		got, err := h.Client.Get(ctx, "greet", info.ID)
 		require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -13,14 +14,14 @@ import (
 // link the store records in the instance's parent columns: the only place
 // it is kept (never in metadata, which callers write), where the runner
 // reads it to deliver the child's end.
-func parentLink(parent *workflow.ParentRef) (*db.ParentLink, error) {
+func parentLink(parent *dftype.ParentRef) (*db.ParentLink, error) {
 	policy := parent.Policy
 	switch policy {
 	case "":
-		policy = workflow.ParentTerminate
-	case workflow.ParentTerminate, workflow.ParentAbandon:
+		policy = dftype.ParentTerminate
+	case dftype.ParentTerminate, dftype.ParentAbandon:
 	default:
-		return nil, fmt.Errorf("%w: parent policy %q must be %q or %q", workflow.ErrInvalidRequest, policy, workflow.ParentTerminate, workflow.ParentAbandon)
+		return nil, fmt.Errorf("%w: parent policy %q must be %q or %q", workflow.ErrInvalidRequest, policy, dftype.ParentTerminate, dftype.ParentAbandon)
 	}
 	return &db.ParentLink{
 		WorkflowName: parent.WorkflowName, InstanceID: parent.InstanceID, RunNumber: parent.RunNumber,
@@ -29,12 +30,12 @@ func parentLink(parent *workflow.ParentRef) (*db.ParentLink, error) {
 }
 
 // maxReportedDepth bounds the parent chain a Get walks to report a child's
-// depth (workflow.ParentRef.Depth).
+// depth (dftype.ParentRef.Depth).
 const maxReportedDepth = 1024
 
 // fillDepth sets the depth of the parent link of info, a child's (one
 // recursive read along the parent columns); nothing for other instances.
-func (c *Client) fillDepth(ctx context.Context, info *workflow.InstanceInfo) error {
+func (c *Client) fillDepth(ctx context.Context, info *dftype.InstanceInfo) error {
 	if info.Parent == nil {
 		return nil
 	}
@@ -51,7 +52,7 @@ func (c *Client) fillDepth(ctx context.Context, info *workflow.InstanceInfo) err
 // step's child (a replay of the step after a crash, which may have picked
 // another id) is returned as it is, whatever its id; an id that an
 // instance of anything else holds is workflow.ErrInstanceAlreadyExists.
-func (c *Client) existingChild(ctx context.Context, workflowName, id string, parent *db.ParentLink) (*workflow.InstanceInfo, error) {
+func (c *Client) existingChild(ctx context.Context, workflowName, id string, parent *db.ParentLink) (*dftype.InstanceInfo, error) {
 	inst, err := c.store.InstanceChildOf(ctx, parent)
 	if errors.Is(err, db.ErrNotFound) {
 		return nil, fmt.Errorf("%w: %s/%s exists and is not the child of step %q of %s/%s run %d",
@@ -82,7 +83,7 @@ func (c *Client) ownChildren(list []*db.Instance) []*db.Instance {
 
 // Children returns the instances the Invoke steps of an instance started
 // (every run), oldest first.
-func (c *Client) Children(ctx context.Context, workflowName, id string) ([]*workflow.InstanceInfo, error) {
+func (c *Client) Children(ctx context.Context, workflowName, id string) ([]*dftype.InstanceInfo, error) {
 	if err := c.checkInstance(workflowName, id); err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (c *Client) Children(ctx context.Context, workflowName, id string) ([]*work
 		return nil, err
 	}
 	list = c.ownChildren(list)
-	out := make([]*workflow.InstanceInfo, len(list))
+	out := make([]*dftype.InstanceInfo, len(list))
 	if len(list) == 0 {
 		return out, nil
 	}
@@ -114,13 +115,13 @@ func (c *Client) Children(ctx context.Context, workflowName, id string) ([]*work
 
 // fillChildren lists the children of the instance of info (one
 // index-backed read) into info.Children.
-func (c *Client) fillChildren(ctx context.Context, info *workflow.InstanceInfo) error {
+func (c *Client) fillChildren(ctx context.Context, info *dftype.InstanceInfo) error {
 	list, err := c.store.InstanceChildren(ctx, db.InstanceRef{WorkflowName: info.WorkflowName, ID: info.ID})
 	if err != nil {
 		return err
 	}
 	for _, inst := range c.ownChildren(list) {
-		ref := &workflow.ChildRef{WorkflowName: inst.WorkflowName, ID: inst.ID, Status: inst.Status}
+		ref := &dftype.ChildRef{WorkflowName: inst.WorkflowName, ID: inst.ID, Status: inst.Status}
 		if inst.Parent != nil {
 			ref.RunNumber, ref.StepKey = inst.Parent.RunNumber, inst.Parent.StepKey
 		}
@@ -131,7 +132,7 @@ func (c *Client) fillChildren(ctx context.Context, info *workflow.InstanceInfo) 
 
 // linkChildren names, on the invoke steps of a history page of run, the
 // child each started (from info.Children).
-func linkChildren(info *workflow.InstanceInfo, run int, steps []*StepInfo) {
+func linkChildren(info *dftype.InstanceInfo, run int, steps []*StepInfo) {
 	if len(info.Children) == 0 {
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -45,7 +46,7 @@ type LifecycleListParams struct {
 
 // LifecycleListResult is one page of lifecycle events, in id order.
 type LifecycleListResult struct {
-	Events []*workflow.LifecycleEvent `json:"events"`
+	Events []*dftype.LifecycleEvent `json:"events"`
 	// NextCursor is empty on the last page.
 	NextCursor string `json:"cursor,omitempty"`
 }
@@ -74,7 +75,7 @@ func (c *Client) ListLifecycleEvents(ctx context.Context, p LifecycleListParams)
 	if err != nil {
 		return nil, err
 	}
-	res := &LifecycleListResult{Events: make([]*workflow.LifecycleEvent, 0, len(rows))}
+	res := &LifecycleListResult{Events: make([]*dftype.LifecycleEvent, 0, len(rows))}
 	if len(rows) > p.PageSize {
 		rows = rows[:p.PageSize]
 		res.NextCursor = EncodeLifecycleCursor(rows[len(rows)-1].ID)
@@ -102,7 +103,7 @@ func (c *Client) InstanceLifecycle(ctx context.Context, workflowName, id string,
 // newest first, and whether older ones exist (list them with
 // InstanceLifecycle, oldest first): workflow.ErrInstanceNotFound when there
 // is no such instance.
-func (c *Client) NewestInstanceLifecycle(ctx context.Context, workflowName, id string, n int) ([]*workflow.LifecycleEvent, bool, error) {
+func (c *Client) NewestInstanceLifecycle(ctx context.Context, workflowName, id string, n int) ([]*dftype.LifecycleEvent, bool, error) {
 	ls, ok := c.store.(db.LifecycleStore)
 	if !ok {
 		return nil, false, ErrNoLifecycleLog
@@ -121,7 +122,7 @@ func (c *Client) NewestInstanceLifecycle(ctx context.Context, workflowName, id s
 	if more {
 		rows = rows[:n]
 	}
-	events := make([]*workflow.LifecycleEvent, len(rows))
+	events := make([]*dftype.LifecycleEvent, len(rows))
 	for i, e := range rows {
 		events[i] = LifecycleEventOf(e)
 	}
@@ -198,8 +199,8 @@ func DecodeLifecycleCursor(s string) (int64, error) {
 }
 
 // LifecycleEventOf is the API's view of a stored lifecycle event.
-func LifecycleEventOf(e *db.LifecycleEvent) *workflow.LifecycleEvent {
-	return &workflow.LifecycleEvent{
+func LifecycleEventOf(e *db.LifecycleEvent) *dftype.LifecycleEvent {
+	return &dftype.LifecycleEvent{
 		ID: e.ID, Type: string(e.Type), WorkflowName: e.WorkflowName, InstanceID: e.InstanceID,
 		RunNumber: e.RunNumber, StepKey: e.StepKey, Attempt: e.Attempt, Detail: e.Detail, At: e.At, WorkerID: e.WorkerID,
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -203,7 +204,7 @@ func (c *Client) LimitSpecs(ctx context.Context, workflowName string, params, me
 }
 
 // waitingFor is the API's view of what holds an instance back.
-func waitingFor(w *db.WaitingFor) *workflow.WaitingFor {
+func waitingFor(w *db.WaitingFor) *dftype.WaitingFor {
 	if w == nil {
 		return nil
 	}
@@ -214,8 +215,8 @@ func waitingFor(w *db.WaitingFor) *workflow.WaitingFor {
 			name = key
 		}
 	}
-	return &workflow.WaitingFor{
+	return &dftype.WaitingFor{
 		Kind: w.Kind, Scope: kind, Name: name, Max: w.Max,
-		Period: workflow.Duration(w.Period), Until: w.Until,
+		Period: dftype.Duration(w.Period), Until: w.Until,
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -57,14 +58,14 @@ func TestMetadataFunc(t *testing.T) {
 			c, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: rec.metadata})
 			require.NoError(t, err)
 
-			info, err := c.Create(h.Context(), "greet", workflow.CreateRequest{ID: "a", Metadata: json.RawMessage(`{"trigger":{"type":"api"}}`)})
+			info, err := c.Create(h.Context(), "greet", dftype.CreateRequest{ID: "a", Metadata: json.RawMessage(`{"trigger":{"type":"api"}}`)})
 			require.NoError(t, err)
 			require.JSONEq(t, `{"call":1,"given":{"trigger":{"type":"api"}}}`, string(info.Metadata))
 			got, err := c.Get(h.Context(), "greet", "a")
 			require.NoError(t, err)
 			require.Equal(t, string(info.Metadata), string(got.Metadata))
 
-			created, err := c.CreateBatch(h.Context(), "greet", []workflow.CreateRequest{
+			created, err := c.CreateBatch(h.Context(), "greet", []dftype.CreateRequest{
 				{ID: "b1"}, {ID: "b2", Metadata: json.RawMessage(`{"x":2}`)}, {ID: "b3"},
 			})
 			require.NoError(t, err)
@@ -81,9 +82,9 @@ func TestMetadataFunc(t *testing.T) {
 			rec := &metadataRecorder{err: fmt.Errorf("%w: no such flow version", workflow.ErrInvalidRequest)}
 			c, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: rec.metadata})
 			require.NoError(t, err)
-			_, err = c.Create(h.Context(), "greet", workflow.CreateRequest{ID: "a"})
+			_, err = c.Create(h.Context(), "greet", dftype.CreateRequest{ID: "a"})
 			require.ErrorIs(t, err, workflow.ErrInvalidRequest)
-			_, err = c.CreateBatch(h.Context(), "greet", []workflow.CreateRequest{{ID: "b"}})
+			_, err = c.CreateBatch(h.Context(), "greet", []dftype.CreateRequest{{ID: "b"}})
 			require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 			requireNothingWritten(t, h)
 		})
@@ -96,7 +97,7 @@ func TestMetadataFunc(t *testing.T) {
 			}
 			c, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: huge})
 			require.NoError(t, err)
-			_, err = c.Create(h.Context(), "greet", workflow.CreateRequest{ID: "a"})
+			_, err = c.Create(h.Context(), "greet", dftype.CreateRequest{ID: "a"})
 			require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 			requireNothingWritten(t, h)
 		})
@@ -115,15 +116,15 @@ func TestMetadataFunc(t *testing.T) {
 			}}
 			c, err := client.New(&client.Config{Store: h.Store, Registry: h.Registry, Clock: h.Clock, MetadataFunc: rec.metadata})
 			require.NoError(t, err)
-			_, err = c.Create(h.Context(), "late", workflow.CreateRequest{ID: "a"})
+			_, err = c.Create(h.Context(), "late", dftype.CreateRequest{ID: "a"})
 			require.NoError(t, err, "the hook registered the workflow before the lookup")
-			_, err = c.Create(h.Context(), "missing", workflow.CreateRequest{ID: "a"})
+			_, err = c.Create(h.Context(), "missing", dftype.CreateRequest{ID: "a"})
 			require.ErrorIs(t, err, workflow.ErrWorkflowNotFound)
-			_, err = c.Create(h.Context(), "not a name!", workflow.CreateRequest{ID: "a"})
+			_, err = c.Create(h.Context(), "not a name!", dftype.CreateRequest{ID: "a"})
 			require.True(t, errors.Is(err, workflow.ErrInvalidWorkflowName))
 			require.Equal(t, []string{"late ", "missing "}, rec.calls, "an invalid name never reaches the hook")
 			h.RunUntilIdle()
-			h.RequireStatus("late", "a", workflow.StatusComplete)
+			h.RequireStatus("late", "a", dftype.StatusComplete)
 		})
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -102,8 +104,8 @@ func (c *Client) WithPlacementCheck(check PlacementFunc) *Client {
 // default), the request's queue (or QueueFunc's for its metadata, or the
 // workflow's), and its priority. A view's placement check
 // (WithPlacementCheck) then has its say.
-func (c *Client) placement(ctx context.Context, workflowName string, req *workflow.CreateRequest, metadata json.RawMessage) (placement, error) {
-	if err := workflow.ValidateCreatePlacement(req); err != nil {
+func (c *Client) placement(ctx context.Context, workflowName string, req *dftype.CreateRequest, metadata json.RawMessage) (placement, error) {
+	if err := wfcore.ValidateCreatePlacement(req); err != nil {
 		return placement{}, err
 	}
 	ns, err := c.scope(req.Namespace)

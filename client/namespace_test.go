@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -26,22 +27,22 @@ func TestCreatePlacesTheInstance(t *testing.T) {
 			workflow.WithQueue("payments"))
 		ctx := h.Context()
 
-		info, err := h.Client.Create(ctx, "pay", workflow.CreateRequest{ID: "a", Priority: 9})
+		info, err := h.Client.Create(ctx, "pay", dftype.CreateRequest{ID: "a", Priority: 9})
 		require.NoError(t, err)
 		require.Equal(t, "payments", info.Queue, "the workflow's queue")
 		require.Equal(t, workflow.DefaultNamespace, info.Namespace)
 		require.Equal(t, 9, info.Priority)
 
-		info, err = h.Client.Create(ctx, "pay", workflow.CreateRequest{ID: "b", Queue: "urgent", Namespace: "acme"})
+		info, err = h.Client.Create(ctx, "pay", dftype.CreateRequest{ID: "b", Queue: "urgent", Namespace: "acme"})
 		require.NoError(t, err)
 		require.Equal(t, "urgent", info.Queue, "the create's queue wins")
 		require.Equal(t, "acme", info.Namespace)
 
 		scoped := h.Client.Namespace("globex")
-		info, err = scoped.Create(ctx, "pay", workflow.CreateRequest{ID: "c"})
+		info, err = scoped.Create(ctx, "pay", dftype.CreateRequest{ID: "c"})
 		require.NoError(t, err)
 		require.Equal(t, "globex", info.Namespace, "a view creates in its namespace")
-		_, err = scoped.Create(ctx, "pay", workflow.CreateRequest{ID: "d", Namespace: "acme"})
+		_, err = scoped.Create(ctx, "pay", dftype.CreateRequest{ID: "d", Namespace: "acme"})
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest, "a view refuses another namespace")
 	})
 }
@@ -52,25 +53,25 @@ func TestCreateRefusesBadPlacement(t *testing.T) {
 		h, _ := setup(t, b)
 		ctx := h.Context()
 		for _, tc := range []struct {
-			req  workflow.CreateRequest
+			req  dftype.CreateRequest
 			want error
 		}{
-			{workflow.CreateRequest{ID: "x", Queue: "no spaces"}, workflow.ErrInvalidRequest},
-			{workflow.CreateRequest{ID: "x", Queue: "-dash"}, workflow.ErrInvalidRequest},
-			{workflow.CreateRequest{ID: "x", Namespace: "a/b"}, workflow.ErrInvalidRequest},
-			{workflow.CreateRequest{ID: "x", Priority: workflow.MaxPriority + 1}, workflow.ErrInvalidPriority},
-			{workflow.CreateRequest{ID: "x", Priority: workflow.MinPriority - 1}, workflow.ErrInvalidPriority},
-			{workflow.CreateRequest{ID: "x", DedupeKey: "bad\nkey"}, workflow.ErrInvalidRequest},
-			{workflow.CreateRequest{ID: "x", DedupeKey: string(make([]byte, workflow.MaxDedupeKeyLength+1))}, workflow.ErrInvalidRequest},
+			{dftype.CreateRequest{ID: "x", Queue: "no spaces"}, workflow.ErrInvalidRequest},
+			{dftype.CreateRequest{ID: "x", Queue: "-dash"}, workflow.ErrInvalidRequest},
+			{dftype.CreateRequest{ID: "x", Namespace: "a/b"}, workflow.ErrInvalidRequest},
+			{dftype.CreateRequest{ID: "x", Priority: workflow.MaxPriority + 1}, workflow.ErrInvalidPriority},
+			{dftype.CreateRequest{ID: "x", Priority: workflow.MinPriority - 1}, workflow.ErrInvalidPriority},
+			{dftype.CreateRequest{ID: "x", DedupeKey: "bad\nkey"}, workflow.ErrInvalidRequest},
+			{dftype.CreateRequest{ID: "x", DedupeKey: string(make([]byte, workflow.MaxDedupeKeyLength+1))}, workflow.ErrInvalidRequest},
 		} {
 			_, err := h.Client.Create(ctx, "greet", tc.req)
 			require.ErrorIs(t, err, tc.want, "%+v", tc.req)
-			_, err = h.Client.CreateBatch(ctx, "greet", []workflow.CreateRequest{tc.req})
+			_, err = h.Client.CreateBatch(ctx, "greet", []dftype.CreateRequest{tc.req})
 			require.ErrorIs(t, err, tc.want, "batch %+v", tc.req)
 		}
-		_, err := h.Client.CreateBatch(ctx, "greet", []workflow.CreateRequest{{ID: "p", Namespace: "a"}, {ID: "q", Namespace: "b"}})
+		_, err := h.Client.CreateBatch(ctx, "greet", []dftype.CreateRequest{{ID: "p", Namespace: "a"}, {ID: "q", Namespace: "b"}})
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest, "a batch shares one namespace")
-		_, err = h.Client.CreateBatch(ctx, "greet", []workflow.CreateRequest{{ID: "p", Priority: 1}, {ID: "q", Priority: 2000}})
+		_, err = h.Client.CreateBatch(ctx, "greet", []dftype.CreateRequest{{ID: "p", Priority: 1}, {ID: "q", Priority: 2000}})
 		require.ErrorIs(t, err, workflow.ErrInvalidPriority, "every request is checked before anything is written")
 		_, err = h.Client.Namespace("bad ns").Get(ctx, "greet", "x")
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest)
@@ -86,12 +87,12 @@ func TestDedupeKeyReturnsTheActiveInstance(t *testing.T) {
 		h, greet := setup(t, b)
 		ctx := h.Context()
 
-		first, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "one", DedupeKey: "order-7"})
+		first, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "one", DedupeKey: "order-7"})
 		require.NoError(t, err)
 		require.False(t, first.Deduplicated)
 		require.Equal(t, "order-7", first.DedupeKey)
 
-		again, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "two", DedupeKey: "order-7"})
+		again, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "two", DedupeKey: "order-7"})
 		require.NoError(t, err)
 		require.True(t, again.Deduplicated)
 		require.Equal(t, "one", again.ID)
@@ -102,7 +103,7 @@ func TestDedupeKeyReturnsTheActiveInstance(t *testing.T) {
 		require.Equal(t, "one", inst.ID())
 
 		// A batch: the held key returns the holder, the others are created.
-		batch, err := h.Client.CreateBatch(ctx, "greet", []workflow.CreateRequest{
+		batch, err := h.Client.CreateBatch(ctx, "greet", []dftype.CreateRequest{
 			{ID: "b1", DedupeKey: "order-7"}, {ID: "b2", DedupeKey: "order-8"},
 		})
 		require.NoError(t, err)
@@ -112,15 +113,15 @@ func TestDedupeKeyReturnsTheActiveInstance(t *testing.T) {
 
 		// Once the holder ends, the key is free.
 		h.RunUntilIdle()
-		h.RequireStatus("greet", "one", workflow.StatusComplete)
-		fresh, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "three", DedupeKey: "order-7"})
+		h.RequireStatus("greet", "one", dftype.StatusComplete)
+		fresh, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "three", DedupeKey: "order-7"})
 		require.NoError(t, err)
 		require.False(t, fresh.Deduplicated)
 		require.Equal(t, "three", fresh.ID)
 		_, err = h.Client.Restart(ctx, "greet", "one")
 		require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists)
 		require.ErrorContains(t, err, "dedupe key")
-		h.RequireStatus("greet", "one", workflow.StatusComplete)
+		h.RequireStatus("greet", "one", dftype.StatusComplete)
 
 		// Concurrent creates of one key make one instance.
 		var (
@@ -130,7 +131,7 @@ func TestDedupeKeyReturnsTheActiveInstance(t *testing.T) {
 		)
 		for i := range 6 {
 			wg.Go(func() {
-				info, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: fmt.Sprintf("c%d", i), DedupeKey: "race"})
+				info, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: fmt.Sprintf("c%d", i), DedupeKey: "race"})
 				if !assertNoError(t, err) {
 					return
 				}
@@ -162,9 +163,9 @@ func TestNamespaceViewSeesOnlyItsNamespace(t *testing.T) {
 		})
 		ctx := h.Context()
 		acme, globex := h.Client.Namespace("acme"), h.Client.Namespace("globex")
-		_, err := acme.Create(ctx, "waits", workflow.CreateRequest{ID: "a1"})
+		_, err := acme.Create(ctx, "waits", dftype.CreateRequest{ID: "a1"})
 		require.NoError(t, err)
-		_, err = globex.Create(ctx, "waits", workflow.CreateRequest{ID: "g1"})
+		_, err = globex.Create(ctx, "waits", dftype.CreateRequest{ID: "g1"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		require.Equal(t, "acme", acme.Scope())
@@ -184,7 +185,7 @@ func TestNamespaceViewSeesOnlyItsNamespace(t *testing.T) {
 		} {
 			require.ErrorIs(t, f(), workflow.ErrInstanceNotFound)
 		}
-		h.RequireStatus("waits", "a1", workflow.StatusWaiting)
+		h.RequireStatus("waits", "a1", dftype.StatusWaiting)
 
 		list, err := globex.List(ctx, client.ListParams{WorkflowName: "waits"})
 		require.NoError(t, err)
@@ -204,10 +205,10 @@ func TestNamespaceViewSeesOnlyItsNamespace(t *testing.T) {
 		// acme can.
 		require.NoError(t, acme.SendEvent(ctx, "waits", "a1", "go", json.RawMessage(`"hi"`)))
 		h.RunUntilIdle()
-		h.RequireStatus("waits", "a1", workflow.StatusComplete)
+		h.RequireStatus("waits", "a1", dftype.StatusComplete)
 
 		// Ids are unique per workflow across namespaces.
-		_, err = globex.Create(ctx, "waits", workflow.CreateRequest{ID: "a1"})
+		_, err = globex.Create(ctx, "waits", dftype.CreateRequest{ID: "a1"})
 		require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists)
 	})
 }
@@ -222,7 +223,7 @@ func TestDedupedCreateKeepsItsDeadline(t *testing.T) {
 			return "ok", nil
 		})
 		deadline := h.Clock.Now().Add(time.Hour)
-		info, err := h.Client.Create(h.Context(), "pay", workflow.CreateRequest{ID: "a", DedupeKey: "k", Deadline: deadline})
+		info, err := h.Client.Create(h.Context(), "pay", dftype.CreateRequest{ID: "a", DedupeKey: "k", Deadline: deadline})
 		require.NoError(t, err)
 		require.False(t, info.Deduplicated)
 		got, err := h.Client.Get(h.Context(), "pay", "a")
@@ -240,12 +241,12 @@ func TestNamespaceViewListsOnlyItsChildren(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h, _ := setup(t, b)
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p", Namespace: "acme"})
+		_, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "p", Namespace: "acme"})
 		require.NoError(t, err)
 		for i, ns := range []string{"acme", workflow.DefaultNamespace} {
-			_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{
+			_, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{
 				ID: fmt.Sprintf("child-%s", ns), Namespace: ns,
-				Parent: &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: fmt.Sprintf("s%d", i)},
+				Parent: &dftype.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: fmt.Sprintf("s%d", i)},
 			})
 			require.NoError(t, err)
 		}
@@ -273,19 +274,19 @@ func TestChildCreateFindsTheStepsChild(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h, _ := setup(t, b)
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
-		parent := &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "s"}
-		first, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "c1", Parent: parent})
+		parent := &dftype.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "s"}
+		first, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "c1", Parent: parent})
 		require.NoError(t, err)
-		again, err := h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "c2", Parent: parent})
+		again, err := h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "c2", Parent: parent})
 		require.NoError(t, err)
 		require.Equal(t, first.ID, again.ID, "the step's child, not a second one")
 		_, err = h.Client.Get(ctx, "greet", "c2")
 		require.ErrorIs(t, err, workflow.ErrInstanceNotFound)
 
-		other := &workflow.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "t"}
-		_, err = h.Client.Create(ctx, "greet", workflow.CreateRequest{ID: "p", Parent: other})
+		other := &dftype.ParentRef{WorkflowName: "greet", InstanceID: "p", RunNumber: 1, StepKey: "t"}
+		_, err = h.Client.Create(ctx, "greet", dftype.CreateRequest{ID: "p", Parent: other})
 		require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists, "an id held by another instance")
 		require.ErrorContains(t, err, "is not the child of step")
 	})
@@ -313,30 +314,30 @@ func TestPlacementCheckRefusesBeforeWriting(t *testing.T) {
 			return nil
 		})
 
-		info, err := view.Create(ctx, "pay", workflow.CreateRequest{ID: "a", Priority: -5})
+		info, err := view.Create(ctx, "pay", dftype.CreateRequest{ID: "a", Priority: -5})
 		require.NoError(t, err)
 		require.Equal(t, "payments", info.Queue)
-		_, err = view.Create(ctx, "pay", workflow.CreateRequest{ID: "b", Queue: "payments"})
+		_, err = view.Create(ctx, "pay", dftype.CreateRequest{ID: "b", Queue: "payments"})
 		require.NoError(t, err, "naming the workflow's own queue")
 		require.Equal(t, []client.Placement{
 			{WorkflowName: "pay", Namespace: "acme", Queue: "payments", DefaultQueue: "payments", Priority: -5},
 			{WorkflowName: "pay", Namespace: "acme", Queue: "payments", DefaultQueue: "payments"},
 		}, seen)
 
-		for _, req := range []workflow.CreateRequest{{ID: "c", Queue: "bulk"}, {ID: "d", Priority: 1}} {
+		for _, req := range []dftype.CreateRequest{{ID: "c", Queue: "bulk"}, {ID: "d", Priority: 1}} {
 			_, err := view.Create(ctx, "pay", req)
 			require.ErrorIs(t, err, errRefused)
 			_, err = h.Client.Get(ctx, "pay", req.ID)
 			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused create writes nothing")
 		}
-		_, err = view.CreateBatch(ctx, "pay", []workflow.CreateRequest{{ID: "e"}, {ID: "f", Queue: "bulk"}})
+		_, err = view.CreateBatch(ctx, "pay", []dftype.CreateRequest{{ID: "e"}, {ID: "f", Queue: "bulk"}})
 		require.ErrorIs(t, err, errRefused)
 		for _, id := range []string{"e", "f"} {
 			_, err = h.Client.Get(ctx, "pay", id)
 			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused batch writes nothing")
 		}
 		// Without a check, as the unscoped client: any queue and priority.
-		info, err = h.Client.Namespace("acme").Create(ctx, "pay", workflow.CreateRequest{ID: "g", Queue: "bulk", Priority: 1000})
+		info, err = h.Client.Namespace("acme").Create(ctx, "pay", dftype.CreateRequest{ID: "g", Queue: "bulk", Priority: 1000})
 		require.NoError(t, err)
 		require.Equal(t, "bulk", info.Queue)
 	})

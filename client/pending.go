@@ -5,16 +5,16 @@ import (
 	"fmt"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // fillPending sets info.Pending on a waiting or paused instance: the steps
 // of its current run that wait (an event, a sleep, a child) or that wait
 // for their next attempt, read from their step rows. Other instances have
 // none, and nothing is read for them.
-func (c *Client) fillPending(ctx context.Context, info *workflow.InstanceInfo) error {
+func (c *Client) fillPending(ctx context.Context, info *dftype.InstanceInfo) error {
 	switch info.Status {
-	case workflow.StatusWaiting, workflow.StatusPaused, workflow.StatusWaitingForPause:
+	case dftype.StatusWaiting, dftype.StatusPaused, dftype.StatusWaitingForPause:
 	default:
 		return nil
 	}
@@ -38,23 +38,23 @@ func (c *Client) fillPending(ctx context.Context, info *workflow.InstanceInfo) e
 
 // pendingStep is what step s of info's current run waits on, or nil when
 // it waits on nothing.
-func pendingStep(info *workflow.InstanceInfo, s *db.Step) *workflow.PendingStep {
+func pendingStep(info *dftype.InstanceInfo, s *db.Step) *dftype.PendingStep {
 	switch {
 	case s.Status == db.StepStatusRetrying:
-		p := &workflow.PendingStep{
-			Step: s.Key, Kind: workflow.PendingRetry, Until: s.NextRetryAt,
+		p := &dftype.PendingStep{
+			Step: s.Key, Kind: dftype.PendingRetry, Until: s.NextRetryAt,
 			Attempt: s.Attempts + 1, MaxAttempts: s.MaxAttempts,
 		}
 		if s.ErrorName != "" || s.ErrorMessage != "" {
-			p.Error = &workflow.ErrorInfo{Name: s.ErrorName, Message: s.ErrorMessage}
+			p.Error = &dftype.ErrorInfo{Name: s.ErrorName, Message: s.ErrorMessage}
 		}
 		return p
 	case s.Status != db.StepStatusWaiting:
 		return nil
 	case s.Type == db.StepTypeSleep:
-		return &workflow.PendingStep{Step: s.Key, Kind: workflow.PendingSleep, Until: s.WakeAt}
+		return &dftype.PendingStep{Step: s.Key, Kind: dftype.PendingSleep, Until: s.WakeAt}
 	case s.Type == db.StepTypeInvoke:
-		p := &workflow.PendingStep{Step: s.Key, Kind: workflow.PendingChild, Until: s.WakeAt}
+		p := &dftype.PendingStep{Step: s.Key, Kind: dftype.PendingChild, Until: s.WakeAt}
 		for _, ch := range info.Children {
 			if ch.RunNumber == info.RunNumber && ch.StepKey == s.Key {
 				p.Child = ch
@@ -62,6 +62,6 @@ func pendingStep(info *workflow.InstanceInfo, s *db.Step) *workflow.PendingStep 
 		}
 		return p
 	default:
-		return &workflow.PendingStep{Step: s.Key, Kind: workflow.PendingEvent, EventType: s.WaitEventType, Until: s.WakeAt}
+		return &dftype.PendingStep{Step: s.Key, Kind: dftype.PendingEvent, EventType: s.WaitEventType, Until: s.WakeAt}
 	}
 }

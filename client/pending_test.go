@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -40,7 +41,7 @@ func TestGetShowsPendingSteps(t *testing.T) {
 			return workflow.Invoke[string](step, "kid", workflow.InvokeOptions{Workflow: "child", ID: "k1"})
 		})
 		for _, name := range []string{"event", "sleep", "retry", "parent"} {
-			_, err := h.Client.Create(ctx, name, workflow.CreateRequest{ID: "i1"})
+			_, err := h.Client.Create(ctx, name, dftype.CreateRequest{ID: "i1"})
 			require.NoError(t, err)
 		}
 		start := h.Now()
@@ -49,7 +50,7 @@ func TestGetShowsPendingSteps(t *testing.T) {
 		for h.RunDue() > 0 {
 		}
 
-		get := func(name string) *workflow.InstanceInfo {
+		get := func(name string) *dftype.InstanceInfo {
 			t.Helper()
 			info, err := h.Client.Get(ctx, name, "i1")
 			require.NoError(t, err)
@@ -58,40 +59,40 @@ func TestGetShowsPendingSteps(t *testing.T) {
 		at := func(d time.Duration) *time.Time { t := start.Add(d); return &t }
 
 		info := get("event")
-		require.Equal(t, workflow.StatusWaiting, info.Status)
+		require.Equal(t, dftype.StatusWaiting, info.Status)
 		require.Len(t, info.Pending, 1)
 		p := info.Pending[0]
-		require.Equal(t, workflow.PendingStep{Step: "wait for approval", Kind: workflow.PendingEvent, EventType: "approval", Until: p.Until}, *p)
+		require.Equal(t, dftype.PendingStep{Step: "wait for approval", Kind: dftype.PendingEvent, EventType: "approval", Until: p.Until}, *p)
 		require.WithinDuration(t, *at(time.Hour), *p.Until, time.Second)
 
 		p = get("sleep").Pending[0]
-		require.Equal(t, workflow.PendingSleep, p.Kind)
+		require.Equal(t, dftype.PendingSleep, p.Kind)
 		require.Equal(t, "nap", p.Step)
 		require.WithinDuration(t, *at(2 * time.Hour), *p.Until, time.Second)
 
 		p = get("retry").Pending[0]
-		require.Equal(t, workflow.PendingRetry, p.Kind)
+		require.Equal(t, dftype.PendingRetry, p.Kind)
 		require.Equal(t, "call", p.Step)
 		require.Equal(t, 2, p.Attempt)
 		require.Equal(t, 5, p.MaxAttempts)
-		require.Equal(t, &workflow.ErrorInfo{Name: "Error", Message: "connection refused"}, p.Error)
+		require.Equal(t, &dftype.ErrorInfo{Name: "Error", Message: "connection refused"}, p.Error)
 		require.WithinDuration(t, *at(time.Minute), *p.Until, 13*time.Second, "a minute, ±20% jitter")
 
 		info = get("parent")
 		require.Len(t, info.Pending, 1)
 		p = info.Pending[0]
-		require.Equal(t, workflow.PendingChild, p.Kind)
+		require.Equal(t, dftype.PendingChild, p.Kind)
 		require.Equal(t, "kid", p.Step)
 		require.NotNil(t, p.Child)
 		require.Equal(t, "child", p.Child.WorkflowName)
 		require.Equal(t, "k1", p.Child.ID)
-		require.Equal(t, workflow.StatusWaiting, p.Child.Status)
+		require.Equal(t, dftype.StatusWaiting, p.Child.Status)
 
 		// Paused, it still says what it waits on.
 		_, err := h.Client.Pause(ctx, "event", "i1")
 		require.NoError(t, err)
 		info = get("event")
-		require.Equal(t, workflow.StatusPaused, info.Status)
+		require.Equal(t, dftype.StatusPaused, info.Status)
 		require.Len(t, info.Pending, 1)
 
 		// Terminal: nothing pending.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // ServedQueuesTTL is how long a client keeps what it read of the queues the
@@ -33,7 +33,7 @@ type servedCache struct {
 // workers at most once per ServedQueuesTTL, and not at all for a page of
 // terminal instances. A store error leaves the instances unmarked: the mark
 // is a hint, not the instance's state.
-func (c *Client) markUnserved(ctx context.Context, infos ...*workflow.InstanceInfo) {
+func (c *Client) markUnserved(ctx context.Context, infos ...*dftype.InstanceInfo) {
 	need := false
 	for _, i := range infos {
 		if i != nil && !i.Status.Terminal() && i.Queue != "" {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -33,11 +34,11 @@ func TestUnservedQueueIsVisible(t *testing.T) {
 		c, err := client.New(&client.Config{Store: store, Registry: reg, Clock: clk})
 		require.NoError(t, err)
 
-		_, err = c.Create(ctx, "pay", workflow.CreateRequest{ID: "a"})
+		_, err = c.Create(ctx, "pay", dftype.CreateRequest{ID: "a"})
 		require.NoError(t, err)
-		_, err = c.Create(ctx, "pay", workflow.CreateRequest{ID: "b", Queue: "other"})
+		_, err = c.Create(ctx, "pay", dftype.CreateRequest{ID: "b", Queue: "other"})
 		require.NoError(t, err)
-		_, err = c.Create(ctx, "pay", workflow.CreateRequest{ID: "done"})
+		_, err = c.Create(ctx, "pay", dftype.CreateRequest{ID: "done"})
 		require.NoError(t, err)
 		_, err = c.Terminate(ctx, "pay", "done")
 		require.NoError(t, err)

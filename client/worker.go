@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -18,7 +19,7 @@ const maxWorkerIDLength = 200
 // WorkerListParams select a page of workers.
 type WorkerListParams struct {
 	// Status filters by status; empty lists every status.
-	Status workflow.WorkerStatus
+	Status dftype.WorkerStatus
 	// Queue lists only the workers that serve this queue; empty lists all.
 	Queue string
 	// PageSize is the page length, 1 to 1000.
@@ -31,7 +32,7 @@ type WorkerListParams struct {
 
 // WorkerListResult is one page of workers, ordered by id.
 type WorkerListResult struct {
-	Workers []*workflow.WorkerInfo `json:"workers"`
+	Workers []*dftype.WorkerInfo `json:"workers"`
 	// NextCursor is empty on the last page.
 	NextCursor string `json:"cursor,omitempty"`
 }
@@ -73,7 +74,7 @@ func (c *Client) ListWorkers(ctx context.Context, p WorkerListParams) (*WorkerLi
 	if err != nil {
 		return nil, err
 	}
-	res := &WorkerListResult{Workers: []*workflow.WorkerInfo{}}
+	res := &WorkerListResult{Workers: []*dftype.WorkerInfo{}}
 	if len(rows) > p.PageSize {
 		rows = rows[:p.PageSize]
 		res.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(rows[len(rows)-1].ID))
@@ -84,8 +85,8 @@ func (c *Client) ListWorkers(ctx context.Context, p WorkerListParams) (*WorkerLi
 	return res, nil
 }
 
-// GetWorker returns one worker, or workflow.ErrWorkerNotFound.
-func (c *Client) GetWorker(ctx context.Context, id string) (*workflow.WorkerInfo, error) {
+// GetWorker returns one worker, or dftype.ErrWorkerNotFound.
+func (c *Client) GetWorker(ctx context.Context, id string) (*dftype.WorkerInfo, error) {
 	if err := checkWorkerID(id); err != nil {
 		return nil, err
 	}
@@ -100,9 +101,9 @@ func (c *Client) GetWorker(ctx context.Context, id string) (*workflow.WorkerInfo
 // worker, which sees the request at its next heartbeat, claims nothing new,
 // finishes or hands back what it holds within its drain grace, and
 // deregisters. Draining a draining worker changes nothing. It returns
-// workflow.ErrWorkerNotFound for an unknown id and workflow.ErrWorkerOffline
+// dftype.ErrWorkerNotFound for an unknown id and dftype.ErrWorkerOffline
 // for an offline worker, writing nothing.
-func (c *Client) DrainWorker(ctx context.Context, id string) (*workflow.WorkerInfo, error) {
+func (c *Client) DrainWorker(ctx context.Context, id string) (*dftype.WorkerInfo, error) {
 	if err := c.fleetWide("draining a worker"); err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (c *Client) DrainWorker(ctx context.Context, id string) (*workflow.WorkerIn
 
 func checkWorkerID(id string) error {
 	if id == "" || len(id) > maxWorkerIDLength || !utf8.ValidString(id) {
-		return fmt.Errorf("%w: %q is not a worker id", workflow.ErrWorkerNotFound, id)
+		return fmt.Errorf("%w: %q is not a worker id", dftype.ErrWorkerNotFound, id)
 	}
 	return nil
 }
@@ -134,19 +135,19 @@ func decodeWorkerCursor(s string) (string, error) {
 func mapWorkerError(err error, id string) error {
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return fmt.Errorf("%w: %s", workflow.ErrWorkerNotFound, id)
+		return fmt.Errorf("%w: %s", dftype.ErrWorkerNotFound, id)
 	case errors.Is(err, db.ErrWorkerOffline):
-		return fmt.Errorf("%w: %s", workflow.ErrWorkerOffline, id)
+		return fmt.Errorf("%w: %s", dftype.ErrWorkerOffline, id)
 	}
 	return err
 }
 
-func workerInfo(w *db.Worker) *workflow.WorkerInfo {
-	return &workflow.WorkerInfo{
+func workerInfo(w *db.Worker) *dftype.WorkerInfo {
+	return &dftype.WorkerInfo{
 		ID: w.ID, Hostname: w.Hostname, PID: w.PID, Version: w.Version, Labels: w.Labels,
 		Queues: w.Queues, Workflows: w.Workflows, MaxConcurrency: w.MaxConcurrency,
 		ActiveCount: w.ActiveCount, CompletedTotal: w.CompletedTotal, FailedTotal: w.FailedTotal,
-		RegisteredAt: w.RegisteredAt, LastHeartbeatAt: w.LastHeartbeatAt, Status: workflow.WorkerStatus(w.Status),
+		RegisteredAt: w.RegisteredAt, LastHeartbeatAt: w.LastHeartbeatAt, Status: dftype.WorkerStatus(w.Status),
 		DrainRequestedAt: w.DrainRequestedAt, DeregisteredAt: w.DeregisteredAt,
 	}
 }

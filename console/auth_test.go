@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/console"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 func TestLogin(t *testing.T) {
@@ -51,7 +51,7 @@ func TestLogin(t *testing.T) {
 		require.Contains(t, page.body, `id="action-terminate"`)
 		require.Contains(t, page.body, "admin")
 		require.Equal(t, http.StatusSeeOther, br.act("approve", "a1", "pause", nil).status)
-		b.h.RequireStatus("approve", "a1", workflow.StatusPaused)
+		b.h.RequireStatus("approve", "a1", dftype.StatusPaused)
 
 		// Logout ends the session on the server: the old cookie is dead.
 		csrf := br.csrf("/ui/")
@@ -90,7 +90,7 @@ func TestReadOnly(t *testing.T) {
 			br.post("/ui/instances/approve/a1/action", form).requireStatus(t, http.StatusForbidden)
 		}
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 		require.Empty(t, b.h.History("approve", "a1").Events)
 		// Counts span namespaces: a read-only token sees throughput only.
 		require.Contains(t, br.get("/ui/").requireStatus(t, http.StatusOK).body, "need a token with the metrics scope")
@@ -102,7 +102,7 @@ func TestNamespaceLimitedToken(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setup(t, backend, testTokens(t)...)
 		b.create(t, "approve", "a1") // in the default namespace
-		_, err := b.h.Client.Create(b.ctx, "approve", workflow.CreateRequest{ID: "n1", Namespace: "acme"})
+		_, err := b.h.Client.Create(b.ctx, "approve", dftype.CreateRequest{ID: "n1", Namespace: "acme"})
 		require.NoError(t, err)
 		b.h.RunUntilIdle()
 		br := b.browser(t)
@@ -115,8 +115,8 @@ func TestNamespaceLimitedToken(t *testing.T) {
 		br.get("/ui/instances/approve/a1").requireStatus(t, http.StatusNotFound)
 		br.get("/ui/instances/approve/a1?namespace=default").requireStatus(t, http.StatusForbidden)
 		require.Equal(t, http.StatusSeeOther, br.act("approve", "n1", "terminate", nil).status)
-		b.h.RequireStatus("approve", "n1", workflow.StatusTerminated)
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "n1", dftype.StatusTerminated)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 	})
 }
 
@@ -159,10 +159,10 @@ func TestCrossSiteForms(t *testing.T) {
 			require.Equal(t, http.StatusForbidden, a.status, name)
 			require.Contains(t, a.body, `<code id="error-code">FORBIDDEN</code>`, name)
 		}
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 		// The same form from the console's own origin, with the token, works.
 		require.Equal(t, http.StatusSeeOther, post(csrf, map[string]string{"Referer": b.srv.URL + "/ui/"}).status)
-		b.h.RequireStatus("approve", "a1", workflow.StatusTerminated)
+		b.h.RequireStatus("approve", "a1", dftype.StatusTerminated)
 	})
 }
 
@@ -225,12 +225,12 @@ func TestAuthorizeFunc(t *testing.T) {
 		require.NotContains(t, viewer.get("/ui/instances/approve/a1").requireStatus(t, http.StatusOK).body, `id="actions"`)
 		csrf := viewer.csrf("/ui/")
 		require.Contains(t, viewer.post("/ui/instances/approve/a1/action", url.Values{"csrf": {csrf}, "action": {"pause"}}).requireStatus(t, http.StatusForbidden).body, "viewers only read")
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 
 		ops := b.browser(t)
 		require.Equal(t, http.StatusSeeOther, ops.login("ops").status)
 		require.Equal(t, http.StatusSeeOther, ops.act("approve", "a1", "pause", nil).status)
-		b.h.RequireStatus("approve", "a1", workflow.StatusPaused)
+		b.h.RequireStatus("approve", "a1", dftype.StatusPaused)
 	})
 }
 

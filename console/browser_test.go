@@ -14,8 +14,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // updateScreenshots makes TestBrowser write the screenshots of the main
@@ -139,7 +139,7 @@ func TestBrowser(t *testing.T) {
 		require.EqualValues(t, 403, status)
 		do(chromedp.Navigate(base+"/ui/instances/approve/order-1043/confirm?action=terminate"), chromedp.WaitVisible(chromedp.ID("error-code")))
 		require.Equal(t, "FORBIDDEN", text("error-code"))
-		b.h.RequireStatus("approve", "order-1043", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "order-1043", dftype.StatusWaiting)
 
 		if *updateScreenshots && backend.Name == testharness.SQLite.Name {
 			dir := filepath.Join("..", "docs", "console")
@@ -176,6 +176,6 @@ func seedDemo(t *testing.T, b *testBundle) {
 	b.h.RunUntilIdle()
 	_, err = b.h.Client.Terminate(b.ctx, "approve", "order-1044")
 	require.NoError(t, err)
-	b.h.RequireStatus("flaky", "charge-7", workflow.StatusComplete)
+	b.h.RequireStatus("flaky", "charge-7", dftype.StatusComplete)
 	require.True(t, strings.HasPrefix(b.srv.URL, "http://127.0.0.1:"))
 }

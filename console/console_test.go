@@ -11,9 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 func TestPages(t *testing.T) {
@@ -24,9 +24,9 @@ func TestPages(t *testing.T) {
 		b.create(t, "approve", "a1")
 		b.create(t, "flaky", "f1")
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("greet", "g1", workflow.StatusComplete)
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
-		b.h.RequireStatus("flaky", "f1", workflow.StatusComplete)
+		b.h.RequireStatus("greet", "g1", dftype.StatusComplete)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
+		b.h.RequireStatus("flaky", "f1", dftype.StatusComplete)
 		_, err := b.sched.Create(b.ctx, schedule.CreateRequest{ID: "nightly", WorkflowName: "greet", Cron: "0 3 * * *"})
 		require.NoError(t, err)
 		_, err = b.flows.Apply(b.ctx, []byte(doubler("1.0.0")))
@@ -137,17 +137,17 @@ func TestActions(t *testing.T) {
 		// The confirmation names the action; nothing happens before it.
 		conf := br.get("/ui/instances/approve/a1/confirm?action=pause").requireStatus(t, http.StatusOK)
 		require.Contains(t, conf.body, `id="confirm"`)
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 
 		r := br.act("approve", "a1", "pause", nil)
 		require.Equal(t, http.StatusSeeOther, r.status, r.body)
 		require.Equal(t, "/ui/instances/approve/a1", r.header.Get("Location"))
-		b.h.RequireStatus("approve", "a1", workflow.StatusPaused)
+		b.h.RequireStatus("approve", "a1", dftype.StatusPaused)
 		require.Contains(t, br.get("/ui/instances/approve/a1").body, `id="action-resume"`)
 
 		require.Equal(t, http.StatusSeeOther, br.act("approve", "a1", "resume", nil).status)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 
 		// An event: confirmed, received, consumed, and the instance ends.
 		ev := url.Values{"type": {"approval"}, "payload": {`{"by":"ada"}`}}
@@ -169,7 +169,7 @@ func TestActions(t *testing.T) {
 		info := b.h.Status("approve", "a1")
 		require.Equal(t, 2, info.RunNumber)
 		require.Equal(t, http.StatusSeeOther, br.act("approve", "a1", "terminate", nil).status)
-		b.h.RequireStatus("approve", "a1", workflow.StatusTerminated)
+		b.h.RequireStatus("approve", "a1", dftype.StatusTerminated)
 
 		// A refused action shows the engine's refusal: a terminated
 		// instance cannot be paused.
@@ -217,7 +217,7 @@ func TestBadInput(t *testing.T) {
 			require.Contains(t, a.body, `<code id="error-code">`+tc.code+`</code>`, tc.path)
 			require.Equal(t, "text/html; charset=utf-8", a.header.Get("Content-Type"), tc.path)
 		}
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 	})
 }
 
@@ -299,10 +299,10 @@ func TestInstancePageDetails(t *testing.T) {
 		b := setup(t, backend)
 		b.create(t, "parent", "p1")
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("parent", "p1", workflow.StatusComplete)
+		b.h.RequireStatus("parent", "p1", dftype.StatusComplete)
 		b.create(t, "nap", "n1")
 		b.h.RunDue() // RunUntilIdle would sleep through the hour
-		b.h.RequireStatus("nap", "n1", workflow.StatusWaiting)
+		b.h.RequireStatus("nap", "n1", dftype.StatusWaiting)
 		br := b.browser(t)
 
 		nap := br.get("/ui/instances/nap/n1").requireStatus(t, http.StatusOK)
@@ -310,7 +310,7 @@ func TestInstancePageDetails(t *testing.T) {
 		require.Contains(t, nap.body, `<title>nap: sleep · `)
 		b.h.Advance(time.Hour)
 		b.h.RunDue()
-		b.h.RequireStatus("nap", "n1", workflow.StatusComplete)
+		b.h.RequireStatus("nap", "n1", dftype.StatusComplete)
 		nap = br.get("/ui/instances/nap/n1").requireStatus(t, http.StatusOK)
 		require.Contains(t, nap.body, `class="tl-bar sleep"`, "a sleep that ended")
 		require.Contains(t, nap.body, `(1h0m0s)</title>`, "the bar spans the hour slept")

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/console"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
@@ -224,7 +225,7 @@ func (br *browser) act(wf, id, action string, extra url.Values) *answer {
 // create creates an instance of wf with id.
 func (b *testBundle) create(t *testing.T, wf, id string) {
 	t.Helper()
-	_, err := b.h.Client.Create(b.ctx, wf, workflow.CreateRequest{ID: id})
+	_, err := b.h.Client.Create(b.ctx, wf, dftype.CreateRequest{ID: id})
 	require.NoError(t, err)
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
@@ -30,9 +31,9 @@ const pageSize = 50
 const throughputMax = 100000
 
 // statuses are the instance statuses in the order the console shows them.
-var statuses = []workflow.InstanceStatus{
-	workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause,
-	workflow.StatusPaused, workflow.StatusComplete, workflow.StatusErrored, workflow.StatusTerminated,
+var statuses = []dftype.InstanceStatus{
+	dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause,
+	dftype.StatusPaused, dftype.StatusComplete, dftype.StatusErrored, dftype.StatusTerminated,
 }
 
 // scoped is the management client of the request's namespace.
@@ -75,7 +76,7 @@ type workflowRow struct {
 	Name    string
 	Kind    string // "go" or "flow"
 	Version string // a flow's latest version
-	Counts  map[workflow.InstanceStatus]int64
+	Counts  map[dftype.InstanceStatus]int64
 	Total   int64
 	// Ended counts the instances that ended in the last hour (complete,
 	// errored, terminated); AtLeast marks a count cut at throughputMax.
@@ -93,7 +94,7 @@ type bucket struct {
 }
 
 type overviewView struct {
-	Statuses   []workflow.InstanceStatus
+	Statuses   []dftype.InstanceStatus
 	Rows       []*workflowRow
 	HasCounts  bool
 	CountsNote string
@@ -149,7 +150,7 @@ func (c *Console) overview(w http.ResponseWriter, rq *request) {
 				v.Rows = append(v.Rows, row)
 			}
 			if row.Counts == nil {
-				row.Counts = map[workflow.InstanceStatus]int64{}
+				row.Counts = map[dftype.InstanceStatus]int64{}
 			}
 			row.Counts[sc.Status] += sc.Count
 			row.Total += sc.Count
@@ -180,7 +181,7 @@ func (c *Console) overview(w http.ResponseWriter, rq *request) {
 			}
 			i := min(max(e.Bucket, 0), slots-1)
 			row.Ended += e.Count
-			if e.Status == workflow.StatusComplete {
+			if e.Status == dftype.StatusComplete {
 				row.Completed += e.Count
 				v.Buckets[i].Completed += e.Count
 			} else {
@@ -296,11 +297,11 @@ func (c *Console) workflowPage(w http.ResponseWriter, rq *request) {
 
 type instancesView struct {
 	Workflows  []string
-	Statuses   []workflow.InstanceStatus
+	Statuses   []dftype.InstanceStatus
 	Workflow   string
 	Status     string
 	ID         string
-	Instances  []*workflow.InstanceInfo
+	Instances  []*dftype.InstanceInfo
 	NextCursor string
 	Searched   bool
 }
@@ -317,7 +318,7 @@ func (c *Console) instances(w http.ResponseWriter, rq *request) {
 	v := &instancesView{
 		Workflows: c.cfg.Client.WorkflowNames(), Statuses: statuses,
 		Workflow: q.Get("workflow"), Status: q.Get("status"), ID: strings.TrimSpace(q.Get("id")),
-		Instances: []*workflow.InstanceInfo{},
+		Instances: []*dftype.InstanceInfo{},
 	}
 	if v.Workflow != "" {
 		if err := c.cfg.Limits.CheckWorkflowName(v.Workflow); err != nil {
@@ -357,7 +358,7 @@ func (c *Console) instances(w http.ResponseWriter, rq *request) {
 	// The list shows no params, output or error message: none is read.
 	p := client.ListParams{WorkflowName: v.Workflow, Cursor: q.Get("cursor"), PageSize: c.pageSize(pageSize), OmitPayloads: true}
 	if v.Status != "" {
-		p.Statuses = []workflow.InstanceStatus{workflow.InstanceStatus(v.Status)}
+		p.Statuses = []dftype.InstanceStatus{dftype.InstanceStatus(v.Status)}
 	}
 	res, err := sc.List(rq.Context(), p)
 	if err != nil {
@@ -369,7 +370,7 @@ func (c *Console) instances(w http.ResponseWriter, rq *request) {
 }
 
 // instanceURL is the console page of an instance.
-func instanceURL(in *workflow.InstanceInfo, namespace string) string {
+func instanceURL(in *dftype.InstanceInfo, namespace string) string {
 	u := Path + "/instances/" + url.PathEscape(in.WorkflowName) + "/" + url.PathEscape(in.ID)
 	if namespace != "" && namespace != workflow.DefaultNamespace {
 		u += "?namespace=" + url.QueryEscape(namespace)
@@ -380,7 +381,7 @@ func instanceURL(in *workflow.InstanceInfo, namespace string) string {
 // instanceView is everything the instance page shows. loadInstance gathers
 // it in one place, so a section is added there.
 type instanceView struct {
-	Info      *workflow.InstanceInfo
+	Info      *dftype.InstanceInfo
 	History   *client.History
 	Run       int
 	Runs      []int
@@ -394,7 +395,7 @@ type instanceView struct {
 	// newest first; MoreLifecycle says that older ones exist (the
 	// lifecycle page lists them all), NoLifecycle that the store keeps no
 	// lifecycle log.
-	Lifecycle     []*workflow.LifecycleEvent
+	Lifecycle     []*dftype.LifecycleEvent
 	MoreLifecycle bool
 	NoLifecycle   bool
 	CanManage     bool
@@ -454,11 +455,11 @@ func (c *Console) loadInstance(rq *request, wf, id string, run int) (*instanceVi
 
 // availableActions are the management actions that make sense for an
 // instance of status s.
-func availableActions(s workflow.InstanceStatus) []string {
+func availableActions(s dftype.InstanceStatus) []string {
 	switch {
 	case s.Terminal():
 		return []string{"restart"}
-	case s == workflow.StatusPaused:
+	case s == dftype.StatusPaused:
 		return []string{"resume", "terminate", "restart"}
 	default:
 		return []string{"pause", "terminate", "restart"}
@@ -495,7 +496,7 @@ func (c *Console) instancePage(w http.ResponseWriter, rq *request) {
 type lifecycleView struct {
 	WorkflowName string
 	ID           string
-	Events       []*workflow.LifecycleEvent
+	Events       []*dftype.LifecycleEvent
 	NextCursor   string
 	NoLog        bool
 	NamespaceQ   string
@@ -540,7 +541,7 @@ var actionScopes = map[string]httpapi.Action{
 }
 
 type confirmView struct {
-	Info       *workflow.InstanceInfo
+	Info       *dftype.InstanceInfo
 	Action     string
 	EventType  string
 	Payload    string
@@ -635,7 +636,7 @@ func (c *Console) action(w http.ResponseWriter, rq *request) {
 		c.renderError(w, rq.Request, rq.sess, err)
 		return
 	}
-	http.Redirect(w, rq.Request, instanceURL(&workflow.InstanceInfo{WorkflowName: wf, ID: id}, rq.namespace), http.StatusSeeOther)
+	http.Redirect(w, rq.Request, instanceURL(&dftype.InstanceInfo{WorkflowName: wf, ID: id}, rq.namespace), http.StatusSeeOther)
 }
 
 // ---- schedules and workers ----
@@ -671,7 +672,7 @@ func (c *Console) schedules(w http.ResponseWriter, rq *request) {
 }
 
 type workersView struct {
-	Workers    []*workflow.WorkerInfo
+	Workers    []*dftype.WorkerInfo
 	NextCursor string
 }
 

@@ -17,9 +17,9 @@ import (
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/console"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // loginFrom logs in with secret, the request's X-Forwarded-For set to
@@ -251,7 +251,7 @@ func TestConsoleAppliesAPILimits(t *testing.T) {
 		conf := br.get("/ui/instances/approve/a1/confirm?action=event&type=" + strings.Repeat("t", 26))
 		require.Equal(t, http.StatusBadRequest, conf.status)
 		require.Empty(t, b.h.History("approve", "a1").Events, "a refused event was stored")
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 
 		for path, code := range map[string]string{
 			"/ui/instances/approve/" + strings.Repeat("x", 11):                           "INVALID_INSTANCE_ID",
@@ -274,7 +274,7 @@ func TestConsoleAppliesAPILimits(t *testing.T) {
 		// Within the limits the event goes through.
 		require.Equal(t, http.StatusSeeOther, br.act("approve", "a1", "event", url.Values{"type": {"approval"}, "payload": {`{"by":"ada"}`}}).status)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("approve", "a1", workflow.StatusComplete)
+		b.h.RequireStatus("approve", "a1", dftype.StatusComplete)
 	})
 }
 
@@ -340,7 +340,7 @@ func TestPagesReadNoPayloadTheyDoNotShow(t *testing.T) {
 		})
 		big := json.RawMessage(`"` + strings.Repeat("x", 300<<10) + `"`)
 		for i := range 20 {
-			_, err := b.h.Client.Create(b.ctx, "greet", workflow.CreateRequest{ID: fmt.Sprintf("g%d", i), Params: big})
+			_, err := b.h.Client.Create(b.ctx, "greet", dftype.CreateRequest{ID: fmt.Sprintf("g%d", i), Params: big})
 			require.NoError(t, err)
 		}
 		b.h.RunUntilIdle()

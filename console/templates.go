@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -40,7 +41,7 @@ var funcs = template.FuncMap{
 		}
 		return ns
 	},
-	"count": func(m map[workflow.InstanceStatus]int64, s workflow.InstanceStatus) int64 { return m[s] },
+	"count": func(m map[dftype.InstanceStatus]int64, s dftype.InstanceStatus) int64 { return m[s] },
 	"join":  strings.Join,
 	"mul":   func(a, b int) int { return a * b },
 	"title": func(s string) string {

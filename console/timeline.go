@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // Geometry of the timeline's SVG, in user units.
@@ -58,7 +58,7 @@ type tlTick struct {
 // retry, a sleep from its start to its wake time, a wait from its start to
 // the event (or now), the step attempts running now; an open bar ends at
 // now.
-func buildTimeline(info *workflow.InstanceInfo, h *client.History, now time.Time) *timeline {
+func buildTimeline(info *dftype.InstanceInfo, h *client.History, now time.Time) *timeline {
 	tl := &timeline{Start: info.CreatedAt, LabelWidth: tlLabelWidth}
 	if info.StartedAt != nil && h.RunNumber == info.RunNumber && info.StartedAt.Before(tl.Start) {
 		tl.Start = *info.StartedAt

@@ -13,10 +13,10 @@ import (
 	"github.com/duraflow/duraflow/console"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/sqlitetest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/internal/outagetest"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // onStore is a backend whose store is the one given.
@@ -65,7 +65,7 @@ func TestDatabaseUnavailablePage(t *testing.T) {
 		br.get("/ui/instances/approve/a1").requireStatus(t, http.StatusOK)
 		done := br.post("/ui/instances/approve/a1/action", form)
 		require.Equal(t, http.StatusSeeOther, done.status, "body: %s", done.body)
-		b.h.RequireStatus("approve", "a1", workflow.StatusPaused)
+		b.h.RequireStatus("approve", "a1", dftype.StatusPaused)
 	})
 }
 

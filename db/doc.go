@@ -11,6 +11,6 @@
 // holds the rules of every instance transition the backends apply.
 //
 // This package imports only the leaf package workflow (for the one
-// instance status type, workflow.InstanceStatus): the runner, the client
+// instance status type, dftype.InstanceStatus): the runner, the client
 // and the HTTP API all sit above it.
 package db

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -106,8 +107,8 @@ func TerminatedChildNotify(inst *Instance, recordHooks bool) *ParentNotify {
 	if inst == nil || inst.Parent == nil {
 		return nil
 	}
-	payload, err := json.Marshal(workflow.ChildOutcome{
-		WorkflowName: inst.WorkflowName, InstanceID: inst.ID, Status: workflow.StatusTerminated,
+	payload, err := json.Marshal(dftype.ChildOutcome{
+		WorkflowName: inst.WorkflowName, InstanceID: inst.ID, Status: dftype.StatusTerminated,
 	})
 	if err != nil {
 		return nil

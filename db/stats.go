@@ -4,13 +4,13 @@ import (
 	"context"
 	"time"
 
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // StatusCount is how many instances of one workflow have one status.
 type StatusCount struct {
 	WorkflowName string
-	Status       workflow.InstanceStatus
+	Status       dftype.InstanceStatus
 	Count        int64
 }
 
@@ -65,7 +65,7 @@ type StatsEndedParams struct {
 // in one bucket of StatsEndedParams.
 type EndedCount struct {
 	WorkflowName string
-	Status       workflow.InstanceStatus
+	Status       dftype.InstanceStatus
 	Bucket       int
 	Count        int64
 }

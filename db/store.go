@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -122,7 +123,7 @@ const (
 type Instance struct {
 	WorkflowName string
 	ID           string
-	Status       workflow.InstanceStatus
+	Status       dftype.InstanceStatus
 	Params       json.RawMessage
 	// Metadata is what the engine records about the instance besides its
 	// params (provenance, a flow's pinned version); nil when there is none.
@@ -448,7 +449,7 @@ type InstanceListParams struct {
 	// WorkflowName filters by workflow; empty lists every workflow.
 	WorkflowName string
 	// Statuses filters by status; empty means every status.
-	Statuses []workflow.InstanceStatus
+	Statuses []dftype.InstanceStatus
 	// Namespace filters by namespace; empty lists every namespace.
 	Namespace string
 	// Queue filters by task queue; empty lists every queue.
@@ -754,7 +755,7 @@ type CheckpointResult struct {
 	// suspend that found a buffered event), so the caller should wake a runner.
 	Due bool
 	// Status is the instance status after the checkpoint.
-	Status workflow.InstanceStatus
+	Status dftype.InstanceStatus
 	// Admitted names the workflows of the waiting instances a checkpoint
 	// with ReleaseLimits admitted and made due now (each once), so the
 	// caller wakes runners for them. In a group commit, the first item

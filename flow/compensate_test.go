@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -94,16 +95,16 @@ func TestFlowCompensatesCompletedStepsInReverseOrder(t *testing.T) {
 			require.NoError(t, err, "release and refund are reached as compensations: no warning stops the compile")
 			_, err = workflow.Register(h.Registry, compiled.ID(), compiled.Run)
 			require.NoError(t, err)
-			_, err = h.Client.Create(h.Context(), "trip", workflow.CreateRequest{ID: "t"})
+			_, err = h.Client.Create(h.Context(), "trip", dftype.CreateRequest{ID: "t"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
 
 			if !fail {
-				h.RequireStatus("trip", "t", workflow.StatusComplete)
+				h.RequireStatus("trip", "t", dftype.StatusComplete)
 				require.Equal(t, []string{"reserve", "charge", "ship"}, act.entries(), "nothing is undone when the flow succeeds")
 				continue
 			}
-			info := h.RequireStatus("trip", "t", workflow.StatusErrored)
+			info := h.RequireStatus("trip", "t", dftype.StatusErrored)
 			require.Contains(t, info.Error.Message, "ship failed", "the original error is kept")
 			require.Equal(t, []string{"reserve", "charge", "refund charge-1", "release reserve-1"}, act.entries())
 			var names []string
@@ -205,11 +206,11 @@ func TestFlowCompensatesWithSubflows(t *testing.T) {
 			p.h.RunUntilIdle()
 
 			if !fail {
-				p.h.RequireStatus("trip", "t", workflow.StatusComplete)
+				p.h.RequireStatus("trip", "t", dftype.StatusComplete)
 				require.Equal(t, []string{"reserve widget", "charge", "ship"}, act.entries(), "nothing is undone when the flow succeeds")
 				continue
 			}
-			info := p.h.RequireStatus("trip", "t", workflow.StatusErrored)
+			info := p.h.RequireStatus("trip", "t", dftype.StatusErrored)
 			require.Contains(t, info.Error.Message, "ship failed", "the original error is kept")
 			require.Equal(t, []string{"reserve widget", "charge", "refund charge-1", "unstock stock-widget"}, act.entries(),
 				"charge is refunded by the refunder flow, then the child of reserve undone by unstock")
@@ -228,7 +229,7 @@ func TestFlowCompensatesWithSubflows(t *testing.T) {
 			steps := map[string]string{}
 			for _, c := range children {
 				steps[c.Parent.StepKey] = c.WorkflowName
-				require.Equal(t, workflow.StatusComplete, c.Status, c.WorkflowName)
+				require.Equal(t, dftype.StatusComplete, c.Status, c.WorkflowName)
 			}
 			require.Equal(t, map[string]string{
 				"reserve#1": "stock", "compensate:charge#1": "refunder", "compensate:reserve#1": "unstock",
@@ -258,7 +259,7 @@ func TestFlowSubflowCompensationFailure(t *testing.T) {
   "steps": {"x": {"id": "x", "type": "act", "config": {"label": "undo", "fail": true}}}}`))
 	p.create("broken", "b", `{}`)
 	p.h.RunUntilIdle()
-	info := p.h.RequireStatus("broken", "b", workflow.StatusErrored)
+	info := p.h.RequireStatus("broken", "b", dftype.StatusErrored)
 	require.Equal(t, workflow.ErrorNameCompensationFailed, info.Error.Name)
 	require.Contains(t, info.Error.Message, `step "compensate:a#1" failed: ChildFailedError`)
 	require.Contains(t, info.Error.Message, "undo failed")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/testharness"
@@ -91,13 +92,13 @@ func compileFlow(t *testing.T, js string, count *countHandler, opts ...flow.Comp
 
 func (b *flowBundle) create(t *testing.T, id, params string) {
 	t.Helper()
-	_, err := b.h.Client.Create(b.h.Context(), b.name, workflow.CreateRequest{ID: id, Params: json.RawMessage(params)})
+	_, err := b.h.Client.Create(b.h.Context(), b.name, dftype.CreateRequest{ID: id, Params: json.RawMessage(params)})
 	require.NoError(t, err)
 }
 
 func (b *flowBundle) output(t *testing.T, id string) string {
 	t.Helper()
-	return string(b.h.RequireStatus(b.name, id, workflow.StatusComplete).Output)
+	return string(b.h.RequireStatus(b.name, id, dftype.StatusComplete).Output)
 }
 
 func (b *flowBundle) stepNames(t *testing.T, id string) []string {
@@ -132,7 +133,7 @@ func TestFlowRunsStepsAndBuildsTheContext(t *testing.T) {
 
 	// g2 has no params, so its template has a hole: the step fails, and
 	// without onFailure so does the flow.
-	info := b.h.RequireStatus(b.name, "g2", workflow.StatusErrored)
+	info := b.h.RequireStatus(b.name, "g2", dftype.StatusErrored)
 	require.Equal(t, flow.ErrorNameInvalidInput, info.Error.Name)
 	require.Contains(t, info.Error.Message, "${user.name} is not in the flow context")
 }
@@ -155,7 +156,7 @@ func TestFlowParamsMustBeAnObject(t *testing.T) {
 	  "steps": {"a": {"id": "a", "type": "set", "config": {"values": {"x": {"value": 1}}}}}}`, 0)
 	b.create(t, "p1", `[1, 2]`)
 	b.h.RunUntilIdle()
-	info := b.h.RequireStatus(b.name, "p1", workflow.StatusErrored)
+	info := b.h.RequireStatus(b.name, "p1", dftype.StatusErrored)
 	require.Equal(t, flow.ErrorNameInvalidParams, info.Error.Name)
 	require.Contains(t, info.Error.Message, "flow params must be a JSON object, not a array")
 }
@@ -193,11 +194,11 @@ func TestFlowOnFailure(t *testing.T) {
 		h := testharness.New(t)
 		_, err = flow.Register(h.Registry, compiled)
 		require.NoError(t, err)
-		_, err = h.Client.Create(h.Context(), "fail", workflow.CreateRequest{ID: "f2"})
+		_, err = h.Client.Create(h.Context(), "fail", dftype.CreateRequest{ID: "f2"})
 		require.NoError(t, err)
 		start := h.Now()
 		h.RunUntilIdle()
-		info := h.RequireStatus("fail", "f2", workflow.StatusComplete)
+		info := h.RequireStatus("fail", "f2", dftype.StatusComplete)
 		require.JSONEq(t, `{"path": "ok", "risky": 3}`, string(info.Output))
 		require.Equal(t, 2*time.Second, h.Now().Sub(start), "two durable retries, 1 second apart")
 		steps := h.History("fail", "f2").Steps
@@ -222,7 +223,7 @@ func TestFlowOnFailure(t *testing.T) {
 		b := setupFlow(t, js, 100)
 		b.create(t, "f4", `{}`)
 		b.h.RunUntilIdle()
-		info := b.h.RequireStatus(b.name, "f4", workflow.StatusErrored)
+		info := b.h.RequireStatus(b.name, "f4", dftype.StatusErrored)
 		require.Equal(t, "COUNT_FAILED", info.Error.Name)
 		require.Contains(t, info.Error.Message, `step "risky#1" failed after 1 attempt(s): COUNT_FAILED: attempt 1 of risky#1 failed`)
 	})
@@ -273,7 +274,7 @@ func TestFlowBranch(t *testing.T) {
 	b2 := setupFlow(t, strings.Replace(js, `"transitions": {"onFailure": "unmatched"}`, `"transitions": {}`, 1), 0)
 	b2.create(t, "zero", `{"amount": 0}`)
 	b2.h.RunUntilIdle()
-	info := b2.h.RequireStatus(b2.name, "zero", workflow.StatusErrored)
+	info := b2.h.RequireStatus(b2.name, "zero", dftype.StatusErrored)
 	require.Equal(t, flow.ErrorNameNoMatch, info.Error.Name)
 }
 
@@ -295,7 +296,7 @@ func TestFlowDelayAndWaitForEvent(t *testing.T) {
 	b.create(t, "bad", `{"napFor": "a while"}`)
 	b.h.RunUntilIdle()
 	require.Equal(t, 10*time.Minute, b.h.Now().Sub(start), "the delay is a durable sleep the harness jumps over")
-	b.h.RequireStatus(b.name, "yes", workflow.StatusWaiting)
+	b.h.RequireStatus(b.name, "yes", dftype.StatusWaiting)
 	b.h.SendEvent(b.name, "yes", "approval", map[string]string{"by": "grace"})
 	b.h.RunUntilIdle()
 	require.JSONEq(t, `"approved by grace"`, b.output(t, "yes"))
@@ -305,7 +306,7 @@ func TestFlowDelayAndWaitForEvent(t *testing.T) {
 	b.h.RunUntilIdle()
 	require.JSONEq(t, `"expired"`, b.output(t, "late"), "the timeout follows onFailure")
 
-	info := b.h.RequireStatus(b.name, "bad", workflow.StatusErrored)
+	info := b.h.RequireStatus(b.name, "bad", dftype.StatusErrored)
 	require.Contains(t, info.Error.Message, `step "nap#1": invalid duration "a while"`)
 
 	// Without onFailure, a timeout fails the flow with EventTimeoutError.
@@ -314,7 +315,7 @@ func TestFlowDelayAndWaitForEvent(t *testing.T) {
 	b2.h.RunUntilIdle()
 	b2.h.Advance(2 * time.Hour)
 	b2.h.RunUntilIdle()
-	info = b2.h.RequireStatus(b2.name, "late", workflow.StatusErrored)
+	info = b2.h.RequireStatus(b2.name, "late", dftype.StatusErrored)
 	require.Equal(t, workflow.ErrorNameEventTimeout, info.Error.Name)
 }
 
@@ -332,7 +333,7 @@ func TestFlowRunawayLoop(t *testing.T) {
 		b := setupFlow(t, js, 0, flow.WithStepLimit(20))
 		b.create(t, "r1", `{}`)
 		b.h.RunUntilIdle()
-		info := b.h.RequireStatus(b.name, "r1", workflow.StatusErrored)
+		info := b.h.RequireStatus(b.name, "r1", dftype.StatusErrored)
 		require.Equal(t, flow.ErrorNameTooManySteps, info.Error.Name)
 		require.Contains(t, info.Error.Message, `flow "forever" (version 1.0.0) reached step "spin" after 20 step visits, the limit of one run (a loop that never ends?): too many steps in one run`)
 		require.Len(t, b.stepNames(t, "r1"), 20)
@@ -350,7 +351,7 @@ func TestFlowRunawayLoop(t *testing.T) {
 		b := setupFlow(t, delays, 0)
 		b.create(t, "r2", `{}`)
 		b.h.RunUntilIdle()
-		info := b.h.RequireStatus(b.name, "r2", workflow.StatusErrored)
+		info := b.h.RequireStatus(b.name, "r2", dftype.StatusErrored)
 		require.Equal(t, flow.ErrorNameTooManySteps, info.Error.Name)
 		require.Contains(t, info.Error.Message, fmt.Sprintf("after %d step visits", workflow.MaxStepsPerRun))
 	})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -76,7 +77,7 @@ type Definition struct {
 	// Deadline, when set, is how long after its creation an instance may
 	// run before it errors with DeadlineExceeded (workflow.WithDeadline).
 	// A stored flow's instances follow the version they pin.
-	Deadline *workflow.Duration `json:"deadline,omitempty"`
+	Deadline *dftype.Duration `json:"deadline,omitempty"`
 	// Retry, when set, runs a failed run again after a backoff, replaying
 	// the steps that completed (workflow.WithWorkflowRetry). A stored
 	// flow's instances follow the version they pin.
@@ -118,7 +119,7 @@ type Step struct {
 	// timeout is in its config).
 	//
 	// Defaults to 10 minutes (workflow.DefaultStepTimeout).
-	Timeout *workflow.Duration `json:"timeout,omitempty"`
+	Timeout *dftype.Duration `json:"timeout,omitempty"`
 	// Compensate names the step that undoes this one (a saga's
 	// compensation, see workflow.Compensate): once this step completed, if
 	// the flow then fails for good or a caller asks for its compensation,
@@ -161,7 +162,7 @@ type RetryPolicy struct {
 	// Delay is the base delay between attempts ("10 seconds").
 	//
 	// Defaults to 10 seconds.
-	Delay *workflow.Duration `json:"delay,omitempty"`
+	Delay *dftype.Duration `json:"delay,omitempty"`
 	// Backoff is constant, linear or exponential.
 	//
 	// Defaults to exponential.
@@ -173,7 +174,7 @@ type RetryPolicy struct {
 	// MaxDelay caps each wait, jitter included ("5 minutes").
 	//
 	// Defaults to no cap below workflow.MaxSleep.
-	MaxDelay *workflow.Duration `json:"maxDelay,omitempty"`
+	MaxDelay *dftype.Duration `json:"maxDelay,omitempty"`
 	// Jitter spreads each wait by ±20% (workflow.JitterFraction); false
 	// turns it off.
 	//

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -66,12 +67,12 @@ func (delayHandler) sleepFor(config json.RawMessage, ctx map[string]any) (time.D
 }
 
 func parseSleep(s string) (time.Duration, error) {
-	d, err := workflow.ParseDuration(s)
+	d, err := dftype.ParseDuration(s)
 	if err != nil {
 		return 0, err
 	}
 	if d > workflow.MaxSleep {
-		return 0, fmt.Errorf("a delay of %s is longer than %s", workflow.FormatDuration(d), workflow.FormatDuration(workflow.MaxSleep))
+		return 0, fmt.Errorf("a delay of %s is longer than %s", dftype.FormatDuration(d), dftype.FormatDuration(workflow.MaxSleep))
 	}
 	return d, nil
 }

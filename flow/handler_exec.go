@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow/internal/procgroup"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -44,7 +45,7 @@ type ExecConfig struct {
 	// Timeout bounds the run, within the step's attempt timeout.
 	//
 	// Defaults to the handler's DefaultTimeout (1 minute).
-	Timeout workflow.Duration `json:"timeout,omitempty"`
+	Timeout dftype.Duration `json:"timeout,omitempty"`
 }
 
 // ExecCommand is a command flows may run.
@@ -212,7 +213,7 @@ func (h *ExecHandler) Run(ctx context.Context, inv *Invocation) (any, error) {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
 	case rctx.Err() != nil:
-		return nil, retryable(ErrorNameExec, fmt.Errorf("command %q did not finish within %s and was killed%s", c.Command, workflow.FormatDuration(timeout), stderr.suffix()))
+		return nil, retryable(ErrorNameExec, fmt.Errorf("command %q did not finish within %s and was killed%s", c.Command, dftype.FormatDuration(timeout), stderr.suffix()))
 	case runErr != nil:
 		return nil, retryable(ErrorNameExec, fmt.Errorf("command %q: %v%s", c.Command, runErr, stderr.suffix()))
 	case stdout.overflow:

@@ -18,6 +18,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow/internal/netguard"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -60,7 +61,7 @@ type HTTPConfig struct {
 	// Timeout bounds the request, within the step's attempt timeout.
 	//
 	// Defaults to the handler's DefaultTimeout (30 seconds).
-	Timeout workflow.Duration `json:"timeout,omitempty"`
+	Timeout dftype.Duration `json:"timeout,omitempty"`
 	// AcceptAnyStatus makes every status a success, for flows that branch
 	// on the status themselves.
 	AcceptAnyStatus bool `json:"acceptAnyStatus,omitempty"`
@@ -405,7 +406,7 @@ func (h *HTTPHandler) requestError(attemptCtx context.Context, method string, u 
 	case attemptCtx.Err() != nil:
 		return attemptCtx.Err()
 	case errors.Is(err, context.DeadlineExceeded):
-		return retryable(ErrorNameHTTPRequest, fmt.Errorf("%s %s: no response within %s", method, redact(u), workflow.FormatDuration(timeout)))
+		return retryable(ErrorNameHTTPRequest, fmt.Errorf("%s %s: no response within %s", method, redact(u), dftype.FormatDuration(timeout)))
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -30,10 +31,10 @@ type SubflowConfig struct {
 	// past it.
 	//
 	// Defaults to 365 days.
-	Timeout workflow.Duration `json:"timeout,omitempty"`
+	Timeout dftype.Duration `json:"timeout,omitempty"`
 	// Policy is what a terminate of the parent does to the child:
 	// "terminate" (the default) or "abandon".
-	Policy workflow.ParentPolicy `json:"policy,omitempty"`
+	Policy dftype.ParentPolicy `json:"policy,omitempty"`
 }
 
 type subflowHandler struct{}
@@ -60,7 +61,7 @@ func (subflowHandler) Validate(config json.RawMessage) error {
 		problems = append(problems, Problem{Path: "timeout", Message: "must be at most 365 days"})
 	}
 	switch c.Policy {
-	case "", workflow.ParentTerminate, workflow.ParentAbandon:
+	case "", dftype.ParentTerminate, dftype.ParentAbandon:
 	default:
 		problems = append(problems, Problem{Path: "policy", Message: `must be "terminate" or "abandon"`})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -23,7 +24,7 @@ type WaitForEventConfig struct {
 	// Timeout is how long to wait, from 1 second to 365 days.
 	//
 	// Defaults to 24 hours.
-	Timeout workflow.Duration `json:"timeout,omitempty"`
+	Timeout dftype.Duration `json:"timeout,omitempty"`
 }
 
 type waitHandler struct{}

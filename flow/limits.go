@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -29,8 +30,8 @@ type Concurrency struct {
 //
 //	"rateLimit": {"limit": 100, "period": "1 minute"}
 type Rate struct {
-	Limit  int               `json:"limit"`
-	Period workflow.Duration `json:"period"`
+	Limit  int             `json:"limit"`
+	Period dftype.Duration `json:"period"`
 }
 
 // limits validates the definition's limits.

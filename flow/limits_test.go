@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -37,20 +38,20 @@ func TestFlowLimits(t *testing.T) {
 		p.create("charge", "a2", `{"customer": {"id": "a"}}`)
 		p.create("charge", "b1", `{"customer": {"id": "b"}}`)
 		p.h.RunUntilIdle()
-		p.h.RequireStatus("charge", "a1", workflow.StatusWaiting)
-		p.h.RequireStatus("charge", "b1", workflow.StatusWaiting)
-		a2 := p.h.RequireStatus("charge", "a2", workflow.StatusQueued)
-		require.Equal(t, &workflow.WaitingFor{Kind: "concurrency", Scope: "key", Name: "a", Max: 1}, a2.WaitingFor)
+		p.h.RequireStatus("charge", "a1", dftype.StatusWaiting)
+		p.h.RequireStatus("charge", "b1", dftype.StatusWaiting)
+		a2 := p.h.RequireStatus("charge", "a2", dftype.StatusQueued)
+		require.Equal(t, &dftype.WaitingFor{Kind: "concurrency", Scope: "key", Name: "a", Max: 1}, a2.WaitingFor)
 
 		for id, params := range map[string]string{"missing": `{}`, "number": `{"customer": {"id": 7}}`, "null": `null`} {
-			_, err := p.client.Create(p.ctx(), "charge", workflow.CreateRequest{ID: id, Params: json.RawMessage(params)})
+			_, err := p.client.Create(p.ctx(), "charge", dftype.CreateRequest{ID: id, Params: json.RawMessage(params)})
 			require.ErrorIs(t, err, workflow.ErrConcurrencyKey, id)
 			_, err = p.client.Get(p.ctx(), "charge", id)
 			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused create writes nothing")
 		}
 		p.h.SendEvent("charge", "a1", "go", nil)
 		p.h.RunUntilIdle()
-		p.h.RequireStatus("charge", "a2", workflow.StatusWaiting)
+		p.h.RequireStatus("charge", "a2", dftype.StatusWaiting)
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
@@ -57,12 +58,12 @@ func TestFlowInstancesRunOnTheirVersionsQueue(t *testing.T) {
 		ctx := p.ctx()
 
 		p.apply(withQueue(t, quickFlow("f", "1.0.0"), "flows-a"))
-		v1, err := c.Create(ctx, "f", workflow.CreateRequest{ID: "one"})
+		v1, err := c.Create(ctx, "f", dftype.CreateRequest{ID: "one"})
 		require.NoError(t, err)
 		require.Equal(t, "flows-a", v1.Queue)
 
 		p.apply(quickFlow("f", "2.0.0")) // no queue: the default one
-		v2, err := c.Create(ctx, "f", workflow.CreateRequest{ID: "two"})
+		v2, err := c.Create(ctx, "f", dftype.CreateRequest{ID: "two"})
 		require.NoError(t, err)
 		require.Equal(t, workflow.DefaultQueue, v2.Queue)
 
@@ -70,7 +71,7 @@ func TestFlowInstancesRunOnTheirVersionsQueue(t *testing.T) {
 		// queue gets that.
 		pinned, err := flow.WithPin(nil, flow.Pin{ID: "f", Version: "1.0.0"})
 		require.NoError(t, err)
-		batch, err := c.CreateBatch(ctx, "f", []workflow.CreateRequest{
+		batch, err := c.CreateBatch(ctx, "f", []dftype.CreateRequest{
 			{ID: "three", Metadata: pinned}, {ID: "four", Queue: "elsewhere"},
 		})
 		require.NoError(t, err)
@@ -81,15 +82,15 @@ func TestFlowInstancesRunOnTheirVersionsQueue(t *testing.T) {
 		n, err := def.RunDue(ctx, 10)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		p.h.RequireStatus("f", "two", workflow.StatusComplete)
-		p.h.RequireStatus("f", "one", workflow.StatusQueued)
+		p.h.RequireStatus("f", "two", dftype.StatusComplete)
+		p.h.RequireStatus("f", "one", dftype.StatusQueued)
 		r, err := runner.New(&runner.Config{Store: p.h.Store, Registry: p.h.Registry, Clock: p.h.Clock, Queues: []string{"flows-a"}})
 		require.NoError(t, err)
 		n, err = r.RunDue(ctx, 10)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
-		p.h.RequireStatus("f", "one", workflow.StatusComplete)
-		p.h.RequireStatus("f", "three", workflow.StatusComplete)
-		p.h.RequireStatus("f", "four", workflow.StatusQueued)
+		p.h.RequireStatus("f", "one", dftype.StatusComplete)
+		p.h.RequireStatus("f", "three", dftype.StatusComplete)
+		p.h.RequireStatus("f", "four", dftype.StatusQueued)
 	})
 }

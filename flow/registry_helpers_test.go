@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // greetFlow returns a flow that waits for an event "go", then greets with
@@ -88,9 +88,9 @@ func (p *process) apply(def []byte) *flow.ApplyResult {
 	return res
 }
 
-func (p *process) create(name, id string, params string) *workflow.InstanceInfo {
+func (p *process) create(name, id string, params string) *dftype.InstanceInfo {
 	p.t.Helper()
-	info, err := p.client.Create(p.ctx(), name, workflow.CreateRequest{ID: id, Params: json.RawMessage(params)})
+	info, err := p.client.Create(p.ctx(), name, dftype.CreateRequest{ID: id, Params: json.RawMessage(params)})
 	require.NoError(p.t, err)
 	return info
 }

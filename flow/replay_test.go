@@ -8,9 +8,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // loopFlow loops three times through work → incr → nap → check, then waits
@@ -50,14 +50,14 @@ func TestFlowReplaysAcrossRunnerRestarts(t *testing.T) {
 		}
 
 		h := restart(testharness.DefaultStart)
-		_, err := h.Client.Create(h.Context(), "loop", workflow.CreateRequest{ID: "l1", Params: json.RawMessage(`{"tag": "x"}`)})
+		_, err := h.Client.Create(h.Context(), "loop", dftype.CreateRequest{ID: "l1", Params: json.RawMessage(`{"tag": "x"}`)})
 		require.NoError(t, err)
 
 		restarts := 0
 		for round := 0; round < 20; round++ {
 			h.RunDue()
 			info := h.Status("loop", "l1")
-			if info.Status != workflow.StatusWaiting {
+			if info.Status != dftype.StatusWaiting {
 				break
 			}
 			waiting := h.Waiting()
@@ -74,7 +74,7 @@ func TestFlowReplaysAcrossRunnerRestarts(t *testing.T) {
 		}
 		require.Equal(t, 4, restarts, "three naps and one event wait, each resumed by a new runner")
 
-		info := h.RequireStatus("loop", "l1", workflow.StatusComplete)
+		info := h.RequireStatus("loop", "l1", dftype.StatusComplete)
 		require.JSONEq(t, `{"tag": "x", "i": 3,
 			"last": {"step": "work#3", "attempt": 1, "visit": 3, "input": 2},
 			"signal": {"note": "ship it"},

@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // namedFailure is a retryable error with a recorded name, as a host
@@ -71,11 +71,11 @@ func TestFlowNonRetryableErrorNames(t *testing.T) {
 				require.NoError(t, err)
 				_, err = flow.Register(h.Registry, f)
 				require.NoError(t, err)
-				_, err = h.Client.Create(h.Context(), "pay", workflow.CreateRequest{ID: "x"})
+				_, err = h.Client.Create(h.Context(), "pay", dftype.CreateRequest{ID: "x"})
 				require.NoError(t, err)
 				start := h.Now()
 				h.RunUntilIdle()
-				got := h.RequireStatus("pay", "x", workflow.StatusErrored)
+				got := h.RequireStatus("pay", "x", dftype.StatusErrored)
 				require.Contains(t, got.Error.Message, tc.errName)
 				require.Equal(t, tc.calls, fh.calls.Load())
 				require.Equal(t, start.Add(time.Duration(tc.calls-1)*time.Second), h.Now())
@@ -136,11 +136,11 @@ func TestFlowDeadlineAndWorkflowRetry(t *testing.T) {
 		_, err = flow.Register(h.Registry, f)
 		require.NoError(t, err)
 		start := h.Now()
-		info, err := h.Client.Create(h.Context(), "pay", workflow.CreateRequest{ID: "x"})
+		info, err := h.Client.Create(h.Context(), "pay", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		require.Equal(t, start.Add(time.Hour), *info.DeadlineAt)
 		h.RunUntilIdle()
-		got := h.RequireStatus("pay", "x", workflow.StatusErrored)
+		got := h.RequireStatus("pay", "x", dftype.StatusErrored)
 		require.Equal(t, 2, got.RunAttempt)
 		require.EqualValues(t, 2, fh.calls.Load(), "the run was retried once")
 	})
@@ -167,8 +167,8 @@ func TestStoredFlowSettingsFollowTheVersion(t *testing.T) {
 		require.Nil(t, bInfo.DeadlineAt, "version 2 has no deadline")
 
 		p.h.RunUntilIdle()
-		require.Equal(t, 2, p.h.RequireStatus("pay", "a", workflow.StatusErrored).RunAttempt, "version 1 retries the run once")
-		require.Equal(t, 1, p.h.RequireStatus("pay", "b", workflow.StatusErrored).RunAttempt, "version 2 does not")
+		require.Equal(t, 2, p.h.RequireStatus("pay", "a", dftype.StatusErrored).RunAttempt, "version 1 retries the run once")
+		require.Equal(t, 1, p.h.RequireStatus("pay", "b", dftype.StatusErrored).RunAttempt, "version 2 does not")
 		require.EqualValues(t, 3, fh.calls.Load())
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -27,7 +28,7 @@ func TestVersionPinning(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		p := newProcess(t, b)
 		p.apply(greetFlow("greet", "1.0.0"))
-		info, err := p.client.Create(p.ctx(), "greet", workflow.CreateRequest{
+		info, err := p.client.Create(p.ctx(), "greet", dftype.CreateRequest{
 			ID: "a", Params: json.RawMessage(`{"name":"Ada"}`),
 			Metadata: json.RawMessage(`{"trigger":{"type":"api","source":"test"}}`),
 		})
@@ -35,7 +36,7 @@ func TestVersionPinning(t *testing.T) {
 		require.JSONEq(t, `{"trigger":{"type":"api","source":"test"},"flow":{"id":"greet","version":"1.0.0"}}`, string(info.Metadata),
 			"the pin is added to the metadata the caller gave")
 		p.h.RunUntilIdle()
-		p.h.RequireStatus("greet", "a", workflow.StatusWaiting)
+		p.h.RequireStatus("greet", "a", dftype.StatusWaiting)
 
 		// Newer versions arrive while a waits, and one older than the
 		// latest, and a pre-release.
@@ -47,16 +48,16 @@ func TestVersionPinning(t *testing.T) {
 		require.Equal(t, "1.10.0", p.pinOf("greet", "b"))
 
 		// A Go caller may pin a version of its own choosing.
-		_, err = p.client.Create(p.ctx(), "greet", workflow.CreateRequest{
+		_, err = p.client.Create(p.ctx(), "greet", dftype.CreateRequest{
 			ID: "rc", Params: json.RawMessage(`{"name":"Cy"}`),
 			Metadata: json.RawMessage(`{"flow":{"id":"greet","version":"2.0.0-rc.1"}}`),
 		})
 		require.NoError(t, err)
-		_, err = p.client.Create(p.ctx(), "greet", workflow.CreateRequest{
+		_, err = p.client.Create(p.ctx(), "greet", dftype.CreateRequest{
 			ID: "nope", Metadata: json.RawMessage(`{"flow":{"id":"greet","version":"3.0.0"}}`),
 		})
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest)
-		_, err = p.client.Create(p.ctx(), "greet", workflow.CreateRequest{
+		_, err = p.client.Create(p.ctx(), "greet", dftype.CreateRequest{
 			ID: "other", Metadata: json.RawMessage(`{"flow":{"id":"order","version":"1.0.0"}}`),
 		})
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest)
@@ -81,7 +82,7 @@ func TestVersionPinning(t *testing.T) {
 		require.Equal(t, "1.0.0", p.pinOf("greet", "a"))
 
 		// Batches pin every instance.
-		created, err := p.client.CreateBatch(p.ctx(), "greet", []workflow.CreateRequest{{ID: "c1"}, {ID: "c2"}})
+		created, err := p.client.CreateBatch(p.ctx(), "greet", []dftype.CreateRequest{{ID: "c1"}, {ID: "c2"}})
 		require.NoError(t, err)
 		require.Len(t, created, 2)
 		require.Equal(t, "1.10.0", p.pinOf("greet", "c1"))
@@ -100,12 +101,12 @@ func TestUnpinnedInstances(t *testing.T) {
 		p := newProcess(t, b)
 		p.apply(quickFlow("quick", "1.0.0"))
 		p.h.Advance(time.Second)
-		_, err := p.h.Client.Create(p.ctx(), "quick", workflow.CreateRequest{ID: "old"})
+		_, err := p.h.Client.Create(p.ctx(), "quick", dftype.CreateRequest{ID: "old"})
 		require.NoError(t, err)
 		p.h.Advance(time.Minute)
 		p.apply(quickFlow("quick", "1.1.0"))
 		p.h.Advance(time.Second)
-		_, err = p.h.Client.Create(p.ctx(), "quick", workflow.CreateRequest{ID: "new"})
+		_, err = p.h.Client.Create(p.ctx(), "quick", dftype.CreateRequest{ID: "new"})
 		require.NoError(t, err)
 		p.h.RunUntilIdle()
 		require.Equal(t, "1.0.0", p.output("quick", "old"), "1.1.0 came after it")
@@ -126,13 +127,13 @@ func TestVersionsThatCannotRun(t *testing.T) {
 			"garbled": `{"flow":"9.9.9"}`,
 			"foreign": `{"flow":{"id":"order","version":"1.0.0"}}`,
 		} {
-			_, err := p.h.Client.Create(p.ctx(), "quick", workflow.CreateRequest{ID: id, Metadata: json.RawMessage(md)})
+			_, err := p.h.Client.Create(p.ctx(), "quick", dftype.CreateRequest{ID: id, Metadata: json.RawMessage(md)})
 			require.NoError(t, err)
 		}
 		p.h.RunUntilIdle()
-		require.Equal(t, flow.ErrorNameVersionNotFound, p.h.RequireStatus("quick", "missing", workflow.StatusErrored).Error.Name)
-		require.Equal(t, flow.ErrorNameInvalidPin, p.h.RequireStatus("quick", "garbled", workflow.StatusErrored).Error.Name)
-		require.Equal(t, flow.ErrorNameInvalidPin, p.h.RequireStatus("quick", "foreign", workflow.StatusErrored).Error.Name)
+		require.Equal(t, flow.ErrorNameVersionNotFound, p.h.RequireStatus("quick", "missing", dftype.StatusErrored).Error.Name)
+		require.Equal(t, flow.ErrorNameInvalidPin, p.h.RequireStatus("quick", "garbled", dftype.StatusErrored).Error.Name)
+		require.Equal(t, flow.ErrorNameInvalidPin, p.h.RequireStatus("quick", "foreign", dftype.StatusErrored).Error.Name)
 	})
 }
 
@@ -159,7 +160,7 @@ func TestAnotherProcess(t *testing.T) {
 			require.Empty(t, again)
 
 			worker.h.RunUntilIdle()
-			worker.h.RequireStatus("greet", "x", workflow.StatusWaiting)
+			worker.h.RequireStatus("greet", "x", dftype.StatusWaiting)
 			worker.h.SendEvent("greet", "x", "go", nil)
 			worker.h.SendEvent("greet", "y", "go", nil)
 			worker.h.RunUntilIdle()
@@ -179,7 +180,7 @@ func TestAnotherProcess(t *testing.T) {
 			other.h.RunUntilIdle()
 			require.Equal(t, "2.0.0", other.output("quick", "q"))
 
-			_, err := other.client.Create(other.ctx(), "nothing", workflow.CreateRequest{})
+			_, err := other.client.Create(other.ctx(), "nothing", dftype.CreateRequest{})
 			require.ErrorIs(t, err, workflow.ErrWorkflowNotFound)
 
 			// Resolve does the same for a name alone (a schedule's).

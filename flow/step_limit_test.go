@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -42,7 +43,7 @@ func TestFlowStepLimit(t *testing.T) {
 		ctx := t.Context()
 		_, err = host.Flows().Apply(ctx, spinFlow)
 		require.NoError(t, err)
-		_, err = host.Client().Create(ctx, "spin", workflow.CreateRequest{ID: "s"})
+		_, err = host.Client().Create(ctx, "spin", dftype.CreateRequest{ID: "s"})
 		require.NoError(t, err)
 		for range 3 {
 			_, err = host.Runner().RunDue(ctx, 10)
@@ -50,7 +51,7 @@ func TestFlowStepLimit(t *testing.T) {
 		}
 		info, err := host.Client().Get(ctx, "spin", "s")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusErrored, info.Status)
+		require.Equal(t, dftype.StatusErrored, info.Status)
 		require.Equal(t, flow.ErrorNameTooManySteps, info.Error.Name)
 		require.Contains(t, info.Error.Message, "after 7 step visits")
 	})
@@ -67,7 +68,7 @@ func TestFlowStepLimit(t *testing.T) {
 		p.apply(spinFlow)
 		p.create("spin", "s", `{}`)
 		p.h.RunUntilIdle()
-		info := p.h.RequireStatus("spin", "s", workflow.StatusErrored)
+		info := p.h.RequireStatus("spin", "s", dftype.StatusErrored)
 		require.Equal(t, flow.ErrorNameTooManySteps, info.Error.Name)
 		require.Contains(t, info.Error.Message, fmt.Sprintf("after %d step visits", limit))
 	})

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -141,7 +142,7 @@ func TestSubflowUnknownChild(t *testing.T) {
 			{"unknown", "u", `workflow not found: "nope"`},
 			{"noversion", "v", `flow "child" has no version "9.9.9"`},
 		} {
-			info := p.h.RequireStatus(tc.wf, tc.id, workflow.StatusErrored)
+			info := p.h.RequireStatus(tc.wf, tc.id, dftype.StatusErrored)
 			require.Equal(t, workflow.ErrorNameInvokeRefused, info.Error.Name, tc.wf)
 			require.Contains(t, info.Error.Message, `invoke step "call#1"`, tc.wf)
 			require.Contains(t, info.Error.Message, tc.message, tc.wf)

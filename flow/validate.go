@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -81,7 +82,7 @@ func (v *validator) run() {
 	}
 	if def.Deadline != nil {
 		if err := workflow.ValidateDeadline(def.Deadline.Std()); err != nil {
-			v.add("deadline", "must be positive and at most %s", workflow.FormatDuration(workflow.MaxSleep))
+			v.add("deadline", "must be positive and at most %s", dftype.FormatDuration(workflow.MaxSleep))
 		}
 	}
 	if r := def.Retry; r != nil {

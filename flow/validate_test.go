@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -368,10 +369,10 @@ func TestDecodeConfig(t *testing.T) {
 		N int `json:"n"`
 	}
 	type cfg struct {
-		Name  string            `json:"name"`
-		Items []inner           `json:"items"`
-		Sel   *flow.Selector    `json:"sel"`
-		Dur   workflow.Duration `json:"dur"`
+		Name  string          `json:"name"`
+		Items []inner         `json:"items"`
+		Sel   *flow.Selector  `json:"sel"`
+		Dur   dftype.Duration `json:"dur"`
 	}
 	var c cfg
 	require.NoError(t, flow.DecodeConfig(json.RawMessage(`{"name": "a", "items": [{"n": 1}], "sel": {"key": "k"}, "dur": "2 seconds"}`), &c))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -129,7 +130,7 @@ func TestHookReasons(t *testing.T) {
 		h.RunUntilIdle()
 		h.SendEvent("w", "x", "go", "now") // event
 		h.RunUntilIdle()
-		h.RequireStatus("w", "x", workflow.StatusComplete)
+		h.RequireStatus("w", "x", dftype.StatusComplete)
 		require.NoError(t, inst.Restart(ctx)) // create again: a new run
 
 		for {

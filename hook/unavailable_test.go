@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/internal/outagetest"
 	"github.com/duraflow/duraflow/workflow"
@@ -36,7 +37,7 @@ func TestDeliveriesResumeWhenTheDatabaseReturns(t *testing.T) {
 	outagetest.ForEachBackend(t, func(t *testing.T, d *outagetest.DB) {
 		ctx := context.Background()
 		cl, clk := outageSetup(t, d)
-		_, err := cl.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := cl.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
 		called := make(chan hook.Enqueued, 10)
@@ -75,7 +76,7 @@ func TestDeliveryRecordedAfterTheDatabaseReturns(t *testing.T) {
 	outagetest.ForEachBackend(t, func(t *testing.T, d *outagetest.DB) {
 		ctx := context.Background()
 		cl, clk := outageSetup(t, d)
-		_, err := cl.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := cl.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
 		inHook, release := make(chan struct{}), make(chan struct{})

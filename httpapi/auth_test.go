@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -35,7 +36,7 @@ func TestTokens(t *testing.T) {
 			mustParseToken(t, "cron:cron:with:colons:tick"),
 		}
 	})
-	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "a-1"})
+	_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "a-1"})
 	require.NoError(t, err)
 
 	const list = "/api/workflows/greet/instances"
@@ -133,9 +134,9 @@ func TestAuthorizeHook(t *testing.T) {
 			return nil
 		}
 	})
-	_, err := b.h.Client.Create(b.ctx, "greet", workflow.CreateRequest{ID: "hook-1"})
+	_, err := b.h.Client.Create(b.ctx, "greet", dftype.CreateRequest{ID: "hook-1"})
 	require.NoError(t, err)
-	_, err = b.h.Client.Create(b.ctx, "greet", workflow.CreateRequest{ID: "batch"})
+	_, err = b.h.Client.Create(b.ctx, "greet", dftype.CreateRequest{ID: "batch"})
 	require.NoError(t, err)
 
 	for _, rt := range routeActions {

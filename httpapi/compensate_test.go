@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -14,16 +15,16 @@ func TestCompensateRoute(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "")
-		_, err := b.api.Create(b.ctx, "approve", workflow.CreateRequest{ID: "c-1"})
+		_, err := b.api.Create(b.ctx, "approve", dftype.CreateRequest{ID: "c-1"})
 		require.NoError(t, err)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("approve", "c-1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "c-1", dftype.StatusWaiting)
 
 		info, err := b.api.Compensate(b.ctx, "approve", "c-1")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, info.Status)
+		require.Equal(t, dftype.StatusQueued, info.Status)
 		b.h.RunUntilIdle()
-		got := b.h.RequireStatus("approve", "c-1", workflow.StatusErrored)
+		got := b.h.RequireStatus("approve", "c-1", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationRequested, got.Error.Name)
 
 		_, err = b.api.Compensate(b.ctx, "approve", "c-1")

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -24,9 +25,9 @@ import (
 func embedded(t *testing.T, b *testBundle, url string) {
 	t.Helper()
 	api := apiclient.New(url, "", nil).WithPrefix("/host/engine")
-	info, err := api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "e-1", Params: json.RawMessage(`{"name":"host"}`)})
+	info, err := api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "e-1", Params: json.RawMessage(`{"name":"host"}`)})
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusQueued, info.Status)
+	require.Equal(t, dftype.StatusQueued, info.Status)
 	b.h.RunUntilIdle()
 	got, err := api.Get(b.ctx, "greet", "e-1")
 	require.NoError(t, err)

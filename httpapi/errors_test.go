@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -22,9 +23,9 @@ import (
 func TestErrorCodes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "exists"})
+	_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "exists"})
 	require.NoError(t, err)
-	_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "done"})
+	_, err = b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "done"})
 	require.NoError(t, err)
 	_, err = b.api.Terminate(b.ctx, "greet", "done")
 	require.NoError(t, err)
@@ -123,7 +124,7 @@ func TestPayloadTooLarge(t *testing.T) {
 	over := `"` + strings.Repeat("y", workflow.MaxPayloadBytes-1) + `"`
 	b.call(t, http.MethodPost, inst, `{"id":"over","params":`+over+`}`).
 		requireError(t, http.StatusRequestEntityTooLarge, apiclient.CodePayloadTooLarge, "params")
-	_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "over2", Params: json.RawMessage(over)})
+	_, err = b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "over2", Params: json.RawMessage(over)})
 	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 
 	// Exactly 1 MiB of params is fine (an object greet's params decode
@@ -150,7 +151,7 @@ func TestMaxBodyBytes(t *testing.T) {
 func TestClientErrorsMatchSentinels(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "one"})
+	_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "one"})
 	require.NoError(t, err)
 
 	for _, tc := range []struct {
@@ -224,6 +225,6 @@ func get(b *testBundle, name, id string) error {
 }
 
 func create(b *testBundle, id string) error {
-	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: id})
+	_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: id})
 	return err
 }

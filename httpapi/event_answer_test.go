@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -37,7 +38,7 @@ func TestEventAnswerShowsErrorAndOutputOnlyToReaders(t *testing.T) {
 			}
 			return workflow.WaitForEvent[string](step, "go", workflow.WaitOptions{Type: "go"})
 		}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 1, Delay: time.Hour}))
-		_, err := b.h.Client.Create(b.ctx, "retried", workflow.CreateRequest{ID: "r"})
+		_, err := b.h.Client.Create(b.ctx, "retried", dftype.CreateRequest{ID: "r"})
 		require.NoError(t, err)
 		b.h.RunDue() // the first run only: the retry is an hour away
 		info, err := b.h.Client.Get(b.ctx, "retried", "r")
@@ -100,19 +101,19 @@ func TestEventAnswerSaysDelivered(t *testing.T) {
 			return out
 		}
 		for _, id := range []string{"a1", "a2"} {
-			_, err := b.h.Client.Create(b.ctx, "approve", workflow.CreateRequest{ID: id})
+			_, err := b.h.Client.Create(b.ctx, "approve", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 
 		// A mistyped type: stored, buffered, nothing woken.
 		got := send("b0th", "a1", "approvl")
 		require.Equal(t, apiclient.EventBuffered, got.Delivery)
 		require.Empty(t, got.Step)
-		require.Equal(t, workflow.StatusWaiting, got.Status.Status)
+		require.Equal(t, dftype.StatusWaiting, got.Status.Status)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 		hist := b.h.History("approve", "a1")
 		require.Len(t, hist.Events, 1, "the buffered event is kept")
 		require.Equal(t, "approvl", hist.Events[0].Type)
@@ -122,7 +123,7 @@ func TestEventAnswerSaysDelivered(t *testing.T) {
 		require.Equal(t, apiclient.EventDelivered, got.Delivery)
 		require.Equal(t, "wait for approval", got.Step)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus("approve", "a1", workflow.StatusComplete)
+		b.h.RequireStatus("approve", "a1", dftype.StatusComplete)
 
 		// An events-only token learns the delivery, not the step.
 		got = send("s3nd", "a2", "approval")

@@ -12,6 +12,7 @@ import (
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
@@ -84,7 +85,7 @@ func ExampleClient() {
 	defer ts.Close()
 
 	api := apiclient.New(ts.URL, "secret", nil)
-	inst, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "hi-1", Params: json.RawMessage(`{"to":"ada"}`)})
+	inst, err := api.Create(ctx, "greet", dftype.CreateRequest{ID: "hi-1", Params: json.RawMessage(`{"to":"ada"}`)})
 	if err != nil {
 		log.Fatal(err)
 	}

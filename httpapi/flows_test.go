@@ -15,6 +15,7 @@ import (
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
@@ -101,7 +102,7 @@ func TestFlowRoutes(t *testing.T) {
 	b.h.RunUntilIdle()
 	var got apiclient.Instance
 	b.call(t, "GET", "/api/workflows/doubler/instances/d1", "").requireOK(t, http.StatusOK, &got)
-	require.Equal(t, workflow.StatusComplete, got.Details.Status)
+	require.Equal(t, dftype.StatusComplete, got.Details.Status)
 	require.JSONEq(t, `{"n":42,"version":"1.10.0"}`, string(got.Details.Output))
 
 	// Reading flows.
@@ -242,7 +243,7 @@ func TestFlowClient(t *testing.T) {
 	b.h.RunUntilIdle()
 	st, err := inst.Status(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusComplete, st.Status)
+	require.Equal(t, dftype.StatusComplete, st.Status)
 	require.EqualValues(t, 10, st.Output["n"])
 }
 

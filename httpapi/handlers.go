@@ -13,6 +13,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -88,7 +89,7 @@ func (s *Server) list(c echo.Context, name string) error {
 	for _, v := range q["status"] {
 		for st := range strings.SplitSeq(v, ",") {
 			if st = strings.TrimSpace(st); st != "" {
-				p.Statuses = append(p.Statuses, workflow.InstanceStatus(st))
+				p.Statuses = append(p.Statuses, dftype.InstanceStatus(st))
 			}
 		}
 	}
@@ -111,8 +112,8 @@ func (s *Server) createInstance(c echo.Context) error {
 	if err := s.checkCreate(-1, &req); err != nil {
 		return err
 	}
-	prov := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path())
-	info, err := s.creating(c).Create(c.Request().Context(), name, workflow.CreateRequest{
+	prov := s.provenance(c, dftype.TriggerAPI, http.MethodPost+" "+c.Path())
+	info, err := s.creating(c).Create(c.Request().Context(), name, dftype.CreateRequest{
 		ID: req.ID, Params: req.Params, Metadata: prov.Metadata(),
 		Queue: req.Queue, Priority: req.Priority, DedupeKey: req.DedupeKey, Deadline: req.DeadlineTime(),
 	})
@@ -144,10 +145,10 @@ func (s *Server) createBatch(c echo.Context) error {
 			return err
 		}
 	}
-	meta := s.provenance(c, workflow.TriggerAPI, http.MethodPost+" "+c.Path()).Metadata()
-	reqs := make([]workflow.CreateRequest, len(req.Instances))
+	meta := s.provenance(c, dftype.TriggerAPI, http.MethodPost+" "+c.Path()).Metadata()
+	reqs := make([]dftype.CreateRequest, len(req.Instances))
 	for i, r := range req.Instances {
-		reqs[i] = workflow.CreateRequest{
+		reqs[i] = dftype.CreateRequest{
 			ID: r.ID, Params: r.Params, Metadata: meta,
 			Queue: r.Queue, Priority: r.Priority, DedupeKey: r.DedupeKey, Deadline: r.DeadlineTime(),
 		}
@@ -190,7 +191,7 @@ func (s *Server) get(c echo.Context, name, id string) error {
 
 // change returns the handler of a life-cycle route: pause, resume, terminate
 // or restart. The body, if any, must be an empty JSON object.
-func (s *Server) change(f func(cl *client.Client, ctx context.Context, workflowName, id string) (*workflow.InstanceInfo, error)) echo.HandlerFunc {
+func (s *Server) change(f func(cl *client.Client, ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		name, id, err := s.instanceRef(c)
 		if err != nil {
@@ -316,7 +317,7 @@ func (s *Server) tick(c echo.Context) error {
 }
 
 // instancePath is the API path of an instance, for the Location header.
-func (s *Server) instancePath(info *workflow.InstanceInfo) string {
+func (s *Server) instancePath(info *dftype.InstanceInfo) string {
 	prefix := s.cfg.Prefix
 	if prefix == "/" {
 		prefix = ""

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -32,14 +33,14 @@ func TestInstanceShowsParentAndChildren(t *testing.T) {
 
 		var parent apiclient.Instance
 		b.call(t, http.MethodGet, "/api/workflows/parent/instances/dad", "").requireOK(t, http.StatusOK, &parent)
-		require.Equal(t, workflow.StatusComplete, parent.Details.Status)
+		require.Equal(t, dftype.StatusComplete, parent.Details.Status)
 		require.Equal(t, `"hello, child"`, string(parent.Details.Output))
-		require.Equal(t, []*workflow.ChildRef{{WorkflowName: "greet", ID: "kid", Status: workflow.StatusComplete, RunNumber: 1, StepKey: "hello"}}, parent.Children)
+		require.Equal(t, []*dftype.ChildRef{{WorkflowName: "greet", ID: "kid", Status: dftype.StatusComplete, RunNumber: 1, StepKey: "hello"}}, parent.Children)
 		require.Nil(t, parent.Parent)
 
 		child, err := b.api.Get(b.ctx, "greet", "kid")
 		require.NoError(t, err)
-		require.Equal(t, &workflow.ParentRef{WorkflowName: "parent", InstanceID: "dad", RunNumber: 1, StepKey: "hello", Policy: workflow.ParentTerminate, Depth: 1}, child.Parent)
+		require.Equal(t, &dftype.ParentRef{WorkflowName: "parent", InstanceID: "dad", RunNumber: 1, StepKey: "hello", Policy: dftype.ParentTerminate, Depth: 1}, child.Parent)
 		require.Empty(t, child.Children)
 		require.Contains(t, string(b.call(t, http.MethodGet, "/api/workflows/greet/instances/kid", "").body),
 			`"parent":{"workflowName":"parent","instanceId":"dad","runNumber":1,"step":"hello","policy":"terminate","depth":1}`)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -291,7 +292,7 @@ func (s *Server) streamLifecycle(c echo.Context) error {
 
 // lifecycleMatch reports whether e passes the stream's filters (p's
 // workflow, instance, worker and types).
-func lifecycleMatch(p *client.LifecycleListParams, e *workflow.LifecycleEvent) bool {
+func lifecycleMatch(p *client.LifecycleListParams, e *dftype.LifecycleEvent) bool {
 	if p.WorkflowName != "" && e.WorkflowName != p.WorkflowName {
 		return false
 	}

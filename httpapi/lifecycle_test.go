@@ -17,9 +17,9 @@ import (
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // sseStream reads lifecycle events from an open stream.
@@ -47,29 +47,29 @@ func openStream(t *testing.T, b *testBundle, path string, headers ...string) *ss
 }
 
 // next returns the next event of the stream.
-func (s *sseStream) next(t *testing.T) workflow.LifecycleEvent {
+func (s *sseStream) next(t *testing.T) dftype.LifecycleEvent {
 	t.Helper()
 	for s.sc.Scan() {
 		if data, ok := strings.CutPrefix(s.sc.Text(), "data: "); ok {
-			var e workflow.LifecycleEvent
+			var e dftype.LifecycleEvent
 			require.NoError(t, json.Unmarshal([]byte(data), &e))
 			return e
 		}
 	}
 	t.Fatalf("the stream ended: %v", s.sc.Err())
-	return workflow.LifecycleEvent{}
+	return dftype.LifecycleEvent{}
 }
 
 func TestLifecycleStream(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "")
-		_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "before"})
+		_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "before"})
 		require.NoError(t, err)
 
 		// Without a resume point the stream starts after the newest event.
 		s := openStream(t, b, "/api/events/stream?workflow=greet&type=instance.created")
-		_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "live"})
+		_, err = b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "live"})
 		require.NoError(t, err)
 		e := s.next(t)
 		require.Equal(t, "live", e.InstanceID, "only events after the stream began")
@@ -98,7 +98,7 @@ func TestLifecycleRoutesRefuseNamespaceLimitedTokens(t *testing.T) {
 	b.call(t, http.MethodGet, "/api/events", "", "Authorization: Bearer s-all").requireOK(t, http.StatusOK, nil)
 	// The per-instance route is the namespace's: an instance of another
 	// namespace is not found.
-	_, err := b.h.Client.Namespace("globex").Create(b.ctx, "greet", workflow.CreateRequest{ID: "g"})
+	_, err := b.h.Client.Namespace("globex").Create(b.ctx, "greet", dftype.CreateRequest{ID: "g"})
 	require.NoError(t, err)
 	r := b.call(t, http.MethodGet, "/api/workflows/greet/instances/g/lifecycle", "", "Authorization: Bearer s-acme")
 	require.Equal(t, http.StatusNotFound, r.status, "%s", r.body)
@@ -138,7 +138,7 @@ func TestLifecycleStreamWokenByWakeups(t *testing.T) {
 			}
 		}
 		for _, id := range []string{"first", "second"} {
-			_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: id})
+			_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 			signal()
 			require.Equal(t, id, s.next(t).InstanceID)
@@ -170,7 +170,7 @@ func TestLifecycleStreamWaitsForAnEarlierIDToCommit(t *testing.T) {
 		VALUES ('instance.created', 'greet', 'late', 1, now())`)
 	require.NoError(t, err)
 	// A later id commits first; the stream reads it many times meanwhile.
-	_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "early"})
+	_, err = b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "early"})
 	require.NoError(t, err)
 	time.Sleep(25 * 20 * time.Millisecond)
 	require.NoError(t, tx.Commit(b.ctx))

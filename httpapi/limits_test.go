@@ -15,6 +15,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
@@ -57,7 +58,7 @@ func TestLoweredLimitsAreEnforced(t *testing.T) {
 		b.call(t, "POST", "/api/workflows/greet/instances/batch", `{"instances":[{"id":"b1"},{"id":"b2"}]}`).requireOK(t, http.StatusCreated, nil)
 
 		// Events.
-		_, err := b.api.Create(b.ctx, "approve", workflow.CreateRequest{ID: "a"})
+		_, err := b.api.Create(b.ctx, "approve", dftype.CreateRequest{ID: "a"})
 		require.NoError(t, err)
 		b.call(t, "POST", "/api/workflows/approve/instances/a/events", `{"type":"approval9"}`).
 			requireError(t, http.StatusBadRequest, apiclient.CodeInvalidEventType, "9 characters, the limit is 8")
@@ -145,13 +146,13 @@ func TestLimitsFollowTheEngine(t *testing.T) {
 	t.Cleanup(ts.Close)
 	api := apiclient.New(ts.URL, "", ts.Client())
 	big := json.RawMessage(`"` + strings.Repeat("x", 3<<19) + `"`)
-	_, err = api.Create(h.Context(), "echo", workflow.CreateRequest{ID: "big", Params: big})
+	_, err = api.Create(h.Context(), "echo", dftype.CreateRequest{ID: "big", Params: big})
 	require.NoError(t, err, "1.5 MiB of params, past the default limit")
 	h.RunUntilIdle()
-	require.Equal(t, string(big), string(h.RequireStatus("echo", "big", workflow.StatusComplete).Output))
-	_, err = api.Create(h.Context(), "echo", workflow.CreateRequest{ID: "too-big", Params: json.RawMessage(`"` + strings.Repeat("x", 2<<20) + `"`)})
+	require.Equal(t, string(big), string(h.RequireStatus("echo", "big", dftype.StatusComplete).Output))
+	_, err = api.Create(h.Context(), "echo", dftype.CreateRequest{ID: "too-big", Params: json.RawMessage(`"` + strings.Repeat("x", 2<<20) + `"`)})
 	require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
-	reqs := make([]workflow.CreateRequest, 150)
+	reqs := make([]dftype.CreateRequest, 150)
 	for i := range reqs {
 		reqs[i].ID = fmt.Sprintf("b%d", i)
 	}

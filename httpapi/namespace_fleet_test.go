@@ -12,6 +12,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -178,7 +179,7 @@ func (b *testBundle) countAll(t *testing.T) int {
 
 // triggeredIn requires a 202 answer of a trigger and returns the instance
 // it created, of any namespace.
-func (b *testBundle) triggeredIn(t *testing.T, r *response) *workflow.InstanceInfo {
+func (b *testBundle) triggeredIn(t *testing.T, r *response) *dftype.InstanceInfo {
 	t.Helper()
 	var out httpapi.TriggerResponse
 	r.requireOK(t, http.StatusAccepted, &out)
@@ -307,7 +308,7 @@ func TestNamespacedCreatesKeepToTheirQueuesAndPriorities(t *testing.T) {
 			require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused create wrote %s", id)
 		}
 
-		var info workflow.InstanceInfo
+		var info dftype.InstanceInfo
 		for _, body := range []string{`{"id":"a","queue":"acme-bulk","priority":10}`, `{"id":"b","queue":"default","priority":-1000}`} {
 			b.call(t, http.MethodPost, "/api/workflows/greet/instances", body, "Authorization: Bearer s-acme").requireOK(t, http.StatusCreated, &info)
 			require.Equal(t, "acme", info.Namespace)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -49,13 +50,13 @@ func TestNamespacedTokensSeeOnlyTheirNamespace(t *testing.T) {
 		globex := apiclient.New(b.srv.URL, "s-globex", b.srv.Client())
 
 		// A token limited to namespaces acts in its first without a selector.
-		a1, err := acme.Create(b.ctx, "approve", workflow.CreateRequest{ID: "a1"})
+		a1, err := acme.Create(b.ctx, "approve", dftype.CreateRequest{ID: "a1"})
 		require.NoError(t, err)
 		require.Equal(t, "acme", a1.Namespace)
-		g1, err := globex.Create(b.ctx, "approve", workflow.CreateRequest{ID: "g1"})
+		g1, err := globex.Create(b.ctx, "approve", dftype.CreateRequest{ID: "g1"})
 		require.NoError(t, err)
 		require.Equal(t, "globex", g1.Namespace)
-		i1, err := globex.WithNamespace("initech").Create(b.ctx, "approve", workflow.CreateRequest{ID: "i1"})
+		i1, err := globex.WithNamespace("initech").Create(b.ctx, "approve", dftype.CreateRequest{ID: "i1"})
 		require.NoError(t, err)
 		require.Equal(t, "initech", i1.Namespace)
 		b.h.RunUntilIdle()
@@ -81,7 +82,7 @@ func TestNamespacedTokensSeeOnlyTheirNamespace(t *testing.T) {
 			requireError(t, http.StatusForbidden, apiclient.CodeForbidden)
 		// acme's id is taken for every namespace, but creating it from globex
 		// says only that the id exists.
-		_, err = globex.Create(b.ctx, "approve", workflow.CreateRequest{ID: "a1"})
+		_, err = globex.Create(b.ctx, "approve", dftype.CreateRequest{ID: "a1"})
 		require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists)
 
 		// What acts on the whole fleet (a queue's limits, a worker's drain)
@@ -105,12 +106,12 @@ func TestNamespacedTokensSeeOnlyTheirNamespace(t *testing.T) {
 		require.Equal(t, []string{"i1"}, ids(list.Instances))
 
 		// acme's instance was left alone, and acme can drive it.
-		b.h.RequireStatus("approve", "a1", workflow.StatusWaiting)
+		b.h.RequireStatus("approve", "a1", dftype.StatusWaiting)
 		require.NoError(t, acme.SendEvent(b.ctx, "approve", "a1", "approval", json.RawMessage(`{"by":"ada"}`)))
 		b.h.RunUntilIdle()
 		done, err := acme.Get(b.ctx, "approve", "a1")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, done.Status)
+		require.Equal(t, dftype.StatusComplete, done.Status)
 		require.JSONEq(t, `{"by":"ada"}`, string(done.Output))
 
 		// An unlimited token acts in "default" without a selector, and in any
@@ -124,7 +125,7 @@ func TestNamespacedTokensSeeOnlyTheirNamespace(t *testing.T) {
 	})
 }
 
-func ids(list []*workflow.InstanceInfo) []string {
+func ids(list []*dftype.InstanceInfo) []string {
 	out := []string{}
 	for _, i := range list {
 		out = append(out, i.ID)
@@ -195,7 +196,7 @@ func TestCreatePlacementOverHTTP(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "")
-		var info workflow.InstanceInfo
+		var info dftype.InstanceInfo
 		b.call(t, http.MethodPost, "/api/workflows/greet/instances", `{"id":"a","queue":"fast","priority":5,"dedupeKey":"k"}`).
 			requireOK(t, http.StatusCreated, &info)
 		require.Equal(t, "fast", info.Queue)
@@ -242,7 +243,7 @@ func TestCreatePlacementOverHTTP(t *testing.T) {
 		b.call(t, http.MethodGet, "/api/workflows/greet/instances?queue=bad%20queue", "").requireError(t, http.StatusBadRequest, apiclient.CodeInvalidRequest)
 
 		// The typed client maps the code back.
-		_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "y", Priority: 5000})
+		_, err = b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "y", Priority: 5000})
 		require.ErrorIs(t, err, workflow.ErrInvalidPriority)
 	})
 }

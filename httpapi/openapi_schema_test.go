@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // This file turns the Go types of the wire into the JSON Schemas of the
@@ -194,7 +194,7 @@ var selfEncoded = map[string]func() obj{}
 var (
 	rawMessageType = reflect.TypeFor[json.RawMessage]()
 	timeType       = reflect.TypeFor[time.Time]()
-	durationType   = reflect.TypeFor[workflow.Duration]()
+	durationType   = reflect.TypeFor[dftype.Duration]()
 )
 
 func newSchemaSet() *schemaSet {

@@ -20,6 +20,7 @@ import (
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/internal/flowapi"
@@ -104,7 +105,7 @@ func init() {
 		"FlowInfo":              flowapi.Info{},
 		"FlowList":              flowapi.ListResult{},
 		"FlowVersionList":       flowapi.VersionList{},
-		"Worker":                workflow.WorkerInfo{},
+		"Worker":                dftype.WorkerInfo{},
 		"WorkerList":            apiclient.WorkerList{},
 		"Error":                 apiclient.APIError{},
 		"ErrorResponse":         apiclient.ErrorResponse{},
@@ -238,8 +239,8 @@ func lifecycleTypeSchema() obj {
 // instance lists: a status an instance can have.
 func statusFilter() obj {
 	var enum []any
-	for _, st := range constsOf(reflect.TypeFor[workflow.InstanceStatus]()) {
-		if workflow.InstanceStatus(st) != workflow.StatusUnknown {
+	for _, st := range constsOf(reflect.TypeFor[dftype.InstanceStatus]()) {
+		if dftype.InstanceStatus(st) != dftype.StatusUnknown {
 			enum = append(enum, st)
 		}
 	}
@@ -577,7 +578,7 @@ func apiOperations() []apiOp {
 		{
 			method: "GET", path: "/api/workers/{id}", id: "getWorker", tag: "workers", summary: "Get a worker",
 			description: "One registered runner. " + spansEveryNamespace, scope: httpapi.ActionRead, params: []any{"workerId"},
-			ok:   []okResp{{status: 200, description: "The worker.", body: workflow.WorkerInfo{}}},
+			ok:   []okResp{{status: 200, description: "The worker.", body: dftype.WorkerInfo{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkerNotFound},
 		},
 		{
@@ -585,7 +586,7 @@ func apiOperations() []apiOp {
 			description: "Asks the runner to stop claiming new work and finish what it holds; it sees the request at its next heartbeat. " + spansEveryNamespace + " The body, if any, must be an empty JSON object.",
 			scope:       httpapi.ActionManage, params: []any{"workerId"},
 			body: obj{"type": "object", "additionalProperties": false, "maxProperties": 0},
-			ok:   []okResp{{status: 200, description: "The worker, draining.", body: workflow.WorkerInfo{}}},
+			ok:   []okResp{{status: 200, description: "The worker, draining.", body: dftype.WorkerInfo{}}},
 			errs: []apiclient.Code{apiclient.CodeWorkerNotFound, apiclient.CodeWorkerOffline},
 		},
 

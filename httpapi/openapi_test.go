@@ -29,6 +29,7 @@ import (
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
@@ -435,30 +436,30 @@ func TestOpenAPIConformance(t *testing.T) {
 		// Workflows and instances.
 		c.ok("workflows", func() error { _, err := api.Workflows(ctx); return err })
 		c.ok("create", func() error {
-			_, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "g-1", Params: json.RawMessage(`{"name":"ada"}`), Priority: 3})
+			_, err := api.Create(ctx, "greet", dftype.CreateRequest{ID: "g-1", Params: json.RawMessage(`{"name":"ada"}`), Priority: 3})
 			return err
 		})
 		c.ok("create, dedupe key", func() error {
-			_, err := api.Create(ctx, "greet", workflow.CreateRequest{DedupeKey: "k-1"})
+			_, err := api.Create(ctx, "greet", dftype.CreateRequest{DedupeKey: "k-1"})
 			return err
 		})
 		ex := c.raw("create, deduplicated", adminToken, "POST", "/api/workflows/greet/instances", `{"dedupeKey":"k-1"}`, 200, "", false)
 		require.Contains(t, string(ex.body), `"deduplicated":true`)
 		c.raw("create, no body", adminToken, "POST", "/api/workflows/greet/instances", "", 201, "", false)
 		c.fails("create, exists", apiclient.CodeInstanceIDAlreadyExists, func() error {
-			_, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "g-1"})
+			_, err := api.Create(ctx, "greet", dftype.CreateRequest{ID: "g-1"})
 			return err
 		})
 		c.refused("create, bad id", apiclient.CodeInvalidInstanceID, func() error {
-			_, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "no way"})
+			_, err := api.Create(ctx, "greet", dftype.CreateRequest{ID: "no way"})
 			return err
 		})
 		c.fails("create, unknown workflow", apiclient.CodeWorkflowNotFound, func() error {
-			_, err := api.Create(ctx, "nope", workflow.CreateRequest{})
+			_, err := api.Create(ctx, "nope", dftype.CreateRequest{})
 			return err
 		})
 		c.refused("create, bad priority", apiclient.CodeInvalidPriority, func() error {
-			_, err := api.Create(ctx, "greet", workflow.CreateRequest{Priority: workflow.MaxPriority + 1})
+			_, err := api.Create(ctx, "greet", dftype.CreateRequest{Priority: workflow.MaxPriority + 1})
 			return err
 		})
 		c.raw("create, unknown field", adminToken, "POST", "/api/workflows/greet/instances", `{"bogus":1}`, 400, apiclient.CodeInvalidRequest, true)
@@ -467,13 +468,13 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.raw("create, too deep", adminToken, "POST", "/api/workflows/greet/instances", `{"params":`+deepArray(workflow.MaxPayloadDepth+1)+`}`, 400, apiclient.CodePayloadTooDeep, false)
 		c.raw("create, too large", adminToken, "POST", "/api/workflows/greet/instances", `{"params":"`+strings.Repeat("x", int(httpapi.DefaultMaxBodyBytes))+`"}`, 413, apiclient.CodePayloadTooLarge, false)
 		c.ok("batch", func() error {
-			_, err := api.CreateBatch(ctx, "greet", []workflow.CreateRequest{{ID: "g-2"}, {ID: "g-1"}, {Params: json.RawMessage(`{"name":"bob"}`)}})
+			_, err := api.CreateBatch(ctx, "greet", []dftype.CreateRequest{{ID: "g-2"}, {ID: "g-1"}, {Params: json.RawMessage(`{"name":"bob"}`)}})
 			return err
 		})
 		c.raw("batch, empty", adminToken, "POST", "/api/workflows/greet/instances/batch", `{"instances":[]}`, 400, apiclient.CodeInvalidRequest, true)
 		c.raw("batch, no body", adminToken, "POST", "/api/workflows/greet/instances/batch", "", 400, apiclient.CodeInvalidRequest, true)
 		c.ok("list", func() error {
-			_, err := api.List(ctx, client.ListParams{WorkflowName: "greet", Statuses: []workflow.InstanceStatus{workflow.StatusQueued}, PageSize: 2})
+			_, err := api.List(ctx, client.ListParams{WorkflowName: "greet", Statuses: []dftype.InstanceStatus{dftype.StatusQueued}, PageSize: 2})
 			return err
 		})
 		page, err := api.List(ctx, client.ListParams{WorkflowName: "greet", PageSize: 1})
@@ -484,7 +485,7 @@ func TestOpenAPIConformance(t *testing.T) {
 			return err
 		})
 		c.ok("list every workflow", func() error {
-			_, err := api.List(ctx, client.ListParams{Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusComplete}, PageSize: 2})
+			_, err := api.List(ctx, client.ListParams{Statuses: []dftype.InstanceStatus{dftype.StatusQueued, dftype.StatusComplete}, PageSize: 2})
 			return err
 		})
 		allPage, err := api.List(ctx, client.ListParams{PageSize: 1})
@@ -506,7 +507,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.fails("get, unknown instance", apiclient.CodeInstanceNotFound, func() error { _, err := api.Get(ctx, "greet", "nobody"); return err })
 		c.fails("get, unknown workflow", apiclient.CodeWorkflowNotFound, func() error { _, err := api.Get(ctx, "nope", "g-1"); return err })
 		c.refused("get, bad id", apiclient.CodeInvalidInstanceID, func() error { _, err := api.Get(ctx, "greet", "no way"); return err })
-		c.ok("create batch", func() error { _, err := api.Create(ctx, "greet", workflow.CreateRequest{ID: "batch"}); return err })
+		c.ok("create batch", func() error { _, err := api.Create(ctx, "greet", dftype.CreateRequest{ID: "batch"}); return err })
 		c.ok("get batch", func() error { _, err := api.Get(ctx, "greet", "batch"); return err })
 		b.h.RunUntilIdle()
 		c.ok("get, complete", func() error { _, err := api.Get(ctx, "greet", "g-1"); return err })
@@ -579,14 +580,14 @@ func TestOpenAPIConformance(t *testing.T) {
 
 		// Life cycle and events on "approve", which waits for an event.
 		for _, id := range []string{"a-1", "a-2", "a-3"} {
-			_, err := api.Create(ctx, "approve", workflow.CreateRequest{ID: id})
+			_, err := api.Create(ctx, "approve", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		c.v.take()
 		b.h.RunUntilIdle()
 		c.ok("get, waiting: its pending step", func() error {
 			info, err := api.Get(ctx, "approve", "a-1")
-			if err == nil && (len(info.Pending) != 1 || info.Pending[0].Kind != workflow.PendingEvent) {
+			if err == nil && (len(info.Pending) != 1 || info.Pending[0].Kind != dftype.PendingEvent) {
 				err = fmt.Errorf("pending: %+v", info.Pending)
 			}
 			return err
@@ -605,7 +606,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		c.fails("compensate, terminal", apiclient.CodeInstanceTerminal, func() error { _, err := api.Compensate(ctx, "approve", "a-3"); return err })
 		c.ok("resume, terminal: answered unchanged", func() error {
 			info, err := api.Resume(ctx, "approve", "a-3")
-			if err == nil && info.Status != workflow.StatusTerminated {
+			if err == nil && info.Status != dftype.StatusTerminated {
 				err = fmt.Errorf("status %s", info.Status)
 			}
 			return err
@@ -655,7 +656,7 @@ func TestOpenAPIConformance(t *testing.T) {
 		// Queues.
 		maxRunning := 2
 		c.ok("set queue", func() error {
-			_, err := api.SetQueueLimits(ctx, "emails", apiclient.QueueLimits{MaxRunning: &maxRunning, Rate: &apiclient.QueueRate{Limit: 5, Period: workflow.Duration(60e9)}})
+			_, err := api.SetQueueLimits(ctx, "emails", apiclient.QueueLimits{MaxRunning: &maxRunning, Rate: &apiclient.QueueRate{Limit: 5, Period: dftype.Duration(60e9)}})
 			return err
 		})
 		c.raw("set queue, milliseconds", adminToken, "PUT", "/api/queues/emails", `{"rate":{"limit":5,"period":60000}}`, 200, "", false)
@@ -890,7 +891,7 @@ func concretePath(path string) string {
 
 // readLifecycleStream opens the lifecycle stream at url and returns its
 // first event, checking the stream's framing.
-func readLifecycleStream(t *testing.T, url, token string) *workflow.LifecycleEvent {
+func readLifecycleStream(t *testing.T, url, token string) *dftype.LifecycleEvent {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -910,7 +911,7 @@ func readLifecycleStream(t *testing.T, url, token string) *workflow.LifecycleEve
 		case strings.HasPrefix(line, "id: "):
 			id = strings.TrimPrefix(line, "id: ")
 		case strings.HasPrefix(line, "data: "):
-			var e workflow.LifecycleEvent
+			var e dftype.LifecycleEvent
 			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &e))
 			require.Equal(t, strconv.FormatInt(e.ID, 10), id, "the message id is the event's")
 			return &e

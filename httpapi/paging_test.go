@@ -10,9 +10,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // walkPages follows a list route one item a page (pageSize=1, or the
@@ -60,7 +60,7 @@ func TestEveryListPagesOneWay(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, backend testharness.Backend) {
 		b := setupOn(t, backend, "", withSchedules(t, nil), withFlows(t, nil))
 		for i := range 3 {
-			_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: fmt.Sprintf("p-%d", i)})
+			_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: fmt.Sprintf("p-%d", i)})
 			require.NoError(t, err)
 			_, err = b.api.CreateSchedule(b.ctx, schedule.CreateRequest{ID: fmt.Sprintf("s-%d", i), WorkflowName: "greet", Cron: "@hourly"})
 			require.NoError(t, err)
@@ -68,7 +68,7 @@ func TestEveryListPagesOneWay(t *testing.T) {
 				requireOK(t, http.StatusCreated, nil)
 			registerWorker(t, b, fmt.Sprintf("w-%d", i), "default")
 		}
-		_, err := b.api.Create(b.ctx, "steps", workflow.CreateRequest{ID: "h"})
+		_, err := b.api.Create(b.ctx, "steps", dftype.CreateRequest{ID: "h"})
 		require.NoError(t, err)
 		b.h.RunUntilIdle()
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -89,7 +90,7 @@ func (s *Server) setQueue(c echo.Context) error {
 func wireQueue(q *client.QueueInfo) *apiclient.Queue {
 	out := &apiclient.Queue{Name: q.Name, MaxRunning: q.MaxRunning, Running: q.Running, UpdatedAt: q.UpdatedAt}
 	if q.Rate != nil {
-		out.Rate = &apiclient.QueueRate{Limit: q.Rate.Limit, Period: workflow.Duration(q.Rate.Period)}
+		out.Rate = &apiclient.QueueRate{Limit: q.Rate.Limit, Period: dftype.Duration(q.Rate.Period)}
 	}
 	return out
 }

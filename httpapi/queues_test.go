@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -42,7 +43,7 @@ func TestQueueRoutes(t *testing.T) {
 		b.call(t, http.MethodPut, "/api/queues/slow", `{"maxRunning":1,"rate":{"limit":10,"period":"1 minute"}}`).requireOK(t, http.StatusOK, &q)
 		require.Equal(t, "slow", q.Name)
 		require.Equal(t, 1, q.MaxRunning)
-		require.Equal(t, &apiclient.QueueRate{Limit: 10, Period: workflow.Duration(time.Minute)}, q.Rate)
+		require.Equal(t, &apiclient.QueueRate{Limit: 10, Period: dftype.Duration(time.Minute)}, q.Rate)
 
 		got, err := b.api.GetQueue(b.ctx, "slow")
 		require.NoError(t, err)
@@ -54,14 +55,14 @@ func TestQueueRoutes(t *testing.T) {
 		require.ErrorIs(t, err, workflow.ErrQueueNotFound)
 
 		for _, id := range []string{"a", "b"} {
-			_, err := b.api.Create(b.ctx, "gated", workflow.CreateRequest{ID: id})
+			_, err := b.api.Create(b.ctx, "gated", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		b.h.RunUntilIdle()
 		info, err := b.api.Get(b.ctx, "gated", "b")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, info.Status)
-		require.Equal(t, &workflow.WaitingFor{Kind: "concurrency", Scope: "queue", Name: "slow", Max: 1}, info.WaitingFor)
+		require.Equal(t, dftype.StatusQueued, info.Status)
+		require.Equal(t, &dftype.WaitingFor{Kind: "concurrency", Scope: "queue", Name: "slow", Max: 1}, info.WaitingFor)
 		var raw map[string]any
 		b.call(t, http.MethodGet, "/api/workflows/gated/instances/b", "").requireOK(t, http.StatusOK, &raw)
 		require.Equal(t, map[string]any{"kind": "concurrency", "scope": "queue", "name": "slow", "max": float64(1)}, raw["waitingFor"])

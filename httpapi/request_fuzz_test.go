@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
@@ -88,7 +89,7 @@ func FuzzRequestBody(f *testing.F) {
 		},
 	})
 	require.NoError(f, err)
-	_, err = cl.Create(h.Context(), "echo", workflow.CreateRequest{ID: "fuzz-target"})
+	_, err = cl.Create(h.Context(), "echo", dftype.CreateRequest{ID: "fuzz-target"})
 	require.NoError(f, err)
 	handler := srv.Handler()
 

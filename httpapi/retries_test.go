@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -29,11 +30,11 @@ func TestDeadlineAndAttemptsOverHTTP(t *testing.T) {
 
 		// The workflow's deadline, and a per-create one.
 		now := b.h.Now()
-		var created workflow.InstanceInfo
+		var created dftype.InstanceInfo
 		b.call(t, http.MethodPost, "/api/workflows/flaky/instances", `{"id":"a"}`).requireOK(t, http.StatusCreated, &created)
 		require.Equal(t, now.Add(time.Hour), *created.DeadlineAt)
 		at := now.Add(10 * time.Minute)
-		info, err := b.api.Create(b.ctx, "flaky", workflow.CreateRequest{ID: "b", Deadline: at})
+		info, err := b.api.Create(b.ctx, "flaky", dftype.CreateRequest{ID: "b", Deadline: at})
 		require.NoError(t, err)
 		require.Equal(t, at, *info.DeadlineAt)
 
@@ -53,7 +54,7 @@ func TestDeadlineAndAttemptsOverHTTP(t *testing.T) {
 		b.h.RunUntilIdle()
 		var hist apiclient.HistoryPage
 		b.call(t, http.MethodGet, "/api/workflows/flaky/instances/a/history", "").requireOK(t, http.StatusOK, &hist)
-		require.Equal(t, workflow.StatusComplete, hist.Instance.Details.Status)
+		require.Equal(t, dftype.StatusComplete, hist.Instance.Details.Status)
 		require.False(t, hist.HasNextPage)
 		require.Equal(t, 1, hist.Instance.RunAttempt)
 		st := hist.Steps[0]

@@ -15,6 +15,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -45,7 +46,7 @@ func TestCreateAndGet(t *testing.T) {
 	require.Equal(t, "/api/workflows/greet/instances/g-1", r.header.Get("Location"))
 	require.Equal(t, "greet", created.WorkflowName)
 	require.Equal(t, "g-1", created.ID)
-	require.Equal(t, workflow.StatusQueued, created.Details.Status)
+	require.Equal(t, dftype.StatusQueued, created.Details.Status)
 	require.Equal(t, params, string(created.Params))
 	require.Contains(t, string(r.body), `"params":`+params)
 	// The status is under details, and only there.
@@ -67,14 +68,14 @@ func TestCreateAndGet(t *testing.T) {
 	require.Equal(t, "null", string(anon.Params))
 
 	// The typed client.
-	info, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "g-2", Params: json.RawMessage(`{"name":"bob"}`)})
+	info, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "g-2", Params: json.RawMessage(`{"name":"bob"}`)})
 	require.NoError(t, err)
 	require.Equal(t, "g-2", info.ID)
 
 	b.h.RunUntilIdle()
 	done, err := b.api.Get(b.ctx, "greet", "g-2")
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusComplete, done.Status)
+	require.Equal(t, dftype.StatusComplete, done.Status)
 	require.JSONEq(t, `{"greeting":"hello, bob"}`, string(done.Output))
 	var doneRaw struct {
 		ID      string                    `json:"id"`
@@ -82,11 +83,11 @@ func TestCreateAndGet(t *testing.T) {
 	}
 	b.call(t, http.MethodGet, "/api/workflows/greet/instances/g-2", "").requireOK(t, http.StatusOK, &doneRaw)
 	require.Equal(t, "g-2", doneRaw.ID)
-	require.Equal(t, workflow.StatusComplete, doneRaw.Details.Status)
+	require.Equal(t, dftype.StatusComplete, doneRaw.Details.Status)
 	require.JSONEq(t, `{"greeting":"hello, bob"}`, string(doneRaw.Details.Output))
 
 	// An instance may be called "batch", although POST …/instances/batch is the batch route.
-	_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "batch"})
+	_, err = b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "batch"})
 	require.NoError(t, err)
 	got, err = b.api.Get(b.ctx, "greet", "batch")
 	require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestCreateBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
 
-	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "b-2"})
+	_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "b-2"})
 	require.NoError(t, err)
 
 	var batch apiclient.InstanceBatch
@@ -118,12 +119,12 @@ func TestCreateBatch(t *testing.T) {
 	require.Empty(t, batch.Instances)
 	require.NotNil(t, batch.Instances)
 
-	created, err := b.api.CreateBatch(b.ctx, "greet", []workflow.CreateRequest{{ID: "b-4"}, {Params: json.RawMessage(`{"name":"y"}`)}})
+	created, err := b.api.CreateBatch(b.ctx, "greet", []dftype.CreateRequest{{ID: "b-4"}, {Params: json.RawMessage(`{"name":"y"}`)}})
 	require.NoError(t, err)
 	require.Len(t, created, 2)
 	require.Equal(t, `{"name":"y"}`, string(created[1].Params))
 
-	tooMany := make([]workflow.CreateRequest, workflow.MaxBatchSize+1)
+	tooMany := make([]dftype.CreateRequest, workflow.MaxBatchSize+1)
 	_, err = b.api.CreateBatch(b.ctx, "greet", tooMany)
 	require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 
@@ -146,25 +147,25 @@ func TestCreateBatch(t *testing.T) {
 func TestLifeCycle(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "l-1"})
+	_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "l-1"})
 	require.NoError(t, err)
 
 	var info apiclient.Instance
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/pause", "").requireOK(t, http.StatusOK, &info)
 	require.Equal(t, "l-1", info.ID)
-	require.Equal(t, workflow.StatusPaused, info.Details.Status)
+	require.Equal(t, dftype.StatusPaused, info.Details.Status)
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/resume", "{}").requireOK(t, http.StatusOK, &info)
-	require.Equal(t, workflow.StatusQueued, info.Details.Status)
+	require.Equal(t, dftype.StatusQueued, info.Details.Status)
 
 	got, err := b.api.Pause(b.ctx, "greet", "l-1")
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusPaused, got.Status)
+	require.Equal(t, dftype.StatusPaused, got.Status)
 	got, err = b.api.Resume(b.ctx, "greet", "l-1")
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusQueued, got.Status)
+	require.Equal(t, dftype.StatusQueued, got.Status)
 	got, err = b.api.Terminate(b.ctx, "greet", "l-1")
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusTerminated, got.Status)
+	require.Equal(t, dftype.StatusTerminated, got.Status)
 
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/terminate", "").
 		requireError(t, http.StatusConflict, apiclient.CodeInstanceTerminal, "l-1")
@@ -176,14 +177,14 @@ func TestLifeCycle(t *testing.T) {
 	require.Equal(t, apiclient.CodeInstanceTerminal, apiErr.Code)
 
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/restart", "").requireOK(t, http.StatusOK, &info)
-	require.Equal(t, workflow.StatusQueued, info.Details.Status)
+	require.Equal(t, dftype.StatusQueued, info.Details.Status)
 	require.Equal(t, 2, info.RunNumber)
 	got, err = b.api.Restart(b.ctx, "greet", "l-1")
 	require.NoError(t, err)
 	require.Equal(t, 3, got.RunNumber)
 
 	b.h.RunUntilIdle()
-	b.h.RequireStatus("greet", "l-1", workflow.StatusComplete)
+	b.h.RequireStatus("greet", "l-1", dftype.StatusComplete)
 
 	// A life-cycle route takes no body fields.
 	b.call(t, http.MethodPost, "/api/workflows/greet/instances/l-1/pause", `{"force":true}`).
@@ -193,17 +194,17 @@ func TestLifeCycle(t *testing.T) {
 func TestEvents(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	_, err := b.api.Create(b.ctx, "approve", workflow.CreateRequest{ID: "e-1"})
+	_, err := b.api.Create(b.ctx, "approve", dftype.CreateRequest{ID: "e-1"})
 	require.NoError(t, err)
 	b.h.RunUntilIdle()
-	b.h.RequireStatus("approve", "e-1", workflow.StatusWaiting)
+	b.h.RequireStatus("approve", "e-1", dftype.StatusWaiting)
 
 	var sent apiclient.EventSent
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-1/events", `{"type":"approval","payload":{"by":"grace"}}`).
 		requireOK(t, http.StatusAccepted, &sent)
 	// The status once the event is stored: still waiting, until the runner
 	// (which the harness runs only when told) delivers it.
-	require.Equal(t, apiclient.InstanceDetails{Status: workflow.StatusWaiting}, sent.Status)
+	require.Equal(t, apiclient.InstanceDetails{Status: dftype.StatusWaiting}, sent.Status)
 	b.h.RunUntilIdle()
 	var out approval
 	b.h.RequireOutput("approve", "e-1", &out)
@@ -216,13 +217,13 @@ func TestEvents(t *testing.T) {
 	require.ErrorIs(t, err, workflow.ErrInstanceNotFound)
 
 	// Through the typed client, with no payload.
-	_, err = b.api.Create(b.ctx, "approve", workflow.CreateRequest{ID: "e-2"})
+	_, err = b.api.Create(b.ctx, "approve", dftype.CreateRequest{ID: "e-2"})
 	require.NoError(t, err)
 	st, err := b.api.SendEventStatus(b.ctx, "approve", "e-2", "approval", nil)
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusQueued, st.Status, "stored before the instance ever ran")
+	require.Equal(t, dftype.StatusQueued, st.Status, "stored before the instance ever ran")
 	b.h.RunUntilIdle()
-	b.h.RequireStatus("approve", "e-2", workflow.StatusComplete)
+	b.h.RequireStatus("approve", "e-2", dftype.StatusComplete)
 
 	b.call(t, http.MethodPost, "/api/workflows/approve/instances/e-2/events", `{"type":"not valid"}`).
 		requireError(t, http.StatusBadRequest, apiclient.CodeInvalidEventType, "not valid")
@@ -237,13 +238,13 @@ func TestEvents(t *testing.T) {
 func TestHistoryPagination(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
-	_, err := b.api.Create(b.ctx, "steps", workflow.CreateRequest{ID: "h-1"})
+	_, err := b.api.Create(b.ctx, "steps", dftype.CreateRequest{ID: "h-1"})
 	require.NoError(t, err)
 	for i := range 3 {
 		require.NoError(t, b.api.SendEvent(b.ctx, "steps", "h-1", "note", json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))))
 	}
 	b.h.RunUntilIdle()
-	b.h.RequireStatus("steps", "h-1", workflow.StatusComplete)
+	b.h.RequireStatus("steps", "h-1", dftype.StatusComplete)
 
 	var steps []string
 	var events []string
@@ -299,16 +300,16 @@ func TestListPagination(t *testing.T) {
 	for i := range 12 {
 		id := fmt.Sprintf("c-%02d", i)
 		complete = append(complete, id)
-		_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: id})
+		_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: id})
 		require.NoError(t, err)
 	}
-	_, err := b.api.Create(b.ctx, "steps", workflow.CreateRequest{ID: "other-workflow"})
+	_, err := b.api.Create(b.ctx, "steps", dftype.CreateRequest{ID: "other-workflow"})
 	require.NoError(t, err)
 	b.h.RunUntilIdle()
 	for i := range 7 {
 		id := fmt.Sprintf("o-%02d", i)
 		open = append(open, id)
-		_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: id})
+		_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: id})
 		require.NoError(t, err)
 		if i < 3 {
 			_, err = b.api.Terminate(b.ctx, "greet", id)
@@ -338,11 +339,11 @@ func TestListPagination(t *testing.T) {
 			p.Cursor = res.NextCursor
 		}
 	}
-	got := listAll(client.ListParams{WorkflowName: "greet", Statuses: []workflow.InstanceStatus{workflow.StatusComplete}, PageSize: 5})
+	got := listAll(client.ListParams{WorkflowName: "greet", Statuses: []dftype.InstanceStatus{dftype.StatusComplete}, PageSize: 5})
 	require.Len(t, got, len(complete), "no instance twice: %v", got)
 	require.ElementsMatch(t, complete, got)
 
-	got = listAll(client.ListParams{WorkflowName: "greet", Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusTerminated}, PageSize: 3})
+	got = listAll(client.ListParams{WorkflowName: "greet", Statuses: []dftype.InstanceStatus{dftype.StatusQueued, dftype.StatusTerminated}, PageSize: 3})
 	require.ElementsMatch(t, open, got)
 
 	got = listAll(client.ListParams{WorkflowName: "greet", PageSize: 4})
@@ -361,7 +362,7 @@ func TestListPagination(t *testing.T) {
 	require.Len(t, page.Instances, 2)
 	require.NotEmpty(t, page.Cursor)
 	require.True(t, page.HasNextPage)
-	require.Equal(t, workflow.StatusQueued, page.Instances[0].Details.Status)
+	require.Equal(t, dftype.StatusQueued, page.Instances[0].Details.Status)
 	body := string(b.call(t, http.MethodGet, "/api/workflows/greet/instances?status=queued&pageSize=2", "").body)
 	require.Contains(t, body, `"cursor":"`)
 	require.NotContains(t, body, `"nextCursor"`)
@@ -429,7 +430,7 @@ func TestPrefix(t *testing.T) {
 	for _, prefix := range []string{"/v1/duraflow/", "/"} {
 		b := setup(t, "", func(c *httpapi.Config, _ *testharness.Harness) { c.Prefix = prefix })
 		api := b.api.WithPrefix(prefix)
-		_, err := api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "p-1"})
+		_, err := api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "p-1"})
 		require.NoError(t, err)
 		got, err := api.Get(b.ctx, "greet", "p-1")
 		require.NoError(t, err)
@@ -460,7 +461,7 @@ func TestRemoteRegistry(t *testing.T) {
 	b.h.RunUntilIdle()
 	st, err := inst.Status(b.ctx)
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusComplete, st.Status)
+	require.Equal(t, dftype.StatusComplete, st.Status)
 	require.Equal(t, "hello, remote", st.Output.Greeting)
 	_, err = greet.Create(b.ctx, workflow.CreateOptions[greetParams]{ID: "r-1"})
 	require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists)

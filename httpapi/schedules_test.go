@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // withSchedules serves the schedule routes over a scheduler on the
@@ -197,13 +197,13 @@ func TestAPICreateRecordsProvenance(t *testing.T) {
 	require.Equal(t, "req-42", r.header.Get("X-Request-Id"))
 	info, err := b.api.Get(b.ctx, "greet", "a")
 	require.NoError(t, err)
-	prov, err := workflow.ProvenanceOf(info.Metadata)
+	prov, err := dftype.ProvenanceOf(info.Metadata)
 	require.NoError(t, err)
-	require.Equal(t, &workflow.Provenance{
+	require.Equal(t, &dftype.Provenance{
 		Type: "api", Source: "POST /api/workflows/:name/instances", ReceivedAt: b.h.Now().UTC(), RequestID: "req-42",
 	}, prov)
 
-	created, err := b.api.CreateBatch(b.ctx, "greet", []workflow.CreateRequest{{ID: "b1"}, {ID: "b2"}})
+	created, err := b.api.CreateBatch(b.ctx, "greet", []dftype.CreateRequest{{ID: "b1"}, {ID: "b2"}})
 	require.NoError(t, err)
 	for _, inst := range created {
 		var meta struct {

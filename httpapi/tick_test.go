@@ -15,6 +15,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -34,7 +35,7 @@ func TestTick(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "", withTick)
 	for i := range 3 {
-		_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: fmt.Sprintf("t-%d", i)})
+		_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: fmt.Sprintf("t-%d", i)})
 		require.NoError(t, err)
 	}
 
@@ -47,21 +48,21 @@ func TestTick(t *testing.T) {
 	b.call(t, "POST", "/api/_runner/tick", "").requireOK(t, http.StatusOK, res)
 	require.Equal(t, 0, res.Processed)
 	for i := range 3 {
-		b.h.RequireStatus("greet", fmt.Sprintf("t-%d", i), workflow.StatusComplete)
+		b.h.RequireStatus("greet", fmt.Sprintf("t-%d", i), dftype.StatusComplete)
 	}
 
 	// maxSteps bounds the step attempts of one tick; later ticks go on.
-	_, err = b.api.Create(b.ctx, "steps", workflow.CreateRequest{ID: "budget"})
+	_, err = b.api.Create(b.ctx, "steps", dftype.CreateRequest{ID: "budget"})
 	require.NoError(t, err)
 	_, err = b.api.Tick(b.ctx, apiclient.TickRequest{MaxSteps: 2})
 	require.NoError(t, err)
-	require.NotEqual(t, workflow.StatusComplete, b.h.Status("steps", "budget").Status)
+	require.NotEqual(t, dftype.StatusComplete, b.h.Status("steps", "budget").Status)
 	require.Less(t, int(b.steps.total.Load()), numSteps)
 	for range numSteps {
 		_, err = b.api.Tick(b.ctx, apiclient.TickRequest{MaxSteps: 2})
 		require.NoError(t, err)
 	}
-	b.h.RequireStatus("steps", "budget", workflow.StatusComplete)
+	b.h.RequireStatus("steps", "budget", dftype.StatusComplete)
 	for k, n := range b.steps.snapshot() {
 		require.Equal(t, 1, n, k)
 	}
@@ -156,7 +157,7 @@ func TestTickConcurrent(t *testing.T) {
 			b := setup(t, "", withTick, func(c *httpapi.Config, _ *testharness.Harness) {
 				c.MaxConcurrentTicks = slots
 			})
-			reqs := make([]workflow.CreateRequest, instances)
+			reqs := make([]dftype.CreateRequest, instances)
 			for i := range reqs {
 				reqs[i].ID = fmt.Sprintf("c-%02d", i)
 			}
@@ -198,7 +199,7 @@ func TestTickConcurrent(t *testing.T) {
 			for k, n := range counts {
 				require.Equal(t, 1, n, "step %s ran %d times", k, n)
 			}
-			res, err := b.api.List(b.ctx, client.ListParams{WorkflowName: "steps", Statuses: []workflow.InstanceStatus{workflow.StatusComplete}, PageSize: 100})
+			res, err := b.api.List(b.ctx, client.ListParams{WorkflowName: "steps", Statuses: []dftype.InstanceStatus{dftype.StatusComplete}, PageSize: 100})
 			require.NoError(t, err)
 			require.Len(t, res.Instances, instances)
 			require.GreaterOrEqual(t, ran.Load(), int64(instances))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -338,7 +339,7 @@ func firstSegment(path string) string {
 func (s *Server) trigger(t *compiledTrigger) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		prov := s.provenance(c, workflow.TriggerHTTP, t.source)
+		prov := s.provenance(c, dftype.TriggerHTTP, t.source)
 		body, err := s.readBody(c)
 		if err != nil {
 			return err
@@ -350,7 +351,7 @@ func (s *Server) trigger(t *compiledTrigger) echo.HandlerFunc {
 		if err := s.checkPayload("params", params); err != nil {
 			return err
 		}
-		info, err := s.client.Namespace(t.Namespace).Create(r.Context(), t.Workflow, workflow.CreateRequest{Params: params, Metadata: prov.Metadata()})
+		info, err := s.client.Namespace(t.Namespace).Create(r.Context(), t.Workflow, dftype.CreateRequest{Params: params, Metadata: prov.Metadata()})
 		if err != nil {
 			return err
 		}
@@ -361,8 +362,8 @@ func (s *Server) trigger(t *compiledTrigger) echo.HandlerFunc {
 
 // provenance returns the provenance of an instance the request creates, and
 // answers the request id in X-Request-Id.
-func (s *Server) provenance(c echo.Context, typ, source string) *workflow.Provenance {
-	prov := &workflow.Provenance{
+func (s *Server) provenance(c echo.Context, typ, source string) *dftype.Provenance {
+	prov := &dftype.Provenance{
 		Type: typ, Source: source, ReceivedAt: s.cfg.Clock.Now().UTC(), RequestID: requestID(c.Request()),
 	}
 	c.Response().Header().Set("X-Request-Id", prov.RequestID)

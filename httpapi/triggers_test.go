@@ -11,6 +11,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -26,7 +27,7 @@ func withTriggers(triggers ...httpapi.Trigger) func(*httpapi.Config, *testharnes
 
 // triggered requires a 202 answer of a trigger and returns the instance it
 // created.
-func (b *testBundle) triggered(t *testing.T, r *response) *workflow.InstanceInfo {
+func (b *testBundle) triggered(t *testing.T, r *response) *dftype.InstanceInfo {
 	t.Helper()
 	var out httpapi.TriggerResponse
 	r.requireOK(t, http.StatusAccepted, &out)
@@ -51,9 +52,9 @@ func TestTriggerRecordsProvenance(t *testing.T) {
 	require.Equal(t, "greet", inst.WorkflowName)
 	require.JSONEq(t, `{"name":"Ada"}`, string(inst.Params), "the body is the params")
 
-	prov, err := workflow.ProvenanceOf(inst.Metadata)
+	prov, err := dftype.ProvenanceOf(inst.Metadata)
 	require.NoError(t, err)
-	require.Equal(t, &workflow.Provenance{
+	require.Equal(t, &dftype.Provenance{
 		Type: "http", Source: "POST /hooks/greet", ReceivedAt: b.h.Now().UTC(), RequestID: "req-1",
 	}, prov)
 	require.JSONEq(t, `{"trigger":{"type":"http","source":"POST /hooks/greet","receivedAt":"2026-01-01T09:00:00Z","requestId":"req-1"}}`,
@@ -68,7 +69,7 @@ func TestTriggerRecordsProvenance(t *testing.T) {
 	for _, headers := range [][]string{nil, {"X-Request-Id: " + strings.Repeat("x", 201)}} {
 		r = b.call(t, "POST", "/hooks/greet", `{"name":"Grace"}`, headers...)
 		inst = b.triggered(t, r)
-		prov, err = workflow.ProvenanceOf(inst.Metadata)
+		prov, err = dftype.ProvenanceOf(inst.Metadata)
 		require.NoError(t, err)
 		require.Len(t, prov.RequestID, 32)
 		require.Equal(t, prov.RequestID, r.header.Get("X-Request-Id"))
@@ -113,7 +114,7 @@ func TestTriggerMapping(t *testing.T) {
 
 	inst = b.triggered(t, b.call(t, "GET", "/hooks/ping?who=me", ""))
 	require.JSONEq(t, `{"who":"me"}`, string(inst.Params))
-	prov, err := workflow.ProvenanceOf(inst.Metadata)
+	prov, err := dftype.ProvenanceOf(inst.Metadata)
 	require.NoError(t, err)
 	require.Equal(t, "GET /hooks/ping", prov.Source)
 

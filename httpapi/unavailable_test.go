@@ -14,6 +14,7 @@ import (
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/sqlitetest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/internal/outagetest"
@@ -61,7 +62,7 @@ func TestAnswersDatabaseUnavailable(t *testing.T) {
 		b := setupOn(t, onStore(d.Name, d.Store), adminToken, withTokens(conformanceTokens()...))
 		v := newValidator(t, b.server.OpenAPI(), b.srv.Client().Transport)
 		ctx := b.ctx
-		_, err := b.api.Create(ctx, "greet", workflow.CreateRequest{ID: "before"})
+		_, err := b.api.Create(ctx, "greet", dftype.CreateRequest{ID: "before"})
 		require.NoError(t, err)
 
 		d.Down(t)
@@ -74,7 +75,7 @@ func TestAnswersDatabaseUnavailable(t *testing.T) {
 		}
 
 		d.Up(t)
-		_, err = b.api.Create(ctx, "greet", workflow.CreateRequest{ID: "after"})
+		_, err = b.api.Create(ctx, "greet", dftype.CreateRequest{ID: "after"})
 		require.NoError(t, err)
 		_, err = b.api.Get(ctx, "greet", "before")
 		require.NoError(t, err)
@@ -118,7 +119,7 @@ func TestReadsAreTriedAgain(t *testing.T) {
 	store := &failingStore{Store: sqlitetest.NewStore(t)}
 	b := setupOn(t, onStore("failing", store), "")
 	ctx := b.ctx
-	_, err := b.api.Create(ctx, "greet", workflow.CreateRequest{ID: "g"})
+	_, err := b.api.Create(ctx, "greet", dftype.CreateRequest{ID: "g"})
 	require.NoError(t, err)
 
 	store.gets.Store(0)
@@ -135,7 +136,7 @@ func TestReadsAreTriedAgain(t *testing.T) {
 	require.Equal(t, int32(backoff.RequestAttempts), store.gets.Load())
 
 	store.createsFail.Store(true)
-	_, err = b.api.Create(ctx, "greet", workflow.CreateRequest{ID: "w"})
+	_, err = b.api.Create(ctx, "greet", dftype.CreateRequest{ID: "w"})
 	require.ErrorIs(t, err, &apiclient.APIError{Code: apiclient.CodeDatabaseUnavailable})
 	require.Equal(t, int32(1), store.createsTried.Load(), "a write is never repeated: its answer may have been lost after its commit")
 }
@@ -171,7 +172,7 @@ func TestLifecycleStreamOutlivesAnOutage(t *testing.T) {
 	d.Down(t)
 	log.Wait(t, "httpapi: lifecycle stream: database unavailable; retrying with backoff")
 	d.Up(t)
-	_, err := b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "after"})
+	_, err := b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "after"})
 	require.NoError(t, err)
 	require.Equal(t, "after", s.next(t).InstanceID)
 }

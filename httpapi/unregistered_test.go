@@ -10,6 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -28,10 +29,10 @@ func TestReadsOfUnregisteredWorkflows(t *testing.T) {
 		other, err := client.New(&client.Config{Store: b.h.Store, Registry: reg})
 		require.NoError(t, err)
 		for _, id := range []string{"inv-1", "inv-2"} {
-			_, err := other.Create(b.ctx, "billing", workflow.CreateRequest{ID: id, Params: json.RawMessage(`{"customer":"cus_1"}`)})
+			_, err := other.Create(b.ctx, "billing", dftype.CreateRequest{ID: id, Params: json.RawMessage(`{"customer":"cus_1"}`)})
 			require.NoError(t, err)
 		}
-		_, err = b.api.Create(b.ctx, "greet", workflow.CreateRequest{ID: "g-1"})
+		_, err = b.api.Create(b.ctx, "greet", dftype.CreateRequest{ID: "g-1"})
 		require.NoError(t, err)
 
 		var page apiclient.InstancePage
@@ -49,7 +50,7 @@ func TestReadsOfUnregisteredWorkflows(t *testing.T) {
 
 		var inst apiclient.Instance
 		b.call(t, http.MethodGet, "/api/workflows/billing/instances/inv-1", "").requireOK(t, http.StatusOK, &inst)
-		require.Equal(t, workflow.StatusQueued, inst.Details.Status)
+		require.Equal(t, dftype.StatusQueued, inst.Details.Status)
 		require.JSONEq(t, `{"customer":"cus_1"}`, string(inst.Params))
 		var hist apiclient.HistoryPage
 		b.call(t, http.MethodGet, "/api/workflows/billing/instances/inv-1/history", "").requireOK(t, http.StatusOK, &hist)

@@ -7,6 +7,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -34,7 +35,7 @@ func (s *Server) listWorkers(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	p := client.WorkerListParams{Status: workflow.WorkerStatus(q.Get("status")), Queue: q.Get("queue"), Cursor: q.Get("cursor")}
+	p := client.WorkerListParams{Status: dftype.WorkerStatus(q.Get("status")), Queue: q.Get("queue"), Cursor: q.Get("cursor")}
 	if q.Has("pageSize") && q.Has("limit") {
 		return fmt.Errorf("%w: give pageSize or limit, not both", workflow.ErrInvalidRequest)
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // registerWorker writes a worker row the way a runner's Start does.
@@ -39,13 +39,13 @@ func TestWorkerRoutes(t *testing.T) {
 		require.Len(t, list.Workers, 3)
 		require.Equal(t, "w1", list.Workers[0].ID)
 		require.Equal(t, map[string]string{"zone": "a"}, list.Workers[0].Labels)
-		require.Equal(t, workflow.WorkerOnline, list.Workers[0].Status)
+		require.Equal(t, dftype.WorkerOnline, list.Workers[0].Status)
 
 		// Filters and pages, through the typed client.
 		page, err := b.api.ListWorkers(b.ctx, apiclient.WorkerListParams{Queue: "emails"})
 		require.NoError(t, err)
 		require.Equal(t, []string{"w2", "w3"}, workerIDs(page.Workers))
-		page, err = b.api.ListWorkers(b.ctx, apiclient.WorkerListParams{Status: workflow.WorkerOnline, Queue: "emails"})
+		page, err = b.api.ListWorkers(b.ctx, apiclient.WorkerListParams{Status: dftype.WorkerOnline, Queue: "emails"})
 		require.NoError(t, err)
 		require.Equal(t, []string{"w2"}, workerIDs(page.Workers))
 		page, err = b.api.ListWorkers(b.ctx, apiclient.WorkerListParams{PageSize: 2})
@@ -67,7 +67,7 @@ func TestWorkerRoutes(t *testing.T) {
 		// Drain: the worker is draining at once; again changes nothing.
 		drained, err := b.api.DrainWorker(b.ctx, "w1")
 		require.NoError(t, err)
-		require.Equal(t, workflow.WorkerDraining, drained.Status)
+		require.Equal(t, dftype.WorkerDraining, drained.Status)
 		require.NotNil(t, drained.DrainRequestedAt)
 		again, err := b.api.DrainWorker(b.ctx, "w1")
 		require.NoError(t, err)
@@ -81,9 +81,9 @@ func TestWorkerRoutes(t *testing.T) {
 		b.call(t, http.MethodPost, "/api/workers/nobody/drain", "").requireError(t, http.StatusNotFound, apiclient.CodeWorkerNotFound)
 		b.call(t, http.MethodPost, "/api/workers/w3/drain", "").requireError(t, http.StatusConflict, apiclient.CodeWorkerOffline, "offline")
 		_, err = b.api.DrainWorker(b.ctx, "w3")
-		require.ErrorIs(t, err, workflow.ErrWorkerOffline)
+		require.ErrorIs(t, err, dftype.ErrWorkerOffline)
 		_, err = b.api.GetWorker(b.ctx, "nobody")
-		require.ErrorIs(t, err, workflow.ErrWorkerNotFound)
+		require.ErrorIs(t, err, dftype.ErrWorkerNotFound)
 		off, err := b.h.Store.WorkerGet(b.ctx, "w3")
 		require.NoError(t, err)
 		require.Nil(t, off.DrainRequestedAt, "a refused drain writes nothing")
@@ -122,10 +122,10 @@ func TestWorkerRouteScopes(t *testing.T) {
 	require.ErrorIs(t, err, apiclient.ErrForbidden, "reading needs the read scope")
 	w, err := manager.DrainWorker(b.ctx, "w1")
 	require.NoError(t, err)
-	require.Equal(t, workflow.WorkerDraining, w.Status)
+	require.Equal(t, dftype.WorkerDraining, w.Status)
 }
 
-func workerIDs(ws []*workflow.WorkerInfo) []string {
+func workerIDs(ws []*dftype.WorkerInfo) []string {
 	ids := []string{}
 	for _, w := range ws {
 		ids = append(ids, w.ID)

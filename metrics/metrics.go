@@ -12,8 +12,8 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // Namespace is the prefix of every metric name.
@@ -154,9 +154,9 @@ func (m *Metrics) Register(reg prometheus.Registerer) error {
 
 // statuses are the instance statuses the instances gauge reports for every
 // workflow it has seen, 0 when none has it.
-var statuses = []workflow.InstanceStatus{
-	workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause,
-	workflow.StatusPaused, workflow.StatusComplete, workflow.StatusErrored, workflow.StatusTerminated,
+var statuses = []dftype.InstanceStatus{
+	dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause,
+	dftype.StatusPaused, dftype.StatusComplete, dftype.StatusErrored, dftype.StatusTerminated,
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
@@ -190,10 +190,10 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	// Every status of every workflow seen, so a status that empties shows
 	// 0 instead of vanishing.
-	counts := map[string]map[workflow.InstanceStatus]int64{}
+	counts := map[string]map[dftype.InstanceStatus]int64{}
 	for _, c := range st.Instances {
 		if counts[c.WorkflowName] == nil {
-			counts[c.WorkflowName] = map[workflow.InstanceStatus]int64{}
+			counts[c.WorkflowName] = map[dftype.InstanceStatus]int64{}
 		}
 		counts[c.WorkflowName][c.Status] += c.Count
 	}

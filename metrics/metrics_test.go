@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/metrics"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
@@ -149,7 +150,7 @@ func TestMetricsMoveAsInstancesRun(t *testing.T) {
 		})
 		create := func(name, id string) {
 			t.Helper()
-			_, err := h.Client.Create(ctx, name, workflow.CreateRequest{ID: id})
+			_, err := h.Client.Create(ctx, name, dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 			h.RunUntilIdle()
 		}
@@ -158,10 +159,10 @@ func TestMetricsMoveAsInstancesRun(t *testing.T) {
 		create("fail", "f1")
 		create("flaky", "r1")
 		create("waiter", "w1")
-		h.RequireStatus("waiter", "w1", workflow.StatusWaiting)
+		h.RequireStatus("waiter", "w1", dftype.StatusWaiting)
 		// c1's runner died holding its task; with MaxLeaseLosses 1 the
 		// next claim ends the crash loop.
-		_, err = h.Client.Create(ctx, "crash", workflow.CreateRequest{ID: "c1"})
+		_, err = h.Client.Create(ctx, "crash", dftype.CreateRequest{ID: "c1"})
 		require.NoError(t, err)
 		now := h.Now().UTC().Truncate(time.Microsecond)
 		claims, err := store.TaskClaim(ctx, &db.TaskClaimParams{Owner: "dead", WorkflowNames: []string{"crash"}, Max: 1, Now: now, LockedUntil: now.Add(30 * time.Second)})
@@ -169,7 +170,7 @@ func TestMetricsMoveAsInstancesRun(t *testing.T) {
 		require.Len(t, claims, 1)
 		h.Advance(31 * time.Second)
 		h.RunUntilIdle()
-		h.RequireStatus("crash", "c1", workflow.StatusErrored)
+		h.RequireStatus("crash", "c1", dftype.StatusErrored)
 
 		mfs := scrape(t, srv.URL)
 		for _, c := range []struct {
@@ -205,15 +206,15 @@ func TestMetricsMoveAsInstancesRun(t *testing.T) {
 
 		for _, c := range []struct {
 			workflow string
-			status   workflow.InstanceStatus
+			status   dftype.InstanceStatus
 			want     float64
 		}{
-			{"ok", workflow.StatusComplete, 2},
-			{"ok", workflow.StatusQueued, 0},
-			{"fail", workflow.StatusErrored, 1},
-			{"flaky", workflow.StatusComplete, 1},
-			{"waiter", workflow.StatusWaiting, 1},
-			{"crash", workflow.StatusErrored, 1},
+			{"ok", dftype.StatusComplete, 2},
+			{"ok", dftype.StatusQueued, 0},
+			{"fail", dftype.StatusErrored, 1},
+			{"flaky", dftype.StatusComplete, 1},
+			{"waiter", dftype.StatusWaiting, 1},
+			{"crash", dftype.StatusErrored, 1},
 		} {
 			require.Equal(t, c.want, value(t, mfs, "duraflow_instances", "workflow", c.workflow, "status", string(c.status)), "%s %s", c.workflow, c.status)
 		}
@@ -228,7 +229,7 @@ func TestMetricsMoveAsInstancesRun(t *testing.T) {
 		h.SendEvent("waiter", "w1", "approve", "yes")
 		h.Advance(3 * time.Second)
 		h.RunUntilIdle()
-		h.RequireStatus("waiter", "w1", workflow.StatusComplete)
+		h.RequireStatus("waiter", "w1", dftype.StatusComplete)
 		// An instance queued with a hook entry (not through the client), a
 		// schedule due 30 s ago, and a worker online.
 		_, err = store.InstanceCreate(ctx, &db.InstanceCreateParams{WorkflowName: "ok", ID: "raw", Now: new(h.Now().UTC().Truncate(time.Microsecond)), RecordHooks: true})

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -81,7 +82,7 @@ func TestCheckpointOnlyFailureIsBoundedByOneLease(t *testing.T) {
 				return 1, nil
 			})
 		})
-		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
 		// round runs the task once: its checkpoint fails until the runner
@@ -133,7 +134,7 @@ func TestCheckpointOnlyFailureIsBoundedByOneLease(t *testing.T) {
 		n, err := h.Runner.RunDue(h.Context(), 1)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		info := h.RequireStatus("w", "x", workflow.StatusErrored)
+		info := h.RequireStatus("w", "x", dftype.StatusErrored)
 		require.Equal(t, runner.ErrorNameRunnerLost, info.Error.Name)
 		require.Equal(t, `step "big" lost its runner 2 times`, info.Error.Message)
 		require.Equal(t, int32(2), calls.Load())
@@ -153,7 +154,7 @@ func TestStopMidCheckpointCountsNoLeaseLoss(t *testing.T) {
 			store.failures.Store(1 << 30) // the store fails from here on
 			return 1, nil
 		})
-		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		done := make(chan int, 1)
 		go func() { n, _ := h.Runner.RunDue(h.Context(), 1); done <- n }()

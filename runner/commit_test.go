@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // batchStore records the size of every CheckpointBatch and blocks the first
@@ -38,7 +38,7 @@ func (s *batchStore) CheckpointBatch(ctx context.Context, ps []*db.CheckpointPar
 			out[i].Err = db.ErrLeaseLost
 			continue
 		}
-		out[i].Result = &db.CheckpointResult{Status: workflow.StatusRunning, PauseRequested: p.Task.ID%2 == 0}
+		out[i].Result = &db.CheckpointResult{Status: dftype.StatusRunning, PauseRequested: p.Task.ID%2 == 0}
 	}
 	return out, nil
 }

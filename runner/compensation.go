@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -337,7 +338,7 @@ func (e *execution) takeRequestAtStart() {
 	e.mu.Lock()
 	_, marked := e.steps[db.CompensationMarkerKey]
 	e.mu.Unlock()
-	if e.inst.PauseRequested && e.inst.Status != workflow.StatusPaused && e.takeRequest() {
+	if e.inst.PauseRequested && e.inst.Status != dftype.StatusPaused && e.takeRequest() {
 		e.inst.PauseRequested = false
 		marked = true
 	}

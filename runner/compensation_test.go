@@ -15,6 +15,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -122,11 +123,11 @@ func TestSagaFailureCompensatesInReverseOrder(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		log := newSagaLog()
 		fiveSteps(t, h.Registry, log, sagaOpts{failAt: 4})
-		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "s1"})
+		_, err := h.Client.Create(h.Context(), "saga", dftype.CreateRequest{ID: "s1"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("saga", "s1", workflow.StatusErrored)
+		info := h.RequireStatus("saga", "s1", dftype.StatusErrored)
 		require.Equal(t, "NonRetryableError", info.Error.Name, "the original error is kept")
 		require.Contains(t, info.Error.Message, "out of stock")
 		require.Equal(t, []string{"step 1", "step 2", "step 3", "undo 3", "undo 2", "undo 1"}, log.list())
@@ -167,7 +168,7 @@ func TestSagaCompensationsRunOnceAcrossARunnerRestart(t *testing.T) {
 		}
 		ra, rb := mk("a"), mk("b")
 		ctx := context.Background()
-		_, err := c.Create(ctx, "saga", workflow.CreateRequest{ID: "k"})
+		_, err := c.Create(ctx, "saga", dftype.CreateRequest{ID: "k"})
 		require.NoError(t, err)
 		aDone := runDueAsync(ctx, ra, 1)
 		awaitSignal(t, inUndo2, "the compensation of step 2 on runner a")
@@ -185,7 +186,7 @@ func TestSagaCompensationsRunOnceAcrossARunnerRestart(t *testing.T) {
 		require.Equal(t, 1, n)
 		info, err := c.Get(ctx, "saga", "k")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusErrored, info.Status)
+		require.Equal(t, dftype.StatusErrored, info.Status)
 		require.Equal(t, "NonRetryableError", info.Error.Name)
 		require.Equal(t, []string{"step 1", "step 2", "step 3", "undo 3", "undo 2", "undo 1"}, log.list())
 		for _, what := range []string{"step 1", "step 2", "step 3", "undo 3", "undo 2", "undo 1"} {
@@ -205,11 +206,11 @@ func TestSagaCompensationFailureKeepsBothErrors(t *testing.T) {
 			}
 			return nil
 		}})
-		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "f"})
+		_, err := h.Client.Create(h.Context(), "saga", dftype.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("saga", "f", workflow.StatusErrored)
+		info := h.RequireStatus("saga", "f", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationFailed, info.Error.Name)
 		require.Contains(t, info.Error.Message, `"compensate:step 2"`)
 		require.Contains(t, info.Error.Message, "refund refused")
@@ -234,14 +235,14 @@ func TestSagaCompensationRetriesDurably(t *testing.T) {
 			},
 			compOpts: []workflow.StepOption{workflow.CompensationOptions(workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: time.Minute, NoJitter: true}))},
 		})
-		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "r"})
+		_, err := h.Client.Create(h.Context(), "saga", dftype.CreateRequest{ID: "r"})
 		require.NoError(t, err)
 		require.Equal(t, 1, h.RunDue())
-		inst := h.RequireStatus("saga", "r", workflow.StatusWaiting)
+		inst := h.RequireStatus("saga", "r", dftype.StatusWaiting)
 		require.Empty(t, inst.Error, "a compensation waiting for its retry suspends the run")
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("saga", "r", workflow.StatusErrored)
+		info := h.RequireStatus("saga", "r", dftype.StatusErrored)
 		require.Equal(t, "NonRetryableError", info.Error.Name)
 		require.EqualValues(t, 3, attempts.Load())
 		require.Equal(t, []string{"step 1", "step 2", "step 3", "undo 3", "undo 2", "undo 1"}, log.list())
@@ -255,7 +256,7 @@ func TestSagaNotRunWhenTheWorkflowSucceeds(t *testing.T) {
 		h := testharness.New(t, testharness.WithBackend(b))
 		log := newSagaLog()
 		fiveSteps(t, h.Registry, log, sagaOpts{})
-		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "ok"})
+		_, err := h.Client.Create(h.Context(), "saga", dftype.CreateRequest{ID: "ok"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out string
@@ -283,7 +284,7 @@ func TestSagaReservedStepNames(t *testing.T) {
 		return "ok", nil
 	})
 	require.NoError(t, err)
-	_, err = h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
+	_, err = h.Client.Create(h.Context(), "bad", dftype.CreateRequest{ID: "b"})
 	require.NoError(t, err)
 	h.RunUntilIdle()
 	var out string
@@ -337,18 +338,18 @@ func TestSagaRequestedOnARunningInstanceStopsAtTheNextBoundary(t *testing.T) {
 		started, gate := make(chan struct{}), make(chan struct{})
 		orderSaga(t, h.Registry, log, started, gate)
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "order", workflow.CreateRequest{ID: "o"})
+		_, err := h.Client.Create(ctx, "order", dftype.CreateRequest{ID: "o"})
 		require.NoError(t, err)
 		ran := runDueAsync(ctx, h.Runner, 10)
 		awaitSignal(t, started, "step ship")
 
 		info, err := h.Client.Compensate(ctx, "order", "o")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, info.Status)
+		require.Equal(t, dftype.StatusRunning, info.Status)
 		close(gate)
 		require.Equal(t, 1, <-ran)
 
-		info = h.RequireStatus("order", "o", workflow.StatusErrored)
+		info = h.RequireStatus("order", "o", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationRequested, info.Error.Name)
 		require.Equal(t, []string{"reserve", "charge", "ship", "undo ship", "undo charge", "undo reserve"}, log.list(),
 			"the step in flight completes and is undone; the run starts no other")
@@ -366,21 +367,21 @@ func TestSagaRequestedOnAWaitingInstance(t *testing.T) {
 		log := newSagaLog()
 		orderSaga(t, h.Registry, log, nil, nil)
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "order", workflow.CreateRequest{ID: "w"})
+		_, err := h.Client.Create(ctx, "order", dftype.CreateRequest{ID: "w"})
 		require.NoError(t, err)
 		h.RunDue()
-		h.RequireStatus("order", "w", workflow.StatusWaiting)
+		h.RequireStatus("order", "w", dftype.StatusWaiting)
 
 		info, err := h.Client.Compensate(ctx, "order", "w")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, info.Status)
+		require.Equal(t, dftype.StatusQueued, info.Status)
 		again, err := h.Client.Compensate(ctx, "order", "w")
 		require.NoError(t, err, "asking twice changes nothing")
-		require.Equal(t, workflow.StatusQueued, again.Status)
+		require.Equal(t, dftype.StatusQueued, again.Status)
 		start := h.Now()
 		h.RunUntilIdle()
 
-		info = h.RequireStatus("order", "w", workflow.StatusErrored)
+		info = h.RequireStatus("order", "w", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationRequested, info.Error.Name)
 		require.Equal(t, start, h.Now(), "the compensation does not wait for the sleep")
 		require.Equal(t, []string{"reserve", "charge", "ship", "undo ship", "undo charge", "undo reserve"}, log.list())
@@ -394,12 +395,12 @@ func TestSagaRequestedBeforeTheRunStarts(t *testing.T) {
 		log := newSagaLog()
 		orderSaga(t, h.Registry, log, nil, nil)
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "order", workflow.CreateRequest{ID: "q"})
+		_, err := h.Client.Create(ctx, "order", dftype.CreateRequest{ID: "q"})
 		require.NoError(t, err)
 		_, err = h.Client.Compensate(ctx, "order", "q")
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		info := h.RequireStatus("order", "q", workflow.StatusErrored)
+		info := h.RequireStatus("order", "q", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationRequested, info.Error.Name)
 		require.Empty(t, log.list(), "nothing ran, nothing to undo")
 	})
@@ -412,16 +413,16 @@ func TestSagaRequestedOnAPausedInstance(t *testing.T) {
 		log := newSagaLog()
 		orderSaga(t, h.Registry, log, nil, nil)
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "order", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(ctx, "order", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunDue()
 		_, err = h.Client.Pause(ctx, "order", "p")
 		require.NoError(t, err)
-		h.RequireStatus("order", "p", workflow.StatusPaused)
+		h.RequireStatus("order", "p", dftype.StatusPaused)
 		_, err = h.Client.Compensate(ctx, "order", "p")
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		info := h.RequireStatus("order", "p", workflow.StatusErrored)
+		info := h.RequireStatus("order", "p", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationRequested, info.Error.Name)
 		require.Equal(t, []string{"reserve", "charge", "ship", "undo ship", "undo charge", "undo reserve"}, log.list())
 	})
@@ -446,7 +447,7 @@ func TestSagaRequestedThroughTheTypedBinding(t *testing.T) {
 	h.RunUntilIdle()
 	require.NoError(t, inst.Compensate(h.Context()))
 	h.RunUntilIdle()
-	h.RequireStatus("typed", "x", workflow.StatusErrored)
+	h.RequireStatus("typed", "x", dftype.StatusErrored)
 	require.Equal(t, []string{"hold", "release h-1"}, log.list())
 }
 
@@ -490,7 +491,7 @@ func TestSagaCompensationsRunOnceWhenARunnerLosesItsLease(t *testing.T) {
 		}
 		ra, rb := mk("a", frozenHeartbeat{store}), mk("b", store)
 		ctx := context.Background()
-		_, err := c.Create(ctx, "saga", workflow.CreateRequest{ID: "l"})
+		_, err := c.Create(ctx, "saga", dftype.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		aDone := runDueAsync(ctx, ra, 1)
 		awaitSignal(t, inUndo2, "the compensation of step 2 on runner a")
@@ -501,7 +502,7 @@ func TestSagaCompensationsRunOnceWhenARunnerLosesItsLease(t *testing.T) {
 		require.Equal(t, 1, n, "runner b takes the expired lease over")
 		info, err := c.Get(ctx, "saga", "l")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusErrored, info.Status)
+		require.Equal(t, dftype.StatusErrored, info.Status)
 		require.Equal(t, "NonRetryableError", info.Error.Name)
 
 		// Runner a is stopped; whatever it still held is fenced out.
@@ -515,7 +516,7 @@ func TestSagaCompensationsRunOnceWhenARunnerLosesItsLease(t *testing.T) {
 		}
 		got, err := c.Get(ctx, "saga", "l")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusErrored, got.Status, "the stale runner changed nothing")
+		require.Equal(t, dftype.StatusErrored, got.Status, "the stale runner changed nothing")
 	})
 }
 
@@ -553,13 +554,13 @@ func TestSagaRequestedAsTheRunSuspendsIsNotParked(t *testing.T) {
 		h := testharness.New(t, testharness.WithStore(store))
 		log := newSagaLog()
 		orderSaga(t, h.Registry, log, nil, nil)
-		_, err := h.Client.Create(h.Context(), "order", workflow.CreateRequest{ID: "s"})
+		_, err := h.Client.Create(h.Context(), "order", dftype.CreateRequest{ID: "s"})
 		require.NoError(t, err)
 		start := h.Now()
 		h.RunUntilIdle()
 
 		require.True(t, store.asked.Load(), "the request came as the run suspended")
-		info := h.RequireStatus("order", "s", workflow.StatusErrored)
+		info := h.RequireStatus("order", "s", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationRequested, info.Error.Name)
 		require.Equal(t, start, h.Now(), "the compensation does not wait for the sleep")
 		require.Equal(t, []string{"reserve", "charge", "ship", "undo ship", "undo charge", "undo reserve"}, log.list())

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -48,7 +49,7 @@ func TestStepsRunConcurrently(t *testing.T) {
 			}
 			return out, nil
 		})
-		_, err := h.Client.Create(h.Context(), "fan", workflow.CreateRequest{ID: "f"})
+		_, err := h.Client.Create(h.Context(), "fan", dftype.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out []int
@@ -80,7 +81,7 @@ func TestSameStepNameConcurrentlyIsAnError(t *testing.T) {
 			}
 			return se.Message, nil
 		})
-		_, err := h.Client.Create(h.Context(), "dup", workflow.CreateRequest{ID: "d"})
+		_, err := h.Client.Create(h.Context(), "dup", dftype.CreateRequest{ID: "d"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out string
@@ -131,7 +132,7 @@ func TestStepLimitsAndNames(t *testing.T) {
 				}
 			}
 		})
-		_, err := h.Client.Create(h.Context(), "many", workflow.CreateRequest{ID: "m"})
+		_, err := h.Client.Create(h.Context(), "many", dftype.CreateRequest{ID: "m"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out []string
@@ -158,13 +159,13 @@ func TestChildWorkflowRunsIndependently(t *testing.T) {
 				return id, err
 			})
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out string
 		h.RequireOutput("parent", "p", &out)
 		require.Equal(t, "p-child", out)
-		h.RequireStatus("child", "p-child", workflow.StatusWaiting)
+		h.RequireStatus("child", "p-child", dftype.StatusWaiting)
 		h.SendEvent("child", "p-child", "go", "ok")
 		h.RunUntilIdle()
 		h.RequireOutput("child", "p-child", &out)

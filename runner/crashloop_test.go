@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -39,7 +40,7 @@ func crashLoop(t *testing.T, b testharness.Backend, deaths int, opts ...testharn
 		})
 	})
 	ctx := h.Context()
-	_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+	_, err := h.Client.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 	require.NoError(t, err)
 	const lease = 30 * time.Second // the runner's default
 	claim := func(owner string) *db.Task {
@@ -77,7 +78,7 @@ func TestCrashLoopErrorsTheInstance(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 
-		info := h.RequireStatus("w", "x", workflow.StatusErrored)
+		info := h.RequireStatus("w", "x", dftype.StatusErrored)
 		require.Equal(t, runner.ErrorNameRunnerLost, info.Error.Name)
 		require.Equal(t, `step "fetch" lost its runner 5 times`, info.Error.Message)
 		require.Zero(t, prepare.Load(), "prepare was replayed")
@@ -100,7 +101,7 @@ func TestCrashLoopPastTheLimitEndsWithoutRunning(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 
-		info := h.RequireStatus("w", "x", workflow.StatusErrored)
+		info := h.RequireStatus("w", "x", dftype.StatusErrored)
 		require.Equal(t, runner.ErrorNameRunnerLost, info.Error.Name)
 		require.Equal(t, "the run lost its runner 6 times", info.Error.Message)
 		require.Zero(t, prepare.Load()+fetch.Load(), "no code ran")
@@ -187,7 +188,7 @@ func TestCrashLoopEndsWhenAnEventIsConsumed(t *testing.T) {
 			})
 		})
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		const lease = 30 * time.Second
 		for i := range 5 { // runners that died before the wait

@@ -16,6 +16,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
@@ -75,9 +76,9 @@ func TestDistributedSafety(t *testing.T) {
 
 		ctx := context.Background()
 		for b := 0; b < instances/100; b++ {
-			reqs := make([]workflow.CreateRequest, 100)
+			reqs := make([]dftype.CreateRequest, 100)
 			for i := range reqs {
-				reqs[i] = workflow.CreateRequest{ID: fmt.Sprintf("i-%03d", b*100+i)}
+				reqs[i] = dftype.CreateRequest{ID: fmt.Sprintf("i-%03d", b*100+i)}
 			}
 			created, err := c.CreateBatch(ctx, "five", reqs)
 			require.NoError(t, err)
@@ -85,7 +86,7 @@ func TestDistributedSafety(t *testing.T) {
 		}
 
 		require.Eventually(t, func() bool {
-			res, err := c.List(ctx, client.ListParams{WorkflowName: "five", Statuses: []workflow.InstanceStatus{workflow.StatusComplete}, PageSize: 1000})
+			res, err := c.List(ctx, client.ListParams{WorkflowName: "five", Statuses: []dftype.InstanceStatus{dftype.StatusComplete}, PageSize: 1000})
 			return err == nil && len(res.Instances) == instances
 		}, 5*time.Minute, 20*time.Millisecond, "every instance completes")
 
@@ -93,7 +94,7 @@ func TestDistributedSafety(t *testing.T) {
 			id := fmt.Sprintf("i-%03d", i)
 			info, err := c.Get(ctx, "five", id)
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusComplete, info.Status)
+			require.Equal(t, dftype.StatusComplete, info.Status)
 			require.JSONEq(t, "10", string(info.Output))
 			for s := range steps {
 				v, ok := calls.Load(fmt.Sprintf("%s/%d", id, s))
@@ -204,7 +205,7 @@ func TestStaleRunnerCannotCommit(t *testing.T) {
 		require.NoError(t, err)
 
 		ctx := context.Background()
-		_, err = c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err = c.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		aDone := make(chan int)
 		go func() { n, _ := ra.RunDue(ctx, 1); aDone <- n }()
@@ -220,7 +221,7 @@ func TestStaleRunnerCannotCommit(t *testing.T) {
 
 		info, err := c.Get(ctx, "w", "x")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, info.Status)
+		require.Equal(t, dftype.StatusComplete, info.Status)
 		require.JSONEq(t, `"call 2"`, string(info.Output))
 
 		close(release) // A's step finally returns; its checkpoint must change nothing
@@ -259,7 +260,7 @@ func TestKilledRunnerIsRecoveredAfterLeaseExpiry(t *testing.T) {
 		require.NoError(t, err)
 
 		ctx := context.Background()
-		_, err = c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err = c.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		aDone := make(chan struct{})
 		go func() { _, _ = ra.RunDue(ctx, 1); close(aDone) }()
@@ -290,7 +291,7 @@ func TestKilledRunnerIsRecoveredAfterLeaseExpiry(t *testing.T) {
 
 		info, err := c.Get(ctx, "w", "x")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, info.Status)
+		require.Equal(t, dftype.StatusComplete, info.Status)
 		require.JSONEq(t, `"call 2"`, string(info.Output))
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -64,9 +65,9 @@ func (h *eagerHost) start(t *testing.T) {
 	require.Eventually(t, func() bool { return h.runner.Polls() >= 1 }, 30*time.Second, time.Millisecond)
 }
 
-func (h *eagerHost) waitStatus(t *testing.T, name, id string, want workflow.InstanceStatus) *workflow.InstanceInfo {
+func (h *eagerHost) waitStatus(t *testing.T, name, id string, want dftype.InstanceStatus) *dftype.InstanceInfo {
 	t.Helper()
-	var info *workflow.InstanceInfo
+	var info *dftype.InstanceInfo
 	require.Eventually(t, func() bool {
 		var err error
 		info, err = h.client.Get(context.Background(), name, id)
@@ -115,18 +116,18 @@ func TestEagerStartRunsWithoutAClaim(t *testing.T) {
 		h := newEagerHost(t, b.NewStore(t), reg, true, nil)
 		ctx := context.Background()
 
-		info, err := h.client.Create(ctx, "three", workflow.CreateRequest{ID: "one"})
+		info, err := h.client.Create(ctx, "three", dftype.CreateRequest{ID: "one"})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, info.Status, "created running, not queued")
+		require.Equal(t, dftype.StatusRunning, info.Status, "created running, not queued")
 		require.NotNil(t, info.StartedAt)
 
-		batch, err := h.client.CreateBatch(ctx, "three", []workflow.CreateRequest{{ID: "b1"}, {ID: "b2"}})
+		batch, err := h.client.CreateBatch(ctx, "three", []dftype.CreateRequest{{ID: "b1"}, {ID: "b2"}})
 		require.NoError(t, err)
 		for _, inst := range batch {
-			require.Equal(t, workflow.StatusRunning, inst.Status)
+			require.Equal(t, dftype.StatusRunning, inst.Status)
 		}
 		for _, id := range []string{"one", "b1", "b2"} {
-			done := h.waitStatus(t, "three", id, workflow.StatusComplete)
+			done := h.waitStatus(t, "three", id, dftype.StatusComplete)
 			require.JSONEq(t, "3", string(done.Output))
 			require.Len(t, mustHistory(t, h.client, "three", id).Steps, 3)
 		}
@@ -151,11 +152,11 @@ func TestEagerStartFallsBackToTheQueue(t *testing.T) {
 			reg := workflow.NewRegistry()
 			registerSteps(reg, "w", 1)
 			h := newEagerHost(t, b.NewStore(t), reg, false, nil)
-			info, err := h.client.Create(ctx, "w", workflow.CreateRequest{ID: "a"})
+			info, err := h.client.Create(ctx, "w", dftype.CreateRequest{ID: "a"})
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusQueued, info.Status)
+			require.Equal(t, dftype.StatusQueued, info.Status)
 			h.start(t)
-			h.waitStatus(t, "w", "a", workflow.StatusComplete)
+			h.waitStatus(t, "w", "a", dftype.StatusComplete)
 			require.Zero(t, h.runner.EagerStarts())
 			require.EqualValues(t, 1, h.runner.Claimed())
 		})
@@ -165,9 +166,9 @@ func TestEagerStartFallsBackToTheQueue(t *testing.T) {
 			registerSteps(reg, "w", 1)
 			h := newEagerHost(t, b.NewStore(t), reg, true, nil)
 			require.NoError(t, h.runner.Stop(ctx))
-			info, err := h.client.Create(ctx, "w", workflow.CreateRequest{ID: "a"})
+			info, err := h.client.Create(ctx, "w", dftype.CreateRequest{ID: "a"})
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusQueued, info.Status)
+			require.Equal(t, dftype.StatusQueued, info.Status)
 			task, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: "a"})
 			require.NoError(t, err)
 			require.Equal(t, db.TaskStatusPending, task.Status)
@@ -178,10 +179,10 @@ func TestEagerStartFallsBackToTheQueue(t *testing.T) {
 			reg := workflow.NewRegistry()
 			registerSteps(reg, "w", 1)
 			h := newEagerHost(t, b.NewStore(t), reg, true, func(c *runner.Config) { c.DisableEagerStart = true })
-			info, err := h.client.Create(ctx, "w", workflow.CreateRequest{ID: "a"})
+			info, err := h.client.Create(ctx, "w", dftype.CreateRequest{ID: "a"})
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusQueued, info.Status)
-			h.waitStatus(t, "w", "a", workflow.StatusComplete)
+			require.Equal(t, dftype.StatusQueued, info.Status)
+			h.waitStatus(t, "w", "a", dftype.StatusComplete)
 			require.Zero(t, h.runner.EagerStarts())
 			require.EqualValues(t, 1, h.runner.Claimed())
 		})
@@ -196,13 +197,13 @@ func TestEagerStartFallsBackToTheQueue(t *testing.T) {
 			registerSteps(clientReg, "elsewhere", 1)
 			c, err := client.New(&client.Config{Store: store, Registry: clientReg, EagerStarter: h.runner})
 			require.NoError(t, err)
-			info, err := c.Create(ctx, "elsewhere", workflow.CreateRequest{ID: "x"})
+			info, err := c.Create(ctx, "elsewhere", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusQueued, info.Status, "left for a runner that has it")
-			info, err = c.Create(ctx, "w", workflow.CreateRequest{ID: "y"})
+			require.Equal(t, dftype.StatusQueued, info.Status, "left for a runner that has it")
+			info, err = c.Create(ctx, "w", dftype.CreateRequest{ID: "y"})
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusRunning, info.Status)
-			h.waitStatus(t, "w", "y", workflow.StatusComplete)
+			require.Equal(t, dftype.StatusRunning, info.Status)
+			h.waitStatus(t, "w", "y", dftype.StatusComplete)
 			require.EqualValues(t, 1, h.runner.EagerStarts())
 		})
 
@@ -214,30 +215,30 @@ func TestEagerStartFallsBackToTheQueue(t *testing.T) {
 			h := newEagerHost(t, b.NewStore(t), reg, true, func(c *runner.Config) { c.MaxConcurrency = 2 })
 
 			// A batch of five takes the two free slots and queues the rest.
-			reqs := make([]workflow.CreateRequest, 5)
+			reqs := make([]dftype.CreateRequest, 5)
 			for i := range reqs {
-				reqs[i] = workflow.CreateRequest{ID: fmt.Sprintf("g-%d", i)}
+				reqs[i] = dftype.CreateRequest{ID: fmt.Sprintf("g-%d", i)}
 			}
 			created, err := h.client.CreateBatch(ctx, "gate", reqs)
 			require.NoError(t, err)
-			var statuses []workflow.InstanceStatus
+			var statuses []dftype.InstanceStatus
 			for _, inst := range created {
 				statuses = append(statuses, inst.Status)
 			}
-			require.Equal(t, []workflow.InstanceStatus{
-				workflow.StatusRunning, workflow.StatusRunning,
-				workflow.StatusQueued, workflow.StatusQueued, workflow.StatusQueued,
+			require.Equal(t, []dftype.InstanceStatus{
+				dftype.StatusRunning, dftype.StatusRunning,
+				dftype.StatusQueued, dftype.StatusQueued, dftype.StatusQueued,
 			}, statuses)
 			require.ElementsMatch(t, []string{"g-0", "g-1"}, []string{<-started, <-started})
 
 			// Every slot is busy: a single create is queued too.
-			info, err := h.client.Create(ctx, "gate", workflow.CreateRequest{ID: "single"})
+			info, err := h.client.Create(ctx, "gate", dftype.CreateRequest{ID: "single"})
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusQueued, info.Status)
+			require.Equal(t, dftype.StatusQueued, info.Status)
 
 			close(release)
-			for _, r := range append(reqs, workflow.CreateRequest{ID: "single"}) {
-				h.waitStatus(t, "gate", r.ID, workflow.StatusComplete)
+			for _, r := range append(reqs, dftype.CreateRequest{ID: "single"}) {
+				h.waitStatus(t, "gate", r.ID, dftype.StatusComplete)
 			}
 			require.EqualValues(t, 2, h.runner.EagerStarts())
 			require.EqualValues(t, 4, h.runner.Claimed())
@@ -249,26 +250,26 @@ func TestEagerStartFallsBackToTheQueue(t *testing.T) {
 			release := make(chan struct{})
 			registerGate(reg, "gate", started, release)
 			h := newEagerHost(t, b.NewStore(t), reg, true, func(c *runner.Config) { c.MaxConcurrency = 1 })
-			_, err := h.client.Create(ctx, "gate", workflow.CreateRequest{ID: "a"})
+			_, err := h.client.Create(ctx, "gate", dftype.CreateRequest{ID: "a"})
 			require.NoError(t, err)
 			require.Equal(t, "a", <-started)
 			close(release)
-			h.waitStatus(t, "gate", "a", workflow.StatusComplete)
+			h.waitStatus(t, "gate", "a", dftype.StatusComplete)
 
 			// The reservation of a create that fails is given back: the
 			// runner's one slot is free for the next create.
-			_, err = h.client.Create(ctx, "gate", workflow.CreateRequest{ID: "a"})
+			_, err = h.client.Create(ctx, "gate", dftype.CreateRequest{ID: "a"})
 			require.ErrorIs(t, err, workflow.ErrInstanceAlreadyExists)
-			created, err := h.client.CreateBatch(ctx, "gate", []workflow.CreateRequest{{ID: "a"}, {ID: "b"}})
+			created, err := h.client.CreateBatch(ctx, "gate", []dftype.CreateRequest{{ID: "a"}, {ID: "b"}})
 			require.NoError(t, err)
 			require.Len(t, created, 1)
-			require.Equal(t, workflow.StatusQueued, created[0].Status, "the existing id used the batch's one slot")
-			info, err := h.client.Create(ctx, "gate", workflow.CreateRequest{ID: "c"})
+			require.Equal(t, dftype.StatusQueued, created[0].Status, "the existing id used the batch's one slot")
+			info, err := h.client.Create(ctx, "gate", dftype.CreateRequest{ID: "c"})
 			require.NoError(t, err)
-			require.Contains(t, []workflow.InstanceStatus{workflow.StatusRunning, workflow.StatusQueued}, info.Status)
-			h.waitStatus(t, "gate", "b", workflow.StatusComplete)
-			h.waitStatus(t, "gate", "c", workflow.StatusComplete)
-			require.Equal(t, workflow.StatusComplete, h.waitStatus(t, "gate", "a", workflow.StatusComplete).Status)
+			require.Contains(t, []dftype.InstanceStatus{dftype.StatusRunning, dftype.StatusQueued}, info.Status)
+			h.waitStatus(t, "gate", "b", dftype.StatusComplete)
+			h.waitStatus(t, "gate", "c", dftype.StatusComplete)
+			require.Equal(t, dftype.StatusComplete, h.waitStatus(t, "gate", "a", dftype.StatusComplete).Status)
 		})
 	})
 }
@@ -358,9 +359,9 @@ func TestEagerStartCrashAfterCommit(t *testing.T) {
 		// loop claim again.
 		require.Eventually(t, func() bool { return a.Polls() >= 1 }, 10*time.Second, time.Millisecond)
 
-		info, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "crash"})
+		info, err := c.Create(ctx, "w", dftype.CreateRequest{ID: "crash"})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, info.Status)
+		require.Equal(t, dftype.StatusRunning, info.Status)
 		task, err := store.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: "crash"})
 		require.NoError(t, err)
 		require.Equal(t, "a", task.LockOwner)
@@ -385,7 +386,7 @@ func TestEagerStartCrashAfterCommit(t *testing.T) {
 
 		got, err := c.Get(ctx, "w", "crash")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, got.Status)
+		require.Equal(t, dftype.StatusComplete, got.Status)
 		require.JSONEq(t, `"done"`, string(got.Output))
 		require.EqualValues(t, 1, bRunner.Claimed())
 		require.GreaterOrEqual(t, calls.Load(), int32(1))
@@ -442,7 +443,7 @@ func TestEagerStartSharesTheConcurrencyLimit(t *testing.T) {
 				for i := 0; i < perCreator; {
 					if i%3 == 0 {
 						id := fmt.Sprintf("c%d-%d", g, i)
-						_, err := h.client.Create(ctx, "w", workflow.CreateRequest{ID: id})
+						_, err := h.client.Create(ctx, "w", dftype.CreateRequest{ID: id})
 						if !(assertNoError(t, err)) {
 							return
 						}
@@ -450,7 +451,7 @@ func TestEagerStartSharesTheConcurrencyLimit(t *testing.T) {
 						i++
 						continue
 					}
-					reqs := []workflow.CreateRequest{{ID: fmt.Sprintf("c%d-%d", g, i)}, {ID: fmt.Sprintf("c%d-%d", g, i+1)}}
+					reqs := []dftype.CreateRequest{{ID: fmt.Sprintf("c%d-%d", g, i)}, {ID: fmt.Sprintf("c%d-%d", g, i+1)}}
 					_, err := h.client.CreateBatch(ctx, "w", reqs)
 					if !(assertNoError(t, err)) {
 						return
@@ -466,7 +467,7 @@ func TestEagerStartSharesTheConcurrencyLimit(t *testing.T) {
 		total := 0
 		ids.Range(func(k, _ any) bool {
 			total++
-			h.waitStatus(t, "w", k.(string), workflow.StatusComplete)
+			h.waitStatus(t, "w", k.(string), dftype.StatusComplete)
 			return true
 		})
 		require.GreaterOrEqual(t, total, creators*perCreator)
@@ -501,15 +502,15 @@ func TestEagerResumeRunsAWokenRunWithoutAClaim(t *testing.T) {
 			reg := workflow.NewRegistry()
 			registerWaiter(reg, "wait")
 			h := newEagerHost(t, b.NewStore(t), reg, true, nil)
-			_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
+			_, err := h.client.Create(ctx, "wait", dftype.CreateRequest{ID: "a"})
 			require.NoError(t, err)
-			h.waitStatus(t, "wait", "a", workflow.StatusWaiting)
+			h.waitStatus(t, "wait", "a", dftype.StatusWaiting)
 
 			for range 5 { // sends that wake nothing give their slot back
 				require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "other", nil))
 			}
 			require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "go", []byte(`"v"`)))
-			done := h.waitStatus(t, "wait", "a", workflow.StatusComplete)
+			done := h.waitStatus(t, "wait", "a", dftype.StatusComplete)
 			require.JSONEq(t, `"v"`, string(done.Output))
 			require.EqualValues(t, 2, h.runner.EagerStarts(), "the create and the send")
 			require.Zero(t, h.runner.Claimed(), "no claim round trip")
@@ -526,11 +527,11 @@ func TestEagerResumeRunsAWokenRunWithoutAClaim(t *testing.T) {
 			reg := workflow.NewRegistry()
 			registerWaiter(reg, "wait")
 			h := newEagerHost(t, b.NewStore(t), reg, true, func(c *runner.Config) { c.DisableEagerStart = true })
-			_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
+			_, err := h.client.Create(ctx, "wait", dftype.CreateRequest{ID: "a"})
 			require.NoError(t, err)
-			h.waitStatus(t, "wait", "a", workflow.StatusWaiting)
+			h.waitStatus(t, "wait", "a", dftype.StatusWaiting)
 			require.NoError(t, h.client.SendEvent(ctx, "wait", "a", "go", []byte(`"v"`)))
-			h.waitStatus(t, "wait", "a", workflow.StatusComplete)
+			h.waitStatus(t, "wait", "a", dftype.StatusComplete)
 			require.Zero(t, h.runner.EagerStarts())
 			require.EqualValues(t, 2, h.runner.Claimed(), "claimed to start, and again to resume")
 		})
@@ -564,18 +565,18 @@ func TestClaimedRunThatNeverStartedIsNotLoaded(t *testing.T) {
 		h := newEagerHost(t, store, reg, true, func(c *runner.Config) { c.DisableEagerStart = true })
 
 		for _, id := range []string{"a", "b"} {
-			_, err := h.client.Create(ctx, "three", workflow.CreateRequest{ID: id})
+			_, err := h.client.Create(ctx, "three", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
-			h.waitStatus(t, "three", id, workflow.StatusComplete)
+			h.waitStatus(t, "three", id, dftype.StatusComplete)
 		}
 		require.Zero(t, store.loads.Load(), "claimed runs that never started are not loaded")
 
 		// A run woken after a wait has steps: it is loaded.
-		_, err := h.client.Create(ctx, "wait", workflow.CreateRequest{ID: "w"})
+		_, err := h.client.Create(ctx, "wait", dftype.CreateRequest{ID: "w"})
 		require.NoError(t, err)
-		h.waitStatus(t, "wait", "w", workflow.StatusWaiting)
+		h.waitStatus(t, "wait", "w", dftype.StatusWaiting)
 		require.NoError(t, h.client.SendEvent(ctx, "wait", "w", "go", []byte(`"x"`)))
-		h.waitStatus(t, "wait", "w", workflow.StatusComplete)
+		h.waitStatus(t, "wait", "w", dftype.StatusComplete)
 		require.EqualValues(t, 1, store.loads.Load())
 		require.EqualValues(t, 4, h.runner.Claimed())
 	})

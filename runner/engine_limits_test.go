@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db/sqlite/sqlitetest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -40,11 +41,11 @@ var stepsWorkflow = func(ctx context.Context, ev workflow.Event[stepsParams], st
 
 // runSteps creates an instance of the workflow with p, runs it until idle
 // and returns it.
-func runSteps(t *testing.T, h *testharness.Harness, workflowName, id string, p stepsParams) *workflow.InstanceInfo {
+func runSteps(t *testing.T, h *testharness.Harness, workflowName, id string, p stepsParams) *dftype.InstanceInfo {
 	t.Helper()
 	params, err := json.Marshal(p)
 	require.NoError(t, err)
-	_, err = h.Client.Create(h.Context(), workflowName, workflow.CreateRequest{ID: id, Params: params})
+	_, err = h.Client.Create(h.Context(), workflowName, dftype.CreateRequest{ID: id, Params: params})
 	require.NoError(t, err)
 	h.RunUntilIdle()
 	return h.Status(workflowName, id)
@@ -52,9 +53,9 @@ func runSteps(t *testing.T, h *testharness.Harness, workflowName, id string, p s
 
 // requireTooManySteps requires that the instance errored at the step past
 // limit.
-func requireTooManySteps(t *testing.T, info *workflow.InstanceInfo, limit int) {
+func requireTooManySteps(t *testing.T, info *dftype.InstanceInfo, limit int) {
 	t.Helper()
-	require.Equal(t, workflow.StatusErrored, info.Status)
+	require.Equal(t, dftype.StatusErrored, info.Status)
 	require.NotNil(t, info.Error)
 	require.Contains(t, info.Error.Message, fmt.Sprintf("the limit is %d Do, WaitForEvent and Invoke steps per run (step \"s-%d\")", limit, limit))
 }
@@ -72,7 +73,7 @@ func TestEngineLimitsStepsPerRun(t *testing.T) {
 			h := testharness.New(t, testharness.WithBackend(b), testharness.WithEngineLimits(workflow.EngineLimits{MaxStepsPerRun: limit}))
 			workflow.MustRegister(h.Registry, "steps", stepsWorkflow)
 			info := runSteps(t, h, "steps", "at-limit", stepsParams{Steps: limit})
-			require.Equal(t, workflow.StatusComplete, info.Status, "%+v", info.Error)
+			require.Equal(t, dftype.StatusComplete, info.Status, "%+v", info.Error)
 			require.JSONEq(t, fmt.Sprint(limit), string(info.Output))
 			requireTooManySteps(t, runSteps(t, h, "steps", "past-limit", stepsParams{Steps: limit + 1}), limit)
 		})
@@ -80,7 +81,7 @@ func TestEngineLimitsStepsPerRun(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b), testharness.WithEngineLimits(workflow.EngineLimits{MaxStepsPerRun: 5}))
 			workflow.MustRegister(h.Registry, "steps", stepsWorkflow)
-			require.Equal(t, workflow.StatusComplete, runSteps(t, h, "steps", "five", stepsParams{Steps: 5}).Status)
+			require.Equal(t, dftype.StatusComplete, runSteps(t, h, "steps", "five", stepsParams{Steps: 5}).Status)
 			requireTooManySteps(t, runSteps(t, h, "steps", "six", stepsParams{Steps: 6}), 5)
 			// Three steps, a sleep, then the pass after it replays the
 			// three and stops at the sixth.
@@ -92,7 +93,7 @@ func TestEngineLimitsStepsPerRun(t *testing.T) {
 			workflow.MustRegister(h.Registry, "higher", stepsWorkflow, workflow.WithMaxStepsPerRun(8))
 			workflow.MustRegister(h.Registry, "lower", stepsWorkflow, workflow.WithMaxStepsPerRun(2))
 			workflow.MustRegister(h.Registry, "host", stepsWorkflow)
-			require.Equal(t, workflow.StatusComplete, runSteps(t, h, "higher", "eight", stepsParams{Steps: 8}).Status)
+			require.Equal(t, dftype.StatusComplete, runSteps(t, h, "higher", "eight", stepsParams{Steps: 8}).Status)
 			requireTooManySteps(t, runSteps(t, h, "higher", "nine", stepsParams{Steps: 9}), 8)
 			requireTooManySteps(t, runSteps(t, h, "lower", "three", stepsParams{Steps: 3}), 2)
 			requireTooManySteps(t, runSteps(t, h, "host", "six", stepsParams{Steps: 6}), 5)
@@ -131,19 +132,19 @@ func TestEngineLimitsPayloads(t *testing.T) {
 			size := workflow.MaxPayloadBytes + 1000
 			params, err := json.Marshal(bigParams{Result: size, Output: size})
 			require.NoError(t, err)
-			_, err = h.Client.Create(h.Context(), "payload", workflow.CreateRequest{ID: "big", Params: params})
+			_, err = h.Client.Create(h.Context(), "payload", dftype.CreateRequest{ID: "big", Params: params})
 			require.NoError(t, err)
 			h.RunUntilIdle()
-			info := h.RequireStatus("payload", "big", workflow.StatusComplete)
+			info := h.RequireStatus("payload", "big", dftype.StatusComplete)
 			require.Len(t, info.Output, size)
 			hist := h.History("payload", "big")
 			require.Len(t, hist.Steps, 1)
 			require.Len(t, hist.Steps[0].Result, size)
 
-			_, err = h.Client.Create(h.Context(), "payload", workflow.CreateRequest{ID: "big-params",
+			_, err = h.Client.Create(h.Context(), "payload", dftype.CreateRequest{ID: "big-params",
 				Params: json.RawMessage(`{"Result":3,"Output":3,"pad":"` + strings.Repeat("p", size) + `"}`)})
 			require.NoError(t, err, "params past the default, within the raised limit")
-			_, err = h.Client.Create(h.Context(), "payload", workflow.CreateRequest{ID: "too-big",
+			_, err = h.Client.Create(h.Context(), "payload", dftype.CreateRequest{ID: "too-big",
 				Params: json.RawMessage(`{"pad":"` + strings.Repeat("p", limit) + `"}`)})
 			require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 		})
@@ -162,20 +163,20 @@ func TestEngineLimitsPayloads(t *testing.T) {
 			} {
 				params, err := json.Marshal(tc.p)
 				require.NoError(t, err)
-				_, err = h.Client.Create(h.Context(), "payload", workflow.CreateRequest{ID: tc.id, Params: params})
+				_, err = h.Client.Create(h.Context(), "payload", dftype.CreateRequest{ID: tc.id, Params: params})
 				require.NoError(t, err)
 				h.RunUntilIdle()
-				info := h.RequireStatus("payload", tc.id, workflow.StatusErrored)
+				info := h.RequireStatus("payload", tc.id, dftype.StatusErrored)
 				require.Contains(t, info.Error.Message, tc.want)
 			}
 			params, err := json.Marshal(bigParams{Result: limit, Output: limit})
 			require.NoError(t, err)
-			_, err = h.Client.Create(h.Context(), "payload", workflow.CreateRequest{ID: "at-limit", Params: params})
+			_, err = h.Client.Create(h.Context(), "payload", dftype.CreateRequest{ID: "at-limit", Params: params})
 			require.NoError(t, err)
 			h.RunUntilIdle()
-			h.RequireStatus("payload", "at-limit", workflow.StatusComplete)
+			h.RequireStatus("payload", "at-limit", dftype.StatusComplete)
 
-			_, err = h.Client.Create(h.Context(), "payload", workflow.CreateRequest{ID: "big-params",
+			_, err = h.Client.Create(h.Context(), "payload", dftype.CreateRequest{ID: "big-params",
 				Params: json.RawMessage(`{"pad":"` + strings.Repeat("p", limit) + `"}`)})
 			require.ErrorIs(t, err, workflow.ErrPayloadTooLarge)
 			err = h.Client.SendEvent(h.Context(), "payload", "at-limit", "e", json.RawMessage(`"`+strings.Repeat("e", limit)+`"`))

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -297,7 +298,7 @@ func (r *Runner) executeOne(task *db.Task, budget *atomic.Int64, state *db.RunSt
 	e.cancelSteps = cancelSteps
 
 	e.takeRequestAtStart()
-	if e.inst.Status == workflow.StatusPaused || e.inst.PauseRequested {
+	if e.inst.Status == dftype.StatusPaused || e.inst.PauseRequested {
 		// Paused (or asked to pause) before any step ran: park it now.
 		e.finish(&db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: r.now(), NextKind: db.TaskKindResume})
 		return
@@ -544,7 +545,7 @@ func (e *execution) finish(p *db.CheckpointParams) {
 	switch {
 	case res.Due:
 		e.r.wake(e.inst.WorkflowName)
-	case p.Outcome == db.OutcomeSuspend && res.Status == workflow.StatusWaiting:
+	case p.Outcome == db.OutcomeSuspend && res.Status == dftype.StatusWaiting:
 		e.r.wakeAtTime(p.NextRunAt)
 	}
 	e.log.Debug("run checkpointed", "outcome", p.Outcome, "status", res.Status)

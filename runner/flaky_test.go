@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -163,7 +164,7 @@ func TestRefusedStepResultFailsTheStep(t *testing.T) {
 			})
 		})
 		for _, id := range []string{"good-1", "bad", "good-2"} {
-			_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: id})
+			_, err := h.Client.Create(h.Context(), "w", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		done := make(chan int, 1)
@@ -185,7 +186,7 @@ func TestRefusedStepResultFailsTheStep(t *testing.T) {
 		require.True(t, store.batchedRewrite.Load(), "the refused result was in a batch of several checkpoints")
 		require.True(t, store.aloneRewrite.Load(), "which was committed again one checkpoint at a time")
 
-		info := h.RequireStatus("w", "bad", workflow.StatusErrored)
+		info := h.RequireStatus("w", "bad", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, `step "fetch"`)
 		require.Contains(t, info.Error.Message, "storing its result")
 		require.Contains(t, info.Error.Message, runner.ErrorNameStoreRefused)
@@ -233,7 +234,7 @@ func TestTransientStoreErrorsAreRetried(t *testing.T) {
 			store.failures.Store(3) // and so does the run's last one
 			return sum, nil
 		})
-		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
 		start := time.Now()
@@ -269,7 +270,7 @@ func TestStoreFailureOutlastingTheLeaseIsALeaseLoss(t *testing.T) {
 				return 1, nil
 			})
 		})
-		_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		done := make(chan int, 1)
 		go func() { n, _ := h.Runner.RunDue(h.Context(), 1); done <- n }()

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -48,7 +49,7 @@ func TestResultsAreJSONRoundTrippedOnFirstRun(t *testing.T) {
 			}
 			return v, nil
 		})
-		_, err := h.Client.Create(h.Context(), "rt", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "rt", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var replayed withHidden
@@ -83,7 +84,7 @@ func TestPollingFindsWorkWithoutWakeups(t *testing.T) {
 		c, err := client.New(&client.Config{Store: store, Registry: reg, Clock: clk})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool { return r.Polls() >= 1 }, 10*time.Second, time.Millisecond)
-		_, err = c.Create(context.Background(), "w", workflow.CreateRequest{ID: "x"})
+		_, err = c.Create(context.Background(), "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		select {
 		case <-ran:
@@ -123,7 +124,7 @@ func TestInstanceWait(t *testing.T) {
 		}()
 		h.RunUntilIdle()
 		st := <-done
-		require.Equal(t, workflow.StatusComplete, st.Status)
+		require.Equal(t, dftype.StatusComplete, st.Status)
 		require.Equal(t, "waited", st.Output)
 	})
 }
@@ -148,7 +149,7 @@ func TestRunDueLimitedStepBudget(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
 		require.EqualValues(t, 3, ran.Load(), "the budget of three step attempts was spent")
-		h.RequireStatus("five", "x", workflow.StatusWaiting)
+		h.RequireStatus("five", "x", dftype.StatusWaiting)
 
 		n, err = h.Runner.RunDueLimited(h.Context(), 10, 3)
 		require.NoError(t, err)
@@ -166,7 +167,7 @@ func TestRunSeesInstanceMetadata(t *testing.T) {
 		workflow.MustRegister(h.Registry, "meta", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) {
 			return string(ev.Metadata), nil
 		})
-		_, err := h.Client.Create(h.Context(), "meta", workflow.CreateRequest{ID: "x", Metadata: []byte(`{"trigger":{"type":"api"}}`)})
+		_, err := h.Client.Create(h.Context(), "meta", dftype.CreateRequest{ID: "x", Metadata: []byte(`{"trigger":{"type":"api"}}`)})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out string

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/tracing"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
@@ -298,9 +299,9 @@ func (e *execution) startChild(key string, opts workflow.InvokeOptions) error {
 	}
 	// The child lives in its parent's namespace: the parent's callers see
 	// it, and nobody else does.
-	req := workflow.CreateRequest{
+	req := dftype.CreateRequest{
 		ID: id, Params: params, Metadata: opts.Metadata, Namespace: e.inst.Namespace, Queue: opts.Queue, Priority: opts.Priority,
-		Parent: &workflow.ParentRef{
+		Parent: &dftype.ParentRef{
 			WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, RunNumber: e.inst.RunNumber,
 			StepKey: key, Policy: opts.Policy, Depth: depth,
 		},
@@ -443,11 +444,11 @@ func childResult(key string, raw json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out workflow.ChildOutcome
+	var out dftype.ChildOutcome
 	if err := ev.Decode(&out); err != nil {
 		return nil, fmt.Errorf("decoding the child's end recorded for step %q: %w", key, err)
 	}
-	if out.Status == workflow.StatusComplete {
+	if out.Status == dftype.StatusComplete {
 		if len(out.Output) == 0 {
 			return json.RawMessage("null"), nil
 		}
@@ -502,9 +503,9 @@ func (e *execution) parentNotify(p *db.CheckpointParams) *db.ParentNotify {
 	if e.inst.Parent == nil {
 		return nil
 	}
-	out := workflow.ChildOutcome{WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, Status: workflow.StatusComplete, Output: p.Output}
+	out := dftype.ChildOutcome{WorkflowName: e.inst.WorkflowName, InstanceID: e.inst.ID, Status: dftype.StatusComplete, Output: p.Output}
 	if p.Outcome == db.OutcomeError {
-		out.Status, out.Output, out.ErrorName, out.ErrorMessage = workflow.StatusErrored, nil, p.ErrorName, p.ErrorMessage
+		out.Status, out.Output, out.ErrorName, out.ErrorMessage = dftype.StatusErrored, nil, p.ErrorName, p.ErrorMessage
 	}
 	payload, err := json.Marshal(out)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -44,7 +45,7 @@ func TestInvokeThroughTheBinding(t *testing.T) {
 			}
 			return []receipt{first, second}, nil
 		})
-		_, err := h.Client.Create(h.Context(), "order", workflow.CreateRequest{ID: "o", Params: mustJSON(t, chargeParams{Amount: 21})})
+		_, err := h.Client.Create(h.Context(), "order", dftype.CreateRequest{ID: "o", Params: mustJSON(t, chargeParams{Amount: 21})})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out []receipt
@@ -73,10 +74,10 @@ func TestInvokeThroughTheBindingRefusesConflictingOptions(t *testing.T) {
 		_, errs["two"] = charge.Invoke(step, "c", ev.Payload, workflow.InvokeOptions{}, workflow.InvokeOptions{})
 		return 0, nil
 	})
-	_, err := h.Client.Create(h.Context(), "order", workflow.CreateRequest{ID: "o"})
+	_, err := h.Client.Create(h.Context(), "order", dftype.CreateRequest{ID: "o"})
 	require.NoError(t, err)
 	h.RunUntilIdle()
-	h.RequireStatus("order", "o", workflow.StatusComplete)
+	h.RequireStatus("order", "o", dftype.StatusComplete)
 	for name, err := range errs {
 		require.ErrorIs(t, err, workflow.ErrInvalidRequest, name)
 	}
@@ -114,7 +115,7 @@ func TestDoVoid(t *testing.T) {
 			}
 			return "done: " + err.Error(), nil
 		})
-		_, err := h.Client.Create(h.Context(), "notify", workflow.CreateRequest{ID: "n"})
+		_, err := h.Client.Create(h.Context(), "notify", dftype.CreateRequest{ID: "n"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out string

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -55,11 +56,11 @@ func releaseWith() workflow.StepOption {
 }
 
 // childrenOf returns the children of an instance that run workflow wf.
-func childrenOf(t *testing.T, h *testharness.Harness, parent, id, wf string) []*workflow.InstanceInfo {
+func childrenOf(t *testing.T, h *testharness.Harness, parent, id, wf string) []*dftype.InstanceInfo {
 	t.Helper()
 	all, err := h.Client.Children(h.Context(), parent, id)
 	require.NoError(t, err)
-	var out []*workflow.InstanceInfo
+	var out []*dftype.InstanceInfo
 	for _, c := range all {
 		if c.WorkflowName == wf {
 			out = append(out, c)
@@ -104,13 +105,13 @@ func TestInvokeCompensationUndoesTheChild(t *testing.T) {
 				return "", workflow.NonRetryable(errors.New("no truck"))
 			})
 		})
-		_, err := h.Client.Create(h.Context(), "trip", workflow.CreateRequest{ID: "t"})
+		_, err := h.Client.Create(h.Context(), "trip", dftype.CreateRequest{ID: "t"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
 		// The compensation of "charge" ran; that of "reserve" started its
 		// child, which waits, and the parent waits for it.
-		h.RequireStatus("trip", "t", workflow.StatusWaiting)
+		h.RequireStatus("trip", "t", dftype.StatusWaiting)
 		require.Equal(t, []string{"reserve 7", "reserve 8", "refund"}, log.list())
 		releasers := childrenOf(t, h, "trip", "t", "releaser")
 		require.Len(t, releasers, 1)
@@ -122,7 +123,7 @@ func TestInvokeCompensationUndoesTheChild(t *testing.T) {
 
 		h.SendEvent("releaser", rel.ID, "confirm", nil)
 		h.RunUntilIdle()
-		info := h.RequireStatus("trip", "t", workflow.StatusErrored)
+		info := h.RequireStatus("trip", "t", dftype.StatusErrored)
 		require.Equal(t, "NonRetryableError", info.Error.Name, "the original error is kept")
 		require.Contains(t, info.Error.Message, "no truck")
 		require.Equal(t, []string{"reserve 7", "reserve 8", "refund", "release res-7"}, log.list())
@@ -137,7 +138,7 @@ func TestInvokeCompensationUndoesTheChild(t *testing.T) {
 				require.Equal(t, rel.ID, st.Child.ID)
 			}
 		}
-		h.RequireStatus("releaser", rel.ID, workflow.StatusComplete)
+		h.RequireStatus("releaser", rel.ID, dftype.StatusComplete)
 	})
 }
 
@@ -176,14 +177,14 @@ func TestInvokeCompensationFailures(t *testing.T) {
 			}
 			return "", workflow.NonRetryable(errors.New("give up"))
 		})
-		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "f"})
+		_, err := h.Client.Create(h.Context(), "saga", dftype.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("saga", "f", workflow.StatusWaiting)
+		h.RequireStatus("saga", "f", dftype.StatusWaiting)
 		h.Advance(time.Hour)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("saga", "f", workflow.StatusErrored)
+		info := h.RequireStatus("saga", "f", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationFailed, info.Error.Name)
 		msg := info.Error.Message
 		require.Contains(t, msg, `step "compensate:a" failed: ChildFailedError:`)
@@ -224,7 +225,7 @@ func TestInvokeCompensationOptionsAreChecked(t *testing.T) {
 		errs = append(errs, err)
 		return "ok", nil
 	})
-	_, err := h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
+	_, err := h.Client.Create(h.Context(), "bad", dftype.CreateRequest{ID: "b"})
 	require.NoError(t, err)
 	h.RunUntilIdle()
 	var out string
@@ -278,7 +279,7 @@ func TestInvokeCompensationCrashAfterStartStartsOneChild(t *testing.T) {
 			}
 			return "", workflow.NonRetryable(errors.New("give up"))
 		})
-		_, err := h.Client.Create(h.Context(), "saga", workflow.CreateRequest{ID: "s"})
+		_, err := h.Client.Create(h.Context(), "saga", dftype.CreateRequest{ID: "s"})
 		require.NoError(t, err)
 		h.RunDue()
 		require.True(t, store.lost.Load(), "the runner lost its lease before recording the compensation's wait")
@@ -286,13 +287,13 @@ func TestInvokeCompensationCrashAfterStartStartsOneChild(t *testing.T) {
 
 		h.Advance(runner.DefaultLeaseDuration + time.Second)
 		h.RunDue()
-		h.RequireStatus("saga", "s", workflow.StatusWaiting)
+		h.RequireStatus("saga", "s", dftype.StatusWaiting)
 		releasers := childrenOf(t, h, "saga", "s", "releaser")
 		require.Len(t, releasers, 1, "one child, not two")
 
 		h.SendEvent("releaser", releasers[0].ID, "confirm", nil)
 		h.RunUntilIdle()
-		info := h.RequireStatus("saga", "s", workflow.StatusErrored)
+		info := h.RequireStatus("saga", "s", dftype.StatusErrored)
 		require.Equal(t, "NonRetryableError", info.Error.Name)
 		require.Equal(t, []string{"release wait hold"}, log.list())
 	})

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -28,7 +29,7 @@ func TestInvokeDefaultDepthLimitIs16(t *testing.T) {
 			return below + 1, err
 		})
 		for id, n := range map[string]int{"sixteen": 16, "seventeen": 17} {
-			_, err := h.Client.Create(h.Context(), "chain", workflow.CreateRequest{ID: id, Params: mustJSON(t, n)})
+			_, err := h.Client.Create(h.Context(), "chain", dftype.CreateRequest{ID: id, Params: mustJSON(t, n)})
 			require.NoError(t, err)
 		}
 		h.RunUntilIdle()
@@ -38,7 +39,7 @@ func TestInvokeDefaultDepthLimitIs16(t *testing.T) {
 		require.Equal(t, 16, out, "16 nested invokes are within the default limit")
 
 		// Walk down the refused chain to its deepest instance.
-		chain := []*workflow.InstanceInfo{h.Status("chain", "seventeen")}
+		chain := []*dftype.InstanceInfo{h.Status("chain", "seventeen")}
 		for {
 			children, err := h.Client.Children(h.Context(), "chain", chain[len(chain)-1].ID)
 			require.NoError(t, err)
@@ -52,7 +53,7 @@ func TestInvokeDefaultDepthLimitIs16(t *testing.T) {
 		deepest, err := h.Client.Get(h.Context(), "chain", chain[16].ID)
 		require.NoError(t, err)
 		require.Equal(t, 16, deepest.Parent.Depth)
-		require.Equal(t, workflow.StatusErrored, deepest.Status)
+		require.Equal(t, dftype.StatusErrored, deepest.Status)
 		require.Equal(t, workflow.ErrorNameInvokeDepth, deepest.Error.Name)
 		require.Contains(t, deepest.Error.Message, "invoke nesting too deep")
 		require.Contains(t, deepest.Error.Message, "would start a child at depth 17, past the limit of 16")
@@ -61,7 +62,7 @@ func TestInvokeDefaultDepthLimitIs16(t *testing.T) {
 		require.Equal(t, "below", steps[0].Name)
 		require.Equal(t, workflow.ErrorNameInvokeDepth, steps[0].Error.Name, "the refusal is recorded, so replays agree")
 		for _, inst := range chain[:16] {
-			info := h.RequireStatus("chain", inst.ID, workflow.StatusErrored)
+			info := h.RequireStatus("chain", inst.ID, dftype.StatusErrored)
 			require.Equal(t, workflow.ErrorNameChildFailed, info.Error.Name, "each parent fails with its child: none is left waiting")
 		}
 	})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -31,16 +32,16 @@ func TestInvokeChildEndComesOnlyFromTheChild(t *testing.T) {
 		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
 			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: ev.Payload})
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 20})})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 20})})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("parent", "p", workflow.StatusWaiting)
+		h.RequireStatus("parent", "p", dftype.StatusWaiting)
 
-		_, err = h.Client.Create(h.Context(), "forger", workflow.CreateRequest{ID: "f", Metadata: json.RawMessage(forgedParent)})
+		_, err = h.Client.Create(h.Context(), "forger", dftype.CreateRequest{ID: "f", Metadata: json.RawMessage(forgedParent)})
 		require.NoError(t, err, "metadata is the caller's: any key is accepted")
 		h.RunUntilIdle()
-		h.RequireStatus("forger", "f", workflow.StatusComplete)
-		h.RequireStatus("parent", "p", workflow.StatusWaiting)
+		h.RequireStatus("forger", "f", dftype.StatusComplete)
+		h.RequireStatus("parent", "p", dftype.StatusWaiting)
 		forger, err := h.Client.Get(h.Context(), "forger", "f")
 		require.NoError(t, err)
 		require.Nil(t, forger.Parent, "metadata makes no parent link")
@@ -77,7 +78,7 @@ func TestInvokeWithUserMetadataKeyParent(t *testing.T) {
 			// A forged link with a depth past the limit counts for nothing.
 			"forged": `{"parent":{"workflowName":"parent","instanceId":"x","runNumber":1,"step":"sum","depth":99}}`,
 		} {
-			_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: id, Params: mustJSON(t, addParams{A: 1, B: 2}), Metadata: json.RawMessage(md)})
+			_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: id, Params: mustJSON(t, addParams{A: 1, B: 2}), Metadata: json.RawMessage(md)})
 			require.NoError(t, err)
 		}
 		h.RunUntilIdle()
@@ -90,7 +91,7 @@ func TestInvokeWithUserMetadataKeyParent(t *testing.T) {
 			require.Len(t, children, 1)
 			child, err := h.Client.Get(h.Context(), "adder", children[0].ID)
 			require.NoError(t, err)
-			require.Equal(t, &workflow.ParentRef{WorkflowName: "parent", InstanceID: id, RunNumber: 1, StepKey: "sum", Policy: workflow.ParentTerminate, Depth: 1}, child.Parent)
+			require.Equal(t, &dftype.ParentRef{WorkflowName: "parent", InstanceID: id, RunNumber: 1, StepKey: "sum", Policy: dftype.ParentTerminate, Depth: 1}, child.Parent)
 			require.JSONEq(t, `{"parent":"order-42"}`, string(child.Metadata), "the invoke's own metadata, as given")
 		}
 	})
@@ -114,7 +115,7 @@ func TestInvokeStopsForARequestedCompensation(t *testing.T) {
 			}
 			return workflow.Invoke[int](step, "second", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}})
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		children, err := h.Client.Children(h.Context(), "parent", "p")
@@ -131,7 +132,7 @@ func TestInvokeStopsForARequestedCompensation(t *testing.T) {
 		children, err = h.Client.Children(h.Context(), "parent", "p")
 		require.NoError(t, err)
 		require.Len(t, children, 1, "no child was started after the compensation was asked for")
-		info := h.RequireStatus("parent", "p", workflow.StatusErrored)
+		info := h.RequireStatus("parent", "p", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameCompensationRequested, info.Error.Name)
 		require.Equal(t, int32(1), undone.Load())
 		for _, st := range h.History("parent", "p").Steps {
@@ -150,10 +151,10 @@ func TestInvokeReservedStepName(t *testing.T) {
 		_, got = workflow.Invoke[int](step, workflow.CompensationStepPrefix+"x", workflow.InvokeOptions{Workflow: "adder"})
 		return 0, nil
 	})
-	_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+	_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 	require.NoError(t, err)
 	h.RunUntilIdle()
-	h.RequireStatus("parent", "p", workflow.StatusComplete)
+	h.RequireStatus("parent", "p", dftype.StatusComplete)
 	require.ErrorIs(t, got, workflow.ErrInvalidStepName)
 	children, err := h.Client.Children(h.Context(), "parent", "p")
 	require.NoError(t, err)
@@ -176,18 +177,18 @@ func TestInvokeFixedChildIDAfterParentRestart(t *testing.T) {
 			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "adder", ID: id, Params: addParams{A: 1, B: 2}})
 		})
 		for _, wf := range []string{"fixed", "perrun"} {
-			_, err := h.Client.Create(h.Context(), wf, workflow.CreateRequest{ID: "p"})
+			_, err := h.Client.Create(h.Context(), wf, dftype.CreateRequest{ID: "p"})
 			require.NoError(t, err)
 		}
 		h.RunUntilIdle()
 		for _, wf := range []string{"fixed", "perrun"} {
-			h.RequireStatus(wf, "p", workflow.StatusComplete)
+			h.RequireStatus(wf, "p", dftype.StatusComplete)
 			_, err := h.Client.Restart(h.Context(), wf, "p")
 			require.NoError(t, err)
 		}
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("fixed", "p", workflow.StatusErrored)
+		info := h.RequireStatus("fixed", "p", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameInvokeRefused, info.Error.Name)
 		require.Contains(t, info.Error.Message, "is not the child of step")
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -45,13 +46,13 @@ func TestInvokeChildLivesInItsParentsNamespace(t *testing.T) {
 		registerTenantParent(h)
 		ctx := h.Context()
 		acme, other := h.Client.Namespace("acme"), h.Client.Namespace(workflow.DefaultNamespace)
-		_, err := acme.Create(ctx, "tparent", workflow.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 1})})
+		_, err := acme.Create(ctx, "tparent", dftype.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 1})})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("tparent", "p", workflow.StatusWaiting)
+		h.RequireStatus("tparent", "p", dftype.StatusWaiting)
 
 		// requireAcmeOnly checks that the children of p are acme's alone.
-		requireAcmeOnly := func(n int) []*workflow.InstanceInfo {
+		requireAcmeOnly := func(n int) []*dftype.InstanceInfo {
 			t.Helper()
 			children, err := acme.Children(ctx, "tparent", "p")
 			require.NoError(t, err)
@@ -74,13 +75,13 @@ func TestInvokeChildLivesInItsParentsNamespace(t *testing.T) {
 			return children
 		}
 		children := requireAcmeOnly(1)
-		h.RequireStatus("waiter", children[0].ID, workflow.StatusWaiting)
+		h.RequireStatus("waiter", children[0].ID, dftype.StatusWaiting)
 
 		require.NoError(t, acme.SendEvent(ctx, "waiter", children[0].ID, "go", nil))
 		h.RunUntilIdle()
 		// The parent failed for good: its compensation started a child.
-		h.RequireStatus("tparent", "p", workflow.StatusWaiting)
-		var comp *workflow.InstanceInfo
+		h.RequireStatus("tparent", "p", dftype.StatusWaiting)
+		var comp *dftype.InstanceInfo
 		for _, c := range requireAcmeOnly(2) {
 			if c.Parent.StepKey == workflow.CompensationStepPrefix+"sum" {
 				comp = c
@@ -89,7 +90,7 @@ func TestInvokeChildLivesInItsParentsNamespace(t *testing.T) {
 		require.NotNil(t, comp, "the compensation's child")
 		require.NoError(t, acme.SendEvent(ctx, "waiter", comp.ID, "go", nil))
 		h.RunUntilIdle()
-		h.RequireStatus("tparent", "p", workflow.StatusErrored)
+		h.RequireStatus("tparent", "p", dftype.StatusErrored)
 	})
 }
 
@@ -116,10 +117,10 @@ func TestInvokeChildIDCannotBeTakenFirst(t *testing.T) {
 		ctx := h.Context()
 		squatter := h.Client.Namespace("squatter")
 		for _, wf := range []string{"adder", "waiter"} {
-			_, err := squatter.Create(ctx, wf, workflow.CreateRequest{ID: oldChildID("parent", "p", 1, "sum"), Params: mustJSON(t, addParams{})})
+			_, err := squatter.Create(ctx, wf, dftype.CreateRequest{ID: oldChildID("parent", "p", 1, "sum"), Params: mustJSON(t, addParams{})})
 			require.NoError(t, err)
 		}
-		_, err := h.Client.Namespace("acme").Create(ctx, "parent", workflow.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 1, B: 2})})
+		_, err := h.Client.Namespace("acme").Create(ctx, "parent", dftype.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 1, B: 2})})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out int

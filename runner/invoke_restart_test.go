@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -23,7 +24,7 @@ func TestRestartParentTerminatesChildrenOfEarlierRun(t *testing.T) {
 		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
 			calls := []workflow.InvokeCall{
 				{Name: "kept", Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 1}}},
-				{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}, Policy: workflow.ParentAbandon}},
+				{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 2}, Policy: dftype.ParentAbandon}},
 			}
 			outs, errs, err := workflow.InvokeAll[int](step, calls, 0)
 			if err != nil {
@@ -34,7 +35,7 @@ func TestRestartParentTerminatesChildrenOfEarlierRun(t *testing.T) {
 			}
 			return outs[0] + outs[1], nil
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		old, err := h.Client.Children(h.Context(), "parent", "p")
@@ -44,21 +45,21 @@ func TestRestartParentTerminatesChildrenOfEarlierRun(t *testing.T) {
 		_, err = h.Client.Restart(h.Context(), "parent", "p")
 		require.NoError(t, err)
 		for _, c := range old {
-			want := workflow.StatusTerminated
+			want := dftype.StatusTerminated
 			if c.Parent.StepKey == "left" {
-				want = workflow.StatusWaiting
+				want = dftype.StatusWaiting
 			}
 			h.RequireStatus("waiter", c.ID, want)
 		}
 		h.RunUntilIdle()
-		h.RequireStatus("parent", "p", workflow.StatusWaiting)
+		h.RequireStatus("parent", "p", dftype.StatusWaiting)
 
 		children, err := h.Client.Children(h.Context(), "parent", "p")
 		require.NoError(t, err)
 		require.Len(t, children, 4, "the new run started two children of its own")
 		for _, c := range children {
 			if c.Parent.RunNumber == 2 {
-				require.Equal(t, workflow.StatusWaiting, c.Status)
+				require.Equal(t, dftype.StatusWaiting, c.Status)
 				h.SendEvent("waiter", c.ID, "go", nil)
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -51,10 +52,10 @@ func TestInvokeReturnsChildOutput(t *testing.T) {
 			}
 			return workflow.Do(step, "double", func(ctx context.Context) (int, error) { return 2 * sum, nil })
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 20})})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p", Params: mustJSON(t, addParams{A: 20})})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("parent", "p", workflow.StatusWaiting)
+		h.RequireStatus("parent", "p", dftype.StatusWaiting)
 
 		children, err := h.Client.Children(h.Context(), "parent", "p")
 		require.NoError(t, err)
@@ -62,7 +63,7 @@ func TestInvokeReturnsChildOutput(t *testing.T) {
 		child := children[0]
 		require.Equal(t, "waiter", child.WorkflowName)
 		require.NotNil(t, child.Parent)
-		require.Equal(t, workflow.ParentRef{WorkflowName: "parent", InstanceID: "p", RunNumber: 1, StepKey: "sum", Policy: workflow.ParentTerminate, Depth: 1}, *child.Parent)
+		require.Equal(t, dftype.ParentRef{WorkflowName: "parent", InstanceID: "p", RunNumber: 1, StepKey: "sum", Policy: dftype.ParentTerminate, Depth: 1}, *child.Parent)
 
 		hist := h.History("parent", "p")
 		require.Len(t, hist.Steps, 1)
@@ -100,13 +101,13 @@ func TestInvokeChildErrorIsTyped(t *testing.T) {
 			}
 			return got.ChildErrorMessage, nil
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out string
 		h.RequireOutput("parent", "p", &out)
 		require.Contains(t, out, "negative input")
-		require.Equal(t, workflow.StatusErrored, got.Status)
+		require.Equal(t, dftype.StatusErrored, got.Status)
 		require.Equal(t, "adder", got.WorkflowName)
 	})
 }
@@ -138,7 +139,7 @@ func TestInvokeCrashAfterStartStartsOneChild(t *testing.T) {
 			starts.Add(1)
 			return workflow.Invoke[int](step, "sum", workflow.InvokeOptions{Workflow: "waiter", Params: addParams{A: 7}})
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunDue()
 		require.True(t, store.lost.Load(), "the parent's runner lost its lease before recording the step")
@@ -171,8 +172,8 @@ func TestTerminateParentTerminatesChildren(t *testing.T) {
 		// middle invokes a waiter (terminate policy) and another (abandon).
 		workflow.MustRegister(h.Registry, "middle", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
 			calls := []workflow.InvokeCall{
-				{Name: "kept", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: workflow.ParentTerminate}},
-				{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: workflow.ParentAbandon}},
+				{Name: "kept", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: dftype.ParentTerminate}},
+				{Name: "left", Options: workflow.InvokeOptions{Workflow: "waiter", Policy: dftype.ParentAbandon}},
 			}
 			_, errs, err := workflow.InvokeAll[int](step, calls, 0)
 			if err != nil {
@@ -183,7 +184,7 @@ func TestTerminateParentTerminatesChildren(t *testing.T) {
 		workflow.MustRegister(h.Registry, "parent", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
 			return workflow.Invoke[int](step, "mid", workflow.InvokeOptions{Workflow: "middle"})
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		mids, err := h.Client.Children(h.Context(), "parent", "p")
@@ -193,16 +194,16 @@ func TestTerminateParentTerminatesChildren(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, leaves, 2)
 		for _, l := range leaves {
-			require.Equal(t, workflow.StatusWaiting, l.Status)
+			require.Equal(t, dftype.StatusWaiting, l.Status)
 		}
 
 		_, err = h.Client.Terminate(h.Context(), "parent", "p")
 		require.NoError(t, err)
-		h.RequireStatus("middle", mids[0].ID, workflow.StatusTerminated)
+		h.RequireStatus("middle", mids[0].ID, dftype.StatusTerminated)
 		for _, l := range leaves {
-			want := workflow.StatusTerminated
+			want := dftype.StatusTerminated
 			if l.Parent.StepKey == "left" {
-				want = workflow.StatusWaiting
+				want = dftype.StatusWaiting
 			}
 			h.RequireStatus("waiter", l.ID, want)
 		}
@@ -235,7 +236,7 @@ func TestInvokeFanOutHundredChildren(t *testing.T) {
 			}
 			return total, nil
 		})
-		_, err := h.Client.Create(h.Context(), "fan", workflow.CreateRequest{ID: "f"})
+		_, err := h.Client.Create(h.Context(), "fan", dftype.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		for range 400 {
 			// At most 10 children exist that have not ended.
@@ -287,11 +288,11 @@ func TestInvokeBadInput(t *testing.T) {
 		workflow.MustRegister(h.Registry, "loop", func(ctx context.Context, ev workflow.Event[addParams], step workflow.Step) (int, error) {
 			return workflow.Invoke[int](step, "again", workflow.InvokeOptions{Workflow: "loop"})
 		})
-		_, err := h.Client.Create(h.Context(), "adder", workflow.CreateRequest{ID: "other", Params: mustJSON(t, addParams{A: 1})})
+		_, err := h.Client.Create(h.Context(), "adder", dftype.CreateRequest{ID: "other", Params: mustJSON(t, addParams{A: 1})})
 		require.NoError(t, err)
-		_, err = h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
+		_, err = h.Client.Create(h.Context(), "bad", dftype.CreateRequest{ID: "b"})
 		require.NoError(t, err)
-		_, err = h.Client.Create(h.Context(), "loop", workflow.CreateRequest{ID: "l"})
+		_, err = h.Client.Create(h.Context(), "loop", dftype.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		require.Contains(t, errs["unknown"], "nope")
@@ -305,9 +306,9 @@ func TestInvokeBadInput(t *testing.T) {
 
 		// l (depth 0) -> depth 1 -> 2 -> 3; the depth-3 child's invoke fails,
 		// and each parent then fails with its child.
-		info := h.RequireStatus("loop", "l", workflow.StatusErrored)
+		info := h.RequireStatus("loop", "l", dftype.StatusErrored)
 		require.Equal(t, workflow.ErrorNameChildFailed, info.Error.Name)
-		var deepest *workflow.InstanceInfo
+		var deepest *dftype.InstanceInfo
 		id, wf := "l", "loop"
 		for {
 			children, err := h.Client.Children(h.Context(), wf, id)
@@ -338,7 +339,7 @@ func TestInvokeTimeout(t *testing.T) {
 			}
 			return errors.Is(err, workflow.ErrInvokeTimeout), nil
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunDue()
 		h.RunDue()
@@ -349,7 +350,7 @@ func TestInvokeTimeout(t *testing.T) {
 		require.True(t, out)
 		children, err := h.Client.Children(h.Context(), "parent", "p")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusWaiting, children[0].Status, "the child keeps running")
+		require.Equal(t, dftype.StatusWaiting, children[0].Status, "the child keeps running")
 	})
 }
 
@@ -365,7 +366,7 @@ func TestInvokeTimeoutTerminatesChild(t *testing.T) {
 			}
 			return errors.Is(err, workflow.ErrInvokeTimeout), nil
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunDue()
 		h.RunDue()
@@ -376,7 +377,7 @@ func TestInvokeTimeoutTerminatesChild(t *testing.T) {
 		require.True(t, out)
 		children, err := h.Client.Children(h.Context(), "parent", "p")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusTerminated, children[0].Status, "the timeout terminated the child")
+		require.Equal(t, dftype.StatusTerminated, children[0].Status, "the timeout terminated the child")
 	})
 }
 
@@ -401,14 +402,14 @@ func TestInvokeAllBoundsChildrenInFlight(t *testing.T) {
 			}
 			return outs, errors.Join(errs...)
 		})
-		_, err := h.Client.Create(h.Context(), "fan", workflow.CreateRequest{ID: "f"})
+		_, err := h.Client.Create(h.Context(), "fan", dftype.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		ended := map[string]bool{}
 		for round := range 5 {
 			children, err := h.Client.Children(h.Context(), "fan", "f")
 			require.NoError(t, err)
-			running := []*workflow.InstanceInfo{}
+			running := []*dftype.InstanceInfo{}
 			for _, c := range children {
 				if !c.Status.Terminal() {
 					running = append(running, c)
@@ -444,7 +445,7 @@ func TestTerminatedChildFailsTheInvoke(t *testing.T) {
 			}
 			return "", err
 		})
-		_, err := h.Client.Create(h.Context(), "parent", workflow.CreateRequest{ID: "p"})
+		_, err := h.Client.Create(h.Context(), "parent", dftype.CreateRequest{ID: "p"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		_, err = h.Client.Terminate(h.Context(), "waiter", "kid")
@@ -506,11 +507,11 @@ func TestInvokeAllChildEndedBeforeTheWait(t *testing.T) {
 			}
 			return outs, errors.Join(errs...)
 		})
-		_, err := h.Client.Create(h.Context(), "fan", workflow.CreateRequest{ID: "f"})
+		_, err := h.Client.Create(h.Context(), "fan", dftype.CreateRequest{ID: "f"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		require.True(t, store.done.Load(), "c0 ended before the parent's wait")
-		h.RequireStatus("fan", "f", workflow.StatusWaiting)
+		h.RequireStatus("fan", "f", dftype.StatusWaiting)
 		children, err := h.Client.Children(h.Context(), "fan", "f")
 		require.NoError(t, err)
 		require.Len(t, children, 3, "c0's end made room for c2")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -49,7 +50,7 @@ func TestLongStepRenewsItsLease(t *testing.T) {
 		lease := 30 * time.Second
 		ra, rb, c, clk, store, started, release := twoRunners(t, b, lease)
 		ctx := context.Background()
-		_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := c.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		aDone := make(chan int)
 		go func() { n, _ := ra.RunDue(ctx, 1); aDone <- n }()
@@ -70,7 +71,7 @@ func TestLongStepRenewsItsLease(t *testing.T) {
 		require.Equal(t, 1, <-aDone)
 		info, err := c.Get(ctx, "w", "x")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, info.Status)
+		require.Equal(t, dftype.StatusComplete, info.Status)
 		require.JSONEq(t, `"call 1"`, string(info.Output))
 	})
 }
@@ -80,7 +81,7 @@ func TestStopReleasesTasksForOtherRunners(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		ra, rb, c, _, store, started, release := twoRunners(t, b, time.Minute)
 		ctx := context.Background()
-		_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := c.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		aDone := make(chan struct{})
 		go func() { _, _ = ra.RunDue(ctx, 1); close(aDone) }()
@@ -102,7 +103,7 @@ func TestStopReleasesTasksForOtherRunners(t *testing.T) {
 		close(release)
 		info, err := c.Get(ctx, "w", "x")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, info.Status)
+		require.Equal(t, dftype.StatusComplete, info.Status)
 	})
 }
 
@@ -111,7 +112,7 @@ func TestStopWaitsForRunningWork(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		ra, _, c, _, _, started, release := twoRunners(t, b, time.Minute)
 		ctx := context.Background()
-		_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := c.Create(ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		require.NoError(t, ra.Start(ctx))
 		ra.Notify()
@@ -127,7 +128,7 @@ func TestStopWaitsForRunningWork(t *testing.T) {
 		require.NoError(t, <-stopped)
 		info, err := c.Get(ctx, "w", "x")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, info.Status, "the step in flight finished and was committed")
+		require.Equal(t, dftype.StatusComplete, info.Status, "the step in flight finished and was committed")
 	})
 }
 
@@ -144,9 +145,9 @@ func TestPayloadLimitsInsideRuns(t *testing.T) {
 			return err.Error(), nil
 		})
 		workflow.MustRegister(h.Registry, "bigout", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (string, error) { return big, nil })
-		_, err := h.Client.Create(h.Context(), "bigstep", workflow.CreateRequest{ID: "s"})
+		_, err := h.Client.Create(h.Context(), "bigstep", dftype.CreateRequest{ID: "s"})
 		require.NoError(t, err)
-		_, err = h.Client.Create(h.Context(), "bigout", workflow.CreateRequest{ID: "o"})
+		_, err = h.Client.Create(h.Context(), "bigout", dftype.CreateRequest{ID: "o"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
@@ -156,7 +157,7 @@ func TestPayloadLimitsInsideRuns(t *testing.T) {
 		hist := h.History("bigstep", "s")
 		require.Equal(t, 1, hist.Steps[0].Attempts, "an oversized result is not retried")
 
-		info := h.RequireStatus("bigout", "o", workflow.StatusErrored)
+		info := h.RequireStatus("bigout", "o", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, "workflow output")
 	})
 }
@@ -198,7 +199,7 @@ func TestNoStepStartsPastTheLease(t *testing.T) {
 				return a + 1, nil
 			})
 		})
-		_, err := h.Client.Create(h.Context(), "late", workflow.CreateRequest{ID: "l"})
+		_, err := h.Client.Create(h.Context(), "late", dftype.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		h.RunDue()
 		require.Equal(t, int32(1), aRuns.Load())

@@ -10,6 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -28,12 +29,12 @@ func TestPause(t *testing.T) {
 			inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "q"})
 			require.NoError(t, err)
 			require.NoError(t, inst.Pause(h.Context()))
-			h.RequireStatus("w", "q", workflow.StatusPaused)
+			h.RequireStatus("w", "q", dftype.StatusPaused)
 			require.NoError(t, inst.Pause(h.Context()), "pausing a paused instance is a no-op")
 			h.RunUntilIdle()
 			require.Zero(t, calls.Load(), "a paused instance is never run")
 			require.NoError(t, inst.Resume(h.Context()))
-			h.RequireStatus("w", "q", workflow.StatusQueued)
+			h.RequireStatus("w", "q", dftype.StatusQueued)
 			h.RunUntilIdle()
 			var out int
 			h.RequireOutput("w", "q", &out)
@@ -52,9 +53,9 @@ func TestPause(t *testing.T) {
 			inst, err := wf.Create(h.Context(), workflow.CreateOptions[any]{ID: "w1"})
 			require.NoError(t, err)
 			h.RunDue()
-			h.RequireStatus("w", "w1", workflow.StatusWaiting)
+			h.RequireStatus("w", "w1", dftype.StatusWaiting)
 			require.NoError(t, inst.Pause(h.Context()))
-			h.RequireStatus("w", "w1", workflow.StatusPaused)
+			h.RequireStatus("w", "w1", dftype.StatusPaused)
 			h.Advance(2 * time.Hour)
 			require.Zero(t, h.RunDue(), "paused instances are not claimed even when their timer passed")
 			require.NoError(t, inst.Resume(h.Context()))
@@ -90,13 +91,13 @@ func TestPause(t *testing.T) {
 			ran := make(chan int)
 			go func() { ran <- h.RunDue() }()
 			<-inStep
-			h.RequireStatus("w", "r", workflow.StatusRunning)
+			h.RequireStatus("w", "r", dftype.StatusRunning)
 			require.NoError(t, inst.Pause(h.Context()))
-			h.RequireStatus("w", "r", workflow.StatusWaitingForPause)
+			h.RequireStatus("w", "r", dftype.StatusWaitingForPause)
 			close(proceed)
 			require.Equal(t, 1, <-ran)
 
-			h.RequireStatus("w", "r", workflow.StatusPaused)
+			h.RequireStatus("w", "r", dftype.StatusPaused)
 			require.Zero(t, second.Load(), "no step starts after the pause boundary")
 			hist := h.History("w", "r")
 			require.Len(t, hist.Steps, 1, "the step that was running when pause was requested completed")
@@ -126,7 +127,7 @@ func TestTerminateAndTerminalErrors(t *testing.T) {
 		require.NoError(t, err)
 		h.RunDue()
 		require.NoError(t, inst.Terminate(h.Context()))
-		h.RequireStatus("w", "t", workflow.StatusTerminated)
+		h.RequireStatus("w", "t", dftype.StatusTerminated)
 		h.Advance(2 * time.Hour)
 		require.Zero(t, h.RunDue(), "a terminated instance never runs")
 		_, err = h.Store.TaskGet(h.Context(), db.InstanceRef{WorkflowName: "w", ID: "t"})
@@ -135,7 +136,7 @@ func TestTerminateAndTerminalErrors(t *testing.T) {
 		require.ErrorIs(t, inst.Terminate(h.Context()), workflow.ErrInstanceTerminal)
 		require.ErrorIs(t, inst.Pause(h.Context()), workflow.ErrInstanceTerminal)
 		require.NoError(t, inst.Resume(h.Context()), "resume is a no-op on anything but a paused instance")
-		h.RequireStatus("w", "t", workflow.StatusTerminated)
+		h.RequireStatus("w", "t", dftype.StatusTerminated)
 		require.ErrorIs(t, inst.SendEvent(h.Context(), "any", nil), workflow.ErrInstanceTerminal)
 		hist := h.History("w", "t")
 		require.Empty(t, hist.Events, "an event for a terminal instance is not stored")
@@ -145,7 +146,7 @@ func TestTerminateAndTerminalErrors(t *testing.T) {
 		q, err := done.Create(h.Context(), workflow.CreateOptions[any]{ID: "q"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("quick", "q", workflow.StatusComplete)
+		h.RequireStatus("quick", "q", dftype.StatusComplete)
 		require.ErrorIs(t, q.Pause(h.Context()), workflow.ErrInstanceTerminal)
 		require.ErrorIs(t, q.Terminate(h.Context()), workflow.ErrInstanceTerminal)
 	})
@@ -174,11 +175,11 @@ func TestRestart(t *testing.T) {
 		// An event sent now belongs to run 1 and must not reach run 2.
 		require.ErrorIs(t, inst.SendEvent(h.Context(), "go", "late"), workflow.ErrInstanceTerminal)
 		require.NoError(t, inst.Restart(h.Context()))
-		info := h.RequireStatus("w", "r", workflow.StatusQueued)
+		info := h.RequireStatus("w", "r", dftype.StatusQueued)
 		require.Equal(t, 2, info.RunNumber)
 		require.Nil(t, info.Output)
 		h.RunUntilIdle()
-		h.RequireStatus("w", "r", workflow.StatusWaiting)
+		h.RequireStatus("w", "r", dftype.StatusWaiting)
 		require.EqualValues(t, 2, calls.Load(), "the new run runs its steps again")
 		h.SendEvent("w", "r", "go", "second run")
 		h.RunUntilIdle()
@@ -210,7 +211,7 @@ func TestRestartDropsEventsOfEarlierRun(t *testing.T) {
 		h.SendEvent("w", "r", "go", "for run 1")
 		require.NoError(t, inst.Restart(h.Context()))
 		h.RunUntilIdle()
-		h.RequireStatus("w", "r", workflow.StatusWaiting)
+		h.RequireStatus("w", "r", dftype.StatusWaiting)
 		h.SendEvent("w", "r", "go", "for run 2")
 		h.RunUntilIdle()
 		var out string

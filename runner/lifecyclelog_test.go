@@ -10,6 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -91,7 +92,7 @@ func TestLifecycleLogStartsEveryRunOnce(t *testing.T) {
 			h.Advance(time.Minute)
 		}
 		for _, id := range []string{"a", "b", "p"} {
-			h.RequireStatus("w", id, workflow.StatusComplete)
+			h.RequireStatus("w", id, dftype.StatusComplete)
 		}
 		_, err := h.Client.Restart(ctx, "w", "a")
 		require.NoError(t, err)
@@ -99,7 +100,7 @@ func TestLifecycleLogStartsEveryRunOnce(t *testing.T) {
 			h.RunUntilIdle()
 			h.Advance(time.Minute)
 		}
-		h.RequireStatus("w", "a", workflow.StatusComplete)
+		h.RequireStatus("w", "a", dftype.StatusComplete)
 
 		events := requireStartedOnce(t, h.Store, "w", "a", "b", "p")
 		require.Equal(t, 2, events["a"][len(events["a"])-1].RunNumber, "a ran twice")
@@ -148,29 +149,29 @@ func TestLifecycleLogStartsEagerRunsOnce(t *testing.T) {
 		require.Eventually(t, func() bool { return r.Polls() >= 1 }, 30*time.Second, time.Millisecond)
 		c, err := client.New(&client.Config{Store: store, Registry: reg, WakeFunc: func(string) { r.Notify() }, EagerStarter: r})
 		require.NoError(t, err)
-		waitStatus := func(wf, id string, want workflow.InstanceStatus) {
+		waitStatus := func(wf, id string, want dftype.InstanceStatus) {
 			t.Helper()
 			require.Eventually(t, func() bool {
 				info, err := c.Get(ctx, wf, id)
 				return err == nil && info.Status == want
 			}, 20*time.Second, 5*time.Millisecond, "%s %s", id, want)
 		}
-		_, err = c.Create(ctx, "u", workflow.CreateRequest{ID: "eager"})
+		_, err = c.Create(ctx, "u", dftype.CreateRequest{ID: "eager"})
 		require.NoError(t, err)
-		waitStatus("u", "eager", workflow.StatusWaiting)
+		waitStatus("u", "eager", dftype.StatusWaiting)
 		require.Equal(t, int64(1), r.EagerStarts(), "the create started it")
 
 		for _, id := range []string{"first", "second"} {
-			_, err = c.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			_, err = c.Create(ctx, "w", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
-		waitStatus("w", "first", workflow.StatusWaiting)
+		waitStatus("w", "first", dftype.StatusWaiting)
 		require.Equal(t, int64(1), r.Claimed(), "a limited create is claimed")
 		require.NoError(t, c.SendEvent(ctx, "w", "first", "go", nil))
-		waitStatus("w", "second", workflow.StatusWaiting)
+		waitStatus("w", "second", dftype.StatusWaiting)
 		for _, ref := range [][2]string{{"w", "second"}, {"u", "eager"}} {
 			require.NoError(t, c.SendEvent(ctx, ref[0], ref[1], "go", nil))
-			waitStatus(ref[0], ref[1], workflow.StatusComplete)
+			waitStatus(ref[0], ref[1], dftype.StatusComplete)
 		}
 		requireStartedOnce(t, store, "w", "first", "second")
 		requireStartedOnce(t, store, "u", "eager")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
@@ -131,7 +132,7 @@ func runLimitCase(t *testing.T, b testharness.Backend, tc limitCase) {
 			}
 			list, err := store.InstanceList(ctx, &db.InstanceListParams{
 				WorkflowName: "limited", Limit: 1000,
-				Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused},
+				Statuses: []dftype.InstanceStatus{dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause, dftype.StatusPaused},
 			})
 			if err != nil {
 				violation.Store(fmt.Sprintf("sampling: %v", err))
@@ -139,7 +140,7 @@ func runLimitCase(t *testing.T, b testharness.Backend, tc limitCase) {
 			}
 			admitted := map[string]int{}
 			for _, inst := range list {
-				if inst.Status == workflow.StatusQueued && inst.WaitingFor != nil && inst.WaitingFor.Kind == db.LimitKindConcurrency {
+				if inst.Status == dftype.StatusQueued && inst.WaitingFor != nil && inst.WaitingFor.Kind == db.LimitKindConcurrency {
 					continue
 				}
 				var p keyed
@@ -157,17 +158,17 @@ func runLimitCase(t *testing.T, b testharness.Backend, tc limitCase) {
 
 	total := tc.keys * tc.perKey
 	for start := 0; start < total; start += 100 {
-		reqs := make([]workflow.CreateRequest, 0, 100)
+		reqs := make([]dftype.CreateRequest, 0, 100)
 		for i := start; i < min(start+100, total); i++ {
 			key := fmt.Sprintf("k%03d", i%tc.keys)
-			reqs = append(reqs, workflow.CreateRequest{ID: fmt.Sprintf("i-%04d", i), Params: mustJSON(t, keyed{Key: key})})
+			reqs = append(reqs, dftype.CreateRequest{ID: fmt.Sprintf("i-%04d", i), Params: mustJSON(t, keyed{Key: key})})
 		}
 		_, err := c.CreateBatch(ctx, "limited", reqs)
 		require.NoError(t, err)
 	}
 
 	require.Eventually(t, func() bool {
-		res, err := c.List(ctx, client.ListParams{WorkflowName: "limited", Statuses: []workflow.InstanceStatus{workflow.StatusComplete}, PageSize: 1000})
+		res, err := c.List(ctx, client.ListParams{WorkflowName: "limited", Statuses: []dftype.InstanceStatus{dftype.StatusComplete}, PageSize: 1000})
 		return err == nil && len(res.Instances) == total
 	}, 3*time.Minute, 20*time.Millisecond, "every instance completes")
 	close(stopSampling)
@@ -198,9 +199,9 @@ func newLimitHarness(t *testing.T, b testharness.Backend, opts ...workflow.Optio
 	return h
 }
 
-func createKeyed(t *testing.T, h *testharness.Harness, id, key string) *workflow.InstanceInfo {
+func createKeyed(t *testing.T, h *testharness.Harness, id, key string) *dftype.InstanceInfo {
 	t.Helper()
-	info, err := h.Client.Create(h.Context(), "gated", workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: key})})
+	info, err := h.Client.Create(h.Context(), "gated", dftype.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: key})})
 	require.NoError(t, err)
 	return info
 }
@@ -217,14 +218,14 @@ func TestLimitsWaitingState(t *testing.T) {
 		ctx := h.Context()
 		createKeyed(t, h, "a", "x")
 		info := createKeyed(t, h, "b", "x")
-		require.Equal(t, workflow.StatusQueued, info.Status)
+		require.Equal(t, dftype.StatusQueued, info.Status)
 		createKeyed(t, h, "c", "x")
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "a", workflow.StatusWaiting)
-		b1 := h.RequireStatus("gated", "b", workflow.StatusQueued)
-		require.Equal(t, &workflow.WaitingFor{Kind: "concurrency", Scope: "workflow", Name: "gated", Max: 1}, b1.WaitingFor)
+		h.RequireStatus("gated", "a", dftype.StatusWaiting)
+		b1 := h.RequireStatus("gated", "b", dftype.StatusQueued)
+		require.Equal(t, &dftype.WaitingFor{Kind: "concurrency", Scope: "workflow", Name: "gated", Max: 1}, b1.WaitingFor)
 		require.Equal(t, b1.WaitingFor, h.History("gated", "b").Instance.WaitingFor, "the history shows the limit too")
-		list, err := h.Client.List(ctx, client.ListParams{WorkflowName: "gated", Statuses: []workflow.InstanceStatus{workflow.StatusQueued}})
+		list, err := h.Client.List(ctx, client.ListParams{WorkflowName: "gated", Statuses: []dftype.InstanceStatus{dftype.StatusQueued}})
 		require.NoError(t, err)
 		require.Len(t, list.Instances, 2)
 		for _, inst := range list.Instances {
@@ -245,40 +246,40 @@ func TestLimitsWaitingState(t *testing.T) {
 		_, err = h.Client.Terminate(ctx, "gated", "a")
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "b", workflow.StatusWaiting)
-		require.NotNil(t, h.RequireStatus("gated", "c", workflow.StatusQueued).WaitingFor)
+		h.RequireStatus("gated", "b", dftype.StatusWaiting)
+		require.NotNil(t, h.RequireStatus("gated", "c", dftype.StatusQueued).WaitingFor)
 
 		// Restart the terminated one: it waits for a slot again.
 		_, err = h.Client.Restart(ctx, "gated", "a")
 		require.NoError(t, err)
-		require.NotNil(t, h.RequireStatus("gated", "a", workflow.StatusQueued).WaitingFor)
+		require.NotNil(t, h.RequireStatus("gated", "a", dftype.StatusQueued).WaitingFor)
 
 		// Terminating a waiter frees nothing: b still holds the slot.
 		_, err = h.Client.Terminate(ctx, "gated", "c")
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		require.NotNil(t, h.RequireStatus("gated", "a", workflow.StatusQueued).WaitingFor)
+		require.NotNil(t, h.RequireStatus("gated", "a", dftype.StatusQueued).WaitingFor)
 
 		// b completes: a (restarted) is admitted, runs and completes.
 		h.SendEvent("gated", "b", "go", nil)
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "b", workflow.StatusComplete)
-		h.RequireStatus("gated", "a", workflow.StatusWaiting)
+		h.RequireStatus("gated", "b", dftype.StatusComplete)
+		h.RequireStatus("gated", "a", dftype.StatusWaiting)
 		h.SendEvent("gated", "a", "go", nil)
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "a", workflow.StatusComplete)
+		h.RequireStatus("gated", "a", dftype.StatusComplete)
 
 		// Restarting a running limited instance keeps its slot: the next
 		// waiter still waits.
 		createKeyed(t, h, "d", "x")
 		createKeyed(t, h, "e", "x")
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "d", workflow.StatusWaiting)
+		h.RequireStatus("gated", "d", dftype.StatusWaiting)
 		_, err = h.Client.Restart(ctx, "gated", "d")
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "d", workflow.StatusWaiting)
-		require.NotNil(t, h.RequireStatus("gated", "e", workflow.StatusQueued).WaitingFor)
+		h.RequireStatus("gated", "d", dftype.StatusWaiting)
+		require.NotNil(t, h.RequireStatus("gated", "e", dftype.StatusQueued).WaitingFor)
 	})
 }
 
@@ -292,13 +293,13 @@ func TestLimitsPerKey(t *testing.T) {
 		createKeyed(t, h, "a2", "a")
 		createKeyed(t, h, "b1", "b")
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "a1", workflow.StatusWaiting)
-		h.RequireStatus("gated", "b1", workflow.StatusWaiting)
-		a2 := h.RequireStatus("gated", "a2", workflow.StatusQueued)
-		require.Equal(t, &workflow.WaitingFor{Kind: "concurrency", Scope: "key", Name: "a", Max: 1}, a2.WaitingFor)
+		h.RequireStatus("gated", "a1", dftype.StatusWaiting)
+		h.RequireStatus("gated", "b1", dftype.StatusWaiting)
+		a2 := h.RequireStatus("gated", "a2", dftype.StatusQueued)
+		require.Equal(t, &dftype.WaitingFor{Kind: "concurrency", Scope: "key", Name: "a", Max: 1}, a2.WaitingFor)
 		h.SendEvent("gated", "a1", "go", nil)
 		h.RunUntilIdle()
-		h.RequireStatus("gated", "a2", workflow.StatusWaiting)
+		h.RequireStatus("gated", "a2", dftype.StatusWaiting)
 	})
 }
 
@@ -314,7 +315,7 @@ func TestLimitsLeaseExpiry(t *testing.T) {
 		}, workflow.WithMaxRunning(1))
 		ctx := h.Context()
 		for _, id := range []string{"a", "b"} {
-			_, err := h.Client.Create(ctx, "once", workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
+			_, err := h.Client.Create(ctx, "once", dftype.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
 			require.NoError(t, err)
 		}
 		// A runner that claims a and dies.
@@ -327,8 +328,8 @@ func TestLimitsLeaseExpiry(t *testing.T) {
 		require.Zero(t, h.RunDue(), "nothing is due while the dead runner's lease holds")
 		h.Advance(2 * time.Minute)
 		h.RunUntilIdle()
-		h.RequireStatus("once", "a", workflow.StatusComplete)
-		h.RequireStatus("once", "b", workflow.StatusComplete)
+		h.RequireStatus("once", "a", dftype.StatusComplete)
+		h.RequireStatus("once", "b", dftype.StatusComplete)
 	})
 }
 
@@ -346,11 +347,11 @@ func TestLimitsRate(t *testing.T) {
 		ctx := h.Context()
 		const n = 9
 		for i := range n {
-			_, err := h.Client.Create(ctx, "rated", workflow.CreateRequest{ID: fmt.Sprintf("r%d", i), Params: mustJSON(t, keyed{Key: "x"})})
+			_, err := h.Client.Create(ctx, "rated", dftype.CreateRequest{ID: fmt.Sprintf("r%d", i), Params: mustJSON(t, keyed{Key: "x"})})
 			require.NoError(t, err)
 		}
 		require.Equal(t, 2, h.RunDue())
-		held := h.RequireStatus("rated", "r2", workflow.StatusQueued)
+		held := h.RequireStatus("rated", "r2", dftype.StatusQueued)
 		require.NotNil(t, held.WaitingFor)
 		require.Equal(t, "rate", held.WaitingFor.Kind)
 		require.Equal(t, 2, held.WaitingFor.Max)
@@ -363,7 +364,7 @@ func TestLimitsRate(t *testing.T) {
 		}
 		h.RunUntilIdle()
 		for i := range n {
-			info := h.RequireStatus("rated", fmt.Sprintf("r%d", i), workflow.StatusComplete)
+			info := h.RequireStatus("rated", fmt.Sprintf("r%d", i), dftype.StatusComplete)
 			require.NotNil(t, info.StartedAt)
 			starts = append(starts, *info.StartedAt)
 		}
@@ -404,7 +405,7 @@ func TestLimitsBadInput(t *testing.T) {
 		failing := func(json.RawMessage) (string, error) { return "", fmt.Errorf("no customer") }
 		workflow.MustRegister(h.Registry, "keyed", noop, workflow.WithConcurrencyKey(failing, 1))
 		ctx := h.Context()
-		_, err := h.Client.Create(ctx, "keyed", workflow.CreateRequest{ID: "k"})
+		_, err := h.Client.Create(ctx, "keyed", dftype.CreateRequest{ID: "k"})
 		require.ErrorIs(t, err, workflow.ErrConcurrencyKey)
 		_, err = h.Client.Get(ctx, "keyed", "k")
 		require.ErrorIs(t, err, workflow.ErrInstanceNotFound, "a refused create writes nothing")
@@ -457,26 +458,26 @@ func TestReleaseStartsOnlyServedQueues(t *testing.T) {
 		c, err := client.New(&client.Config{Store: store, Registry: regA, WakeFunc: func(string) { a.Notify() }})
 		require.NoError(t, err)
 
-		_, err = c.Create(ctx, "w", workflow.CreateRequest{ID: "first", Queue: "qa"})
+		_, err = c.Create(ctx, "w", dftype.CreateRequest{ID: "first", Queue: "qa"})
 		require.NoError(t, err)
-		_, err = c.Create(ctx, "w", workflow.CreateRequest{ID: "second", Queue: "qb"})
+		_, err = c.Create(ctx, "w", dftype.CreateRequest{ID: "second", Queue: "qb"})
 		require.NoError(t, err)
-		waitStatus := func(id string, want workflow.InstanceStatus) *workflow.InstanceInfo {
-			var info *workflow.InstanceInfo
+		waitStatus := func(id string, want dftype.InstanceStatus) *dftype.InstanceInfo {
+			var info *dftype.InstanceInfo
 			require.Eventually(t, func() bool {
 				info, err = c.Get(ctx, "w", id)
 				return err == nil && info.Status == want
 			}, 10*time.Second, 5*time.Millisecond, "%s %s", id, want)
 			return info
 		}
-		waitStatus("first", workflow.StatusWaiting)
-		second := waitStatus("second", workflow.StatusQueued)
+		waitStatus("first", dftype.StatusWaiting)
+		second := waitStatus("second", dftype.StatusQueued)
 		require.NotNil(t, second.WaitingFor, "second waits for the slot first holds")
 
 		// first ends on runner a, which frees the slot: second is admitted,
 		// but its queue is not a's.
 		require.NoError(t, c.SendEvent(ctx, "w", "first", "go", nil))
-		waitStatus("first", workflow.StatusComplete)
+		waitStatus("first", dftype.StatusComplete)
 		require.Eventually(t, func() bool {
 			task, err := store.TaskGet(ctx, db.InstanceRef{WorkflowName: "w", ID: "second"})
 			return err == nil && task.Status == db.TaskStatusPending && task.Queue == "qb"
@@ -486,7 +487,7 @@ func TestReleaseStartsOnlyServedQueues(t *testing.T) {
 			"runner a does not serve queue qb")
 		info, err := c.Get(ctx, "w", "second")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, info.Status)
+		require.Equal(t, dftype.StatusQueued, info.Status)
 
 		// A runner of qb takes it.
 		b2, err := runner.New(&runner.Config{
@@ -496,7 +497,7 @@ func TestReleaseStartsOnlyServedQueues(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, b2.Start(ctx))
 		t.Cleanup(func() { require.NoError(t, b2.Stop(context.Background())) })
-		waitStatus("second", workflow.StatusWaiting)
+		waitStatus("second", dftype.StatusWaiting)
 		by, _ := ran.Load("second")
 		require.Equal(t, "b", by)
 	})
@@ -561,7 +562,7 @@ func TestReleaseHandsTheSlotOver(t *testing.T) {
 		require.NoError(t, err)
 
 		for _, id := range []string{"first", "second", "third"} {
-			_, err = c.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			_, err = c.Create(ctx, "w", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		next := func() string {
@@ -589,7 +590,7 @@ func TestReleaseHandsTheSlotOver(t *testing.T) {
 		for _, id := range []string{"first", "second", "third"} {
 			require.Eventually(t, func() bool {
 				info, err := c.Get(ctx, "w", id)
-				return err == nil && info.Status == workflow.StatusComplete
+				return err == nil && info.Status == dftype.StatusComplete
 			}, 20*time.Second, 5*time.Millisecond, "%s completes", id)
 		}
 		require.Equal(t, int32(1), maxRunning.Load(), "never more than the runner's one slot")
@@ -620,22 +621,22 @@ func rateRun(t *testing.T, h *testharness.Harness, ids map[string]string, period
 			require.NoError(t, err)
 			switch {
 			case info.StartedAt != nil:
-				require.NotEqual(t, workflow.StatusErrored, info.Status, "%s failed", id)
+				require.NotEqual(t, dftype.StatusErrored, info.Status, "%s failed", id)
 				starts[id] = *info.StartedAt
 			default:
-				require.Equal(t, workflow.StatusQueued, info.Status, "%s waits in the queue", id)
+				require.Equal(t, dftype.StatusQueued, info.Status, "%s waits in the queue", id)
 				require.NotNil(t, info.WaitingFor, "%s says what holds it back", id)
 				require.Equal(t, "rate", info.WaitingFor.Kind, id)
 				require.NotNil(t, info.WaitingFor.Until, id)
 				require.True(t, info.WaitingFor.Until.After(h.Now()), "%s waits for a later window", id)
-				require.Equal(t, workflow.Duration(period), info.WaitingFor.Period, id)
+				require.Equal(t, dftype.Duration(period), info.WaitingFor.Period, id)
 			}
 		}
 		h.Advance(7 * time.Second)
 	}
 	h.RunUntilIdle()
 	for id, wf := range ids {
-		h.RequireStatus(wf, id, workflow.StatusComplete)
+		h.RequireStatus(wf, id, dftype.StatusComplete)
 	}
 	return starts
 }
@@ -690,26 +691,26 @@ func TestLimitsQueueRate(t *testing.T) {
 		for i := range 11 {
 			wf := []string{"qa", "qb"}[i%2]
 			id := fmt.Sprintf("s%02d", i)
-			_, err := h.Client.Create(ctx, wf, workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
+			_, err := h.Client.Create(ctx, wf, dftype.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
 			require.NoError(t, err)
 			ids[id] = wf
 		}
 		for i := range 5 {
 			id := fmt.Sprintf("f%d", i)
-			_, err := h.Client.Create(ctx, "free", workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
+			_, err := h.Client.Create(ctx, "free", dftype.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: id})})
 			require.NoError(t, err)
 		}
-		held := h.RequireStatus("qb", "s03", workflow.StatusQueued)
+		held := h.RequireStatus("qb", "s03", dftype.StatusQueued)
 		require.NotNil(t, held.WaitingFor)
-		require.Equal(t, workflow.WaitingFor{
-			Kind: "rate", Scope: "queue", Name: "slow", Max: 3, Period: workflow.Duration(time.Minute),
+		require.Equal(t, dftype.WaitingFor{
+			Kind: "rate", Scope: "queue", Name: "slow", Max: 3, Period: dftype.Duration(time.Minute),
 			Until: held.WaitingFor.Until,
 		}, *held.WaitingFor)
 		require.Equal(t, h.Now().Truncate(time.Minute).Add(time.Minute), *held.WaitingFor.Until, "the fourth start waits for the next window")
 
 		require.Equal(t, 3+5, h.RunDue(), "the queue's window starts 3; the other queue is not held back")
 		for i := range 5 {
-			h.RequireStatus("free", fmt.Sprintf("f%d", i), workflow.StatusComplete)
+			h.RequireStatus("free", fmt.Sprintf("f%d", i), dftype.StatusComplete)
 		}
 		created := h.Now()
 		starts := rateRun(t, h, ids, time.Minute)
@@ -749,23 +750,23 @@ func TestLimitsKeyRate(t *testing.T) {
 		}{{"a", 7}, {"b", 3}} {
 			for i := range k.n {
 				id := fmt.Sprintf("%s%d", k.key, i)
-				_, err := h.Client.Create(ctx, "kr", workflow.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: k.key})})
+				_, err := h.Client.Create(ctx, "kr", dftype.CreateRequest{ID: id, Params: mustJSON(t, keyed{Key: k.key})})
 				require.NoError(t, err)
 				ids[id], keyOf[id] = "kr", k.key
 			}
 		}
-		a2 := h.RequireStatus("kr", "a2", workflow.StatusQueued)
+		a2 := h.RequireStatus("kr", "a2", dftype.StatusQueued)
 		require.NotNil(t, a2.WaitingFor)
-		require.Equal(t, workflow.WaitingFor{
-			Kind: "rate", Scope: "key", Name: "a", Max: 2, Period: workflow.Duration(time.Minute),
+		require.Equal(t, dftype.WaitingFor{
+			Kind: "rate", Scope: "key", Name: "a", Max: 2, Period: dftype.Duration(time.Minute),
 			Until: a2.WaitingFor.Until,
 		}, *a2.WaitingFor)
-		require.NotNil(t, h.RequireStatus("kr", "b2", workflow.StatusQueued).WaitingFor)
+		require.NotNil(t, h.RequireStatus("kr", "b2", dftype.StatusQueued).WaitingFor)
 
 		first := h.Now()
 		require.Equal(t, 4, h.RunDue(), "two of each key start in the first window")
 		for _, id := range []string{"a0", "a1", "b0", "b1"} {
-			h.RequireStatus("kr", id, workflow.StatusComplete)
+			h.RequireStatus("kr", id, dftype.StatusComplete)
 		}
 		starts := rateRun(t, h, ids, time.Minute)
 		byKey := map[string][]time.Time{}

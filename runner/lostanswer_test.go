@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -81,7 +82,7 @@ func TestLostCheckpointAnswers(t *testing.T) {
 					}
 					return workflow.Do(step, "b", func(context.Context) (string, error) { bRuns.Add(1); return a + e + "b", nil })
 				})
-				_, err := h.Client.Create(h.Context(), "lost", workflow.CreateRequest{ID: "x"})
+				_, err := h.Client.Create(h.Context(), "lost", dftype.CreateRequest{ID: "x"})
 				require.NoError(t, err)
 				// The event is buffered before the run waits for it, so the
 				// run consumes it in a checkpoint of its own.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -141,7 +142,7 @@ func TestPostgresOutageStallsOnlyAsLongAsItLasts(t *testing.T) {
 	cl, err := client.New(&client.Config{Store: store, Registry: reg})
 	require.NoError(t, err)
 	ctx := context.Background()
-	reqs := make([]workflow.CreateRequest, instances)
+	reqs := make([]dftype.CreateRequest, instances)
 	for i := range reqs {
 		reqs[i].ID = string(rune('a'+i%26)) + string(rune('0'+i/26))
 	}
@@ -166,7 +167,7 @@ func TestPostgresOutageStallsOnlyAsLongAsItLasts(t *testing.T) {
 	restored := time.Now()
 
 	require.Eventually(t, func() bool {
-		page, err := cl.List(ctx, client.ListParams{WorkflowName: "w", Statuses: []workflow.InstanceStatus{workflow.StatusComplete}, PageSize: 100})
+		page, err := cl.List(ctx, client.ListParams{WorkflowName: "w", Statuses: []dftype.InstanceStatus{dftype.StatusComplete}, PageSize: 100})
 		return err == nil && len(page.Instances) == instances
 	}, 10*time.Second, 20*time.Millisecond, "the instances go on within seconds of the database's return, not a lease later")
 	t.Logf("every instance complete %s after a %s outage ended", time.Since(restored).Round(time.Millisecond), outage)

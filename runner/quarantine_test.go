@@ -14,6 +14,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -166,10 +167,10 @@ func TestQuarantineSavesTheInnocents(t *testing.T) {
 		innocents := []string{"i1", "i2", "i3", "i4", "i5"}
 		for i, id := range innocents {
 			if i == 2 {
-				_, err := h.Client.Create(ctx, "crasher", workflow.CreateRequest{ID: "c"})
+				_, err := h.Client.Create(ctx, "crasher", dftype.CreateRequest{ID: "c"})
 				require.NoError(t, err)
 			}
-			_, err := h.Client.Create(ctx, "innocent", workflow.CreateRequest{ID: id})
+			_, err := h.Client.Create(ctx, "innocent", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		// One process claimed them all and died before any step ran.
@@ -182,7 +183,7 @@ func TestQuarantineSavesTheInnocents(t *testing.T) {
 		h.Advance(lease + time.Second)
 
 		done := func() bool {
-			if h.Status("crasher", "c").Status != workflow.StatusErrored {
+			if h.Status("crasher", "c").Status != dftype.StatusErrored {
 				return false
 			}
 			for _, id := range innocents {
@@ -213,7 +214,7 @@ func TestQuarantineSavesTheInnocents(t *testing.T) {
 			}
 		}
 
-		info := h.RequireStatus("crasher", "c", workflow.StatusErrored)
+		info := h.RequireStatus("crasher", "c", dftype.StatusErrored)
 		require.Equal(t, runner.ErrorNameRunnerLost, info.Error.Name)
 		require.Equal(t, `step "crash" lost its runner 5 times`, info.Error.Message)
 		require.Equal(t, int32(4), crashes.Load(), "the crash step ran once per lease loss before the limit")
@@ -260,7 +261,7 @@ func TestQuarantineHandsBackASecondSuspect(t *testing.T) {
 			return workflow.Do(step, "two", wait(id, "two"))
 		})
 		for _, id := range []string{"x", "y"} {
-			_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			_, err := h.Client.Create(ctx, "w", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		// Two processes in a row claimed them both and died.
@@ -374,12 +375,12 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		// "a" waits for "go". Twice a runner took it when the wait timed
 		// out and gave it back with a loss counted (its store kept
 		// failing): a pending suspect whose wait step still waits.
-		_, err = quiet.Create(ctx, "wait", workflow.CreateRequest{ID: "a"})
+		_, err = quiet.Create(ctx, "wait", dftype.CreateRequest{ID: "a"})
 		require.NoError(t, err)
 		n, err := h.runner.RunDue(ctx, 10)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		h.waitStatus(t, "wait", "a", workflow.StatusWaiting)
+		h.waitStatus(t, "wait", "a", dftype.StatusWaiting)
 		for range db.SuspectLeaseLosses {
 			dead := claimDead("wait", time.Now().Add(25*time.Hour))
 			require.NoError(t, h.store.TaskRelease(ctx, &db.TaskReleaseParams{
@@ -390,7 +391,7 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 
 		// "g" is a suspect too (two runners died holding it, the claim
 		// counts the second loss): the runner claims it and runs it.
-		_, err = quiet.Create(ctx, "gate", workflow.CreateRequest{ID: "g"})
+		_, err = quiet.Create(ctx, "gate", dftype.CreateRequest{ID: "g"})
 		require.NoError(t, err)
 		claimDead("gate", time.Now())
 		require.Equal(t, 1, claimDead("gate", time.Now()).LeaseLosses)
@@ -415,13 +416,13 @@ func TestQuarantineCoversEagerResume(t *testing.T) {
 		}
 		require.Equal(t, db.SuspectLeaseLosses, task("wait", "a").LeaseLosses, "the hand-back counted no loss")
 		require.Zero(t, h.runner.EagerStarts())
-		require.Equal(t, workflow.StatusRunning, h.waitStatus(t, "gate", "g", workflow.StatusRunning).Status)
+		require.Equal(t, dftype.StatusRunning, h.waitStatus(t, "gate", "g", dftype.StatusRunning).Status)
 
 		// g ends and frees the quarantine, which wakes the loop: its claim
 		// runs "a" (the poll interval is long).
 		close(release)
-		h.waitStatus(t, "gate", "g", workflow.StatusComplete)
-		done := h.waitStatus(t, "wait", "a", workflow.StatusComplete)
+		h.waitStatus(t, "gate", "g", dftype.StatusComplete)
+		done := h.waitStatus(t, "wait", "a", dftype.StatusComplete)
 		require.JSONEq(t, `"v"`, string(done.Output))
 		require.Zero(t, h.runner.EagerStarts())
 	})
@@ -453,7 +454,7 @@ func TestQuarantineLetsASingleCrashRecoverAtFullSpeed(t *testing.T) {
 			})
 		})
 		for _, id := range ids[:3] {
-			_, err := h.Client.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			_, err := h.Client.Create(ctx, "w", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		// One process claimed them all and died.
@@ -479,7 +480,7 @@ func TestQuarantineLetsASingleCrashRecoverAtFullSpeed(t *testing.T) {
 		}
 
 		// Its claims still take expired leases and new tasks beside them.
-		_, err = h.Client.Create(ctx, "w", workflow.CreateRequest{ID: "d"})
+		_, err = h.Client.Create(ctx, "w", dftype.CreateRequest{ID: "d"})
 		require.NoError(t, err)
 		h.Advance(time.Second)
 		second := runDue()
@@ -562,7 +563,7 @@ func TestQuarantineHandsBackBeforeTheSuspectRuns(t *testing.T) {
 		c, err := client.New(&client.Config{Store: base, Registry: reg, Clock: clk})
 		require.NoError(t, err)
 		for _, id := range []string{"x", "y"} {
-			_, err := c.Create(ctx, "w", workflow.CreateRequest{ID: id})
+			_, err := c.Create(ctx, "w", dftype.CreateRequest{ID: id})
 			require.NoError(t, err)
 		}
 		// Two processes in a row claimed them both and died.
@@ -591,7 +592,7 @@ func TestQuarantineHandsBackBeforeTheSuspectRuns(t *testing.T) {
 		require.Eventually(t, func() bool {
 			for _, id := range []string{"x", "y"} {
 				info, err := c.Get(ctx, "w", id)
-				if err != nil || info.Status != workflow.StatusComplete {
+				if err != nil || info.Status != dftype.StatusComplete {
 					return false
 				}
 			}

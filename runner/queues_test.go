@@ -12,6 +12,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -60,18 +61,18 @@ func (f *queueFleet) runner(t *testing.T, id string, adjust func(*runner.Config)
 	return r
 }
 
-func (f *queueFleet) create(t *testing.T, name, id string, req workflow.CreateRequest) {
+func (f *queueFleet) create(t *testing.T, name, id string, req dftype.CreateRequest) {
 	t.Helper()
 	req.ID = id
 	info, err := f.client.Create(context.Background(), name, req)
 	require.NoError(t, err)
-	require.Equal(t, workflow.StatusQueued, info.Status)
+	require.Equal(t, dftype.StatusQueued, info.Status)
 }
 
 // statuses returns the status of each instance, "name/id" → status.
-func (f *queueFleet) statuses(t *testing.T, refs ...string) map[string]workflow.InstanceStatus {
+func (f *queueFleet) statuses(t *testing.T, refs ...string) map[string]dftype.InstanceStatus {
 	t.Helper()
-	out := map[string]workflow.InstanceStatus{}
+	out := map[string]dftype.InstanceStatus{}
 	for _, ref := range refs {
 		name, id, _ := strings.Cut(ref, "/")
 		info, err := f.client.Get(context.Background(), name, id)
@@ -86,11 +87,11 @@ func TestRunnersServeOnlyTheirQueues(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		f := newQueueFleet(t, b)
 		ctx := context.Background()
-		f.create(t, "billing", "b1", workflow.CreateRequest{})                             // payments, the workflow's queue
-		f.create(t, "billing", "b2", workflow.CreateRequest{Priority: 5})                  // payments
-		f.create(t, "mail", "m1", workflow.CreateRequest{})                                // default
-		f.create(t, "mail", "m2", workflow.CreateRequest{Queue: "payments"})               // the create's queue wins
-		f.create(t, "billing", "b3", workflow.CreateRequest{Queue: workflow.DefaultQueue}) // default
+		f.create(t, "billing", "b1", dftype.CreateRequest{})                             // payments, the workflow's queue
+		f.create(t, "billing", "b2", dftype.CreateRequest{Priority: 5})                  // payments
+		f.create(t, "mail", "m1", dftype.CreateRequest{})                                // default
+		f.create(t, "mail", "m2", dftype.CreateRequest{Queue: "payments"})               // the create's queue wins
+		f.create(t, "billing", "b3", dftype.CreateRequest{Queue: workflow.DefaultQueue}) // default
 		all := []string{"billing/b1", "billing/b2", "billing/b3", "mail/m1", "mail/m2"}
 
 		other := f.runner(t, "other", func(c *runner.Config) { c.Queues = []string{"reports"} })
@@ -103,9 +104,9 @@ func TestRunnersServeOnlyTheirQueues(t *testing.T) {
 		n, err = def.RunDue(ctx, 100)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
-		require.Equal(t, map[string]workflow.InstanceStatus{
-			"billing/b1": workflow.StatusQueued, "billing/b2": workflow.StatusQueued, "billing/b3": workflow.StatusComplete,
-			"mail/m1": workflow.StatusComplete, "mail/m2": workflow.StatusQueued,
+		require.Equal(t, map[string]dftype.InstanceStatus{
+			"billing/b1": dftype.StatusQueued, "billing/b2": dftype.StatusQueued, "billing/b3": dftype.StatusComplete,
+			"mail/m1": dftype.StatusComplete, "mail/m2": dftype.StatusQueued,
 		}, f.statuses(t, all...))
 
 		// A payments runner claims the rest, the higher priority first.
@@ -113,17 +114,17 @@ func TestRunnersServeOnlyTheirQueues(t *testing.T) {
 		n, err = pay.RunDueLimited(ctx, 1, 0)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		require.Equal(t, workflow.StatusComplete, f.statuses(t, "billing/b2")["billing/b2"], "priority 5 is claimed first")
+		require.Equal(t, dftype.StatusComplete, f.statuses(t, "billing/b2")["billing/b2"], "priority 5 is claimed first")
 		n, err = pay.RunDue(ctx, 100)
 		require.NoError(t, err)
 		require.Equal(t, 2, n)
 		for ref, st := range f.statuses(t, all...) {
-			require.Equal(t, workflow.StatusComplete, st, ref)
+			require.Equal(t, dftype.StatusComplete, st, ref)
 		}
 
 		// A runner of AllQueues serves every queue.
-		f.create(t, "mail", "m3", workflow.CreateRequest{Queue: "reports"})
-		f.create(t, "mail", "m4", workflow.CreateRequest{})
+		f.create(t, "mail", "m3", dftype.CreateRequest{Queue: "reports"})
+		f.create(t, "mail", "m4", dftype.CreateRequest{})
 		every := f.runner(t, "every", func(c *runner.Config) { c.Queues = []string{runner.AllQueues} })
 		n, err = every.RunDue(ctx, 100)
 		require.NoError(t, err)
@@ -136,15 +137,15 @@ func TestRunnerServesOnlyItsWorkflows(t *testing.T) {
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		f := newQueueFleet(t, b)
 		ctx := context.Background()
-		f.create(t, "mail", "m1", workflow.CreateRequest{})
-		f.create(t, "billing", "b1", workflow.CreateRequest{Queue: workflow.DefaultQueue})
+		f.create(t, "mail", "m1", dftype.CreateRequest{})
+		f.create(t, "billing", "b1", dftype.CreateRequest{Queue: workflow.DefaultQueue})
 
 		billingOnly := f.runner(t, "billing-only", func(c *runner.Config) { c.Workflows = []string{"billing"} })
 		n, err := billingOnly.RunDue(ctx, 100)
 		require.NoError(t, err)
 		require.Equal(t, 1, n)
-		require.Equal(t, map[string]workflow.InstanceStatus{
-			"billing/b1": workflow.StatusComplete, "mail/m1": workflow.StatusQueued,
+		require.Equal(t, map[string]dftype.InstanceStatus{
+			"billing/b1": dftype.StatusComplete, "mail/m1": dftype.StatusQueued,
 		}, f.statuses(t, "billing/b1", "mail/m1"))
 
 		// A name the registry does not hold serves nothing.
@@ -190,42 +191,42 @@ func TestEagerStartAndResumeOnlyOnServedQueues(t *testing.T) {
 		})
 		ctx := context.Background()
 
-		info, err := h.client.Create(ctx, "served", workflow.CreateRequest{ID: "s1"})
+		info, err := h.client.Create(ctx, "served", dftype.CreateRequest{ID: "s1"})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, info.Status, "a served queue and workflow start eagerly")
+		require.Equal(t, dftype.StatusRunning, info.Status, "a served queue and workflow start eagerly")
 
-		info, err = h.client.Create(ctx, "served", workflow.CreateRequest{ID: "s2", Queue: "side"})
+		info, err = h.client.Create(ctx, "served", dftype.CreateRequest{ID: "s2", Queue: "side"})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, info.Status, "another queue is not started eagerly")
+		require.Equal(t, dftype.StatusQueued, info.Status, "another queue is not started eagerly")
 
-		info, err = h.client.Create(ctx, "elsewhere", workflow.CreateRequest{ID: "e1"})
+		info, err = h.client.Create(ctx, "elsewhere", dftype.CreateRequest{ID: "e1"})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, info.Status, "a workflow outside Config.Workflows is not started eagerly")
+		require.Equal(t, dftype.StatusQueued, info.Status, "a workflow outside Config.Workflows is not started eagerly")
 
-		batch, err := h.client.CreateBatch(ctx, "served", []workflow.CreateRequest{{ID: "s3", Queue: "side"}, {ID: "s4", Queue: "side"}})
+		batch, err := h.client.CreateBatch(ctx, "served", []dftype.CreateRequest{{ID: "s3", Queue: "side"}, {ID: "s4", Queue: "side"}})
 		require.NoError(t, err)
 		for _, i := range batch {
-			require.Equal(t, workflow.StatusQueued, i.Status)
+			require.Equal(t, dftype.StatusQueued, i.Status)
 		}
-		h.waitStatus(t, "served", "s1", workflow.StatusComplete)
+		h.waitStatus(t, "served", "s1", dftype.StatusComplete)
 		require.EqualValues(t, 1, h.runner.EagerStarts())
 
 		// An event for a run on a queue the runner does not serve wakes it
 		// for a claim; the runner does not take it.
 		side := newQueueRunner(t, h, "side-runner", []string{"side"})
-		_, err = h.client.Create(ctx, "waits", workflow.CreateRequest{ID: "w1"})
+		_, err = h.client.Create(ctx, "waits", dftype.CreateRequest{ID: "w1"})
 		require.NoError(t, err)
 		n, err := side.RunDue(ctx, 10)
 		require.NoError(t, err)
 		require.GreaterOrEqual(t, n, 1)
-		h.waitStatusOn(t, "waits", "w1", workflow.StatusWaiting)
+		h.waitStatusOn(t, "waits", "w1", dftype.StatusWaiting)
 		require.NoError(t, h.client.SendEvent(ctx, "waits", "w1", "go", json.RawMessage(`"hi"`)))
 		task, err := h.store.TaskGet(ctx, db.InstanceRef{WorkflowName: "waits", ID: "w1"})
 		require.NoError(t, err)
 		require.Equal(t, db.TaskStatusPending, task.Status, "the send leased nothing to a runner of another queue")
 		_, err = side.RunDue(ctx, 10)
 		require.NoError(t, err)
-		done := h.waitStatusOn(t, "waits", "w1", workflow.StatusComplete)
+		done := h.waitStatusOn(t, "waits", "w1", dftype.StatusComplete)
 		require.JSONEq(t, `"hi"`, string(done.Output))
 	})
 }
@@ -239,7 +240,7 @@ func newQueueRunner(t *testing.T, h *eagerHost, id string, queues []string) *run
 	return r
 }
 
-func (h *eagerHost) waitStatusOn(t *testing.T, name, id string, want workflow.InstanceStatus) *workflow.InstanceInfo {
+func (h *eagerHost) waitStatusOn(t *testing.T, name, id string, want dftype.InstanceStatus) *dftype.InstanceInfo {
 	t.Helper()
 	return h.waitStatus(t, name, id, want)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -57,7 +58,7 @@ func TestReplayNeverRerunsCompletedSteps(t *testing.T) {
 		require.NoError(t, err)
 		start := h.Now()
 		h.RunUntilIdle()
-		h.RequireStatus("counter", "c1", workflow.StatusWaiting)
+		h.RequireStatus("counter", "c1", dftype.StatusWaiting)
 		require.Equal(t, start.Add(5*time.Minute), h.Now(), "five one-minute sleeps")
 
 		require.NoError(t, inst.SendEvent(h.Context(), "go", "done"))
@@ -65,7 +66,7 @@ func TestReplayNeverRerunsCompletedSteps(t *testing.T) {
 
 		st, err := inst.Status(h.Context())
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, st.Status)
+		require.Equal(t, dftype.StatusComplete, st.Status)
 		require.Equal(t, counterOutput{Sum: 3 + 6 + 9 + 12 + 15, Seen: []string{"3", "6", "9", "12", "15"}, Event: "done"}, st.Output)
 		for i := range calls {
 			require.EqualValues(t, 1, calls[i].Load(), "step add-%d ran more than once across %d replays", i, 6)

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -51,7 +52,7 @@ func TestRetryJitter(t *testing.T) {
 					return workflow.Do(step, "call", failing(1, &calls),
 						workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: 10 * time.Second, Backoff: workflow.BackoffConstant}))
 				})
-				_, err := h.Client.Create(h.Context(), "j", workflow.CreateRequest{ID: "x"})
+				_, err := h.Client.Create(h.Context(), "j", dftype.CreateRequest{ID: "x"})
 				require.NoError(t, err)
 				start := h.Now()
 				h.RunDue()
@@ -59,7 +60,7 @@ func TestRetryJitter(t *testing.T) {
 				require.Equal(t, "retrying", st.Status)
 				require.Equal(t, start.Add(tc.want), *st.NextRetryAt)
 				h.RunUntilIdle()
-				h.RequireStatus("j", "x", workflow.StatusComplete)
+				h.RequireStatus("j", "x", dftype.StatusComplete)
 				require.Equal(t, start.Add(tc.want), h.Now(), "the retry ran at the recorded time")
 			})
 		}
@@ -73,7 +74,7 @@ func TestRetryJitter(t *testing.T) {
 					workflow.WithRetries(workflow.RetryPolicy{Limit: 3, Delay: 10 * time.Second, Backoff: workflow.BackoffConstant}))
 			})
 			for _, id := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-				_, err := h.Client.Create(h.Context(), "j", workflow.CreateRequest{ID: id})
+				_, err := h.Client.Create(h.Context(), "j", dftype.CreateRequest{ID: id})
 				require.NoError(t, err)
 			}
 			start := h.Now()
@@ -104,10 +105,10 @@ func TestRetryMaxDelay(t *testing.T) {
 				return 1, nil
 			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 10, Delay: 10 * time.Second, MaxDelay: 15 * time.Second}))
 		})
-		_, err := h.Client.Create(h.Context(), "m", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "m", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("m", "x", workflow.StatusComplete)
+		h.RequireStatus("m", "x", dftype.StatusComplete)
 		times, _ := log.get()
 		// 12 s (10 s +20%), then 15 s each: 24 s, 48 s and 96 s are capped.
 		require.Equal(t, []time.Duration{0, 12 * time.Second, 27 * time.Second, 42 * time.Second, 57 * time.Second}, times)
@@ -124,13 +125,13 @@ func TestRetryUnlimited(t *testing.T) {
 				return workflow.Do(step, "call", failing(3, &calls),
 					workflow.WithRetries(workflow.RetryPolicy{Limit: limit, Delay: time.Second}))
 			})
-			_, err := h.Client.Create(h.Context(), "u", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "u", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunDue()
 			st := h.History("u", "x").Steps[0]
 			require.Equal(t, workflow.UnlimitedAttempts, st.MaxAttempts, "limit %d while retrying", limit)
 			h.RunUntilIdle()
-			h.RequireStatus("u", "x", workflow.StatusComplete)
+			h.RequireStatus("u", "x", dftype.StatusComplete)
 			st = h.History("u", "x").Steps[0]
 			require.Equal(t, workflow.UnlimitedAttempts, st.MaxAttempts, "limit %d", limit)
 			require.Equal(t, 4, st.Attempts)
@@ -151,10 +152,10 @@ func TestEveryAttemptInHistory(t *testing.T) {
 			}, workflow.WithRetries(workflow.RetryPolicy{Limit: 5, Delay: time.Second, NoJitter: true}))
 		})
 		start := h.Now()
-		_, err := h.Client.Create(h.Context(), "a", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "a", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("a", "x", workflow.StatusComplete)
+		h.RequireStatus("a", "x", dftype.StatusComplete)
 		st := h.History("a", "x").Steps[0]
 		require.Len(t, st.AttemptLog, 3)
 		for i, a := range st.AttemptLog {
@@ -187,7 +188,7 @@ func TestRunningStepVisible(t *testing.T) {
 				return 1, nil
 			})
 		})
-		_, err := h.Client.Create(h.Context(), "r", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "r", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		start := h.Now()
 		done := make(chan struct{})
@@ -205,7 +206,7 @@ func TestRunningStepVisible(t *testing.T) {
 		require.Equal(t, client.RunningStepInfo{Name: "slow", Attempt: 1, StartedAt: start}, *running)
 		close(release)
 		<-done
-		h.RequireStatus("r", "x", workflow.StatusComplete)
+		h.RequireStatus("r", "x", dftype.StatusComplete)
 		require.Empty(t, h.History("r", "x").Running)
 	})
 }
@@ -225,13 +226,13 @@ func TestDeadline(t *testing.T) {
 				return 1, nil
 			}, workflow.WithDeadline(time.Hour))
 			start := h.Now()
-			info, err := h.Client.Create(h.Context(), "s", workflow.CreateRequest{ID: "x"})
+			info, err := h.Client.Create(h.Context(), "s", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			require.Equal(t, start.Add(time.Hour), *info.DeadlineAt)
 			h.RunDue()
-			h.RequireStatus("s", "x", workflow.StatusWaiting)
+			h.RequireStatus("s", "x", dftype.StatusWaiting)
 			h.RunUntilIdle()
-			got := h.RequireStatus("s", "x", workflow.StatusErrored)
+			got := h.RequireStatus("s", "x", dftype.StatusErrored)
 			require.Equal(t, workflow.ErrorNameDeadlineExceeded, got.Error.Name)
 			require.Equal(t, start.Add(time.Hour), h.Now(), "it ended at its deadline, not at the sleep's end")
 			require.False(t, after.Load())
@@ -246,15 +247,15 @@ func TestDeadline(t *testing.T) {
 			})
 			start := h.Now()
 			// A per-create deadline, for a workflow with none.
-			_, err := h.Client.Create(h.Context(), "w", workflow.CreateRequest{ID: "x", Deadline: start.Add(30 * time.Minute)})
+			_, err := h.Client.Create(h.Context(), "w", dftype.CreateRequest{ID: "x", Deadline: start.Add(30 * time.Minute)})
 			require.NoError(t, err)
 			h.RunDue()
-			h.RequireStatus("w", "x", workflow.StatusWaiting)
+			h.RequireStatus("w", "x", dftype.StatusWaiting)
 			h.Advance(29 * time.Minute)
 			require.Zero(t, h.RunDue(), "nothing due before the deadline")
 			h.Advance(time.Minute)
 			h.RunDue()
-			got := h.RequireStatus("w", "x", workflow.StatusErrored)
+			got := h.RequireStatus("w", "x", dftype.StatusErrored)
 			require.Equal(t, workflow.ErrorNameDeadlineExceeded, got.Error.Name)
 		})
 
@@ -273,7 +274,7 @@ func TestDeadline(t *testing.T) {
 				})
 			}, workflow.WithDeadline(time.Minute))
 			start := h.Now()
-			_, err := h.Client.Create(h.Context(), "c", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "c", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			done := make(chan struct{})
 			go func() { defer close(done); h.RunDue() }()
@@ -282,7 +283,7 @@ func TestDeadline(t *testing.T) {
 			h.Advance(time.Minute)
 			require.ErrorIs(t, <-cause, workflow.ErrDeadlineExceeded)
 			<-done
-			got := h.RequireStatus("c", "x", workflow.StatusErrored)
+			got := h.RequireStatus("c", "x", dftype.StatusErrored)
 			require.Equal(t, workflow.ErrorNameDeadlineExceeded, got.Error.Name)
 		})
 
@@ -298,11 +299,11 @@ func TestDeadline(t *testing.T) {
 			require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 
 			workflow.MustRegister(h.Registry, "ok", noop)
-			_, err = h.Client.Create(h.Context(), "ok", workflow.CreateRequest{ID: "past", Deadline: h.Now().Add(-time.Second)})
+			_, err = h.Client.Create(h.Context(), "ok", dftype.CreateRequest{ID: "past", Deadline: h.Now().Add(-time.Second)})
 			require.ErrorIs(t, err, workflow.ErrInvalidRequest)
-			_, err = h.Client.Create(h.Context(), "ok", workflow.CreateRequest{ID: "now", Deadline: h.Now()})
+			_, err = h.Client.Create(h.Context(), "ok", dftype.CreateRequest{ID: "now", Deadline: h.Now()})
 			require.ErrorIs(t, err, workflow.ErrInvalidRequest)
-			_, err = h.Client.CreateBatch(h.Context(), "ok", []workflow.CreateRequest{{ID: "b1"}, {ID: "b2", Deadline: h.Now().Add(-time.Hour)}})
+			_, err = h.Client.CreateBatch(h.Context(), "ok", []dftype.CreateRequest{{ID: "b1"}, {ID: "b2", Deadline: h.Now().Add(-time.Hour)}})
 			require.ErrorIs(t, err, workflow.ErrInvalidRequest)
 			for _, id := range []string{"past", "now", "b1", "b2"} {
 				_, err := h.Client.Get(h.Context(), "ok", id)
@@ -339,10 +340,10 @@ func TestWorkflowRetry(t *testing.T) {
 				return a + c, nil
 			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 2, Delay: time.Minute, NoJitter: true}))
 			start := h.Now()
-			_, err := h.Client.Create(h.Context(), "wr", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "wr", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunDue()
-			waiting := h.RequireStatus("wr", "x", workflow.StatusWaiting)
+			waiting := h.RequireStatus("wr", "x", dftype.StatusWaiting)
 			require.Equal(t, 2, waiting.RunAttempt, "the next run attempt is recorded")
 			require.Contains(t, waiting.Error.Message, "downstream down")
 			h.RunUntilIdle()
@@ -373,10 +374,10 @@ func TestWorkflowRetry(t *testing.T) {
 					return 0, errors.New("always")
 				}, workflow.WithNoRetries())
 			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 2, Delay: time.Minute, NoJitter: true}))
-			_, err := h.Client.Create(h.Context(), "wr", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "wr", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
-			got := h.RequireStatus("wr", "x", workflow.StatusErrored)
+			got := h.RequireStatus("wr", "x", dftype.StatusErrored)
 			require.EqualValues(t, 3, runs.Load(), "the first run and 2 retries")
 			require.Equal(t, 3, got.RunAttempt)
 			require.Len(t, h.History("wr", "x").Steps[0].AttemptLog, 3)
@@ -390,24 +391,24 @@ func TestWorkflowRetry(t *testing.T) {
 				runs.Add(1)
 				return 0, workflow.NewNonRetryableError("Fatal", "no")
 			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 5, Delay: time.Minute}))
-			_, err := h.Client.Create(h.Context(), "nr", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "nr", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
-			h.RequireStatus("nr", "x", workflow.StatusErrored)
+			h.RequireStatus("nr", "x", dftype.StatusErrored)
 			require.EqualValues(t, 1, runs.Load())
 
 			workflow.MustRegister(h.Registry, "t", func(ctx context.Context, ev workflow.Event[any], step workflow.Step) (int, error) {
 				_, err := workflow.Do(step, "s", func(ctx context.Context) (int, error) { return 0, errors.New("x") }, workflow.WithNoRetries())
 				return 0, err
 			}, workflow.WithWorkflowRetry(workflow.RetryPolicy{Limit: 5, Delay: time.Minute}))
-			_, err = h.Client.Create(h.Context(), "t", workflow.CreateRequest{ID: "x"})
+			_, err = h.Client.Create(h.Context(), "t", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunDue()
-			h.RequireStatus("t", "x", workflow.StatusWaiting)
+			h.RequireStatus("t", "x", dftype.StatusWaiting)
 			_, err = h.Client.Terminate(h.Context(), "t", "x")
 			require.NoError(t, err)
 			h.RunUntilIdle()
-			h.RequireStatus("t", "x", workflow.StatusTerminated)
+			h.RequireStatus("t", "x", dftype.StatusTerminated)
 		})
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -95,11 +96,11 @@ func TestRetryDefaultsAndLimits(t *testing.T) {
 					return 0, workflow.NewNonRetryableError("CardDeclined", "card declined")
 				})
 			})
-			_, err := h.Client.Create(h.Context(), "nr", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "nr", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			start := h.Now()
 			h.RunUntilIdle()
-			info := h.RequireStatus("nr", "x", workflow.StatusErrored)
+			info := h.RequireStatus("nr", "x", dftype.StatusErrored)
 			require.EqualValues(t, 1, calls.Load())
 			require.Equal(t, start, h.Now(), "no retry delay was waited")
 			require.Equal(t, "CardDeclined", info.Error.Name)
@@ -117,10 +118,10 @@ func TestRetryDefaultsAndLimits(t *testing.T) {
 					return 0, errors.New("always")
 				})
 			})
-			_, err := h.Client.Create(h.Context(), "ex", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "ex", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
-			info := h.RequireStatus("ex", "x", workflow.StatusErrored)
+			info := h.RequireStatus("ex", "x", dftype.StatusErrored)
 			times, nums := log.get()
 			// Default: 5 retries after the first attempt, 10 s exponential,
 			// each wait jittered by ±20% (workflow.JitterFraction).
@@ -153,7 +154,7 @@ func TestRetryDefaultsAndLimits(t *testing.T) {
 					return "used fallback after " + se.Message, nil
 				})
 			})
-			_, err := h.Client.Create(h.Context(), "handled", workflow.CreateRequest{ID: "x"})
+			_, err := h.Client.Create(h.Context(), "handled", dftype.CreateRequest{ID: "x"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
 			var out string
@@ -185,7 +186,7 @@ func TestAttemptTimeoutDiscardsLateResult(t *testing.T) {
 			}, workflow.WithTimeout(time.Minute),
 				workflow.WithRetries(workflow.RetryPolicy{Limit: 2, Delay: 5 * time.Second, Backoff: workflow.BackoffConstant}))
 		})
-		_, err := h.Client.Create(h.Context(), "slow", workflow.CreateRequest{ID: "x"})
+		_, err := h.Client.Create(h.Context(), "slow", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
 		ran := make(chan int)

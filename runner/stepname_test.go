@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -50,14 +51,14 @@ func TestStepNameReachedTwiceInSequenceFailsTheRun(t *testing.T) {
 					}
 					return 3, nil
 				})
-				_, err := h.Client.Create(h.Context(), "loop", workflow.CreateRequest{ID: "l"})
+				_, err := h.Client.Create(h.Context(), "loop", dftype.CreateRequest{ID: "l"})
 				require.NoError(t, err)
 				if kind == "WaitForEvent" {
 					h.RunUntilIdle()
 					h.SendEvent("loop", "l", "approval", map[string]string{"by": "ada"})
 				}
 				h.RunUntilIdle()
-				info := h.RequireStatus("loop", "l", workflow.StatusErrored)
+				info := h.RequireStatus("loop", "l", dftype.StatusErrored)
 				require.NotNil(t, info.Error)
 				require.Equal(t, workflow.ErrorNameStepNameReused, info.Error.Name)
 				require.Contains(t, info.Error.Message, fmt.Sprintf("step %q was reached a second time in this run", names[kind]))
@@ -98,14 +99,14 @@ func TestUniqueStepNamesInALoopReplay(t *testing.T) {
 			}
 			return sum, nil
 		})
-		_, err := h.Client.Create(h.Context(), "loop", workflow.CreateRequest{ID: "l"})
+		_, err := h.Client.Create(h.Context(), "loop", dftype.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		for range 10 {
 			h.RunUntilIdle()
 			h.Advance(time.Minute)
 		}
 		h.RunUntilIdle()
-		h.RequireStatus("loop", "l", workflow.StatusComplete)
+		h.RequireStatus("loop", "l", dftype.StatusComplete)
 		var out int
 		h.RequireOutput("loop", "l", &out)
 		require.Equal(t, 0+1+2+3, out)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -124,7 +125,7 @@ func TestRunnerStoppedPastItsLeaseBeforeAStepStartsNoneOnce(t *testing.T) {
 		twoStepWorkflow(reg, &runs)
 		c, err := client.New(&client.Config{Store: base, Registry: reg, Clock: clk})
 		require.NoError(t, err)
-		_, err = c.Create(ctx, "two", workflow.CreateRequest{ID: "x"})
+		_, err = c.Create(ctx, "two", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
 		aDone := make(chan error, 1)
@@ -140,7 +141,7 @@ func TestRunnerStoppedPastItsLeaseBeforeAStepStartsNoneOnce(t *testing.T) {
 		require.Equal(t, 1, n, "B took the expired lease over")
 		info, err := c.Get(ctx, "two", "x")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, info.Status)
+		require.Equal(t, dftype.StatusComplete, info.Status)
 		require.Equal(t, int32(1), runsOf(&runs, "b"))
 
 		// A resumes where it stopped: b must not run again.
@@ -178,7 +179,7 @@ func TestRunnerStoppedPastItsLeaseRenewsWhenNobodyTookOver(t *testing.T) {
 		require.NoError(t, err)
 		c, err := client.New(&client.Config{Store: base, Registry: reg, Clock: clk})
 		require.NoError(t, err)
-		_, err = c.Create(ctx, "two", workflow.CreateRequest{ID: "x"})
+		_, err = c.Create(ctx, "two", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 
 		done := make(chan error, 1)
@@ -190,7 +191,7 @@ func TestRunnerStoppedPastItsLeaseRenewsWhenNobodyTookOver(t *testing.T) {
 
 		info, err := c.Get(ctx, "two", "x")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, info.Status, "the run went on in the same pass")
+		require.Equal(t, dftype.StatusComplete, info.Status, "the run went on in the same pass")
 		require.Equal(t, int32(1), runsOf(&runs, "b"))
 		require.Equal(t, int64(1), r.Claimed(), "one claim, no takeover")
 	})
@@ -259,7 +260,7 @@ func TestRunnerStoppedPastItsReapBeforeAStepStartsNoneOnce(t *testing.T) {
 			}, 10*time.Second, 5*time.Millisecond, "A and B heartbeat")
 		}
 
-		_, err = c.Create(ctx, "two", workflow.CreateRequest{ID: "x"})
+		_, err = c.Create(ctx, "two", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		aDone := make(chan error, 1)
 		go func() { _, err := ra.RunDue(ctx, 1); aDone <- err }()
@@ -279,7 +280,7 @@ func TestRunnerStoppedPastItsReapBeforeAStepStartsNoneOnce(t *testing.T) {
 		// B's loop, woken by its reap's release, claims the task.
 		require.Eventually(t, func() bool {
 			info, err := c.Get(ctx, "two", "x")
-			return err == nil && info.Status == workflow.StatusComplete
+			return err == nil && info.Status == dftype.StatusComplete
 		}, 10*time.Second, 5*time.Millisecond, "B completes the instance")
 		require.Equal(t, int32(1), runsOf(&runs, "b"))
 

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/outagetest"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
@@ -35,7 +36,7 @@ func TestClaimsResumeWhenTheDatabaseReturns(t *testing.T) {
 		})
 		cl, err := client.New(&client.Config{Store: d.Store, Registry: reg, Clock: clk})
 		require.NoError(t, err)
-		_, err = cl.Create(ctx, "w", workflow.CreateRequest{ID: "due"})
+		_, err = cl.Create(ctx, "w", dftype.CreateRequest{ID: "due"})
 		require.NoError(t, err)
 
 		log := outagetest.NewLog()
@@ -61,7 +62,7 @@ func TestClaimsResumeWhenTheDatabaseReturns(t *testing.T) {
 		log.Wait(t, "database available again", "while", "claiming tasks")
 		require.Eventually(t, func() bool {
 			info, err := cl.Get(ctx, "w", "due")
-			return err == nil && info.Status == workflow.StatusComplete
+			return err == nil && info.Status == dftype.StatusComplete
 		}, outagetest.WaitTimeout, 10*time.Millisecond)
 		require.Equal(t, 1, log.Count("database unavailable; retrying with backoff", "while", "claiming tasks"), "one warning for the outage")
 		require.Equal(t, 1, log.Count("database available again", "while", "claiming tasks"))

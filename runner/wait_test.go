@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -41,11 +42,11 @@ func TestSleepWakesAtTheRightTime(t *testing.T) {
 			return wokeAt, nil
 		})
 		until := start.Add(3 * time.Hour)
-		_, err := h.Client.Create(h.Context(), "sleeper", workflow.CreateRequest{ID: "s", Params: mustJSON(t, sleepParams{Until: until})})
+		_, err := h.Client.Create(h.Context(), "sleeper", dftype.CreateRequest{ID: "s", Params: mustJSON(t, sleepParams{Until: until})})
 		require.NoError(t, err)
 
 		h.RunDue()
-		h.RequireStatus("sleeper", "s", workflow.StatusWaiting)
+		h.RequireStatus("sleeper", "s", dftype.StatusWaiting)
 		h.Advance(89 * time.Second)
 		require.Zero(t, h.RunDue(), "nothing is due one second before the wake time")
 		h.Advance(time.Second)
@@ -71,7 +72,7 @@ func TestSleepUntilPastGoesOnAtOnce(t *testing.T) {
 			}
 			return "done", nil
 		})
-		_, err := h.Client.Create(h.Context(), "past", workflow.CreateRequest{ID: "p", Params: mustJSON(t, sleepParams{Until: h.Now().Add(-time.Hour)})})
+		_, err := h.Client.Create(h.Context(), "past", dftype.CreateRequest{ID: "p", Params: mustJSON(t, sleepParams{Until: h.Now().Add(-time.Hour)})})
 		require.NoError(t, err)
 		require.Equal(t, 1, h.RunDue(), "one pass completes the instance")
 		var out string
@@ -94,7 +95,7 @@ func TestSleepLimits(t *testing.T) {
 			}
 			return err.Error(), nil
 		})
-		_, err := h.Client.Create(h.Context(), "long", workflow.CreateRequest{ID: "l"})
+		_, err := h.Client.Create(h.Context(), "long", dftype.CreateRequest{ID: "l"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 		var out string
@@ -128,7 +129,7 @@ func TestWaitForEvent(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			workflow.MustRegister(h.Registry, "ev", eventWorkflow)
-			_, err := h.Client.Create(h.Context(), "ev", workflow.CreateRequest{ID: "e"})
+			_, err := h.Client.Create(h.Context(), "ev", dftype.CreateRequest{ID: "e"})
 			require.NoError(t, err)
 			h.SendEvent("ev", "e", "other", "ignored")
 			h.SendEvent("ev", "e", "pay", "one")
@@ -148,15 +149,15 @@ func TestWaitForEvent(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			workflow.MustRegister(h.Registry, "ev", eventWorkflow)
-			_, err := h.Client.Create(h.Context(), "ev", workflow.CreateRequest{ID: "e"})
+			_, err := h.Client.Create(h.Context(), "ev", dftype.CreateRequest{ID: "e"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
-			h.RequireStatus("ev", "e", workflow.StatusWaiting)
+			h.RequireStatus("ev", "e", dftype.StatusWaiting)
 			h.SendEvent("ev", "e", "other", "ignored")
 			require.Zero(t, h.RunDue(), "an event of another type does not wake the instance")
 			h.SendEvent("ev", "e", "pay", "one")
 			require.Equal(t, 1, h.RunDue())
-			h.RequireStatus("ev", "e", workflow.StatusWaiting)
+			h.RequireStatus("ev", "e", dftype.StatusWaiting)
 			h.SendEvent("ev", "e", "pay", "two")
 			h.RunUntilIdle()
 			var out []string
@@ -168,7 +169,7 @@ func TestWaitForEvent(t *testing.T) {
 			t.Parallel()
 			h := testharness.New(t, testharness.WithBackend(b))
 			workflow.MustRegister(h.Registry, "ev", eventWorkflow)
-			_, err := h.Client.Create(h.Context(), "ev", workflow.CreateRequest{ID: "e"})
+			_, err := h.Client.Create(h.Context(), "ev", dftype.CreateRequest{ID: "e"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
 			h.Advance(time.Hour - time.Second)
@@ -193,11 +194,11 @@ func TestWaitForEvent(t *testing.T) {
 			require.NoError(t, err)
 			h.RunUntilIdle()
 			require.NoError(t, inst.Pause(h.Context()))
-			h.RequireStatus("ev", "e", workflow.StatusPaused)
+			h.RequireStatus("ev", "e", dftype.StatusPaused)
 			h.SendEvent("ev", "e", "pay", "one")
 			h.SendEvent("ev", "e", "pay", "two")
 			h.RunUntilIdle()
-			h.RequireStatus("ev", "e", workflow.StatusPaused)
+			h.RequireStatus("ev", "e", dftype.StatusPaused)
 			require.NoError(t, inst.Resume(h.Context()))
 			h.RunUntilIdle()
 			var out []string
@@ -221,7 +222,7 @@ func TestWaitForEvent(t *testing.T) {
 				}
 				return append(msgs, err.Error()), nil
 			})
-			_, err := h.Client.Create(h.Context(), "bad", workflow.CreateRequest{ID: "b"})
+			_, err := h.Client.Create(h.Context(), "bad", dftype.CreateRequest{ID: "b"})
 			require.NoError(t, err)
 			h.RunUntilIdle()
 			var out []string

@@ -11,6 +11,7 @@ import (
 
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -160,7 +161,7 @@ func (wb *workerBundle) worker(t *testing.T, id string) *db.Worker {
 	return w
 }
 
-func (wb *workerBundle) status(t *testing.T, id string) workflow.InstanceStatus {
+func (wb *workerBundle) status(t *testing.T, id string) dftype.InstanceStatus {
 	t.Helper()
 	info, err := wb.client.Get(wb.ctx, "w", id)
 	require.NoError(t, err)
@@ -185,7 +186,7 @@ func TestWorkerRegistersHeartbeatsAndDeregisters(t *testing.T) {
 		require.Equal(t, "v9.9.9", w.Version)
 		require.Equal(t, runner.DefaultMaxConcurrency, w.MaxConcurrency)
 
-		_, err := wb.client.Create(wb.ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := wb.client.Create(wb.ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		r.Notify()
 		<-wb.started
@@ -195,7 +196,7 @@ func TestWorkerRegistersHeartbeatsAndDeregisters(t *testing.T) {
 			return w.ActiveCount == 1 && w.LastHeartbeatAt.Equal(wb.clk.Now())
 		}, 10*time.Second, 5*time.Millisecond, "the heartbeat records the active count")
 		close(wb.release)
-		require.Eventually(t, func() bool { return wb.status(t, "x") == workflow.StatusComplete }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return wb.status(t, "x") == dftype.StatusComplete }, 10*time.Second, 5*time.Millisecond)
 		// The run is counted once its execution returns, just after its
 		// last checkpoint: beat until a heartbeat has seen it.
 		require.Eventually(t, func() bool {
@@ -238,7 +239,7 @@ func TestDrainedWorkerTakesNothingNewAndFinishesInFlight(t *testing.T) {
 		wb := setupWorkers(t, b)
 		r := wb.newRunner(t, wb.store, "worker-1")
 		require.NoError(t, r.Start(wb.ctx))
-		_, err := wb.client.Create(wb.ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := wb.client.Create(wb.ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		r.Notify()
 		<-wb.started
@@ -253,7 +254,7 @@ func TestDrainedWorkerTakesNothingNewAndFinishesInFlight(t *testing.T) {
 		require.Equal(t, db.WorkerStatusDraining, wb.worker(t, "worker-1").Status)
 
 		// It takes nothing new: no claim, no eager start.
-		_, err = wb.client.Create(wb.ctx, "w", workflow.CreateRequest{ID: "y"})
+		_, err = wb.client.Create(wb.ctx, "w", dftype.CreateRequest{ID: "y"})
 		require.NoError(t, err)
 		n, err := r.RunDue(wb.ctx, 10)
 		require.NoError(t, err)
@@ -269,8 +270,8 @@ func TestDrainedWorkerTakesNothingNewAndFinishesInFlight(t *testing.T) {
 		// Its in-flight work finishes, then it deregisters.
 		close(wb.release)
 		awaitSignal(t, r.Drained(), "the drain")
-		require.Equal(t, workflow.StatusComplete, wb.status(t, "x"))
-		require.Equal(t, workflow.StatusQueued, wb.status(t, "y"), "y was never taken")
+		require.Equal(t, dftype.StatusComplete, wb.status(t, "x"))
+		require.Equal(t, dftype.StatusQueued, wb.status(t, "y"), "y was never taken")
 		require.Equal(t, int64(1), r.Claimed())
 		w := wb.worker(t, "worker-1")
 		require.Equal(t, db.WorkerStatusOffline, w.Status)
@@ -291,7 +292,7 @@ func TestDrainGraceHandsBackWhatIsStillRunning(t *testing.T) {
 		})
 		require.NoError(t, err)
 		require.NoError(t, r.Start(wb.ctx))
-		_, err = wb.client.Create(wb.ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err = wb.client.Create(wb.ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		r.Notify()
 		<-wb.started
@@ -326,7 +327,7 @@ func TestKilledWorkersTasksArePickedUpAfterTheHeartbeatThreshold(t *testing.T) {
 		ra := wb.newRunner(t, killable, "a")
 		rb := wb.newRunner(t, observed, "b")
 		require.NoError(t, ra.Start(wb.ctx))
-		_, err := wb.client.Create(wb.ctx, "w", workflow.CreateRequest{ID: "x"})
+		_, err := wb.client.Create(wb.ctx, "w", dftype.CreateRequest{ID: "x"})
 		require.NoError(t, err)
 		ra.Notify()
 		require.Equal(t, "call 1", <-wb.started)
@@ -397,7 +398,7 @@ func TestKilledWorkersTasksArePickedUpAfterTheHeartbeatThreshold(t *testing.T) {
 		require.Equal(t, db.WorkerStatusOnline, wb.worker(t, "b").Status)
 
 		// B takes the task at once, long before the lease would expire.
-		require.Eventually(t, func() bool { return wb.status(t, "x") == workflow.StatusComplete }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return wb.status(t, "x") == dftype.StatusComplete }, 10*time.Second, 5*time.Millisecond)
 		require.Less(t, wb.clk.Now().Sub(start), time.Minute)
 		info, err := wb.client.Get(wb.ctx, "w", "x")
 		require.NoError(t, err)
@@ -523,7 +524,7 @@ func TestRegistrationNeverReleasesAnEagerStart(t *testing.T) {
 		<-wb.started
 		time.Sleep(150 * time.Millisecond) // past a registration that would have run late
 		close(wb.release)
-		require.Eventually(t, func() bool { return wb.status(t, "x") == workflow.StatusComplete }, 10*time.Second, 5*time.Millisecond)
+		require.Eventually(t, func() bool { return wb.status(t, "x") == dftype.StatusComplete }, 10*time.Second, 5*time.Millisecond)
 		require.Equal(t, int32(1), wb.calls.Load(), "the step ran once")
 		require.NoError(t, r.Stop(wb.ctx))
 	})

@@ -17,7 +17,7 @@
 // After an outage several due times may have passed at once; a firing then
 // starts only the MaxCatchup most recent of them (1 by default) and skips
 // the older ones, so a long outage neither floods the engine nor loses the
-// latest run. The instance records its provenance (workflow.Provenance) in
+// latest run. The instance records its provenance (dftype.Provenance) in
 // its metadata: {"trigger":{"type":"cron","source":"schedule <id>",
 // "scheduledFor":…,"receivedAt":…}}.
 //

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -26,7 +27,7 @@ func TestFiringIDCannotBeTakenFirst(t *testing.T) {
 		b := setup(t, backend)
 		b.create(t, schedule.CreateRequest{ID: "s", Cron: "*/5 * * * *"})
 		squatter := b.h.Client.Namespace("squatter")
-		_, err := squatter.Create(b.ctx, "report", workflow.CreateRequest{ID: "s-20260101T090500Z"})
+		_, err := squatter.Create(b.ctx, "report", dftype.CreateRequest{ID: "s-20260101T090500Z"})
 		require.NoError(t, err)
 
 		b.h.Advance(5 * time.Minute)

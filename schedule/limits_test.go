@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -49,14 +50,14 @@ func TestFireAdmitsUnderLimits(t *testing.T) {
 		second := res.Started[0].InstanceID
 		h.RunDue()
 
-		h.RequireStatus("gated", first, workflow.StatusWaiting)
-		waiting := h.RequireStatus("gated", second, workflow.StatusQueued)
+		h.RequireStatus("gated", first, dftype.StatusWaiting)
+		waiting := h.RequireStatus("gated", second, dftype.StatusQueued)
 		require.NotNil(t, waiting.WaitingFor, "the scheduled instance waits for the slot")
 		h.SendEvent("gated", first, "go", nil)
 		h.RunDue()
 		h.RunDue()
-		h.RequireStatus("gated", first, workflow.StatusComplete)
-		h.RequireStatus("gated", second, workflow.StatusWaiting)
+		h.RequireStatus("gated", first, dftype.StatusComplete)
+		h.RequireStatus("gated", second, dftype.StatusWaiting)
 	})
 }
 

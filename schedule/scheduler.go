@@ -13,8 +13,10 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/backoff"
 	"github.com/duraflow/duraflow/internal/polltimer"
+	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -300,13 +302,13 @@ func (s *Scheduler) fire(ctx context.Context, sched *db.Schedule, now time.Time,
 	if def, registered := s.cfg.Registry.Definition(sched.WorkflowName); registered {
 		p.Queue = def.Queue
 		// Every instance of the firing is created at now: one deadline.
-		if deadline, err = workflow.DeadlineAt(def, time.Time{}, now); err != nil {
+		if deadline, err = wfcore.DeadlineAt(def, time.Time{}, now); err != nil {
 			return fmt.Errorf("schedule %q: %w", sched.ID, err)
 		}
 	}
 	for _, t := range due {
-		prov := &workflow.Provenance{
-			Type: workflow.TriggerCron, Source: "schedule " + sched.ID, ScheduledFor: &t, ReceivedAt: now,
+		prov := &dftype.Provenance{
+			Type: dftype.TriggerCron, Source: "schedule " + sched.ID, ScheduledFor: &t, ReceivedAt: now,
 		}
 		item := db.InstanceCreateItem{Params: params, Metadata: prov.Metadata(), DeadlineAt: deadline}
 		if s.cfg.LimitsFunc != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/schedule"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -200,9 +201,9 @@ func TestFiredInstancesRecordProvenanceAndRun(t *testing.T) {
 	inst, err := b.h.Client.Get(b.ctx, "report", id)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"schedule":"nightly"}`, string(inst.Params))
-	prov, err := workflow.ProvenanceOf(inst.Metadata)
+	prov, err := dftype.ProvenanceOf(inst.Metadata)
 	require.NoError(t, err)
-	require.Equal(t, &workflow.Provenance{
+	require.Equal(t, &dftype.Provenance{
 		Type: "cron", Source: "schedule nightly", ScheduledFor: &due, ReceivedAt: b.h.Now().UTC(),
 	}, prov)
 	require.JSONEq(t, fmt.Sprintf(`{"trigger":{"type":"cron","source":"schedule nightly","scheduledFor":"2026-01-02T01:00:00Z","receivedAt":%q}}`,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -133,7 +134,7 @@ func BenchmarkHarnessInstances(b *testing.B) {
 			}
 		}
 		h.RunUntilIdle()
-		h.RequireStatus("order", fmt.Sprintf("o-%d", suiteSize-1), workflow.StatusComplete)
+		h.RequireStatus("order", fmt.Sprintf("o-%d", suiteSize-1), dftype.StatusComplete)
 		tb.end()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*suiteSize), "ns/instance")

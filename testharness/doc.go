@@ -5,7 +5,7 @@
 //	billing := workflow.MustRegister(h.Registry, "billing", Billing{})
 //	inst, _ := billing.Create(h.Context(), workflow.CreateOptions[Params]{ID: "inv-1"})
 //	h.RunUntilIdle()  // runs due work, jumps the clock over sleeps and retry delays
-//	h.RequireStatus("billing", "inv-1", workflow.StatusWaiting)
+//	h.RequireStatus("billing", "inv-1", dftype.StatusWaiting)
 //	h.SendEvent("billing", "inv-1", "approval", map[string]bool{"ok": true})
 //	h.RunUntilIdle()
 //

@@ -19,6 +19,7 @@ import (
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/hook"
 	"github.com/duraflow/duraflow/internal/wfcore"
 	"github.com/duraflow/duraflow/runner"
@@ -236,7 +237,7 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 	}
 	var stuck []string
 	for _, inst := range h.nonTerminal() {
-		if inst.Status == workflow.StatusPaused {
+		if inst.Status == dftype.StatusPaused {
 			continue
 		}
 		ref := db.InstanceRef{WorkflowName: inst.WorkflowName, ID: inst.ID}
@@ -256,7 +257,7 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 			consider(*task.LockedUntil) // a crashed holder: reclaimable when its lease expires
 			continue
 		}
-		if inst.Status != workflow.StatusWaiting {
+		if inst.Status != dftype.StatusWaiting {
 			consider(task.RunAt)
 			continue
 		}
@@ -289,7 +290,7 @@ func (h *Harness) nextWake() (*time.Time, []string) {
 func (h *Harness) nonTerminal() []*db.Instance {
 	var out []*db.Instance
 	p := &db.InstanceListParams{
-		Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused},
+		Statuses: []dftype.InstanceStatus{dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause, dftype.StatusPaused},
 		Limit:    500,
 	}
 	for {
@@ -343,7 +344,7 @@ func (h *Harness) SendEvent(workflowName, id, eventType string, payload any) {
 }
 
 // Status returns an instance's current state and fails the test on error.
-func (h *Harness) Status(workflowName, id string) *workflow.InstanceInfo {
+func (h *Harness) Status(workflowName, id string) *dftype.InstanceInfo {
 	h.t.Helper()
 	info, err := h.Client.Get(h.ctx, workflowName, id)
 	require.NoError(h.t, err, "reading %s/%s", workflowName, id)
@@ -351,7 +352,7 @@ func (h *Harness) Status(workflowName, id string) *workflow.InstanceInfo {
 }
 
 // RequireStatus fails the test unless the instance has the status.
-func (h *Harness) RequireStatus(workflowName, id string, want workflow.InstanceStatus) *workflow.InstanceInfo {
+func (h *Harness) RequireStatus(workflowName, id string, want dftype.InstanceStatus) *dftype.InstanceInfo {
 	h.t.Helper()
 	info := h.Status(workflowName, id)
 	if info.Status != want {
@@ -371,7 +372,7 @@ func (h *Harness) RequireStatus(workflowName, id string, want workflow.InstanceS
 // the output into out.
 func (h *Harness) RequireOutput(workflowName, id string, out any) {
 	h.t.Helper()
-	info := h.RequireStatus(workflowName, id, workflow.StatusComplete)
+	info := h.RequireStatus(workflowName, id, dftype.StatusComplete)
 	require.NoError(h.t, json.Unmarshal(info.Output, out), "decoding output of %s/%s", workflowName, id)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -117,7 +118,7 @@ func TestMockStepErrorExhaustsRetries(t *testing.T) {
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("checkout", "o-1", workflow.StatusErrored)
+		info := h.RequireStatus("checkout", "o-1", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, "card declined")
 		require.Equal(t, 4, m.Calls(), "the first attempt and the policy's 3 retries")
 		require.Zero(t, real)
@@ -168,7 +169,7 @@ func TestMockStepValueThatDoesNotEncode(t *testing.T) {
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("checkout", "o-1", workflow.StatusErrored)
+		info := h.RequireStatus("checkout", "o-1", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, `result of step "charge"`)
 		require.Equal(t, 1, m.Calls(), "a result that cannot be encoded is not retried, as for a real step")
 	})
@@ -213,11 +214,11 @@ func TestMockStepCalledTooOften(t *testing.T) {
 	}
 	h.RunUntilIdle()
 	// One instance got the mocked value, the other failed for good.
-	var statuses []workflow.InstanceStatus
+	var statuses []dftype.InstanceStatus
 	for i := range 2 {
 		statuses = append(statuses, h.Status("checkout", fmt.Sprintf("o-%d", i)).Status)
 	}
-	require.ElementsMatch(t, []workflow.InstanceStatus{workflow.StatusComplete, workflow.StatusErrored}, statuses)
+	require.ElementsMatch(t, []dftype.InstanceStatus{dftype.StatusComplete, dftype.StatusErrored}, statuses)
 	tb.end()
 	require.Equal(t, []string{
 		`testharness: mock of step "charge" was called 2 times, more than the 1 declared (Times)`,
@@ -241,7 +242,7 @@ func TestMockUnusedIsReported(t *testing.T) {
 		_, err := checkout.Create(h.Context(), workflow.CreateOptions[int]{ID: "o-1"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus("checkout", "o-1", workflow.StatusComplete)
+		h.RequireStatus("checkout", "o-1", dftype.StatusComplete)
 		require.Empty(t, tb.errors, "nothing is reported before the test ends")
 
 		tb.end()
@@ -304,7 +305,7 @@ func TestMockTimesZero(t *testing.T) {
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("checkout", "o-1", workflow.StatusErrored)
+		info := h.RequireStatus("checkout", "o-1", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, `testharness: mock of step "mail receipt" called 1 times, more than the 0 declared`)
 		require.Zero(t, real, "the real step did not run either")
 		tb.end()
@@ -326,7 +327,7 @@ func registerFulfil(t *testing.T, h *testharness.Harness) *workflow.Binding[stri
 	return workflow.MustRegister(h.Registry, "fulfil", func(ctx context.Context, ev workflow.Event[string], step workflow.Step) (string, error) {
 		_, err := workflow.Do(step, "start shipment", func(ctx context.Context) (string, error) {
 			params, _ := json.Marshal(ev.Payload)
-			info, err := h.Client.Create(ctx, "ship", workflow.CreateRequest{ID: "ship-" + ev.InstanceID, Params: params})
+			info, err := h.Client.Create(ctx, "ship", dftype.CreateRequest{ID: "ship-" + ev.InstanceID, Params: params})
 			if errors.Is(err, workflow.ErrInstanceAlreadyExists) {
 				return "ship-" + ev.InstanceID, nil
 			}
@@ -412,9 +413,9 @@ func TestMockChildWorkflowError(t *testing.T) {
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("ship", "ship-ord-1", workflow.StatusErrored)
+		info := h.RequireStatus("ship", "ship-ord-1", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, "address unknown")
-		h.RequireStatus("fulfil", "ord-1", workflow.StatusWaiting)
+		h.RequireStatus("fulfil", "ord-1", dftype.StatusWaiting)
 	})
 }
 
@@ -422,10 +423,10 @@ func TestMockChildWorkflowOutputThatDoesNotEncode(t *testing.T) {
 	t.Parallel()
 	h := testharness.New(t)
 	h.OnWorkflow("ship").Return(func() {})
-	_, err := h.Client.Create(h.Context(), "ship", workflow.CreateRequest{ID: "s-1"})
+	_, err := h.Client.Create(h.Context(), "ship", dftype.CreateRequest{ID: "s-1"})
 	require.NoError(t, err, "a mocked workflow need not be registered to be started")
 	h.RunUntilIdle()
-	info := h.RequireStatus("ship", "s-1", workflow.StatusErrored)
+	info := h.RequireStatus("ship", "s-1", dftype.StatusErrored)
 	require.Contains(t, info.Error.Message, "workflow output")
 }
 
@@ -436,7 +437,7 @@ func TestMockChildWorkflowTimes(t *testing.T) {
 	first := h.OnWorkflow("ship").Return("first").Once()
 	rest := h.OnWorkflow("ship").Return("rest")
 	for i := range 3 {
-		_, err := h.Client.Create(h.Context(), "ship", workflow.CreateRequest{ID: fmt.Sprintf("s-%d", i)})
+		_, err := h.Client.Create(h.Context(), "ship", dftype.CreateRequest{ID: fmt.Sprintf("s-%d", i)})
 		require.NoError(t, err)
 		h.RunUntilIdle()
 	}
@@ -547,9 +548,9 @@ func TestMockChildWorkflowThroughInvoke(t *testing.T) {
 					}
 					return shipment{Order: order, Tracking: "TRK-" + order}, nil
 				}).Times(2)
-				_, err := h.Client.Create(h.Context(), "order", workflow.CreateRequest{ID: "o-1", Params: json.RawMessage(`"o-1"`)})
+				_, err := h.Client.Create(h.Context(), "order", dftype.CreateRequest{ID: "o-1", Params: json.RawMessage(`"o-1"`)})
 				require.NoError(t, err)
-				_, err = h.Client.Create(h.Context(), "order", workflow.CreateRequest{ID: "o-2", Params: json.RawMessage(`"bad"`)})
+				_, err = h.Client.Create(h.Context(), "order", dftype.CreateRequest{ID: "o-2", Params: json.RawMessage(`"bad"`)})
 				require.NoError(t, err)
 				h.RunUntilIdle()
 

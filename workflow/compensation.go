@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfhook"
 )
 
@@ -179,7 +180,7 @@ func init() {
 // the HTTP client (apiclient.Client) implement it.
 type Compensator interface {
 	// Compensate asks for the compensation of a live instance.
-	Compensate(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	Compensate(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)
 }
 
 // Compensate asks for the compensation of the instance (a saga's undo): a
@@ -189,7 +190,7 @@ type Compensator interface {
 // terminal instance, and with ErrInvalidRequest when the registry's engine
 // cannot compensate (it does not implement Compensator).
 func (i *Instance[O]) Compensate(ctx context.Context) error {
-	return i.change(ctx, func(e Engine, ctx context.Context, workflowName, id string) (*InstanceInfo, error) {
+	return i.change(ctx, func(e Engine, ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error) {
 		c, ok := e.(Compensator)
 		if !ok {
 			return nil, fmt.Errorf("%w: the engine bound to the registry cannot compensate instances", ErrInvalidRequest)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // Errors of the creates in the caller's transaction (TxEngine).
@@ -40,11 +42,11 @@ type TxEngine interface {
 	Engine
 	// CreateTx creates one instance as Create does, in tx. It returns the
 	// function to call after the commit (never nil).
-	CreateTx(ctx context.Context, tx any, workflowName string, req CreateRequest) (*InstanceInfo, AfterCommitFunc, error)
+	CreateTx(ctx context.Context, tx any, workflowName string, req dftype.CreateRequest) (*dftype.InstanceInfo, AfterCommitFunc, error)
 	// CreateBatchTx creates up to the engine's batch limit instances as
 	// CreateBatch does, in tx. It returns the function to call after the commit (never
 	// nil).
-	CreateBatchTx(ctx context.Context, tx any, workflowName string, reqs []CreateRequest) ([]*InstanceInfo, AfterCommitFunc, error)
+	CreateBatchTx(ctx context.Context, tx any, workflowName string, reqs []dftype.CreateRequest) ([]*dftype.InstanceInfo, AfterCommitFunc, error)
 }
 
 // noWake is the AfterCommitFunc of a create that failed.
@@ -93,7 +95,7 @@ func (b *Binding[P, O]) CreateBatchTx(ctx context.Context, tx any, opts []Create
 	if err != nil {
 		return nil, noWake, err
 	}
-	reqs := make([]CreateRequest, len(opts))
+	reqs := make([]dftype.CreateRequest, len(opts))
 	for i, o := range opts {
 		if reqs[i], err = createRequest(fmt.Sprintf("params of instance %d", i), o); err != nil {
 			return nil, noWake, err
@@ -112,12 +114,12 @@ func (b *Binding[P, O]) CreateBatchTx(ctx context.Context, tx any, opts []Create
 
 // createRequest is the request of a typed create: the options with their
 // params encoded (what names the params in an error).
-func createRequest[P any](what string, opts CreateOptions[P]) (CreateRequest, error) {
+func createRequest[P any](what string, opts CreateOptions[P]) (dftype.CreateRequest, error) {
 	params, err := encodePayload(what, opts.Params)
 	if err != nil {
-		return CreateRequest{}, err
+		return dftype.CreateRequest{}, err
 	}
-	return CreateRequest{
+	return dftype.CreateRequest{
 		ID: opts.ID, Params: params,
 		Namespace: opts.Namespace, Queue: opts.Queue, Priority: opts.Priority, DedupeKey: opts.DedupeKey,
 	}, nil

@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // DefaultMaxInvokeDepth is how deep Invoke steps may nest by default: a
@@ -40,20 +41,6 @@ var (
 	ErrInvokeDepth = errors.New("invoke nesting too deep")
 )
 
-// ParentPolicy says what happens to a child when its parent is terminated
-// or restarted (a restart ends the run that waits for the child).
-type ParentPolicy string
-
-// Parent policies.
-const (
-	// ParentTerminate terminates the child with its parent, and when its
-	// parent restarts (the default).
-	ParentTerminate ParentPolicy = "terminate"
-	// ParentAbandon leaves the child running when its parent is terminated
-	// or restarted.
-	ParentAbandon ParentPolicy = "abandon"
-)
-
 // InvokeOptions describe the child an Invoke step starts.
 type InvokeOptions struct {
 	// Workflow is the registered name of the child's workflow (a Go
@@ -85,16 +72,16 @@ type InvokeOptions struct {
 	// Policy is what a terminate or restart of the parent does to the
 	// child.
 	//
-	// Defaults to ParentTerminate.
-	Policy ParentPolicy
-	// Queue and Priority place the child as in CreateRequest; empty means
+	// Defaults to dftype.ParentTerminate.
+	Policy dftype.ParentPolicy
+	// Queue and Priority place the child as in dftype.CreateRequest; empty means
 	// the child workflow's.
 	Queue    string
 	Priority int
-	// Metadata is recorded with the child as CreateRequest.Metadata: a
+	// Metadata is recorded with the child as dftype.CreateRequest.Metadata: a
 	// flow child's pinned version, for one (flow.WithPin). The parent link
 	// is not in it: the engine records it apart, where callers cannot
-	// write it (InstanceInfo.Parent).
+	// write it (dftype.InstanceInfo.Parent).
 	Metadata json.RawMessage
 	// NoWait makes Invoke return at once with ErrChildRunning when the
 	// child has not ended, instead of suspending: the child is started
@@ -120,45 +107,6 @@ type InvokeOptions struct {
 // has not ended.
 var ErrChildRunning = errors.New("the child workflow has not ended")
 
-// ParentRef names the step of a parent instance that invokes a child: the
-// engine sets it on the CreateRequest of an Invoke step's child.
-type ParentRef struct {
-	WorkflowName string       `json:"workflowName"`
-	InstanceID   string       `json:"instanceId"`
-	RunNumber    int          `json:"runNumber"`
-	StepKey      string       `json:"step"`
-	Policy       ParentPolicy `json:"policy,omitempty"`
-	// Depth is how many parents the child has (1 for the child of an
-	// instance no step invoked), counted along the recorded parent links:
-	// filled by a Get of one instance and by the list of an instance's
-	// children (InstanceInfo.Parent), not by other lists.
-	// The engine sets it on a child's CreateRequest; the store does not
-	// keep it.
-	Depth int `json:"depth"`
-}
-
-// ChildRef is one child in the answer of a Get of its parent.
-type ChildRef struct {
-	WorkflowName string         `json:"workflowName"`
-	ID           string         `json:"id"`
-	Status       InstanceStatus `json:"status"`
-	// RunNumber and StepKey name the parent's run and Invoke step that
-	// started the child.
-	RunNumber int    `json:"runNumber"`
-	StepKey   string `json:"step"`
-}
-
-// ChildOutcome is how a child's end reaches the Invoke step that waits for
-// it: the payload recorded as the step's result.
-type ChildOutcome struct {
-	WorkflowName string          `json:"workflowName"`
-	InstanceID   string          `json:"instanceId"`
-	Status       InstanceStatus  `json:"status"`
-	Output       json.RawMessage `json:"output,omitempty"`
-	ErrorName    string          `json:"errorName,omitempty"`
-	ErrorMessage string          `json:"errorMessage,omitempty"`
-}
-
 // ChildError is the error of an Invoke whose child errored or was
 // terminated; the parent inspects it with errors.As.
 type ChildError struct {
@@ -167,8 +115,8 @@ type ChildError struct {
 	// WorkflowName and InstanceID name the child.
 	WorkflowName string
 	InstanceID   string
-	// Status is StatusErrored or StatusTerminated.
-	Status InstanceStatus
+	// Status is dftype.StatusErrored or dftype.StatusTerminated.
+	Status dftype.InstanceStatus
 	// ChildErrorName and ChildErrorMessage are the child's error (empty
 	// for a terminated child).
 	ChildErrorName    string
@@ -176,7 +124,7 @@ type ChildError struct {
 }
 
 func (e *ChildError) Error() string {
-	if e.Status == StatusTerminated {
+	if e.Status == dftype.StatusTerminated {
 		return fmt.Sprintf("child %s/%s of step %q was terminated", e.WorkflowName, e.InstanceID, e.Step)
 	}
 	return fmt.Sprintf("child %s/%s of step %q failed: %s: %s", e.WorkflowName, e.InstanceID, e.Step, e.ChildErrorName, e.ChildErrorMessage)
@@ -298,7 +246,3 @@ const InvokeEventPrefix = "@invoke/"
 func InvokeEventType(run int, key string) string {
 	return fmt.Sprintf("%s%d/%s", InvokeEventPrefix, run, key)
 }
-
-// IsInvokeEventType reports whether typ is the reserved type of an Invoke
-// step's wait.
-func IsInvokeEventType(typ string) bool { return strings.HasPrefix(typ, InvokeEventPrefix) }

@@ -152,21 +152,3 @@ func (d *Definition) validateLimits() error {
 	}
 	return nil
 }
-
-// WaitingFor says which limit holds a queued instance back (see
-// InstanceInfo.WaitingFor).
-type WaitingFor struct {
-	// Kind is "concurrency" (no free slot: the instance waits until one
-	// frees) or "rate" (the rate limit lets it start at Until).
-	Kind string `json:"kind"`
-	// Scope is the limited scope: "queue", "workflow" or "key".
-	Scope string `json:"scope"`
-	// Name is the queue's or workflow's name, or the concurrency key.
-	Name string `json:"name"`
-	// Max is the scope's max running (concurrency) or starts per period (rate).
-	Max int `json:"max"`
-	// Period is a rate limit's period.
-	Period Duration `json:"period,omitempty"`
-	// Until is when a rate limit lets the instance start.
-	Until *time.Time `json:"until,omitempty"`
-}

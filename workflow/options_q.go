@@ -10,14 +10,14 @@ import (
 )
 
 // MinPriority and MaxPriority bound an instance's priority
-// (CreateRequest.Priority). Among claimable tasks a higher priority is
+// (dftype.CreateRequest.Priority). Among claimable tasks a higher priority is
 // claimed first; 0 is the default.
 const (
 	MinPriority = -1000
 	MaxPriority = 1000
 )
 
-// MaxDedupeKeyLength is the longest dedupe key (CreateRequest.DedupeKey), in
+// MaxDedupeKeyLength is the longest dedupe key (dftype.CreateRequest.DedupeKey), in
 // bytes.
 const MaxDedupeKeyLength = 256
 
@@ -46,29 +46,6 @@ func ValidateDedupeKey(key string) error {
 	}
 	if bad {
 		return fmt.Errorf("%w: dedupe key %q must be 1 to %d bytes of UTF-8 without control characters", ErrInvalidRequest, wfhook.Truncate(key), MaxDedupeKeyLength)
-	}
-	return nil
-}
-
-// ValidateCreatePlacement checks the fields of a CreateRequest that place
-// the instance: a Namespace and a Queue (when set) follow the naming rules,
-// Priority is in range and a DedupeKey (when set) is valid.
-func ValidateCreatePlacement(req *CreateRequest) error {
-	if req.Namespace != "" {
-		if err := ValidateNamespace(req.Namespace); err != nil {
-			return err
-		}
-	}
-	if req.Queue != "" {
-		if err := ValidateQueueName(req.Queue); err != nil {
-			return err
-		}
-	}
-	if err := ValidatePriority(req.Priority); err != nil {
-		return err
-	}
-	if req.DedupeKey != "" {
-		return ValidateDedupeKey(req.DedupeKey)
 	}
 	return nil
 }

@@ -18,7 +18,7 @@ const ErrorNameDeadlineExceeded = "DeadlineExceeded"
 var ErrDeadlineExceeded = errors.New("workflow deadline exceeded")
 
 // WithDeadline gives every instance of the workflow a deadline d after its
-// creation, unless its Create call sets one (CreateRequest.Deadline): when
+// creation, unless its Create call sets one (dftype.CreateRequest.Deadline): when
 // the deadline passes the instance errors with ErrorNameDeadlineExceeded,
 // even while it sleeps or waits for an event, and a running step's context
 // is cancelled at it. A workflow retry never runs past it.
@@ -62,28 +62,6 @@ func ValidateDeadline(d time.Duration) error {
 		return fmt.Errorf("%w: deadline %s is longer than %s", ErrInvalidRequest, d, MaxSleep)
 	}
 	return nil
-}
-
-// DeadlineAt returns the deadline of an instance created at now: the
-// request's, else now plus the definition's (its Deadline field; see
-// SettingsOf for one that depends on the instance), else nil. It rejects a
-// request deadline that is not after now.
-func DeadlineAt(def Definition, reqDeadline time.Time, now time.Time) (*time.Time, error) {
-	if !reqDeadline.IsZero() {
-		if !reqDeadline.After(now) {
-			return nil, fmt.Errorf("%w: deadline %s is not in the future", ErrInvalidRequest, reqDeadline.UTC().Format(time.RFC3339Nano))
-		}
-		if reqDeadline.Sub(now) > MaxSleep {
-			return nil, fmt.Errorf("%w: deadline %s is more than %s away", ErrInvalidRequest, reqDeadline.UTC().Format(time.RFC3339Nano), MaxSleep)
-		}
-		t := reqDeadline.UTC().Truncate(time.Microsecond)
-		return &t, nil
-	}
-	if def.Deadline > 0 {
-		t := now.Add(def.Deadline).UTC().Truncate(time.Microsecond)
-		return &t, nil
-	}
-	return nil, nil
 }
 
 // Settings are the workflow-level retry and deadline settings of one

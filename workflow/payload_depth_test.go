@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -30,12 +31,12 @@ func TestStepResultTooDeep(t *testing.T) {
 		workflow.MustRegister(h.Registry, "fetch", func(ctx context.Context, ev workflow.Event[json.RawMessage], step workflow.Step) (json.RawMessage, error) {
 			return workflow.Do(step, "fetch", func(ctx context.Context) (json.RawMessage, error) { return deep, nil })
 		})
-		_, err := h.Client.Create(h.Context(), "fetch", workflow.CreateRequest{ID: "f-1"})
+		_, err := h.Client.Create(h.Context(), "fetch", dftype.CreateRequest{ID: "f-1"})
 		require.NoError(t, err)
 
 		h.RunUntilIdle()
 
-		info := h.RequireStatus("fetch", "f-1", workflow.StatusErrored)
+		info := h.RequireStatus("fetch", "f-1", dftype.StatusErrored)
 		require.NotNil(t, info.Error)
 		require.Contains(t, info.Error.Message, `result of step "fetch" nests arrays and objects deeper than 256 levels`)
 		hist := h.History("fetch", "f-1")
@@ -48,10 +49,10 @@ func TestStepResultTooDeep(t *testing.T) {
 		require.Equal(t, 1, step.Attempts, "a result that cannot be stored is not retried")
 		require.Nil(t, info.Output)
 
-		_, err = h.Client.Create(h.Context(), "nul", workflow.CreateRequest{ID: "n-1"})
+		_, err = h.Client.Create(h.Context(), "nul", dftype.CreateRequest{ID: "n-1"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		info = h.RequireStatus("nul", "n-1", workflow.StatusErrored)
+		info = h.RequireStatus("nul", "n-1", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, `result of step "read" holds a string with \u0000`)
 		hist = h.History("nul", "n-1")
 		require.Len(t, hist.Steps, 1)

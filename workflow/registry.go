@@ -8,178 +8,26 @@ import (
 	"sync"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/wfhook"
 )
-
-// InstanceStatus is the life-cycle status of an instance.
-type InstanceStatus string
-
-// Instance statuses; complete, errored and terminated are terminal.
-const (
-	StatusQueued          InstanceStatus = "queued"
-	StatusRunning         InstanceStatus = "running"
-	StatusWaiting         InstanceStatus = "waiting"
-	StatusWaitingForPause InstanceStatus = "waitingForPause"
-	StatusPaused          InstanceStatus = "paused"
-	StatusComplete        InstanceStatus = "complete"
-	StatusErrored         InstanceStatus = "errored"
-	StatusTerminated      InstanceStatus = "terminated"
-	StatusUnknown         InstanceStatus = "unknown"
-)
-
-// Terminal reports whether the status is final.
-func (s InstanceStatus) Terminal() bool {
-	return s == StatusComplete || s == StatusErrored || s == StatusTerminated
-}
-
-// ErrorInfo is the recorded error of an errored instance or a failed step.
-type ErrorInfo struct {
-	Name    string `json:"name"`
-	Message string `json:"message"`
-}
-
-// InstanceInfo is an instance as the engine reports it, untyped.
-type InstanceInfo struct {
-	WorkflowName string          `json:"workflowName"`
-	ID           string          `json:"id"`
-	Status       InstanceStatus  `json:"status"`
-	Params       json.RawMessage `json:"params,omitempty"`
-	Metadata     json.RawMessage `json:"metadata,omitempty"`
-	Output       json.RawMessage `json:"output,omitempty"`
-	Error        *ErrorInfo      `json:"error,omitempty"`
-	RunNumber    int             `json:"runNumber"`
-	CreatedAt    time.Time       `json:"createdAt"`
-	UpdatedAt    time.Time       `json:"updatedAt"`
-	StartedAt    *time.Time      `json:"startedAt,omitempty"`
-	CompletedAt  *time.Time      `json:"completedAt,omitempty"`
-	// Namespace is the namespace the instance belongs to.
-	Namespace string `json:"namespace"`
-	// Queue is the task queue the instance runs on.
-	Queue string `json:"queue"`
-	// Priority is the instance's claim priority (higher first).
-	Priority int `json:"priority"`
-	// DedupeKey is the key the instance holds while it is active, if any.
-	DedupeKey string `json:"dedupeKey,omitempty"`
-	// Unserved is set on an instance that is not terminal and whose queue
-	// no online worker serves (the workers registry, read at most every
-	// couple of seconds): nothing runs it until a runner that serves the
-	// queue starts. Hosts that run work only on tick (no registered
-	// worker) see it on every live instance.
-	Unserved bool `json:"unserved,omitempty"`
-	// Deduplicated is set on the answer of a create that created nothing
-	// because this active instance held the request's dedupe key.
-	Deduplicated bool `json:"deduplicated,omitempty"`
-	// Parent is the Invoke step that started the instance, if one did.
-	Parent *ParentRef `json:"parent,omitempty"`
-	// Children are the instances the instance's Invoke steps started
-	// (every run), oldest first: filled by a Get of one instance, not by
-	// lists.
-	Children []*ChildRef `json:"children,omitempty"`
-	// DeadlineAt is when the instance errors with ErrorNameDeadlineExceeded
-	// if it has not ended; nil means no deadline.
-	DeadlineAt *time.Time `json:"deadlineAt,omitempty"`
-	// RunAttempt counts the runs of the current run number that a workflow
-	// retry (WithWorkflowRetry) started: 1 until the first retry.
-	RunAttempt int `json:"runAttempt,omitempty"`
-	// WaitingFor, on a queued instance of a limited workflow, says which
-	// concurrency or rate limit holds it back (docs/limits.md).
-	WaitingFor *WaitingFor `json:"waitingFor,omitempty"`
-	// Pending are the steps a waiting or paused instance waits on: an
-	// event, a sleep, a step's next attempt, a child. Filled by a Get of
-	// one instance, not by lists.
-	Pending []*PendingStep `json:"pending,omitempty"`
-}
-
-// PendingKind is what a pending step waits for.
-type PendingKind string
-
-// The kinds of pending steps.
-const (
-	// PendingEvent: a WaitForEvent waits for an event of EventType, until
-	// Until (its timeout) when it has one.
-	PendingEvent PendingKind = "event"
-	// PendingSleep: a Sleep or SleepUntil wakes at Until.
-	PendingSleep PendingKind = "sleep"
-	// PendingRetry: a Do step failed and its attempt Attempt runs at Until.
-	PendingRetry PendingKind = "retry"
-	// PendingChild: an Invoke step waits for its child Child to end, until
-	// Until (its timeout) when it has one.
-	PendingChild PendingKind = "child"
-)
-
-// PendingStep is a step of the current run that the instance waits on
-// (InstanceInfo.Pending).
-type PendingStep struct {
-	// Step is the step's name.
-	Step string      `json:"step"`
-	Kind PendingKind `json:"kind"`
-	// EventType is the type a PendingEvent step waits for.
-	EventType string `json:"eventType,omitempty"`
-	// Until is when the wait ends: the event's or the child's timeout, the
-	// sleep's wake time, the next attempt's time; nil when it has no end.
-	Until *time.Time `json:"until,omitempty"`
-	// Attempt is the next attempt of a PendingRetry step, and MaxAttempts
-	// its limit (UnlimitedAttempts for none).
-	Attempt     int `json:"attempt,omitempty"`
-	MaxAttempts int `json:"maxAttempts,omitempty"`
-	// Error is the error of a PendingRetry step's last attempt.
-	Error *ErrorInfo `json:"error,omitempty"`
-	// Child is the instance a PendingChild step waits for.
-	Child *ChildRef `json:"child,omitempty"`
-}
-
-// CreateRequest is one untyped instance to create.
-type CreateRequest struct {
-	// ID is the instance id; empty generates one.
-	ID     string
-	Params json.RawMessage
-	// Metadata is recorded with the instance besides its params: where it
-	// came from (a trigger's provenance) or a flow's pinned version. JSON,
-	// at most the engine's payload limit (MaxPayloadBytes by default);
-	// empty records none.
-	Metadata json.RawMessage
-	// Namespace is the namespace the instance is created in: only callers
-	// of that namespace see and touch it. Empty means the client's
-	// namespace (client.Client.Namespace), or DefaultNamespace.
-	Namespace string
-	// Queue is the task queue the instance runs on, overriding the
-	// workflow's (Definition.Queue, WithQueue). Empty means the workflow's.
-	Queue string
-	// Priority orders claims among due tasks: higher first, MinPriority to
-	// MaxPriority. Defaults to 0.
-	Priority int
-	// DedupeKey, when set, makes the create return the active (not
-	// terminal) instance of the workflow and namespace that holds the key,
-	// with InstanceInfo.Deduplicated set, instead of creating another. A
-	// terminal instance frees its key.
-	DedupeKey string
-	// Deadline, when set, overrides the workflow's deadline (WithDeadline)
-	// for this instance; it must be in the future and at most MaxSleep
-	// away.
-	Deadline time.Time
-	// Parent, set by the engine for the child of an Invoke step, links the
-	// child to the invoking step: a create whose id exists already returns
-	// that instance when it is the same step's child, and fails with
-	// ErrInstanceAlreadyExists otherwise.
-	Parent *ParentRef
-}
 
 // Engine carries out what bindings ask for. The management client implements
 // it; Registry.Bind connects it (the host does, when it is built).
 type Engine interface {
 	// Create creates one instance.
-	Create(ctx context.Context, workflowName string, req CreateRequest) (*InstanceInfo, error)
+	Create(ctx context.Context, workflowName string, req dftype.CreateRequest) (*dftype.InstanceInfo, error)
 	// CreateBatch creates up to the engine's batch limit (MaxBatchSize by
 	// default) instances, skipping existing ids and leaving them out of the
 	// answer.
-	CreateBatch(ctx context.Context, workflowName string, reqs []CreateRequest) ([]*InstanceInfo, error)
+	CreateBatch(ctx context.Context, workflowName string, reqs []dftype.CreateRequest) ([]*dftype.InstanceInfo, error)
 	// Get returns one instance.
-	Get(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	Get(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)
 	// Pause, Resume, Terminate and Restart change the instance's life cycle.
-	Pause(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
-	Resume(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
-	Terminate(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
-	Restart(ctx context.Context, workflowName, id string) (*InstanceInfo, error)
+	Pause(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)
+	Resume(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)
+	Terminate(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)
+	Restart(ctx context.Context, workflowName, id string) (*dftype.InstanceInfo, error)
 	// SendEvent buffers an event for the instance and wakes it if it waits for it.
 	SendEvent(ctx context.Context, workflowName, id, eventType string, payload json.RawMessage) error
 }
@@ -368,7 +216,7 @@ type CreateOptions[P any] struct {
 	// Params is the instance's input, encoded as JSON.
 	Params P
 	// Namespace, Queue, Priority and DedupeKey place the instance as in
-	// CreateRequest. A create that finds the active holder of DedupeKey
+	// dftype.CreateRequest. A create that finds the active holder of DedupeKey
 	// returns the holder's handle.
 	Namespace string
 	Queue     string
@@ -390,7 +238,7 @@ func (b *Binding[P, O]) Create(ctx context.Context, opts CreateOptions[P]) (*Ins
 	if err != nil {
 		return nil, err
 	}
-	info, err := e.Create(ctx, b.name, CreateRequest{
+	info, err := e.Create(ctx, b.name, dftype.CreateRequest{
 		ID: opts.ID, Params: params,
 		Namespace: opts.Namespace, Queue: opts.Queue, Priority: opts.Priority, DedupeKey: opts.DedupeKey,
 	})
@@ -408,13 +256,13 @@ func (b *Binding[P, O]) CreateBatch(ctx context.Context, opts []CreateOptions[P]
 	if err != nil {
 		return nil, err
 	}
-	reqs := make([]CreateRequest, len(opts))
+	reqs := make([]dftype.CreateRequest, len(opts))
 	for i, o := range opts {
 		params, err := encodePayload(fmt.Sprintf("params of instance %d", i), o.Params)
 		if err != nil {
 			return nil, err
 		}
-		reqs[i] = CreateRequest{
+		reqs[i] = dftype.CreateRequest{
 			ID: o.ID, Params: params,
 			Namespace: o.Namespace, Queue: o.Queue, Priority: o.Priority, DedupeKey: o.DedupeKey,
 		}
@@ -456,13 +304,13 @@ type Instance[O any] struct {
 // Status is an instance's state with its typed output.
 type Status[O any] struct {
 	// Status is the life-cycle status.
-	Status InstanceStatus
+	Status dftype.InstanceStatus
 	// Output is the decoded output once the instance is complete.
 	Output O
 	// Error is the recorded error of an errored instance.
-	Error *ErrorInfo
+	Error *dftype.ErrorInfo
 	// Info is everything else the engine reports.
-	Info *InstanceInfo
+	Info *dftype.InstanceInfo
 }
 
 // ID returns the instance id.
@@ -482,7 +330,7 @@ func (i *Instance[O]) Status(ctx context.Context) (*Status[O], error) {
 		return nil, err
 	}
 	st := &Status[O]{Status: info.Status, Error: info.Error, Info: info}
-	if info.Status == StatusComplete && len(info.Output) > 0 {
+	if info.Status == dftype.StatusComplete && len(info.Output) > 0 {
 		if err := json.Unmarshal(info.Output, &st.Output); err != nil {
 			return nil, fmt.Errorf("decoding output of instance %q: %w", i.id, err)
 		}
@@ -550,7 +398,7 @@ func (i *Instance[O]) SendEvent(ctx context.Context, eventType string, payload a
 	return e.SendEvent(ctx, i.workflowName, i.id, eventType, raw)
 }
 
-func (i *Instance[O]) change(ctx context.Context, f func(Engine, context.Context, string, string) (*InstanceInfo, error)) error {
+func (i *Instance[O]) change(ctx context.Context, f func(Engine, context.Context, string, string) (*dftype.InstanceInfo, error)) error {
 	e, err := i.registry.boundEngine()
 	if err != nil {
 		return err

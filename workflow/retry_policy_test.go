@@ -82,24 +82,12 @@ func TestRetryPolicyValidate(t *testing.T) {
 	require.NoError(t, workflow.RetryPolicy{Limit: workflow.UnlimitedRetries, MaxDelay: time.Minute, NonRetryable: []string{"X"}}.Validate())
 }
 
-func TestDeadlineAt(t *testing.T) {
+func TestValidateDeadline(t *testing.T) {
 	t.Parallel()
-	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	d, err := workflow.DeadlineAt(workflow.Definition{Deadline: time.Hour}, time.Time{}, now)
-	require.NoError(t, err)
-	require.Equal(t, now.Add(time.Hour), *d)
-	d, err = workflow.DeadlineAt(workflow.Definition{Deadline: time.Hour}, now.Add(time.Minute), now)
-	require.NoError(t, err)
-	require.Equal(t, now.Add(time.Minute), *d, "the create's deadline overrides the workflow's")
-	d, err = workflow.DeadlineAt(workflow.Definition{}, time.Time{}, now)
-	require.NoError(t, err)
-	require.Nil(t, d)
-	for _, bad := range []time.Time{now, now.Add(-time.Second), now.Add(workflow.MaxSleep + time.Second)} {
-		_, err = workflow.DeadlineAt(workflow.Definition{}, bad, now)
-		require.ErrorIs(t, err, workflow.ErrInvalidRequest)
-	}
+	require.NoError(t, workflow.ValidateDeadline(time.Hour))
 	require.ErrorIs(t, workflow.ValidateDeadline(0), workflow.ErrInvalidRequest)
 	require.ErrorIs(t, workflow.ValidateDeadline(-time.Second), workflow.ErrInvalidRequest)
+	require.ErrorIs(t, workflow.ValidateDeadline(workflow.MaxSleep+time.Second), workflow.ErrInvalidRequest)
 }
 
 func TestRetryPolicyZeroDelayUnlimited(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // Backoff says how the delay between attempts grows.
@@ -190,9 +192,9 @@ func (p RetryPolicy) Validate() error {
 // retryPolicyJSON is the JSON form of a RetryPolicy.
 type retryPolicyJSON struct {
 	Limit        json.RawMessage `json:"limit,omitempty"`
-	Delay        Duration        `json:"delay"`
+	Delay        dftype.Duration `json:"delay"`
 	Backoff      Backoff         `json:"backoff,omitempty"`
-	MaxDelay     Duration        `json:"maxDelay,omitempty"`
+	MaxDelay     dftype.Duration `json:"maxDelay,omitempty"`
 	Jitter       *bool           `json:"jitter,omitempty"`
 	NonRetryable []string        `json:"nonRetryable,omitempty"`
 }
@@ -201,7 +203,7 @@ type retryPolicyJSON struct {
 // milliseconds, and the limit as a number or "unlimited".
 func (p *RetryPolicy) UnmarshalJSON(b []byte) error {
 	var aux retryPolicyJSON
-	aux.Delay = Duration(DefaultRetryDelay)
+	aux.Delay = dftype.Duration(DefaultRetryDelay)
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
 	}
@@ -244,8 +246,8 @@ func (p RetryPolicy) MarshalJSON() ([]byte, error) {
 		limit = []byte(`"unlimited"`)
 	}
 	aux := retryPolicyJSON{
-		Limit: limit, Delay: Duration(p.Delay), Backoff: p.Backoff,
-		MaxDelay: Duration(p.MaxDelay), NonRetryable: p.NonRetryable,
+		Limit: limit, Delay: dftype.Duration(p.Delay), Backoff: p.Backoff,
+		MaxDelay: dftype.Duration(p.MaxDelay), NonRetryable: p.NonRetryable,
 	}
 	if p.NoJitter {
 		f := false
@@ -271,8 +273,8 @@ type StepConfig struct {
 // UnmarshalJSON accepts the timeout as a string ("10 minutes") or milliseconds.
 func (c *StepConfig) UnmarshalJSON(b []byte) error {
 	var aux struct {
-		Retries *RetryPolicy `json:"retries"`
-		Timeout Duration     `json:"timeout"`
+		Retries *RetryPolicy    `json:"retries"`
+		Timeout dftype.Duration `json:"timeout"`
 	}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err
@@ -284,9 +286,9 @@ func (c *StepConfig) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the timeout as a string.
 func (c StepConfig) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
-		Retries *RetryPolicy `json:"retries,omitempty"`
-		Timeout Duration     `json:"timeout,omitempty"`
-	}{c.Retries, Duration(c.Timeout)})
+		Retries *RetryPolicy    `json:"retries,omitempty"`
+		Timeout dftype.Duration `json:"timeout,omitempty"`
+	}{c.Retries, dftype.Duration(c.Timeout)})
 }
 
 // Resolved returns the configuration with defaults filled in.
@@ -354,8 +356,8 @@ type WaitOptions struct {
 // UnmarshalJSON accepts the timeout as a string ("1 hour") or milliseconds.
 func (o *WaitOptions) UnmarshalJSON(b []byte) error {
 	var aux struct {
-		Type    string   `json:"type"`
-		Timeout Duration `json:"timeout"`
+		Type    string          `json:"type"`
+		Timeout dftype.Duration `json:"timeout"`
 	}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return err

@@ -28,6 +28,7 @@ import (
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db/dburl"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -513,7 +514,7 @@ func seedBilling(t *testing.T, dbURL string, ids ...string) {
 	c, err := client.New(&client.Config{Store: store, Registry: reg})
 	require.NoError(t, err)
 	for _, id := range ids {
-		_, err := c.Create(ctx, "billing", workflow.CreateRequest{ID: id, Params: json.RawMessage(`{"customer":"cus_1"}`)})
+		_, err := c.Create(ctx, "billing", dftype.CreateRequest{ID: id, Params: json.RawMessage(`{"customer":"cus_1"}`)})
 		require.NoError(t, err)
 	}
 }

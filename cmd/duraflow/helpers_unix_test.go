@@ -4,10 +4,10 @@ package main_test
 
 import (
 	"github.com/duraflow/duraflow/client"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
-func listParams(workflowName string, statuses ...workflow.InstanceStatus) client.ListParams {
+func listParams(workflowName string, statuses ...dftype.InstanceStatus) client.ListParams {
 	return client.ListParams{WorkflowName: workflowName, Statuses: statuses, PageSize: 100}
 }
 

@@ -15,8 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/apiclient"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/pgcluster"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // waitLogWith waits for a JSON log line with the message and the
@@ -82,20 +82,20 @@ func TestProcessesSurviveADatabaseRestart(t *testing.T) {
 		)
 	}
 	for _, it := range items {
-		_, err := api.Create(ctx, it.workflow, workflow.CreateRequest{ID: it.id, Queue: it.queue, Params: json.RawMessage(it.params)})
+		_, err := api.Create(ctx, it.workflow, dftype.CreateRequest{ID: it.id, Queue: it.queue, Params: json.RawMessage(it.params)})
 		require.NoError(t, err)
 	}
 	c := &cluster{api: api}
 	for _, q := range []string{"s", "w", "d"} {
-		c.waitStatus(t, "flaky", "flaky-"+q, workflow.StatusRunning)
-		c.waitStatus(t, "approval", "approval-"+q, workflow.StatusWaiting)
+		c.waitStatus(t, "flaky", "flaky-"+q, dftype.StatusRunning)
+		c.waitStatus(t, "approval", "approval-"+q, dftype.StatusWaiting)
 	}
 
 	require.NoError(t, pg.Stop())
 
 	_, err := api.Get(ctx, "flaky", "flaky-s")
 	require.ErrorIs(t, err, &apiclient.APIError{Code: apiclient.CodeDatabaseUnavailable}, "a read in the outage answers 503 DATABASE_UNAVAILABLE")
-	_, err = api.Create(ctx, "flaky", workflow.CreateRequest{ID: "in-the-outage", Queue: "s"})
+	_, err = api.Create(ctx, "flaky", dftype.CreateRequest{ID: "in-the-outage", Queue: "s"})
 	require.ErrorIs(t, err, &apiclient.APIError{Code: apiclient.CodeDatabaseUnavailable}, "a write in the outage answers 503 DATABASE_UNAVAILABLE")
 	require.ErrorIs(t, api.Ready(ctx), &apiclient.APIError{Code: apiclient.CodeNotReady})
 	require.NoError(t, api.Health(ctx), "the process is alive: no liveness probe restarts it")
@@ -121,16 +121,16 @@ func TestProcessesSurviveADatabaseRestart(t *testing.T) {
 		p.out.waitLogWith(t, p.name, "database available again", "while", "listening for wake-ups")
 	}
 	for _, q := range []string{"s", "w", "d"} {
-		info := c.waitStatus(t, "flaky", "flaky-"+q, workflow.StatusComplete, workflow.StatusErrored)
-		require.Equal(t, workflow.StatusComplete, info.Status, "%+v", info.Error)
+		info := c.waitStatus(t, "flaky", "flaky-"+q, dftype.StatusComplete, dftype.StatusErrored)
+		require.Equal(t, dftype.StatusComplete, info.Status, "%+v", info.Error)
 		require.JSONEq(t, `{"attempts":1}`, string(info.Output), "the step that ran through the restart completed once")
 		hist, err := api.History(ctx, "flaky", info.ID, listHistory())
 		require.NoError(t, err)
 		require.Len(t, hist.Steps, 1)
 		require.Equal(t, 1, hist.Steps[0].Attempts)
-		require.Equal(t, workflow.StatusComplete, c.waitStatus(t, "sleeper", "sleeper-"+q, workflow.StatusComplete, workflow.StatusErrored).Status)
+		require.Equal(t, dftype.StatusComplete, c.waitStatus(t, "sleeper", "sleeper-"+q, dftype.StatusComplete, dftype.StatusErrored).Status)
 		require.NoError(t, api.SendEvent(ctx, "approval", "approval-"+q, "approval", json.RawMessage(`{"approved":true}`)))
-		require.Equal(t, workflow.StatusComplete, c.waitStatus(t, "approval", "approval-"+q, workflow.StatusComplete, workflow.StatusErrored).Status)
+		require.Equal(t, dftype.StatusComplete, c.waitStatus(t, "approval", "approval-"+q, dftype.StatusComplete, dftype.StatusErrored).Status)
 	}
 	t.Logf("every instance complete %s after the database came back", time.Since(back).Round(time.Millisecond))
 	require.NoError(t, api.Ready(ctx))

@@ -22,7 +22,7 @@ import (
 
 	"github.com/duraflow/duraflow/apiclient"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // The cross-process tests run the real binary: one `duraflow serve` (API
@@ -261,7 +261,7 @@ func startCluster(t *testing.T, notify bool, poll string) *cluster {
 }
 
 // waitStatus polls an instance until it has one of the statuses.
-func (c *cluster) waitStatus(t *testing.T, workflowName, id string, statuses ...workflow.InstanceStatus) *workflow.InstanceInfo {
+func (c *cluster) waitStatus(t *testing.T, workflowName, id string, statuses ...dftype.InstanceStatus) *dftype.InstanceInfo {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(waitTimeout)
@@ -286,15 +286,15 @@ func (c *cluster) waitStatus(t *testing.T, workflowName, id string, statuses ...
 func (c *cluster) eventToComplete(t *testing.T, id string) time.Duration {
 	t.Helper()
 	ctx := context.Background()
-	_, err := c.api.Create(ctx, "approval", workflow.CreateRequest{ID: id, Params: json.RawMessage(`{"amount":120}`)})
+	_, err := c.api.Create(ctx, "approval", dftype.CreateRequest{ID: id, Params: json.RawMessage(`{"amount":120}`)})
 	require.NoError(t, err)
-	c.waitStatus(t, "approval", id, workflow.StatusWaiting)
+	c.waitStatus(t, "approval", id, dftype.StatusWaiting)
 
 	sent := time.Now()
 	require.NoError(t, c.api.SendEvent(ctx, "approval", id, "approval", json.RawMessage(`{"approved":true}`)))
-	info := c.waitStatus(t, "approval", id, workflow.StatusComplete, workflow.StatusErrored)
+	info := c.waitStatus(t, "approval", id, dftype.StatusComplete, dftype.StatusErrored)
 	took := time.Since(sent)
-	require.Equal(t, workflow.StatusComplete, info.Status)
+	require.Equal(t, dftype.StatusComplete, info.Status)
 	require.JSONEq(t, `{"approved":true,"amount":120}`, string(info.Output))
 	return took
 }
@@ -316,7 +316,7 @@ func TestAcrossProcessesWithNotify(t *testing.T) {
 	// each worker holds two of them mid-step.
 	const n = 6
 	for i := range n {
-		_, err := c.api.Create(ctx, "flaky", workflow.CreateRequest{
+		_, err := c.api.Create(ctx, "flaky", dftype.CreateRequest{
 			ID: fmt.Sprintf("killed-%d", i), Params: json.RawMessage(`{"failures":0,"work":"2 seconds"}`),
 		})
 		require.NoError(t, err)
@@ -325,7 +325,7 @@ func TestAcrossProcessesWithNotify(t *testing.T) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		list, err := c.api.List(ctx, listParams("flaky", workflow.StatusRunning))
+		list, err := c.api.List(ctx, listParams("flaky", dftype.StatusRunning))
 		require.NoError(t, err)
 		if len(list.Instances) == 4 {
 			break
@@ -337,8 +337,8 @@ func TestAcrossProcessesWithNotify(t *testing.T) {
 	killedAt := time.Now()
 
 	for i := range n {
-		info := c.waitStatus(t, "flaky", fmt.Sprintf("killed-%d", i), workflow.StatusComplete, workflow.StatusErrored)
-		require.Equal(t, workflow.StatusComplete, info.Status, "killed-%d: %+v", i, info.Error)
+		info := c.waitStatus(t, "flaky", fmt.Sprintf("killed-%d", i), dftype.StatusComplete, dftype.StatusErrored)
+		require.Equal(t, dftype.StatusComplete, info.Status, "killed-%d: %+v", i, info.Error)
 		require.JSONEq(t, `{"attempts":1}`, string(info.Output))
 		hist, err := c.api.History(ctx, "flaky", info.ID, listHistory())
 		require.NoError(t, err)

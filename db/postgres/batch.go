@@ -11,7 +11,7 @@ import (
 	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // CheckpointBatch commits a group of checkpoints of different instances in
@@ -155,9 +155,9 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone, log b
 		}
 		w.Outcomes[i] = cmp.Or(string(plan.Status), "continue")
 		switch plan.Status {
-		case workflow.StatusComplete:
+		case dftype.StatusComplete:
 			w.Outputs[i] = string(p.Output)
-		case workflow.StatusErrored:
+		case dftype.StatusErrored:
 			w.ErrorNames[i], w.ErrorMessages[i] = p.ErrorName, p.ErrorMessage
 		}
 		key := [2]string{p.WorkflowName, p.InstanceID}
@@ -200,7 +200,7 @@ func batchStatement(ctx context.Context, ps []*db.CheckpointParams, alone, log b
 			i := index[[2]string{row.WorkflowName, row.InstanceID}]
 			plan, _ := transition.Checkpoint(ps[i]) // it planned above
 			_, res := plan.Resolve(transition.CheckpointFacts{
-				Status: workflow.InstanceStatus(row.Status), PauseRequested: row.PauseRequested,
+				Status: dftype.InstanceStatus(row.Status), PauseRequested: row.PauseRequested,
 			})
 			results[i] = db.CheckpointBatchResult{Result: res}
 		}

@@ -10,7 +10,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // compensationRequest is the result of the step that records a request.
@@ -30,7 +30,7 @@ func (s *Store) InstanceCompensate(ctx context.Context, p *db.InstanceCompensate
 			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 				return nil, err
 			}
-			if _, err := transition.Compensate(workflow.InstanceStatus(row.Status), false); err != nil {
+			if _, err := transition.Compensate(dftype.InstanceStatus(row.Status), false); err != nil {
 				return nil, err
 			}
 			if found {

@@ -9,7 +9,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // EventSend applies transition.Send in one transaction sent as one
@@ -128,7 +128,7 @@ func eventSendResult(p *db.EventSendParams, err error, inst *pgsqlc.EventSendLoc
 		return nil, fmt.Errorf("sending event: %w", interpretError(err))
 	case isNoRows(instErr):
 		return nil, fmt.Errorf("sending event: %w", db.ErrNotFound)
-	case workflow.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
+	case dftype.InstanceStatus(inst.Status).Terminal() || isNoRows(rowErr):
 		return nil, fmt.Errorf("sending event: %w", db.ErrTerminal)
 	}
 	res := &db.EventSendResult{Event: eventFromRow(row), Woken: len(woken) > 0}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // TestFenceSeesAReclaimCommittedWhileItWaits pins the fencing of the
@@ -132,7 +132,7 @@ func TestFenceSeesAReclaimCommittedWhileItWaits(t *testing.T) {
 			require.Equal(t, now.Add(time.Minute), *task.LockedUntil)
 			inst, err := store.InstanceGet(ctx, ref)
 			require.NoError(t, err)
-			require.Equal(t, workflow.StatusRunning, inst.Status)
+			require.Equal(t, dftype.StatusRunning, inst.Status)
 		})
 	}
 }

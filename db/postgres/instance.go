@@ -14,8 +14,8 @@ import (
 	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // defaultListLimit is the page size of the lists when none is given: the
@@ -777,7 +777,7 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 				return err
 			}
 		}
-		plan, err := rule(workflow.InstanceStatus(row.Status), p.RecordHooks)
+		plan, err := rule(dftype.InstanceStatus(row.Status), p.RecordHooks)
 		if err != nil || plan.Status == "" {
 			inst = instanceFromRow(&row)
 			return err
@@ -802,7 +802,7 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 		}
 		var waiting *db.WaitingFor
 		if row.Limited {
-			if waiting, err = s.limitChange(ctx, q, p, workflow.InstanceStatus(row.Status), &plan); err != nil {
+			if waiting, err = s.limitChange(ctx, q, p, dftype.InstanceStatus(row.Status), &plan); err != nil {
 				return err
 			}
 		}
@@ -826,7 +826,7 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 			}
 		}
 		switch {
-		case plan.Status == workflow.StatusTerminated:
+		case plan.Status == dftype.StatusTerminated:
 			if n := db.TerminatedChildNotify(inst, p.RecordHooks); n != nil {
 				if !parentFirst {
 					return errors.New("ending a child without its parent locked first")
@@ -852,7 +852,7 @@ func (s *Store) changeInstance(ctx context.Context, p *db.InstanceChangeParams, 
 // back, a restart takes them again (admission.Restart), a resume of an
 // instance still waiting for a slot leaves it without a task. It returns
 // what a restart made the new run wait for (admission.Restart), else nil.
-func (s *Store) limitChange(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, from workflow.InstanceStatus, plan *transition.ChangePlan) (*db.WaitingFor, error) {
+func (s *Store) limitChange(ctx context.Context, q *pgsqlc.Queries, p *db.InstanceChangeParams, from dftype.InstanceStatus, plan *transition.ChangePlan) (*db.WaitingFor, error) {
 	tx := &limitTx{q: q, channel: s.wakeChannel, logStarted: s.logging()}
 	ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.ID}
 	now := limitNow(p.Now)
@@ -888,7 +888,7 @@ func (s *Store) instanceListBounded(ctx context.Context, p *db.InstanceListParam
 		waiting := false
 		for i := range rows {
 			out[i] = instanceFromBoundedRow(&rows[i])
-			waiting = waiting || (rows[i].Limited && rows[i].Status == string(workflow.StatusQueued))
+			waiting = waiting || (rows[i].Limited && rows[i].Status == string(dftype.StatusQueued))
 		}
 		return out, waiting, nil
 	}
@@ -912,7 +912,7 @@ func (s *Store) instanceListBounded(ctx context.Context, p *db.InstanceListParam
 
 func waitingAny(rows []pgsqlc.WorkflowInstance) bool {
 	for i := range rows {
-		if rows[i].Limited && rows[i].Status == string(workflow.StatusQueued) {
+		if rows[i].Limited && rows[i].Status == string(dftype.StatusQueued) {
 			return true
 		}
 	}

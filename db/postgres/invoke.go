@@ -10,7 +10,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // parentFromRow is the parent link of an instance row; nil when no step
@@ -113,7 +113,7 @@ func (s *Store) terminateChildren(ctx context.Context, q *pgsqlc.Queries, p *db.
 			if err != nil {
 				return err
 			}
-			plan, err := transition.Terminate(workflow.InstanceStatus(row.Status), p.RecordHooks)
+			plan, err := transition.Terminate(dftype.InstanceStatus(row.Status), p.RecordHooks)
 			if err != nil {
 				continue // it ended since the list: nothing to do
 			}
@@ -141,7 +141,7 @@ func (s *Store) terminateChildren(ctx context.Context, q *pgsqlc.Queries, p *db.
 			}
 			if row.Limited {
 				cp := &db.InstanceChangeParams{WorkflowName: c.WorkflowName, ID: c.InstanceID, Now: p.Now}
-				if _, err := s.limitChange(ctx, q, cp, workflow.InstanceStatus(row.Status), &plan); err != nil { // a terminate: no wait
+				if _, err := s.limitChange(ctx, q, cp, dftype.InstanceStatus(row.Status), &plan); err != nil { // a terminate: no wait
 					return err
 				}
 			}

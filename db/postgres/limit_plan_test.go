@@ -15,7 +15,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // recorder keeps the statements a pool runs, with their arguments.
@@ -116,7 +116,7 @@ func TestLimitQueriesUseIndexes(t *testing.T) {
 	w, err := store.InstanceGet(ctx, db.InstanceRef{WorkflowName: "wf", ID: "w01"})
 	require.NoError(t, err)
 	require.NotNil(t, w.WaitingFor)
-	_, err = store.InstanceList(ctx, &db.InstanceListParams{WorkflowName: "wf", Statuses: []workflow.InstanceStatus{workflow.StatusQueued}, Limit: 50})
+	_, err = store.InstanceList(ctx, &db.InstanceListParams{WorkflowName: "wf", Statuses: []dftype.InstanceStatus{dftype.StatusQueued}, Limit: 50})
 	require.NoError(t, err)
 
 	rec.mu.Lock()

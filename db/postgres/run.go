@@ -10,7 +10,7 @@ import (
 	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // runLoadSnapshot wraps the reads of RunLoad in a read-only repeatable-read
@@ -201,7 +201,7 @@ func (s *Store) suspendStatements(ctx context.Context, p *db.CheckpointParams, p
 		if isNoRows(err) {
 			return nil // the statements after it change nothing
 		}
-		facts.Status, facts.PauseRequested = workflow.InstanceStatus(row.Status), row.PauseRequested
+		facts.Status, facts.PauseRequested = dftype.InstanceStatus(row.Status), row.PauseRequested
 		return err
 	}}
 	if rec := failedAttemptsStep(ctx, p); rec != nil {
@@ -445,7 +445,7 @@ func (s *Store) checkpointConsume(ctx context.Context, p *db.CheckpointParams) (
 	if err != nil {
 		return nil, fmt.Errorf("checkpointing: %w", interpretError(err))
 	}
-	if isNoRows(instErr) || isNoRows(taskErr) || workflow.InstanceStatus(inst.Status).Terminal() {
+	if isNoRows(instErr) || isNoRows(taskErr) || dftype.InstanceStatus(inst.Status).Terminal() {
 		return nil, db.ErrLeaseLost
 	}
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // StatsGet reads the engine's gauges in two statements: the instance counts
@@ -30,7 +30,7 @@ func (s *Store) StatsGet(ctx context.Context, p *db.StatsGetParams) (*db.Stats, 
 		WorkersOnline: g.WorkersOnline,
 	}
 	for i, r := range rows {
-		out.Instances[i] = db.StatusCount{WorkflowName: r.WorkflowName, Status: workflow.InstanceStatus(r.Status), Count: r.Count}
+		out.Instances[i] = db.StatusCount{WorkflowName: r.WorkflowName, Status: dftype.InstanceStatus(r.Status), Count: r.Count}
 	}
 	if !g.OldestDueSchedule.Equal(time.Unix(0, 0)) {
 		out.OldestDueSchedule = new(g.OldestDueSchedule.UTC())
@@ -53,7 +53,7 @@ func (s *Store) StatsEnded(ctx context.Context, p *db.StatsEndedParams) ([]db.En
 	}
 	out := make([]db.EndedCount, len(rows))
 	for i, r := range rows {
-		out[i] = db.EndedCount{WorkflowName: r.WorkflowName, Status: workflow.InstanceStatus(r.Status), Bucket: int(r.Bucket), Count: r.Count}
+		out[i] = db.EndedCount{WorkflowName: r.WorkflowName, Status: dftype.InstanceStatus(r.Status), Bucket: int(r.Bucket), Count: r.Count}
 	}
 	return out, nil
 }

@@ -9,7 +9,7 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/internal/pgsqlc"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // planSettings precede the statements of the hot path in their pipelines
@@ -95,7 +95,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 			tasks[i].FreshRun = instanceFromRow(&pgsqlc.WorkflowInstance{
 				WorkflowName:   r.WorkflowName,
 				InstanceID:     r.InstanceID,
-				Status:         string(workflow.StatusRunning),
+				Status:         string(dftype.StatusRunning),
 				Params:         r.InstanceParams,
 				Metadata:       r.InstanceMetadata,
 				PauseRequested: *r.InstancePauseRequested,

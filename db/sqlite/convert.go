@@ -6,14 +6,14 @@ import (
 
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func instanceFromRow(r *litesqlc.WorkflowInstance) *db.Instance {
 	return &db.Instance{
 		WorkflowName:   r.WorkflowName,
 		ID:             r.InstanceID,
-		Status:         workflow.InstanceStatus(r.Status),
+		Status:         dftype.InstanceStatus(r.Status),
 		Params:         rawJSON(r.Params),
 		Metadata:       rawJSON(r.Metadata),
 		Output:         rawJSON(r.Output),

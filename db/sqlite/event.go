@@ -8,7 +8,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // EventSend applies transition.Send in one write transaction: it buffers
@@ -51,7 +51,7 @@ func (s *Store) eventSendTx(ctx context.Context, q *litesqlc.Queries, p *db.Even
 		if err != nil {
 			return err
 		}
-		plan, err := transition.Send(workflow.InstanceStatus(inst.Status), p.RecordHooks, p.Lease != nil)
+		plan, err := transition.Send(dftype.InstanceStatus(inst.Status), p.RecordHooks, p.Lease != nil)
 		if err != nil {
 			return err
 		}

@@ -11,8 +11,8 @@ import (
 	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/paging"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 // defaultListLimit is the page size of the lists when none is given: the
@@ -579,7 +579,7 @@ func (s *Store) instanceChangeWith(ctx context.Context, p *db.InstanceChangePara
 		switch {
 		case err != nil:
 			return err
-		case plan.Status == workflow.StatusTerminated:
+		case plan.Status == dftype.StatusTerminated:
 			if n := db.TerminatedChildNotify(inst, p.RecordHooks); n != nil {
 				if _, err := s.notifyParent(ctx, q, n, p.Now); err != nil {
 					return err
@@ -623,7 +623,7 @@ func (s *Store) instanceChangeTx(ctx context.Context, q *litesqlc.Queries, p *db
 				return err
 			}
 		}
-		from := workflow.InstanceStatus(row.Status)
+		from := dftype.InstanceStatus(row.Status)
 		plan, err := rule(from, p.RecordHooks)
 		if err != nil || plan.Status == "" {
 			inst = instanceFromRow(&row)
@@ -681,7 +681,7 @@ func (s *Store) instanceChangeTx(ctx context.Context, q *litesqlc.Queries, p *db
 // back, a restart takes them again (admission.Restart), a resume of an
 // instance still waiting for a slot leaves it without a task. It returns
 // what a restart made the new run wait for (admission.Restart), else nil.
-func limitChange(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams, from workflow.InstanceStatus, plan *transition.ChangePlan, now time.Time) (*db.WaitingFor, error) {
+func limitChange(ctx context.Context, q *litesqlc.Queries, p *db.InstanceChangeParams, from dftype.InstanceStatus, plan *transition.ChangePlan, now time.Time) (*db.WaitingFor, error) {
 	tx := limitTx{q: q}
 	ref := db.InstanceRef{WorkflowName: p.WorkflowName, ID: p.ID}
 	switch {

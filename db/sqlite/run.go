@@ -10,7 +10,7 @@ import (
 	"github.com/duraflow/duraflow/db/admission"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // RunLoad returns the instance and the steps of its current run, keyed by
@@ -159,7 +159,7 @@ func (s *Store) checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.Che
 		TaskID:       p.Task.ID,
 		Version:      p.Task.Version,
 	})
-	if isNoRows(err) || err == nil && workflow.InstanceStatus(inst.Status).Terminal() {
+	if isNoRows(err) || err == nil && dftype.InstanceStatus(inst.Status).Terminal() {
 		return nil, db.ErrLeaseLost
 	}
 	if err != nil {
@@ -185,7 +185,7 @@ func (s *Store) checkpointTx(ctx context.Context, q *litesqlc.Queries, p *db.Che
 			return nil, fmt.Errorf("writing step %q: %w", steps[i].Key, err)
 		}
 	}
-	facts := transition.CheckpointFacts{Status: workflow.InstanceStatus(inst.Status), PauseRequested: inst.PauseRequested != 0}
+	facts := transition.CheckpointFacts{Status: dftype.InstanceStatus(inst.Status), PauseRequested: inst.PauseRequested != 0}
 	if plan.MayBeDue {
 		if facts.Due, err = suspendDue(ctx, q, run, &plan.Task, now); err != nil {
 			return nil, err
@@ -251,18 +251,18 @@ func suspendDue(ctx context.Context, q *litesqlc.Queries, run runRef, w *transit
 // endOrSetStatus writes the status a checkpoint resolved to: a run that
 // ends with its output or error, any other status as it is; "" writes
 // nothing.
-func endOrSetStatus(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, status workflow.InstanceStatus, now int64) error {
+func endOrSetStatus(ctx context.Context, q *litesqlc.Queries, p *db.CheckpointParams, status dftype.InstanceStatus, now int64) error {
 	switch status {
 	case "":
 		return nil
-	case workflow.StatusComplete:
+	case dftype.StatusComplete:
 		return q.InstanceComplete(ctx, litesqlc.InstanceCompleteParams{
 			Output:       jsonArg(p.Output),
 			Now:          now,
 			WorkflowName: p.WorkflowName,
 			InstanceID:   p.InstanceID,
 		})
-	case workflow.StatusErrored:
+	case dftype.StatusErrored:
 		return q.InstanceFail(ctx, litesqlc.InstanceFailParams{
 			ErrorName:    textArg(p.ErrorName),
 			ErrorMessage: textArg(p.ErrorMessage),

@@ -10,7 +10,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/sqlite/internal/litesqlc"
 	"github.com/duraflow/duraflow/db/transition"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // TaskClaim leases up to p.Max due tasks of the named workflows on the
@@ -71,7 +71,7 @@ func (s *Store) TaskClaim(ctx context.Context, p *db.TaskClaimParams) ([]db.Clai
 		var log lifecycleBuf
 		for i := range fresh {
 			inst := instanceFromRow(&fresh[i])
-			inst.Status = workflow.StatusRunning
+			inst.Status = dftype.StatusRunning
 			at := timeFromMicros(now)
 			inst.StartedAt, inst.UpdatedAt = &at, at
 			started[[2]string{inst.WorkflowName, inst.ID}] = inst

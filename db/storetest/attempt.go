@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // testAttempts covers retries and deadlines in the store: attempts kept in
@@ -142,7 +142,7 @@ func testAttempts(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Steps = []db.StepWrite{{Key: "s", Type: db.StepTypeDo, Status: db.StepStatusErrored, Attempts: 1, MaxAttempts: 1, ErrorName: "E", ErrorMessage: "boom", StartedAt: new(b.now)}}
 		_, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusErrored, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusErrored, b.get(t, "a").Status)
 		attempts, err := b.store.StepAttemptList(b.ctx, &db.StepAttemptListParams{WorkflowName: workflowName, InstanceID: "a", RunNumber: 1})
 		require.NoError(t, err)
 		require.Len(t, attempts, 1)
@@ -231,7 +231,7 @@ func testAttempts(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NoError(t, err)
 
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusWaiting, inst.Status)
+		require.Equal(t, dftype.StatusWaiting, inst.Status)
 		require.Equal(t, 2, inst.RunAttempt)
 		require.Equal(t, "E", inst.ErrorName)
 		steps := b.steps(t, "a", 1)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -47,7 +47,7 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Len(t, res, 3)
 
 		require.NoError(t, res[0].Err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusRunning}, res[0].Result)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusRunning}, res[0].Result)
 		require.NoError(t, res[1].Err)
 		require.True(t, res[1].Result.PauseRequested, "a pause requested meanwhile is reported")
 		require.ErrorIs(t, res[2].Err, db.ErrLeaseLost)
@@ -131,15 +131,15 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NoError(t, err)
 		require.Len(t, res, 4)
 		require.NoError(t, res[0].Err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusComplete}, res[0].Result)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusComplete}, res[0].Result)
 		require.NoError(t, res[1].Err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusRunning}, res[1].Result)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusRunning}, res[1].Result)
 		require.NoError(t, res[2].Err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusErrored}, res[2].Result)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusErrored}, res[2].Result)
 		require.ErrorIs(t, res[3].Err, db.ErrLeaseLost)
 
 		inst := b.get(t, "done")
-		require.Equal(t, workflow.StatusComplete, inst.Status)
+		require.Equal(t, dftype.StatusComplete, inst.Status)
 		require.JSONEq(t, `{"total": 42}`, string(inst.Output))
 		require.Empty(t, inst.ErrorName)
 		requireTimePtr(t, b.at(3*time.Second), inst.CompletedAt)
@@ -149,7 +149,7 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, "last", steps[0].Key)
 
 		inst = b.get(t, "failed")
-		require.Equal(t, workflow.StatusErrored, inst.Status)
+		require.Equal(t, dftype.StatusErrored, inst.Status)
 		require.Nil(t, inst.Output)
 		require.Equal(t, "PaymentError", inst.ErrorName)
 		require.Equal(t, "card declined", inst.ErrorMessage)
@@ -159,7 +159,7 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 			_, err := b.store.TaskGet(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
 			require.ErrorIs(t, err, db.ErrNotFound, "an ended run has no task")
 		}
-		require.Equal(t, workflow.StatusRunning, b.get(t, "going").Status)
+		require.Equal(t, dftype.StatusRunning, b.get(t, "going").Status)
 		require.Len(t, b.steps(t, "going", 1), 1)
 		require.Equal(t, tasks["going"].Version, b.task(t, "going").Version, "a continuing run keeps its task")
 
@@ -184,7 +184,7 @@ func testCheckpointBatch(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.False(t, p.Batchable())
 		_, err := b.batcher(t).CheckpointBatch(b.ctx, []*db.CheckpointParams{p})
 		require.ErrorIs(t, err, db.ErrNotBatchable, "consuming an event")
-		require.Equal(t, workflow.StatusRunning, b.get(t, "a").Status, "nothing was written")
+		require.Equal(t, dftype.StatusRunning, b.get(t, "a").Status, "nothing was written")
 		res, err := b.batcher(t).CheckpointBatch(b.ctx, nil)
 		require.NoError(t, err)
 		require.Empty(t, res)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -99,7 +99,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Steps = []db.StepWrite{{Key: "charge", Type: db.StepTypeDo, Status: db.StepStatusComplete, Attempts: 1, MaxAttempts: 6, Result: json.RawMessage(`{"amount": 10}`)}}
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusRunning}, res)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusRunning}, res)
 
 		// A step checkpoint writes the step only: the task (its lease is the
 		// heartbeat's to renew) and the instance (updated_at moves on status
@@ -114,7 +114,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res, err = b.store.Checkpoint(b.ctx, b.checkpoint(task))
 		require.NoError(t, err)
 		require.True(t, res.PauseRequested)
-		require.Equal(t, workflow.StatusWaitingForPause, res.Status)
+		require.Equal(t, dftype.StatusWaitingForPause, res.Status)
 	})
 
 	t.Run("StepUpsert", func(t *testing.T) {
@@ -205,10 +205,10 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.NextKind = db.TaskKindWake
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusWaiting}, res)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusWaiting}, res)
 
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusWaiting, inst.Status)
+		require.Equal(t, dftype.StatusWaiting, inst.Status)
 		got := b.task(t, "a")
 		require.Equal(t, db.TaskStatusPending, got.Status)
 		require.Equal(t, db.TaskKindWake, got.Kind)
@@ -261,7 +261,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b.send(t, "a", "approve", `2`)
 		res = suspend(task, "reject", "approve")
 		require.True(t, res.Due)
-		require.Equal(t, workflow.StatusWaiting, res.Status)
+		require.Equal(t, dftype.StatusWaiting, res.Status)
 		got := b.task(t, "a")
 		require.Equal(t, db.TaskStatusPending, got.Status)
 		requireTime(t, b.now, got.RunAt)
@@ -283,12 +283,12 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.WaitEventTypes = []string{"approve"}
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusPaused, res.Status)
+		require.Equal(t, dftype.StatusPaused, res.Status)
 		require.False(t, res.Due, "a paused instance is never due")
 		require.False(t, res.PauseRequested)
 
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusPaused, inst.Status)
+		require.Equal(t, dftype.StatusPaused, inst.Status)
 		require.False(t, inst.PauseRequested)
 		require.Empty(t, b.claimAt(t, b.at(time.Hour), 10))
 		require.Nil(t, b.nextRunAt(t))
@@ -308,10 +308,10 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Output = json.RawMessage(output)
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusComplete}, res)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusComplete}, res)
 
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusComplete, inst.Status)
+		require.Equal(t, dftype.StatusComplete, inst.Status)
 		requireJSON(t, output, inst.Output)
 		requireTimePtr(t, b.at(time.Minute), inst.CompletedAt)
 		require.False(t, inst.PauseRequested)
@@ -336,7 +336,7 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Outcome = db.OutcomeComplete
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, res.Status)
+		require.Equal(t, dftype.StatusComplete, res.Status)
 		inst := b.get(t, "a")
 		require.False(t, inst.PauseRequested)
 		require.Nil(t, inst.Output)
@@ -354,10 +354,10 @@ func testCheckpoint(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.ErrorMessage = "card stolen"
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusErrored}, res)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusErrored}, res)
 
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusErrored, inst.Status)
+		require.Equal(t, dftype.StatusErrored, inst.Status)
 		require.Equal(t, "NonRetryableError", inst.ErrorName)
 		require.Equal(t, "card stolen", inst.ErrorMessage)
 		requireTimePtr(t, b.now, inst.CompletedAt)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testCompensation(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -40,7 +40,7 @@ func testCompensation(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		inst, err := compensate(b, "r")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, inst.Status)
+		require.Equal(t, dftype.StatusRunning, inst.Status)
 		require.True(t, inst.PauseRequested, "the request reaches the runner as a pause request")
 		m := marker(t, b, "r")
 		require.NotNil(t, m)
@@ -61,7 +61,7 @@ func testCompensation(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.True(t, take(t, b, task))
 		require.False(t, take(t, b, task), "taken once")
 		inst = b.get(t, "r")
-		require.Equal(t, workflow.StatusRunning, inst.Status)
+		require.Equal(t, dftype.StatusRunning, inst.Status)
 		require.False(t, inst.PauseRequested, "the pause request that carried it is cleared")
 		require.Equal(t, 1, marker(t, b, "r").Attempts)
 
@@ -82,7 +82,7 @@ func testCompensation(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		inst, err := compensate(b, "w")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, inst.Status)
+		require.Equal(t, dftype.StatusQueued, inst.Status)
 		require.True(t, inst.PauseRequested)
 		next := b.task(t, "w")
 		require.Equal(t, db.TaskStatusPending, next.Status)
@@ -100,10 +100,10 @@ func testCompensation(t *testing.T, newStore func(t *testing.T) db.Store) {
 	// the next claim takes the request up.
 	requireQueuedForCompensation := func(t *testing.T, b *testBundle, id string, res *db.CheckpointResult) {
 		t.Helper()
-		require.Equal(t, workflow.StatusQueued, res.Status)
+		require.Equal(t, dftype.StatusQueued, res.Status)
 		require.True(t, res.Due, "the runner is told to claim it")
 		inst := b.get(t, id)
-		require.Equal(t, workflow.StatusQueued, inst.Status, "queued, not paused")
+		require.Equal(t, dftype.StatusQueued, inst.Status, "queued, not paused")
 		require.True(t, inst.PauseRequested, "the pause request carries the compensation request to the next run")
 		next := b.task(t, id)
 		require.Equal(t, db.TaskStatusPending, next.Status)
@@ -157,10 +157,10 @@ func testCompensation(t *testing.T, newStore func(t *testing.T) db.Store) {
 			_, err := b.store.InstancePause(b.ctx, b.change(id))
 			require.NoError(t, err)
 			res := b.suspend(t, task, false, b.at(time.Hour), db.TaskKindWake)
-			require.Equal(t, workflow.StatusPaused, res.Status)
+			require.Equal(t, dftype.StatusPaused, res.Status)
 			require.False(t, res.Due)
 			inst := b.get(t, id)
-			require.Equal(t, workflow.StatusPaused, inst.Status)
+			require.Equal(t, dftype.StatusPaused, inst.Status)
 			require.False(t, inst.PauseRequested)
 		}
 		// No request at all.

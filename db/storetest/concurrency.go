@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testConcurrency(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -200,8 +200,8 @@ func step(b *testBundle, task *db.Task) error {
 
 // completeAll reports whether every instance of the bundle is complete.
 func completeAll(b *testBundle) bool {
-	list, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{WorkflowName: workflowName, Statuses: []workflow.InstanceStatus{
-		workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused,
+	list, err := b.store.InstanceList(b.ctx, &db.InstanceListParams{WorkflowName: workflowName, Statuses: []dftype.InstanceStatus{
+		dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause, dftype.StatusPaused,
 	}, Limit: 1})
 	return err == nil && len(list) == 0
 }

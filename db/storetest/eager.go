@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // eagerOwner is the runner an eager start leases to in these tests.
@@ -52,7 +52,7 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b := setup(t, newStore)
 		c := b.createLeased(t, "e-1")
 		inst := c.Instance
-		require.Equal(t, workflow.StatusRunning, inst.Status)
+		require.Equal(t, dftype.StatusRunning, inst.Status)
 		requireTimePtr(t, b.now, inst.StartedAt)
 		requireTime(t, b.now, inst.CreatedAt)
 		require.Equal(t, 1, inst.RunNumber)
@@ -71,12 +71,12 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		// The holder checkpoints with the returned task, as after a claim.
 		res, err := b.store.Checkpoint(b.ctx, b.checkpoint(c.LeasedTask))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, res.Status)
+		require.Equal(t, dftype.StatusRunning, res.Status)
 		cp := b.checkpoint(c.LeasedTask)
 		cp.Outcome, cp.Output = db.OutcomeComplete, json.RawMessage(`1`)
 		_, err = b.store.Checkpoint(b.ctx, cp)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "e-1").Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "e-1").Status)
 	})
 
 	t.Run("ExpiredEagerLeaseIsReclaimed", func(t *testing.T) {
@@ -91,7 +91,7 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		_, err := b.store.Checkpoint(b.ctx, b.checkpoint(inst.LeasedTask))
 		require.ErrorIs(t, err, db.ErrLeaseLost, "the dead holder is fenced out")
 		require.NoError(t, b.store.TaskHeartbeat(b.ctx, &db.TaskHeartbeatParams{Task: ref(task), LockedUntil: b.at(2 * lease)}))
-		require.Equal(t, workflow.StatusRunning, b.get(t, "crash").Status)
+		require.Equal(t, dftype.StatusRunning, b.get(t, "crash").Status)
 	})
 
 	t.Run("CreateLeasedOfTakenIDChangesNothing", func(t *testing.T) {
@@ -115,7 +115,7 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p := b.createLeased(t, "p")
 		inst, err := b.store.InstancePause(b.ctx, b.change("p"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusWaitingForPause, inst.Status, "a started instance parks at its next step")
+		require.Equal(t, dftype.StatusWaitingForPause, inst.Status, "a started instance parks at its next step")
 		res, err := b.store.Checkpoint(b.ctx, b.checkpoint(p.LeasedTask))
 		require.NoError(t, err)
 		require.True(t, res.PauseRequested)
@@ -155,7 +155,7 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, []string{"a", "b", "c", "d"}, ids(instances(created)))
 		for _, c := range created[:2] {
 			inst := c.Instance
-			require.Equal(t, workflow.StatusRunning, inst.Status, inst.ID)
+			require.Equal(t, dftype.StatusRunning, inst.Status, inst.ID)
 			requireTimePtr(t, b.now, inst.StartedAt)
 			b.requireLeased(t, inst.ID, c.LeasedTask)
 			require.Equal(t, c.LeasedTask, b.task(t, inst.ID))
@@ -163,11 +163,11 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		requireJSON(t, `1`, created[0].Instance.Params)
 		for _, c := range created[2:] {
 			inst := c.Instance
-			require.Equal(t, workflow.StatusQueued, inst.Status, inst.ID)
+			require.Equal(t, dftype.StatusQueued, inst.Status, inst.ID)
 			require.Nil(t, inst.StartedAt)
 			require.Nil(t, c.LeasedTask)
 		}
-		require.Equal(t, workflow.StatusQueued, b.get(t, "taken").Status)
+		require.Equal(t, dftype.StatusQueued, b.get(t, "taken").Status)
 		// Only the queued ones are claimable.
 		require.ElementsMatch(t, []string{"taken", "c", "d"}, taskIDs(b.claimAt(t, b.now, 10)))
 	})
@@ -181,7 +181,7 @@ func testEager(t *testing.T, newStore func(t *testing.T) db.Store) {
 		})
 		require.NoError(t, err)
 		for _, c := range created {
-			require.Equal(t, workflow.StatusQueued, c.Instance.Status)
+			require.Equal(t, dftype.StatusQueued, c.Instance.Status)
 			require.Nil(t, c.LeasedTask)
 		}
 		require.Len(t, b.claimAt(t, b.now, 10), 2)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -89,7 +89,7 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res := b.send(t, "a", "reject", `{}`)
 		require.False(t, res.Woken)
 		require.Equal(t, before, b.task(t, "a"), "another type does not wake")
-		require.Equal(t, workflow.StatusWaiting, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusWaiting, b.get(t, "a").Status)
 
 		b.now = b.at(time.Minute)
 		res = b.send(t, "a", "approve", `{"ok":true}`)
@@ -168,7 +168,7 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, before.Attempts+1, task.Attempts)
 		require.Equal(t, db.TaskKindResume, task.Kind)
 		require.Equal(t, task, b.task(t, "a"))
-		require.Equal(t, workflow.StatusRunning, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusRunning, b.get(t, "a").Status)
 		require.Empty(t, b.claimAt(t, b.at(time.Second), 10), "no other runner can claim it")
 
 		// The lease holder finds the event delivered to its wait.
@@ -306,7 +306,7 @@ func testEvent(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.False(t, res.Woken)
 		require.Equal(t, 1, res.Event.RunNumber)
 		require.Equal(t, before, b.task(t, "a"))
-		require.Equal(t, workflow.StatusPaused, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusPaused, b.get(t, "a").Status)
 		require.Len(t, b.events(t, "a", 1), 1, "buffered for later")
 	})
 

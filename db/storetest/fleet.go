@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -185,7 +186,7 @@ func testFleet(t *testing.T, newStore func(t *testing.T) db.Store) {
 			require.Nil(t, res.LeasedTask, "a task of another queue is not leased")
 			require.Equal(t, db.TaskStatusPending, task.Status)
 			requireTime(t, b.now, task.RunAt, "it is due for a claim instead")
-			require.Equal(t, workflow.StatusWaiting, b.get(t, tc.id).Status)
+			require.Equal(t, dftype.StatusWaiting, b.get(t, tc.id).Status)
 		}
 	})
 
@@ -220,7 +221,7 @@ func testFleet(t *testing.T, newStore func(t *testing.T) db.Store) {
 		// refused, and changes nothing.
 		_, err = b.store.InstanceRestart(b.ctx, b.change("first"))
 		require.ErrorIs(t, err, db.ErrAlreadyExists)
-		require.Equal(t, workflow.StatusTerminated, b.get(t, "first").Status)
+		require.Equal(t, dftype.StatusTerminated, b.get(t, "first").Status)
 
 		// An id that exists is still ErrAlreadyExists with a free key.
 		_, err = b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{WorkflowName: workflowName, ID: "third", DedupeKey: "fresh", Now: new(b.now)})
@@ -346,7 +347,7 @@ func testFleet(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Namespace = "acme"
 		inst, err := b.store.InstanceTerminate(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusTerminated, inst.Status)
+		require.Equal(t, dftype.StatusTerminated, inst.Status)
 
 		// Ids are unique per workflow across namespaces.
 		_, err = b.store.InstanceCreate(b.ctx, &db.InstanceCreateParams{WorkflowName: workflowName, ID: "a", Namespace: "globex", Now: new(b.now)})

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -29,7 +29,7 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		inst := instRes.Instance
 		require.Equal(t, workflowName, inst.WorkflowName)
 		require.Equal(t, "inv-1", inst.ID)
-		require.Equal(t, workflow.StatusQueued, inst.Status)
+		require.Equal(t, dftype.StatusQueued, inst.Status)
 		requireJSON(t, params, inst.Params)
 		require.Nil(t, inst.Output)
 		require.Equal(t, 1, inst.RunNumber)
@@ -144,7 +144,7 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 		requireJSON(t, `{"n": 3}`, created[0].Params)
 		require.Nil(t, created[1].Params)
 		for _, inst := range created {
-			require.Equal(t, workflow.StatusQueued, inst.Status)
+			require.Equal(t, dftype.StatusQueued, inst.Status)
 			require.Equal(t, 1, inst.RunNumber)
 			requireTime(t, b.at(time.Second), inst.CreatedAt)
 
@@ -186,7 +186,7 @@ func testInstance(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		state, err := b.store.RunLoad(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: "r"})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, state.Instance.Status)
+		require.Equal(t, dftype.StatusRunning, state.Instance.Status)
 		require.Len(t, state.Steps, 2)
 		requireJSON(t, `2`, state.Steps["two"].Result)
 		require.Equal(t, "two", state.Steps["two"].Key)
@@ -249,13 +249,13 @@ func testInstanceList(t *testing.T, newStore func(t *testing.T) db.Store) {
 			require.NoError(t, err)
 		}
 		require.Equal(t, [][]string{{"i4"}, {"i2"}},
-			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []workflow.InstanceStatus{workflow.StatusPaused}, Limit: 1}),
+			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []dftype.InstanceStatus{dftype.StatusPaused}, Limit: 1}),
 			"same updated_at: ordered by id, newest first")
 		require.Equal(t, [][]string{{"i5", "i3", "i1"}, {"i0"}},
-			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []workflow.InstanceStatus{workflow.StatusQueued}, Limit: 3}))
+			pages(t, b, db.InstanceListParams{WorkflowName: workflowName, Statuses: []dftype.InstanceStatus{dftype.StatusQueued}, Limit: 3}))
 		require.Equal(t, [][]string{{"i5", "o1", "i3", "i1", "i0"}},
-			pages(t, b, db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusComplete}}))
-		require.Empty(t, pages(t, b, db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusErrored}}))
+			pages(t, b, db.InstanceListParams{Statuses: []dftype.InstanceStatus{dftype.StatusQueued, dftype.StatusComplete}}))
+		require.Empty(t, pages(t, b, db.InstanceListParams{Statuses: []dftype.InstanceStatus{dftype.StatusErrored}}))
 	})
 
 	t.Run("TiesOnUpdatedAtPageByKey", func(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -54,7 +55,7 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.False(t, p.Batchable(), "a child's end commits on its own")
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, res.Status)
+		require.Equal(t, dftype.StatusComplete, res.Status)
 		return res
 	}
 
@@ -193,9 +194,9 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		byID := map[string]*db.Task{tasks[0].InstanceID: tasks[0], tasks[1].InstanceID: tasks[1]}
 		res, err := b.store.Checkpoint(b.ctx, forged(byID["f"], 1, "sum"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusComplete, res.Status, "the forger's end commits")
+		require.Equal(t, dftype.StatusComplete, res.Status, "the forger's end commits")
 		require.False(t, res.ParentWoken)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "f").Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "f").Status)
 		require.Empty(t, b.events(t, "p", 1), "nothing reached the parent from a non-child")
 		require.Equal(t, db.StepStatusWaiting, b.steps(t, "p", 1)[0].Status)
 		require.Equal(t, db.TaskStatusPending, b.task(t, "p").Status)
@@ -205,12 +206,12 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res, err = b.store.Checkpoint(b.ctx, forged(byID["c"], 1, "other"))
 		require.NoError(t, err)
 		require.False(t, res.ParentWoken)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "c").Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "c").Status)
 		createChildOf(t, b, "p", "d", 1, "other", "")
 		res, err = b.store.Checkpoint(b.ctx, forged(b.claim(t, "d"), 2, "other"))
 		require.NoError(t, err)
 		require.False(t, res.ParentWoken)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "d").Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "d").Status)
 		require.Empty(t, b.events(t, "p", 1), "nothing reached the parent from a child naming another step")
 		require.Equal(t, db.StepStatusWaiting, b.steps(t, "p", 1)[0].Status)
 	})
@@ -288,7 +289,7 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		childTask := b.claim(t, "c")
 		end := endChild(t, b, childTask, "p")
 		require.False(t, end.ParentWoken)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "c").Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "c").Status)
 		require.Empty(t, b.events(t, "p", 1))
 	})
 
@@ -305,13 +306,13 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.NoError(t, err)
 		inst, err := b.store.InstanceTerminate(b.ctx, b.change("p"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusTerminated, inst.Status)
+		require.Equal(t, dftype.StatusTerminated, inst.Status)
 		for _, id := range []string{"c", "g"} {
-			require.Equal(t, workflow.StatusTerminated, b.get(t, id).Status, id)
+			require.Equal(t, dftype.StatusTerminated, b.get(t, id).Status, id)
 			_, err := b.store.TaskGet(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
 			require.ErrorIs(t, err, db.ErrNotFound, "a terminated child's task is deleted")
 		}
-		require.Equal(t, workflow.StatusQueued, b.get(t, "a").Status, "an abandoned child keeps running")
+		require.Equal(t, dftype.StatusQueued, b.get(t, "a").Status, "an abandoned child keeps running")
 	})
 
 	t.Run("TerminatedChildWakesParent", func(t *testing.T) {
@@ -330,9 +331,9 @@ func testInvoke(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Equal(t, db.StepStatusComplete, steps[0].Status)
 		var ev workflow.ReceivedEvent
 		require.NoError(t, json.Unmarshal(steps[0].Result, &ev))
-		var out workflow.ChildOutcome
+		var out dftype.ChildOutcome
 		require.NoError(t, ev.Decode(&out))
-		require.Equal(t, workflow.StatusTerminated, out.Status)
+		require.Equal(t, dftype.StatusTerminated, out.Status)
 		require.Equal(t, "c", out.InstanceID)
 	})
 }

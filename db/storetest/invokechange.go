@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // testInvokeChange pins what management changes do to a parent and its
@@ -93,7 +93,7 @@ func testInvokeChange(t *testing.T, newStore func(t *testing.T) db.Store) {
 			}
 			require.True(t, b.get(t, c).Status.Terminal(), "round %d: the child ended", i)
 			parent := b.get(t, p)
-			require.Contains(t, []workflow.InstanceStatus{workflow.StatusTerminated, workflow.StatusQueued}, parent.Status, "round %d", i)
+			require.Contains(t, []dftype.InstanceStatus{dftype.StatusTerminated, dftype.StatusQueued}, parent.Status, "round %d", i)
 			require.Equal(t, 2, parent.RunNumber, "round %d: restarted", i)
 		}
 	})
@@ -124,15 +124,15 @@ func testInvokeChange(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		inst, err := b.store.InstanceRestart(b.ctx, b.change("p"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, inst.Status)
+		require.Equal(t, dftype.StatusQueued, inst.Status)
 		require.Equal(t, 2, inst.RunNumber)
 		for _, id := range []string{"kept", "grand"} {
-			require.Equal(t, workflow.StatusTerminated, b.get(t, id).Status, "%s: the old run's child (and its child) is terminated", id)
+			require.Equal(t, dftype.StatusTerminated, b.get(t, id).Status, "%s: the old run's child (and its child) is terminated", id)
 			_, err := b.store.TaskGet(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
 			require.ErrorIs(t, err, db.ErrNotFound, "%s: a terminated child's task is deleted", id)
 		}
-		require.Equal(t, workflow.StatusRunning, b.get(t, "left").Status, "an abandoned child keeps running")
-		require.Equal(t, workflow.StatusComplete, b.get(t, "done").Status, "an ended child is left alone")
+		require.Equal(t, dftype.StatusRunning, b.get(t, "left").Status, "an abandoned child keeps running")
+		require.Equal(t, dftype.StatusComplete, b.get(t, "done").Status, "an ended child is left alone")
 		require.Empty(t, b.events(t, "p", 1), "the old run is sent no end")
 		require.Empty(t, b.events(t, "p", 2), "the new run is sent no end")
 		_, err = b.store.Checkpoint(b.ctx, b.checkpoint(parentTask))
@@ -141,7 +141,7 @@ func testInvokeChange(t *testing.T, newStore func(t *testing.T) db.Store) {
 		// A restart of the new run, whose children have ended, changes none.
 		_, err = b.store.InstanceRestart(b.ctx, b.change("p"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusRunning, b.get(t, "left").Status)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "done").Status)
+		require.Equal(t, dftype.StatusRunning, b.get(t, "left").Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "done").Status)
 	})
 }

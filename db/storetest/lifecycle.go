@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -26,7 +26,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.NextKind = db.TaskKindWake
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusWaiting, res.Status)
+		require.Equal(t, dftype.StatusWaiting, res.Status)
 		return task
 	}
 	complete := func(t *testing.T, b *testBundle, id string) {
@@ -48,18 +48,18 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		inst, err := b.store.InstancePause(b.ctx, b.change("queued"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusPaused, inst.Status)
+		require.Equal(t, dftype.StatusPaused, inst.Status)
 		require.False(t, inst.PauseRequested)
 		require.Equal(t, inst, b.get(t, "queued"))
 
 		inst, err = b.store.InstancePause(b.ctx, b.change("waiting"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusPaused, inst.Status)
+		require.Equal(t, dftype.StatusPaused, inst.Status)
 		require.False(t, inst.PauseRequested)
 
 		inst, err = b.store.InstancePause(b.ctx, b.change("running"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusWaitingForPause, inst.Status)
+		require.Equal(t, dftype.StatusWaitingForPause, inst.Status)
 		require.True(t, inst.PauseRequested)
 
 		// Pausing again changes nothing.
@@ -92,10 +92,10 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.NextKind = db.TaskKindResume
 		res, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusPaused, res.Status)
+		require.Equal(t, dftype.StatusPaused, res.Status)
 		require.False(t, res.Due)
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusPaused, inst.Status)
+		require.Equal(t, dftype.StatusPaused, inst.Status)
 		require.False(t, inst.PauseRequested)
 		parked := b.task(t, "a")
 		require.Equal(t, db.TaskStatusPending, parked.Status)
@@ -108,7 +108,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 		resumeAt := b.at(time.Minute)
 		inst, err = b.store.InstanceResume(b.ctx, &db.InstanceChangeParams{WorkflowName: workflowName, ID: "a", Now: new(resumeAt)})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, inst.Status)
+		require.Equal(t, dftype.StatusQueued, inst.Status)
 		require.False(t, inst.PauseRequested)
 		requireTime(t, resumeAt, inst.UpdatedAt)
 		resumed := b.task(t, "a")
@@ -123,7 +123,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		again := b.claimIDAt(t, "a", resumeAt)
 		require.Equal(t, resumed.Version+1, again.Version)
-		require.Equal(t, workflow.StatusRunning, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusRunning, b.get(t, "a").Status)
 	})
 
 	t.Run("ResumeOthersIsNoop", func(t *testing.T) {
@@ -160,7 +160,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 		at := b.at(time.Minute)
 		inst, err := b.store.InstanceTerminate(b.ctx, &db.InstanceChangeParams{WorkflowName: workflowName, ID: "a", Now: new(at)})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusTerminated, inst.Status)
+		require.Equal(t, dftype.StatusTerminated, inst.Status)
 		require.False(t, inst.PauseRequested)
 		requireTimePtr(t, at, inst.CompletedAt)
 		require.Equal(t, inst, b.get(t, "a"))
@@ -181,7 +181,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 		b.create(t, "queued")
 		inst, err = b.store.InstanceTerminate(b.ctx, b.change("queued"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusTerminated, inst.Status)
+		require.Equal(t, dftype.StatusTerminated, inst.Status)
 		require.Empty(t, b.claimAt(t, b.at(time.Hour), 10))
 	})
 
@@ -199,7 +199,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 		at := b.at(time.Hour)
 		inst, err := b.store.InstanceRestart(b.ctx, &db.InstanceChangeParams{WorkflowName: workflowName, ID: "a", Now: new(at)})
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, inst.Status)
+		require.Equal(t, dftype.StatusQueued, inst.Status)
 		require.Equal(t, 2, inst.RunNumber)
 		require.Empty(t, inst.ErrorName)
 		require.Empty(t, inst.ErrorMessage)
@@ -236,7 +236,7 @@ func testLifecycle(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		inst, err := b.store.InstanceRestart(b.ctx, b.change("a"))
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, inst.Status)
+		require.Equal(t, dftype.StatusQueued, inst.Status)
 		require.False(t, inst.PauseRequested)
 		task := b.task(t, "a")
 		require.Greater(t, task.Version, old.Version)

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // createKeyed creates id under a concurrency key of max 1 and reports
@@ -33,7 +33,7 @@ func (b *testBundle) createKeyed(t *testing.T, id, key string, at time.Time) boo
 func (b *testBundle) requireWaits(t *testing.T, id, key string) {
 	t.Helper()
 	inst := b.get(t, id)
-	require.Equal(t, workflow.StatusQueued, inst.Status, "%s waits", id)
+	require.Equal(t, dftype.StatusQueued, inst.Status, "%s waits", id)
 	require.NotNil(t, inst.WaitingFor, "%s says what it waits for", id)
 	require.Equal(t, db.KeyScope(workflowName, key), inst.WaitingFor.Scope)
 	_, err := b.store.TaskGet(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: id})
@@ -97,13 +97,13 @@ func testLimitRelease(t *testing.T, newStore func(t *testing.T) db.Store) {
 		for i := range res {
 			require.NoError(t, res[i].Err, "item %d", i)
 		}
-		require.Equal(t, workflow.StatusRunning, res[0].Result.Status)
-		require.Equal(t, workflow.StatusComplete, res[1].Result.Status)
-		require.Equal(t, workflow.StatusComplete, res[2].Result.Status)
-		require.Equal(t, workflow.StatusErrored, res[3].Result.Status)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "a").Status)
-		require.Equal(t, workflow.StatusComplete, b.get(t, "u").Status)
-		require.Equal(t, workflow.StatusErrored, b.get(t, "b").Status)
+		require.Equal(t, dftype.StatusRunning, res[0].Result.Status)
+		require.Equal(t, dftype.StatusComplete, res[1].Result.Status)
+		require.Equal(t, dftype.StatusComplete, res[2].Result.Status)
+		require.Equal(t, dftype.StatusErrored, res[3].Result.Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusComplete, b.get(t, "u").Status)
+		require.Equal(t, dftype.StatusErrored, b.get(t, "b").Status)
 		require.Len(t, b.steps(t, "c", 1), 1, "the continuing item's step is written")
 
 		// a's end started wa at once with a's lease, in a's result.
@@ -117,10 +117,10 @@ func testLimitRelease(t *testing.T, newStore func(t *testing.T) db.Store) {
 			require.True(t, started[0].At.Equal(at))
 		}
 		require.Equal(t, "wa", res[1].Result.Leased.Instance.ID)
-		require.Equal(t, workflow.StatusRunning, res[1].Result.Leased.Instance.Status)
+		require.Equal(t, dftype.StatusRunning, res[1].Result.Leased.Instance.Status)
 		require.Equal(t, db.TaskStatusProcessing, res[1].Result.Leased.LeasedTask.Status)
 		require.Equal(t, eagerOwner, res[1].Result.Leased.LeasedTask.LockOwner)
-		require.Equal(t, workflow.StatusRunning, b.get(t, "wa").Status)
+		require.Equal(t, dftype.StatusRunning, b.get(t, "wa").Status)
 		require.Nil(t, b.get(t, "wa").WaitingFor)
 		// b had no lease: the oldest waiter of its key is due for a claim,
 		// the next one still waits.
@@ -248,7 +248,7 @@ func testLimitRelease(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Nil(t, res[0].Result)
 		require.NoError(t, res[1].Err)
 
-		require.Equal(t, workflow.StatusRunning, b.get(t, "a").Status, "the fenced-out end changed nothing")
+		require.Equal(t, dftype.StatusRunning, b.get(t, "a").Status, "the fenced-out end changed nothing")
 		b.requireWaits(t, "wa", "k1")
 		require.Equal(t, db.TaskStatusPending, b.task(t, "wb").Status, "the end that held released its slot")
 		require.False(t, b.createKeyed(t, "x1", "k1", later), "a still holds its key's slot")
@@ -269,7 +269,7 @@ func testLimitRelease(t *testing.T, newStore func(t *testing.T) db.Store) {
 		res, err := batcher.CheckpointBatch(b.ctx, []*db.CheckpointParams{b.end(task, b.at(3*time.Second))})
 		require.NoError(t, err)
 		require.ErrorIs(t, res[0].Err, db.ErrLeaseLost)
-		require.Equal(t, workflow.StatusTerminated, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusTerminated, b.get(t, "a").Status)
 		require.False(t, b.createKeyed(t, "x", "k1", b.at(3*time.Second)), "wa holds the slot: nothing was released twice")
 	})
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // hookHorizon is a claim time after every time the suite records at, so that
@@ -244,7 +244,7 @@ func testHooks(t *testing.T, newStore func(t *testing.T) db.Store) {
 		_, err := b.store.InstancePause(b.ctx, b.change("a"))
 		require.NoError(t, err)
 		res = b.suspend(t, task, true, b.at(2*time.Hour), db.TaskKindWake)
-		require.Equal(t, workflow.StatusPaused, res.Status)
+		require.Equal(t, dftype.StatusPaused, res.Status)
 		require.Equal(t, []string{"wake a 2h0m0s"}, b.recorded(t))
 	})
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // testRefusal checks how a backend reports a write whose values the
@@ -53,13 +53,13 @@ func testRefusal(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.Outcome, p.Output = db.OutcomeComplete, json.RawMessage(`[1,`)
 		_, err := b.store.Checkpoint(b.ctx, p)
 		require.ErrorIs(t, err, db.ErrInvalidData)
-		require.Equal(t, workflow.StatusRunning, b.get(t, "a").Status, "the instance did not end")
+		require.Equal(t, dftype.StatusRunning, b.get(t, "a").Status, "the instance did not end")
 
 		p.Outcome, p.Output = db.OutcomeError, nil
 		p.ErrorName, p.ErrorMessage = "E", "storing the output: refused"
 		_, err = b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusErrored, b.get(t, "a").Status)
+		require.Equal(t, dftype.StatusErrored, b.get(t, "a").Status)
 	})
 
 	t.Run("BatchWithOneRefusedItem", func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // createSchedule creates an enabled schedule of the suite's workflow, first
@@ -230,7 +230,7 @@ func testSchedule(t *testing.T, newStore func(t *testing.T) db.Store) {
 		want := []string{fmt.Sprintf("s-%d", first.Unix()), fmt.Sprintf("s-%d", second.Unix())}
 		require.Equal(t, want, ids(res.Created))
 		for _, inst := range res.Created {
-			require.Equal(t, workflow.StatusQueued, inst.Status)
+			require.Equal(t, dftype.StatusQueued, inst.Status)
 			requireJSON(t, `{"schedule":"s"}`, inst.Params)
 			require.Contains(t, string(inst.Metadata), `"type":"cron"`)
 			requireTime(t, b.now, inst.CreatedAt)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -57,10 +58,10 @@ func testStats(t *testing.T, newStore func(t *testing.T) db.Store) {
 		st, err := b.store.StatsGet(b.ctx, &db.StatsGetParams{Now: b.now})
 		require.NoError(t, err)
 		require.ElementsMatch(t, []db.StatusCount{
-			{WorkflowName: workflowName, Status: workflow.StatusComplete, Count: 1},
-			{WorkflowName: workflowName, Status: workflow.StatusRunning, Count: 1},
-			{WorkflowName: workflowName, Status: workflow.StatusQueued, Count: 2},
-			{WorkflowName: otherName, Status: workflow.StatusQueued, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusComplete, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusRunning, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusQueued, Count: 2},
+			{WorkflowName: otherName, Status: dftype.StatusQueued, Count: 1},
 		}, st.Instances)
 		require.Equal(t, int64(3), st.TasksReady, "c, h and x are due")
 		require.Equal(t, int64(1), st.TasksLeased, "b is held")
@@ -132,15 +133,15 @@ func testStats(t *testing.T, newStore func(t *testing.T) db.Store) {
 			return out
 		}
 		require.ElementsMatch(t, []db.EndedCount{
-			{WorkflowName: workflowName, Status: workflow.StatusComplete, Bucket: 0, Count: 1},
-			{WorkflowName: workflowName, Status: workflow.StatusErrored, Bucket: 1, Count: 1},
-			{WorkflowName: workflowName, Status: workflow.StatusTerminated, Bucket: 2, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusComplete, Bucket: 0, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusErrored, Bucket: 1, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusTerminated, Bucket: 2, Count: 1},
 		}, count(db.StatsEndedParams{Namespace: workflow.DefaultNamespace}))
 		require.ElementsMatch(t, []db.EndedCount{
-			{WorkflowName: workflowName, Status: workflow.StatusComplete, Bucket: 0, Count: 1},
-			{WorkflowName: workflowName, Status: workflow.StatusTerminated, Bucket: 0, Count: 1},
-			{WorkflowName: workflowName, Status: workflow.StatusErrored, Bucket: 1, Count: 1},
-			{WorkflowName: workflowName, Status: workflow.StatusTerminated, Bucket: 2, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusComplete, Bucket: 0, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusTerminated, Bucket: 0, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusErrored, Bucket: 1, Count: 1},
+			{WorkflowName: workflowName, Status: dftype.StatusTerminated, Bucket: 2, Count: 1},
 		}, count(db.StatsEndedParams{}), "every namespace")
 		var total int64
 		for _, c := range count(db.StatsEndedParams{Max: 2}) {

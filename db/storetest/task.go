@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
@@ -43,7 +43,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		// Queued and never started: the claim hands back its instance.
 		require.NotNil(t, claim.FreshRun, "a run that never started comes with its instance")
 		requireFreshRun(t, b, &claim)
-		require.Equal(t, workflow.StatusRunning, claim.FreshRun.Status)
+		require.Equal(t, dftype.StatusRunning, claim.FreshRun.Status)
 		require.Equal(t, task, b.task(t, "a"))
 
 		// Given back and claimed again, it has started: it must be loaded.
@@ -56,7 +56,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		require.Nil(t, again[0].FreshRun, "a run that started is not fresh")
 
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusRunning, inst.Status)
+		require.Equal(t, dftype.StatusRunning, inst.Status)
 		requireTimePtr(t, claimAt, inst.StartedAt)
 		requireTime(t, claimAt, inst.UpdatedAt)
 
@@ -120,7 +120,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 
 		require.Empty(t, b.claimAt(t, b.at(time.Hour), 10))
 		require.Nil(t, b.nextRunAt(t))
-		require.Equal(t, workflow.StatusPaused, b.get(t, "paused").Status)
+		require.Equal(t, dftype.StatusPaused, b.get(t, "paused").Status)
 
 		tasks, err := b.store.TaskClaim(b.ctx, &db.TaskClaimParams{
 			Owner: owner, Max: 10, Now: b.now, LockedUntil: b.at(lease),
@@ -156,7 +156,7 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		requireTimePtr(t, expiry.Add(lease), second.LockedUntil)
 
 		inst := b.get(t, "a")
-		require.Equal(t, workflow.StatusRunning, inst.Status)
+		require.Equal(t, dftype.StatusRunning, inst.Status)
 		requireTimePtr(t, b.now, inst.StartedAt, "started_at is the first start")
 
 		err = b.store.TaskHeartbeat(b.ctx, &db.TaskHeartbeatParams{Task: ref(first), LockedUntil: b.at(time.Hour)})
@@ -175,19 +175,19 @@ func testTask(t *testing.T, newStore func(t *testing.T) db.Store) {
 		p.NextKind = db.TaskKindWake
 		_, err := b.store.Checkpoint(b.ctx, p)
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusWaiting, b.get(t, "w").Status)
+		require.Equal(t, dftype.StatusWaiting, b.get(t, "w").Status)
 
 		task = b.claimIDAt(t, "w", b.at(time.Minute))
 		require.Equal(t, db.TaskKindWake, task.Kind)
 		inst := b.get(t, "w")
-		require.Equal(t, workflow.StatusRunning, inst.Status)
+		require.Equal(t, dftype.StatusRunning, inst.Status)
 		requireTimePtr(t, b.now, inst.StartedAt)
 
 		_, err = b.store.InstancePause(b.ctx, b.change("w"))
 		require.NoError(t, err)
 		task = b.claimIDAt(t, "w", b.at(time.Hour))
 		inst = b.get(t, "w")
-		require.Equal(t, workflow.StatusWaitingForPause, inst.Status, "a reclaimed instance still parks")
+		require.Equal(t, dftype.StatusWaitingForPause, inst.Status, "a reclaimed instance still parks")
 		require.True(t, inst.PauseRequested)
 	})
 

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // TxDriver gives the conformance suite the backend's own transactions, to
@@ -48,7 +48,7 @@ func RunTx(t *testing.T, newStore func(t *testing.T) db.Store, d *TxDriver) {
 		require.NoError(t, err)
 		require.False(t, res.Deduplicated)
 		require.Nil(t, res.LeasedTask)
-		require.Equal(t, workflow.StatusQueued, res.Instance.Status)
+		require.Equal(t, dftype.StatusQueued, res.Instance.Status)
 		if d.ReadsWhileOpen {
 			b.requireAbsent(t, "o1")
 		}
@@ -173,7 +173,7 @@ func RunTx(t *testing.T, newStore func(t *testing.T) db.Store, d *TxDriver) {
 		b.exec(t, tx, "INSERT INTO business_order (id) VALUES ('o2')")
 		require.NoError(t, d.Commit(b.ctx, tx))
 		require.Equal(t, 2, b.orders(t))
-		require.Equal(t, workflow.StatusQueued, b.get(t, "o1").Status)
+		require.Equal(t, dftype.StatusQueued, b.get(t, "o1").Status)
 	})
 
 	t.Run("CreateMany", func(t *testing.T) {
@@ -287,7 +287,7 @@ func RunTx(t *testing.T, newStore func(t *testing.T) db.Store, d *TxDriver) {
 		require.NoError(t, d.Commit(b.ctx, tx))
 		_, err = b.store.TaskGet(b.ctx, db.InstanceRef{WorkflowName: workflowName, ID: "z"})
 		require.ErrorIs(t, err, db.ErrNotFound, "a committed create waits for a slot as any other")
-		require.Equal(t, workflow.StatusQueued, b.get(t, "z").Status)
+		require.Equal(t, dftype.StatusQueued, b.get(t, "z").Status)
 	})
 }
 

@@ -2,7 +2,7 @@ package transition
 
 import (
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // ChangePlan is what a management transition (pause, resume, terminate,
@@ -10,7 +10,7 @@ import (
 type ChangePlan struct {
 	// Status is the status the change sets; "" leaves the instance as it
 	// is and writes nothing at all.
-	Status workflow.InstanceStatus
+	Status dftype.InstanceStatus
 	// PauseRequested is the pause request written with Status: set when a
 	// running instance is asked to pause at its next step boundary.
 	PauseRequested bool
@@ -31,18 +31,18 @@ type ChangePlan struct {
 // ChangeFunc is the rule of one management transition: given the status of
 // the instance, locked, what the change writes, or db.ErrTerminal when the
 // change is refused.
-type ChangeFunc func(status workflow.InstanceStatus, recordHooks bool) (ChangePlan, error)
+type ChangeFunc func(status dftype.InstanceStatus, recordHooks bool) (ChangePlan, error)
 
 // Pause is the rule of InstancePause: queued and waiting become paused at
 // once, running becomes waitingForPause with a pause requested (the runner
 // parks it at its next step boundary), paused and waitingForPause stay as
 // they are. A terminal instance is db.ErrTerminal.
-func Pause(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
+func Pause(status dftype.InstanceStatus, _ bool) (ChangePlan, error) {
 	switch status {
-	case workflow.StatusRunning:
-		return ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true, Event: db.LifecyclePaused}, nil
-	case workflow.StatusQueued, workflow.StatusWaiting:
-		return ChangePlan{Status: workflow.StatusPaused, Event: db.LifecyclePaused}, nil
+	case dftype.StatusRunning:
+		return ChangePlan{Status: dftype.StatusWaitingForPause, PauseRequested: true, Event: db.LifecyclePaused}, nil
+	case dftype.StatusQueued, dftype.StatusWaiting:
+		return ChangePlan{Status: dftype.StatusPaused, Event: db.LifecyclePaused}, nil
 	}
 	if status.Terminal() {
 		return ChangePlan{}, db.ErrTerminal
@@ -55,12 +55,12 @@ func Pause(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
 // out a runner that loaded the paused instance and is about to park it), a
 // resume hook entry is recorded and runners are notified. Every other
 // status, terminal ones included, is left alone.
-func Resume(status workflow.InstanceStatus, recordHooks bool) (ChangePlan, error) {
-	if status != workflow.StatusPaused {
+func Resume(status dftype.InstanceStatus, recordHooks bool) (ChangePlan, error) {
+	if status != dftype.StatusPaused {
 		return ChangePlan{}, nil
 	}
 	return ChangePlan{
-		Status: workflow.StatusQueued,
+		Status: dftype.StatusQueued,
 		Task:   TaskWrite{Op: TaskRequeue, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()},
 		Hook:   hook(recordHooks, db.HookReasonResume),
 		Notify: true,
@@ -71,11 +71,11 @@ func Resume(status workflow.InstanceStatus, recordHooks bool) (ChangePlan, error
 // Terminate is the rule of InstanceTerminate: a live instance becomes
 // terminated and its task is deleted, so a runner still holding it is
 // fenced out. A terminal instance is db.ErrTerminal.
-func Terminate(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
+func Terminate(status dftype.InstanceStatus, _ bool) (ChangePlan, error) {
 	if status.Terminal() {
 		return ChangePlan{}, db.ErrTerminal
 	}
-	return ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}, Event: db.LifecycleTerminated}, nil
+	return ChangePlan{Status: dftype.StatusTerminated, Task: TaskWrite{Op: TaskDelete}, Event: db.LifecycleTerminated}, nil
 }
 
 // Restart is the rule of InstanceRestart, for an instance in any status: a
@@ -83,9 +83,9 @@ func Terminate(status workflow.InstanceStatus, _ bool) (ChangePlan, error) {
 // cleared, its task pending and due now as kind run with a new version and
 // its attempts, last error and lease losses cleared, a create hook entry
 // (a new run was created) and a notification.
-func Restart(_ workflow.InstanceStatus, recordHooks bool) (ChangePlan, error) {
+func Restart(_ dftype.InstanceStatus, recordHooks bool) (ChangePlan, error) {
 	return ChangePlan{
-		Status: workflow.StatusQueued,
+		Status: dftype.StatusQueued,
 		NewRun: true,
 		Task: TaskWrite{
 			Op: TaskRequeue, Kind: db.TaskKindRun, Priority: db.TaskKindRun.Priority(),
@@ -101,7 +101,7 @@ func Restart(_ workflow.InstanceStatus, recordHooks bool) (ChangePlan, error) {
 type CreatePlan struct {
 	// Status is the new instance's: queued, or running (started) when its
 	// first task is leased.
-	Status workflow.InstanceStatus
+	Status dftype.InstanceStatus
 	// Task inserts the first task: kind run, due now, leased when Leased.
 	Task TaskWrite
 	// Leased says the first task is leased to the create's lease owner
@@ -121,14 +121,14 @@ type CreatePlan struct {
 // hook entry is recorded either way.
 func Create(leased, recordHooks bool) CreatePlan {
 	p := CreatePlan{
-		Status: workflow.StatusQueued,
+		Status: dftype.StatusQueued,
 		Task:   TaskWrite{Op: TaskInsert, Kind: db.TaskKindRun, Priority: db.TaskKindRun.Priority()},
 		Leased: leased,
 		Hook:   hook(recordHooks, db.HookReasonCreate),
 		Notify: !leased,
 	}
 	if leased {
-		p.Status = workflow.StatusRunning
+		p.Status = dftype.StatusRunning
 	}
 	return p
 }

@@ -7,17 +7,17 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // CheckpointPlan is what a checkpoint writes once its fence held.
 type CheckpointPlan struct {
 	// Status is the instance status the checkpoint sets (clearing any pause
 	// request); "" leaves the instance row as it is.
-	Status workflow.InstanceStatus
+	Status dftype.InstanceStatus
 	// StatusIfPauseRequested replaces Status when the instance has a pause
 	// requested; it equals Status when the request makes no difference.
-	StatusIfPauseRequested workflow.InstanceStatus
+	StatusIfPauseRequested dftype.InstanceStatus
 	// Task is the write to the held task.
 	Task TaskWrite
 	// MayBeDue is set when the scheduled task is due at once, instead of at
@@ -64,8 +64,8 @@ func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
 			reason = db.HookReasonRetry
 		}
 		return CheckpointPlan{
-			Status:                 workflow.StatusWaiting,
-			StatusIfPauseRequested: workflow.StatusPaused,
+			Status:                 dftype.StatusWaiting,
+			StatusIfPauseRequested: dftype.StatusPaused,
 			Task: TaskWrite{
 				Op: TaskSchedule, Kind: kind, Priority: kind.Priority(),
 				RunAt: p.NextRunAt, DueOnEvents: p.WaitEventTypes,
@@ -77,19 +77,19 @@ func Checkpoint(p *db.CheckpointParams) (CheckpointPlan, error) {
 	case db.OutcomePark:
 		kind := cmpKind(p.NextKind, db.TaskKindResume)
 		return CheckpointPlan{
-			Status:                 workflow.StatusPaused,
-			StatusIfPauseRequested: workflow.StatusPaused,
+			Status:                 dftype.StatusPaused,
+			StatusIfPauseRequested: dftype.StatusPaused,
 			Task:                   TaskWrite{Op: TaskSchedule, Kind: kind, Priority: kind.Priority(), RunAt: p.NextRunAt},
 			Requested:              requested(p.RecordHooks),
 		}, nil
 	case db.OutcomeComplete:
 		return CheckpointPlan{
-			Status: workflow.StatusComplete, StatusIfPauseRequested: workflow.StatusComplete,
+			Status: dftype.StatusComplete, StatusIfPauseRequested: dftype.StatusComplete,
 			Task: TaskWrite{Op: TaskDelete},
 		}, nil
 	case db.OutcomeError:
 		return CheckpointPlan{
-			Status: workflow.StatusErrored, StatusIfPauseRequested: workflow.StatusErrored,
+			Status: dftype.StatusErrored, StatusIfPauseRequested: dftype.StatusErrored,
 			Task: TaskWrite{Op: TaskDelete},
 		}, nil
 	}
@@ -109,7 +109,7 @@ var requestedPlain, requestedHooked = mustCompensateWaiting(false), mustCompensa
 
 // mustCompensateWaiting is Compensate's plan for a waiting instance.
 func mustCompensateWaiting(recordHooks bool) ChangePlan {
-	plan, err := Compensate(workflow.StatusWaiting, recordHooks)
+	plan, err := Compensate(dftype.StatusWaiting, recordHooks)
 	if err != nil {
 		panic(err)
 	}
@@ -128,7 +128,7 @@ func cmpKind(kind, fallback db.TaskKind) db.TaskKind {
 // to resolve a plan.
 type CheckpointFacts struct {
 	// Status is the instance's status as the fence found it.
-	Status workflow.InstanceStatus
+	Status dftype.InstanceStatus
 	// PauseRequested is the instance's pause request as the fence found
 	// it.
 	PauseRequested bool
@@ -155,7 +155,7 @@ func (c *CheckpointPlan) Compensates(f CheckpointFacts) bool {
 // Requested (Compensates), the status is Requested's and the result is Due.
 // Postgres' CheckpointSuspend and CheckpointPark apply the same conditions
 // in SQL.
-func (c *CheckpointPlan) Resolve(f CheckpointFacts) (workflow.InstanceStatus, *db.CheckpointResult) {
+func (c *CheckpointPlan) Resolve(f CheckpointFacts) (dftype.InstanceStatus, *db.CheckpointResult) {
 	if c.Status == "" {
 		return "", &db.CheckpointResult{Status: f.Status, PauseRequested: f.PauseRequested}
 	}

@@ -2,7 +2,7 @@ package transition
 
 import (
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // Compensate is the rule of InstanceCompensate (the backend records the
@@ -13,13 +13,13 @@ import (
 // set and its task due now as a resume, with a resume hook entry and a
 // notification, so that a runner starts the compensations at once. A
 // terminal instance is db.ErrTerminal.
-func Compensate(status workflow.InstanceStatus, recordHooks bool) (ChangePlan, error) {
+func Compensate(status dftype.InstanceStatus, recordHooks bool) (ChangePlan, error) {
 	switch status {
-	case workflow.StatusRunning, workflow.StatusWaitingForPause:
-		return ChangePlan{Status: workflow.StatusRunning, PauseRequested: true}, nil
-	case workflow.StatusQueued, workflow.StatusWaiting, workflow.StatusPaused:
+	case dftype.StatusRunning, dftype.StatusWaitingForPause:
+		return ChangePlan{Status: dftype.StatusRunning, PauseRequested: true}, nil
+	case dftype.StatusQueued, dftype.StatusWaiting, dftype.StatusPaused:
 		return ChangePlan{
-			Status:         workflow.StatusQueued,
+			Status:         dftype.StatusQueued,
 			PauseRequested: true,
 			Task:           TaskWrite{Op: TaskRequeue, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()},
 			Hook:           hook(recordHooks, db.HookReasonResume),

@@ -2,7 +2,7 @@ package transition
 
 import (
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // SendPlan is what sending an event writes besides buffering it for the
@@ -31,7 +31,7 @@ type SendPlan struct {
 // when one of its steps waits for the type (see SendPlan). With an eager
 // lease the woken task is leased, as a claim would (version and attempts
 // up by one, the instance running), and no one is notified.
-func Send(status workflow.InstanceStatus, recordHooks, leased bool) (SendPlan, error) {
+func Send(status dftype.InstanceStatus, recordHooks, leased bool) (SendPlan, error) {
 	if status.Terminal() {
 		return SendPlan{}, db.ErrTerminal
 	}
@@ -58,14 +58,14 @@ func WakePlan(recordHooks, leased bool) SendPlan {
 
 // Wakes reports whether an event sent to an instance in status may wake
 // its run: it is live and neither paused nor pausing.
-func Wakes(status workflow.InstanceStatus) bool {
-	return !status.Terminal() && status != workflow.StatusPaused && status != workflow.StatusWaitingForPause
+func Wakes(status dftype.InstanceStatus) bool {
+	return !status.Terminal() && status != dftype.StatusPaused && status != dftype.StatusWaitingForPause
 }
 
 // allStatuses are every instance status.
-var allStatuses = []workflow.InstanceStatus{
-	workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause,
-	workflow.StatusPaused, workflow.StatusComplete, workflow.StatusErrored, workflow.StatusTerminated, workflow.StatusUnknown,
+var allStatuses = []dftype.InstanceStatus{
+	dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause,
+	dftype.StatusPaused, dftype.StatusComplete, dftype.StatusErrored, dftype.StatusTerminated, dftype.StatusUnknown,
 }
 
 // WakeStatuses are the statuses in which Wakes holds, as text: a backend

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // The lifecycle events a transition writes to the log are part of its
@@ -136,7 +136,7 @@ func ChangeEvent(plan *ChangePlan, workflowName, id string, run int, now time.Ti
 		return db.LifecycleEvent{}, false
 	}
 	e := db.LifecycleEvent{Type: plan.Event, WorkflowName: workflowName, InstanceID: id, RunNumber: run, At: now}
-	if plan.Status == workflow.StatusWaitingForPause {
+	if plan.Status == dftype.StatusWaitingForPause {
 		e.Detail = "requested"
 	}
 	return e, true

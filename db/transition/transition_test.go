@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 var (
@@ -23,90 +23,90 @@ func TestCheckpoint(t *testing.T) {
 		params db.CheckpointParams
 		facts  CheckpointFacts
 		plan   CheckpointPlan
-		status workflow.InstanceStatus
+		status dftype.InstanceStatus
 		result db.CheckpointResult
 		runAt  time.Time
 	}{
 		{
 			name:   "ContinueWritesStepsOnly",
 			params: db.CheckpointParams{Outcome: db.OutcomeContinue},
-			facts:  CheckpointFacts{Status: workflow.StatusRunning},
+			facts:  CheckpointFacts{Status: dftype.StatusRunning},
 			plan:   CheckpointPlan{Task: TaskWrite{Op: TaskKeep}},
-			result: db.CheckpointResult{Status: workflow.StatusRunning},
+			result: db.CheckpointResult{Status: dftype.StatusRunning},
 		},
 		{
 			name:   "ContinueReportsAPauseRequest",
 			params: db.CheckpointParams{Outcome: db.OutcomeContinue, ResetLeaseLosses: true},
-			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true},
+			facts:  CheckpointFacts{Status: dftype.StatusWaitingForPause, PauseRequested: true},
 			plan:   CheckpointPlan{Task: TaskWrite{Op: TaskKeep, ResetLeaseLosses: true}},
-			result: db.CheckpointResult{Status: workflow.StatusWaitingForPause, PauseRequested: true},
+			result: db.CheckpointResult{Status: dftype.StatusWaitingForPause, PauseRequested: true},
 		},
 		{
 			name:   "SuspendWaitsUntilRunAt",
 			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, RecordHooks: true, WaitEventTypes: []string{"a"}},
-			facts:  CheckpointFacts{Status: workflow.StatusRunning},
+			facts:  CheckpointFacts{Status: dftype.StatusRunning},
 			plan: CheckpointPlan{
-				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
+				Status: dftype.StatusWaiting, StatusIfPauseRequested: dftype.StatusPaused,
 				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindWake, RunAt: later, DueOnEvents: []string{"a"}},
 				MayBeDue: true, Hook: HookWrite{Reason: db.HookReasonWake},
 			},
-			status: workflow.StatusWaiting,
-			result: db.CheckpointResult{Status: workflow.StatusWaiting},
+			status: dftype.StatusWaiting,
+			result: db.CheckpointResult{Status: dftype.StatusWaiting},
 			runAt:  later,
 		},
 		{
 			name:   "SuspendWithBufferedEventIsDue",
 			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, NextKind: db.TaskKindRetry},
-			facts:  CheckpointFacts{Status: workflow.StatusRunning, Due: true},
+			facts:  CheckpointFacts{Status: dftype.StatusRunning, Due: true},
 			plan: CheckpointPlan{
-				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
+				Status: dftype.StatusWaiting, StatusIfPauseRequested: dftype.StatusPaused,
 				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindRetry, RunAt: later},
 				MayBeDue: true,
 			},
-			status: workflow.StatusWaiting,
-			result: db.CheckpointResult{Status: workflow.StatusWaiting, Due: true},
+			status: dftype.StatusWaiting,
+			result: db.CheckpointResult{Status: dftype.StatusWaiting, Due: true},
 			runAt:  t0,
 		},
 		{
 			name:   "SuspendWithPauseRequestedPausesAndIsNotDue",
 			params: db.CheckpointParams{Outcome: db.OutcomeSuspend, NextRunAt: later, NextKind: db.TaskKindRetry, RecordHooks: true},
-			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true, Due: true},
+			facts:  CheckpointFacts{Status: dftype.StatusWaitingForPause, PauseRequested: true, Due: true},
 			plan: CheckpointPlan{
-				Status: workflow.StatusWaiting, StatusIfPauseRequested: workflow.StatusPaused,
+				Status: dftype.StatusWaiting, StatusIfPauseRequested: dftype.StatusPaused,
 				Task:     TaskWrite{Op: TaskSchedule, Kind: db.TaskKindRetry, RunAt: later},
 				MayBeDue: true, Hook: HookWrite{Reason: db.HookReasonRetry},
 			},
-			status: workflow.StatusPaused,
-			result: db.CheckpointResult{Status: workflow.StatusPaused},
+			status: dftype.StatusPaused,
+			result: db.CheckpointResult{Status: dftype.StatusPaused},
 			runAt:  t0,
 		},
 		{
 			name:   "ParkPausesUntilRunAt",
 			params: db.CheckpointParams{Outcome: db.OutcomePark, NextRunAt: t0.Add(-time.Hour), RecordHooks: true},
-			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true, Due: true},
+			facts:  CheckpointFacts{Status: dftype.StatusWaitingForPause, PauseRequested: true, Due: true},
 			plan: CheckpointPlan{
-				Status: workflow.StatusPaused, StatusIfPauseRequested: workflow.StatusPaused,
+				Status: dftype.StatusPaused, StatusIfPauseRequested: dftype.StatusPaused,
 				Task: TaskWrite{Op: TaskSchedule, Kind: db.TaskKindResume, RunAt: t0.Add(-time.Hour)},
 			},
-			status: workflow.StatusPaused,
-			result: db.CheckpointResult{Status: workflow.StatusPaused},
+			status: dftype.StatusPaused,
+			result: db.CheckpointResult{Status: dftype.StatusPaused},
 			runAt:  t0.Add(-time.Hour),
 		},
 		{
 			name:   "CompleteDeletesTheTask",
 			params: db.CheckpointParams{Outcome: db.OutcomeComplete},
-			facts:  CheckpointFacts{Status: workflow.StatusWaitingForPause, PauseRequested: true},
-			plan:   CheckpointPlan{Status: workflow.StatusComplete, StatusIfPauseRequested: workflow.StatusComplete, Task: TaskWrite{Op: TaskDelete}},
-			status: workflow.StatusComplete,
-			result: db.CheckpointResult{Status: workflow.StatusComplete},
+			facts:  CheckpointFacts{Status: dftype.StatusWaitingForPause, PauseRequested: true},
+			plan:   CheckpointPlan{Status: dftype.StatusComplete, StatusIfPauseRequested: dftype.StatusComplete, Task: TaskWrite{Op: TaskDelete}},
+			status: dftype.StatusComplete,
+			result: db.CheckpointResult{Status: dftype.StatusComplete},
 		},
 		{
 			name:   "ErrorDeletesTheTask",
 			params: db.CheckpointParams{Outcome: db.OutcomeError},
-			facts:  CheckpointFacts{Status: workflow.StatusRunning},
-			plan:   CheckpointPlan{Status: workflow.StatusErrored, StatusIfPauseRequested: workflow.StatusErrored, Task: TaskWrite{Op: TaskDelete}},
-			status: workflow.StatusErrored,
-			result: db.CheckpointResult{Status: workflow.StatusErrored},
+			facts:  CheckpointFacts{Status: dftype.StatusRunning},
+			plan:   CheckpointPlan{Status: dftype.StatusErrored, StatusIfPauseRequested: dftype.StatusErrored, Task: TaskWrite{Op: TaskDelete}},
+			status: dftype.StatusErrored,
+			result: db.CheckpointResult{Status: dftype.StatusErrored},
 		},
 	}
 	for _, tt := range tests {
@@ -119,7 +119,7 @@ func TestCheckpoint(t *testing.T) {
 				tt.plan.Task.Priority = 0
 			}
 			if o := tt.params.Outcome; o == db.OutcomeSuspend || o == db.OutcomePark {
-				want, err := Compensate(workflow.StatusWaiting, tt.params.RecordHooks)
+				want, err := Compensate(dftype.StatusWaiting, tt.params.RecordHooks)
 				require.NoError(t, err)
 				require.Equal(t, &want, plan.Requested, "a compensation request the run never saw is queued")
 			} else {
@@ -142,14 +142,14 @@ func TestCheckpoint(t *testing.T) {
 
 func TestCheckpointWithAnUntakenCompensationRequest(t *testing.T) {
 	t.Parallel()
-	requested := CheckpointFacts{Status: workflow.StatusRunning, PauseRequested: true, CompensationRequested: true}
+	requested := CheckpointFacts{Status: dftype.StatusRunning, PauseRequested: true, CompensationRequested: true}
 	for _, o := range []db.CheckpointOutcome{db.OutcomeSuspend, db.OutcomePark} {
 		plan, err := Checkpoint(&db.CheckpointParams{Outcome: o, NextRunAt: later})
 		require.NoError(t, err)
 		require.True(t, plan.Compensates(requested), o)
 		status, res := plan.Resolve(requested)
-		require.Equal(t, workflow.StatusQueued, status, o)
-		require.Equal(t, &db.CheckpointResult{Status: workflow.StatusQueued, Due: true}, res, o)
+		require.Equal(t, dftype.StatusQueued, status, o)
+		require.Equal(t, &db.CheckpointResult{Status: dftype.StatusQueued, Due: true}, res, o)
 		require.Equal(t, TaskWrite{Op: TaskRequeue, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()}, plan.Requested.Task)
 		require.True(t, plan.Requested.PauseRequested, "the next run takes the request up")
 
@@ -191,26 +191,26 @@ func TestChanges(t *testing.T) {
 	tests := []struct {
 		name   string
 		rule   ChangeFunc
-		status workflow.InstanceStatus
+		status dftype.InstanceStatus
 		plan   ChangePlan
 		err    error
 	}{
-		{"PauseRunningRequestsAPause", Pause, workflow.StatusRunning, ChangePlan{Status: workflow.StatusWaitingForPause, PauseRequested: true, Event: db.LifecyclePaused}, nil},
-		{"PauseQueued", Pause, workflow.StatusQueued, ChangePlan{Status: workflow.StatusPaused, Event: db.LifecyclePaused}, nil},
-		{"PauseWaiting", Pause, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusPaused, Event: db.LifecyclePaused}, nil},
-		{"PausePausedIsANoop", Pause, workflow.StatusPaused, ChangePlan{}, nil},
-		{"PausePausingIsANoop", Pause, workflow.StatusWaitingForPause, ChangePlan{}, nil},
-		{"PauseTerminal", Pause, workflow.StatusComplete, ChangePlan{}, db.ErrTerminal},
-		{"ResumePaused", Resume, workflow.StatusPaused, ChangePlan{
-			Status: workflow.StatusQueued, Task: requeue(db.TaskKindResume, false),
+		{"PauseRunningRequestsAPause", Pause, dftype.StatusRunning, ChangePlan{Status: dftype.StatusWaitingForPause, PauseRequested: true, Event: db.LifecyclePaused}, nil},
+		{"PauseQueued", Pause, dftype.StatusQueued, ChangePlan{Status: dftype.StatusPaused, Event: db.LifecyclePaused}, nil},
+		{"PauseWaiting", Pause, dftype.StatusWaiting, ChangePlan{Status: dftype.StatusPaused, Event: db.LifecyclePaused}, nil},
+		{"PausePausedIsANoop", Pause, dftype.StatusPaused, ChangePlan{}, nil},
+		{"PausePausingIsANoop", Pause, dftype.StatusWaitingForPause, ChangePlan{}, nil},
+		{"PauseTerminal", Pause, dftype.StatusComplete, ChangePlan{}, db.ErrTerminal},
+		{"ResumePaused", Resume, dftype.StatusPaused, ChangePlan{
+			Status: dftype.StatusQueued, Task: requeue(db.TaskKindResume, false),
 			Hook: HookWrite{Reason: db.HookReasonResume}, Notify: true, Event: db.LifecycleResumed,
 		}, nil},
-		{"ResumeRunningIsANoop", Resume, workflow.StatusRunning, ChangePlan{}, nil},
-		{"ResumeTerminalIsANoop", Resume, workflow.StatusTerminated, ChangePlan{}, nil},
-		{"TerminateWaiting", Terminate, workflow.StatusWaiting, ChangePlan{Status: workflow.StatusTerminated, Task: TaskWrite{Op: TaskDelete}, Event: db.LifecycleTerminated}, nil},
-		{"TerminateTerminal", Terminate, workflow.StatusErrored, ChangePlan{}, db.ErrTerminal},
-		{"RestartAnything", Restart, workflow.StatusComplete, ChangePlan{
-			Status: workflow.StatusQueued, NewRun: true, Task: requeue(db.TaskKindRun, true),
+		{"ResumeRunningIsANoop", Resume, dftype.StatusRunning, ChangePlan{}, nil},
+		{"ResumeTerminalIsANoop", Resume, dftype.StatusTerminated, ChangePlan{}, nil},
+		{"TerminateWaiting", Terminate, dftype.StatusWaiting, ChangePlan{Status: dftype.StatusTerminated, Task: TaskWrite{Op: TaskDelete}, Event: db.LifecycleTerminated}, nil},
+		{"TerminateTerminal", Terminate, dftype.StatusErrored, ChangePlan{}, db.ErrTerminal},
+		{"RestartAnything", Restart, dftype.StatusComplete, ChangePlan{
+			Status: dftype.StatusQueued, NewRun: true, Task: requeue(db.TaskKindRun, true),
 			Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true, Event: db.LifecycleRestarted,
 		}, nil},
 	}
@@ -229,8 +229,8 @@ func TestChanges(t *testing.T) {
 func TestCreate(t *testing.T) {
 	t.Parallel()
 	insert := TaskWrite{Op: TaskInsert, Kind: db.TaskKindRun, Priority: db.TaskKindRun.Priority()}
-	require.Equal(t, CreatePlan{Status: workflow.StatusQueued, Task: insert, Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true}, Create(false, true))
-	require.Equal(t, CreatePlan{Status: workflow.StatusRunning, Task: insert, Leased: true}, Create(true, false))
+	require.Equal(t, CreatePlan{Status: dftype.StatusQueued, Task: insert, Hook: HookWrite{Reason: db.HookReasonCreate}, Notify: true}, Create(false, true))
+	require.Equal(t, CreatePlan{Status: dftype.StatusRunning, Task: insert, Leased: true}, Create(true, false))
 }
 
 func TestSend(t *testing.T) {
@@ -238,16 +238,16 @@ func TestSend(t *testing.T) {
 	wake := TaskWrite{Op: TaskWake, Kind: db.TaskKindResume, Priority: db.TaskKindResume.Priority()}
 	tests := []struct {
 		name   string
-		status workflow.InstanceStatus
+		status dftype.InstanceStatus
 		leased bool
 		plan   SendPlan
 		err    error
 	}{
-		{"WaitingWakes", workflow.StatusWaiting, false, SendPlan{Wake: true, Task: wake, Hook: HookWrite{Reason: db.HookReasonEvent}, Notify: true}, nil},
-		{"LeasedWakeNotifiesNoOne", workflow.StatusWaiting, true, SendPlan{Wake: true, Task: wake, Leased: true, Hook: HookWrite{Reason: db.HookReasonEvent}}, nil},
-		{"PausedBuffersOnly", workflow.StatusPaused, false, SendPlan{}, nil},
-		{"PausingBuffersOnly", workflow.StatusWaitingForPause, false, SendPlan{}, nil},
-		{"TerminalRefuses", workflow.StatusTerminated, false, SendPlan{}, db.ErrTerminal},
+		{"WaitingWakes", dftype.StatusWaiting, false, SendPlan{Wake: true, Task: wake, Hook: HookWrite{Reason: db.HookReasonEvent}, Notify: true}, nil},
+		{"LeasedWakeNotifiesNoOne", dftype.StatusWaiting, true, SendPlan{Wake: true, Task: wake, Leased: true, Hook: HookWrite{Reason: db.HookReasonEvent}}, nil},
+		{"PausedBuffersOnly", dftype.StatusPaused, false, SendPlan{}, nil},
+		{"PausingBuffersOnly", dftype.StatusWaitingForPause, false, SendPlan{}, nil},
+		{"TerminalRefuses", dftype.StatusTerminated, false, SendPlan{}, db.ErrTerminal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,7 +262,7 @@ func TestSend(t *testing.T) {
 	// every status that wakes.
 	for _, status := range WakeStatuses() {
 		for _, leased := range []bool{false, true} {
-			plan, err := Send(workflow.InstanceStatus(status), true, leased)
+			plan, err := Send(dftype.InstanceStatus(status), true, leased)
 			require.NoError(t, err)
 			require.Equal(t, WakePlan(true, leased), plan, status)
 		}

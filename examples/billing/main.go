@@ -21,6 +21,7 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/billing/billing"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -106,7 +107,7 @@ func run(ctx context.Context) error {
 
 // report prints a terminal instance's output, or fails if it did not complete.
 func report[O any](workflowName string, st *workflow.Status[O]) error {
-	if st.Status != workflow.StatusComplete {
+	if st.Status != dftype.StatusComplete {
 		return fmt.Errorf("instance %s/%s ended %s: %+v", workflowName, st.Info.ID, st.Status, st.Error)
 	}
 	out, err := json.MarshalIndent(st.Output, "", "  ")

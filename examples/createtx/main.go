@@ -22,6 +22,7 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/createtx/orders"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -86,7 +87,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.Status != workflow.StatusComplete {
+	if st.Status != dftype.StatusComplete {
 		return fmt.Errorf("%s/%s ended %s: %v", orders.Name, ok.ID, st.Status, st.Error)
 	}
 	exists, err := svc.Exists(ctx, ok.ID)

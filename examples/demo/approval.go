@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -18,7 +19,7 @@ type ApprovalParams struct {
 	// 365 days ("1 hour").
 	//
 	// Defaults to 24 hours.
-	Timeout workflow.Duration `json:"timeout,omitempty"`
+	Timeout dftype.Duration `json:"timeout,omitempty"`
 }
 
 // ApprovalDecision is the payload of an ApprovalEvent.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/demo"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -32,7 +33,7 @@ func setup(t *testing.T) *testBundle {
 // the HTTP API do.
 func (b *testBundle) create(t *testing.T, workflowName, id, params string) {
 	t.Helper()
-	_, err := b.h.Client.Create(b.h.Context(), workflowName, workflow.CreateRequest{ID: id, Params: json.RawMessage(params)})
+	_, err := b.h.Client.Create(b.h.Context(), workflowName, dftype.CreateRequest{ID: id, Params: json.RawMessage(params)})
 	require.NoError(t, err)
 }
 
@@ -40,7 +41,7 @@ func (b *testBundle) create(t *testing.T, workflowName, id, params string) {
 // output want.
 func (b *testBundle) requireOutput(t *testing.T, workflowName, id, want string) {
 	t.Helper()
-	info := b.h.RequireStatus(workflowName, id, workflow.StatusComplete)
+	info := b.h.RequireStatus(workflowName, id, dftype.StatusComplete)
 	require.JSONEq(t, want, string(info.Output))
 }
 
@@ -70,7 +71,7 @@ func TestApproval(t *testing.T) {
 		b := setup(t)
 		b.create(t, demo.ApprovalName, "a1", `{"amount":120,"timeout":"1 hour"}`)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus(demo.ApprovalName, "a1", workflow.StatusWaiting)
+		b.h.RequireStatus(demo.ApprovalName, "a1", dftype.StatusWaiting)
 		wait := b.h.History(demo.ApprovalName, "a1").Steps[1]
 		require.Equal(t, "approval", wait.WaitEventType)
 		require.WithinDuration(t, b.h.Now().Add(time.Hour), *wait.WakeAt, time.Millisecond, "timeout is the param's 1 hour")
@@ -102,7 +103,7 @@ func TestApproval(t *testing.T) {
 		b.h.RunUntilIdle()
 		b.h.Advance(time.Hour - time.Second)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus(demo.ApprovalName, "a3", workflow.StatusWaiting)
+		b.h.RequireStatus(demo.ApprovalName, "a3", dftype.StatusWaiting)
 		b.h.Advance(time.Second)
 		b.h.RunUntilIdle()
 		b.requireOutput(t, demo.ApprovalName, "a3", `{"approved":false,"timedOut":true,"amount":120}`)
@@ -115,7 +116,7 @@ func TestApproval(t *testing.T) {
 		b.h.RunUntilIdle()
 		b.h.Advance(24*time.Hour - time.Second)
 		b.h.RunUntilIdle()
-		b.h.RequireStatus(demo.ApprovalName, "a4", workflow.StatusWaiting)
+		b.h.RequireStatus(demo.ApprovalName, "a4", dftype.StatusWaiting)
 		b.h.Advance(time.Second)
 		b.h.RunUntilIdle()
 		b.requireOutput(t, demo.ApprovalName, "a4", `{"approved":false,"timedOut":true,"amount":120}`)
@@ -129,7 +130,7 @@ func TestSleeper(t *testing.T) {
 	b.create(t, demo.SleeperName, "s1", `{"duration":"2 seconds"}`)
 	b.create(t, demo.SleeperName, "s2", `{}`)
 	b.h.RunDue()
-	b.h.RequireStatus(demo.SleeperName, "s1", workflow.StatusWaiting)
+	b.h.RequireStatus(demo.SleeperName, "s1", dftype.StatusWaiting)
 	b.h.RunUntilIdle()
 	b.requireOutput(t, demo.SleeperName, "s1", `{"slept":"2 seconds"}`)
 	b.requireOutput(t, demo.SleeperName, "s2", `{"slept":"2 seconds"}`)
@@ -176,7 +177,7 @@ func TestFlaky(t *testing.T) {
 		start := b.h.Now()
 		b.create(t, demo.FlakyName, "f6", `{"failures":6}`)
 		b.h.RunUntilIdle()
-		info := b.h.RequireStatus(demo.FlakyName, "f6", workflow.StatusErrored)
+		info := b.h.RequireStatus(demo.FlakyName, "f6", dftype.StatusErrored)
 		require.Equal(t, "Error", info.Error.Name)
 		require.Equal(t, `step "call" failed after 6 attempt(s): Error: attempt 6 fails on purpose (failures: 6)`, info.Error.Message)
 		require.Equal(t, start.Add(5*time.Second), b.h.Now())
@@ -206,6 +207,6 @@ func TestParentIDTooLongForChild(t *testing.T) {
 	id := strings.Repeat("p", workflow.MaxIDLength)
 	b.create(t, demo.ParentName, id, `{}`)
 	b.h.RunUntilIdle()
-	info := b.h.RequireStatus(demo.ParentName, id, workflow.StatusErrored)
+	info := b.h.RequireStatus(demo.ParentName, id, dftype.StatusErrored)
 	require.Contains(t, info.Error.Message, "too long for a child id")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -20,7 +21,7 @@ type FlakyParams struct {
 	// ("500 milliseconds"); it makes a step easy to interrupt mid-attempt.
 	//
 	// Defaults to 0.
-	Work workflow.Duration `json:"work,omitempty"`
+	Work dftype.Duration `json:"work,omitempty"`
 }
 
 // FlakyOutput is the output of flaky.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -15,13 +16,13 @@ type SleeperParams struct {
 	// Duration is how long to sleep ("2 seconds", "1 hour"), at most 365 days.
 	//
 	// Defaults to 2 seconds.
-	Duration workflow.Duration `json:"duration,omitempty"`
+	Duration dftype.Duration `json:"duration,omitempty"`
 }
 
 // SleeperOutput is the output of sleeper.
 type SleeperOutput struct {
 	// Slept is the duration slept, written as "2 seconds".
-	Slept workflow.Duration `json:"slept"`
+	Slept dftype.Duration `json:"slept"`
 }
 
 // Sleeper sleeps durably and reports how long: {"duration":"2 seconds"} →
@@ -35,5 +36,5 @@ func Sleeper(_ context.Context, event workflow.Event[SleeperParams], step workfl
 	if err := step.Sleep("sleep", d); err != nil {
 		return SleeperOutput{}, err
 	}
-	return SleeperOutput{Slept: workflow.Duration(d)}, nil
+	return SleeperOutput{Slept: dftype.Duration(d)}, nil
 }

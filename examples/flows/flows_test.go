@@ -11,10 +11,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/internal/devstub"
 	"github.com/duraflow/duraflow/testharness"
-	"github.com/duraflow/duraflow/workflow"
 )
 
 type testBundle struct {
@@ -57,13 +57,13 @@ func setup(t *testing.T, b testharness.Backend) *testBundle {
 
 func (b *testBundle) create(t *testing.T, name, id, params string) {
 	t.Helper()
-	_, err := b.client.Create(b.h.Context(), name, workflow.CreateRequest{ID: id, Params: json.RawMessage(params)})
+	_, err := b.client.Create(b.h.Context(), name, dftype.CreateRequest{ID: id, Params: json.RawMessage(params)})
 	require.NoError(t, err)
 }
 
 func (b *testBundle) output(t *testing.T, name, id string) string {
 	t.Helper()
-	info := b.h.RequireStatus(name, id, workflow.StatusComplete)
+	info := b.h.RequireStatus(name, id, dftype.StatusComplete)
 	return string(info.Output)
 }
 
@@ -98,7 +98,7 @@ func TestApprovalFlow(t *testing.T) {
 		b.h.RunUntilIdle()
 		require.JSONEq(t, `{"status":"approved","by":"policy","expenseId":"E-1","amount":40}`, b.output(t, "expense-approval", "small"))
 		for _, id := range []string{"yes", "no", "late"} {
-			b.h.RequireStatus("expense-approval", id, workflow.StatusWaiting)
+			b.h.RequireStatus("expense-approval", id, dftype.StatusWaiting)
 		}
 
 		b.h.SendEvent("expense-approval", "yes", "approval", map[string]any{"approved": true, "by": "grace"})
@@ -132,11 +132,11 @@ func TestOrderFlowWithMockedReservation(t *testing.T) {
 
 // childSteps maps the step that started each child of an instance to the
 // child's workflow and id.
-func (b *testBundle) childSteps(t *testing.T, name, id string) map[string]*workflow.InstanceInfo {
+func (b *testBundle) childSteps(t *testing.T, name, id string) map[string]*dftype.InstanceInfo {
 	t.Helper()
 	children, err := b.client.Children(b.h.Context(), name, id)
 	require.NoError(t, err)
-	out := map[string]*workflow.InstanceInfo{}
+	out := map[string]*dftype.InstanceInfo{}
 	for _, c := range children {
 		out[c.Parent.StepKey] = c
 	}
@@ -164,7 +164,7 @@ func TestOrderSagaFlow(t *testing.T) {
 			require.Equal(t, "order", steps["place#1"].WorkflowName)
 		}
 
-		info := b.h.RequireStatus("order-saga", "declined", workflow.StatusErrored)
+		info := b.h.RequireStatus("order-saga", "declined", dftype.StatusErrored)
 		require.Equal(t, "HTTP_ERROR", info.Error.Name, "the original error is kept")
 		require.Contains(t, info.Error.Message, "card declined")
 		steps := b.childSteps(t, "order-saga", "declined")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/invoke/shop"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -91,7 +92,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.Status != workflow.StatusComplete {
+	if st.Status != dftype.StatusComplete {
 		return fmt.Errorf("%s/%s ended %s: %v", shop.OrderName, inst.ID(), st.Status, st.Error)
 	}
 	s := st.Output

@@ -22,6 +22,7 @@ import (
 
 	"github.com/duraflow/duraflow"
 	"github.com/duraflow/duraflow/db/dburl"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/quickstart/onboarding"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -77,7 +78,7 @@ func run(ctx context.Context) error {
 	id := fmt.Sprintf("quickstart-%d", time.Now().UnixNano())
 	inst, err := wfs.Onboarding.Create(ctx, workflow.CreateOptions[onboarding.Params]{
 		ID:     id,
-		Params: onboarding.Params{Email: "ada@example.com", TipsAfter: workflow.Duration(2 * time.Second)},
+		Params: onboarding.Params{Email: "ada@example.com", TipsAfter: dftype.Duration(2 * time.Second)},
 	})
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if st.Status != workflow.StatusComplete {
+	if st.Status != dftype.StatusComplete {
 		return fmt.Errorf("instance %s ended %s: %+v", id, st.Status, st.Error)
 	}
 	out, err := json.MarshalIndent(st.Output, "", "  ")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/flow"
 	"github.com/duraflow/duraflow/httpapi"
 	"github.com/duraflow/duraflow/schedule"
@@ -89,7 +90,7 @@ func TestAuthorizeHookNamespaceLimitBindsEveryRoute(t *testing.T) {
 			require.NoError(t, err)
 			return resp.StatusCode, string(data)
 		}
-		_, err = h.Client.Create(h.Context(), "hello", workflow.CreateRequest{ID: "of-default"})
+		_, err = h.Client.Create(h.Context(), "hello", dftype.CreateRequest{ID: "of-default"})
 		require.NoError(t, err)
 
 		every := 0
@@ -130,6 +131,6 @@ func TestAuthorizeHookNamespaceLimitBindsEveryRoute(t *testing.T) {
 		require.Equal(t, http.StatusCreated, status, body)
 		inst, err := h.Client.Get(h.Context(), "hello", "of-default")
 		require.NoError(t, err)
-		require.Equal(t, workflow.StatusQueued, inst.Status, "nothing the tenant sent reached default's instance")
+		require.Equal(t, dftype.StatusQueued, inst.Status, "nothing the tenant sent reached default's instance")
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
 	"github.com/duraflow/duraflow/db/sqlite/sqlitetest"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/dispatcher"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
@@ -100,7 +101,7 @@ func benchmarkWorkflows(b *testing.B, store db.Store, steps int) {
 	require.NoError(b, r.Stop(stopCtx))
 
 	notComplete, err := store.InstanceList(ctx, &db.InstanceListParams{
-		WorkflowName: name, Statuses: []workflow.InstanceStatus{workflow.StatusErrored, workflow.StatusTerminated}, Limit: 1,
+		WorkflowName: name, Statuses: []dftype.InstanceStatus{dftype.StatusErrored, dftype.StatusTerminated}, Limit: 1,
 	})
 	require.NoError(b, err)
 	require.Empty(b, notComplete, "every instance must complete")
@@ -122,7 +123,7 @@ func waitAllTerminal(b *testing.B, store db.Store, name string) {
 	for {
 		left, err := store.InstanceList(ctx, &db.InstanceListParams{
 			WorkflowName: name,
-			Statuses:     []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting, workflow.StatusWaitingForPause, workflow.StatusPaused},
+			Statuses:     []dftype.InstanceStatus{dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting, dftype.StatusWaitingForPause, dftype.StatusPaused},
 			Limit:        1,
 		})
 		require.NoError(b, err)

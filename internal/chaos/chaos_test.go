@@ -26,6 +26,7 @@ import (
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/pgcluster"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -312,7 +313,7 @@ func retry(ctx context.Context, f func() error, done func(error) bool) error {
 // already taken means an earlier try succeeded.
 func (r *run) create(ctx context.Context, name, id string, params json.RawMessage) bool {
 	err := retry(ctx, func() error {
-		_, err := r.client.Create(ctx, name, workflow.CreateRequest{ID: id, Params: params})
+		_, err := r.client.Create(ctx, name, dftype.CreateRequest{ID: id, Params: params})
 		return err
 	}, func(err error) bool { return errors.Is(err, workflow.ErrInstanceAlreadyExists) })
 	if err != nil && !errors.Is(err, workflow.ErrInstanceAlreadyExists) {
@@ -529,7 +530,7 @@ func (r *run) killListener(ctx context.Context, rng *rand.Rand) {
 // heldTasks returns the tasks the worker's runner holds: instance id to the
 // task version its lease is at.
 func (r *run) heldTasks(ctx context.Context, owner string) (map[string]int64, error) {
-	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusRunning}, Limit: 1000})
+	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []dftype.InstanceStatus{dftype.StatusRunning}, Limit: 1000})
 	if err != nil {
 		return nil, err
 	}
@@ -662,7 +663,7 @@ func (r *run) restartDatabase(ctx context.Context) {
 	}
 	before := map[db.InstanceRef]int{}
 	holder := map[db.InstanceRef]string{}
-	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusRunning}, Limit: 1000})
+	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []dftype.InstanceStatus{dftype.StatusRunning}, Limit: 1000})
 	if err != nil {
 		r.failf("listing running instances before the restart: %v", err)
 		return
@@ -751,7 +752,7 @@ func (r *run) settle(ctx context.Context, timeout time.Duration) {
 	for time.Now().Before(deadline) {
 		pending, err := r.store.InstanceList(ctx, &db.InstanceListParams{
 			WorkflowName: chaosWorkflow,
-			Statuses:     []workflow.InstanceStatus{workflow.StatusQueued, workflow.StatusRunning, workflow.StatusWaiting},
+			Statuses:     []dftype.InstanceStatus{dftype.StatusQueued, dftype.StatusRunning, dftype.StatusWaiting},
 			Limit:        1,
 		})
 		if err == nil && len(pending) == 0 {

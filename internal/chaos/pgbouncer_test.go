@@ -19,6 +19,7 @@ import (
 	"github.com/duraflow/duraflow/client"
 	"github.com/duraflow/duraflow/db"
 	"github.com/duraflow/duraflow/db/postgres"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/internal/pgbouncertest"
 	"github.com/duraflow/duraflow/internal/pgcluster"
 	"github.com/duraflow/duraflow/workflow"
@@ -235,7 +236,7 @@ func (r *run) restartBouncer(ctx context.Context, b *pgbouncertest.Bouncer) (bou
 	}
 	before := map[db.InstanceRef]int{}
 	holder := map[db.InstanceRef]string{}
-	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []workflow.InstanceStatus{workflow.StatusRunning}, Limit: 1000})
+	insts, err := r.store.InstanceList(ctx, &db.InstanceListParams{Statuses: []dftype.InstanceStatus{dftype.StatusRunning}, Limit: 1000})
 	if err != nil {
 		r.failf("listing running instances before the pgbouncer restart: %v", err)
 		return bouncerRestart{}, false

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/duraflow/duraflow/db"
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // ledgerLine is one line of the side-effect ledger.
@@ -265,9 +265,9 @@ func (r *run) verify(ctx context.Context) {
 		}
 		s.maxAttemptsOneStep = max(s.maxAttemptsOneStep, mostAttempts)
 		switch {
-		case inst.Status == workflow.StatusComplete:
+		case inst.Status == dftype.StatusComplete:
 			s.completed++
-		case inst.Status == workflow.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
+		case inst.Status == dftype.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
 			// The crash-loop bound hit an ordinary instance: an expected
 			// outcome of the fix for crash loops when one of its steps was
 			// cut short crashLimit times, which the ledger must show.
@@ -359,7 +359,7 @@ func (r *run) checkCrashLoop(ctx context.Context, ref db.InstanceRef, attempts i
 	case err != nil:
 		r.failf("crash-looping instance %s: %v", ref.ID, err)
 		return "lost"
-	case inst.Status == workflow.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
+	case inst.Status == dftype.StatusErrored && strings.Contains(inst.ErrorMessage, "lost its runner"):
 		if attempts < 1 || attempts > crashLimit {
 			r.failf("crash-looping instance %s: errored after %d attempts, want 1 to %d", ref.ID, attempts, crashLimit)
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/duraflow/duraflow/db/postgres"
 	"github.com/duraflow/duraflow/db/postgres/pgtest"
 	"github.com/duraflow/duraflow/db/sqlite"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/runner"
 	"github.com/duraflow/duraflow/workflow"
 )
@@ -404,11 +405,11 @@ func TestHelperProcess(t *testing.T) {
 	if os.Getenv(envCreate) == "1" {
 		// One batch, so that every instance exists before any runs (a host
 		// that kills itself may do so as soon as the first one runs).
-		reqs := make([]workflow.CreateRequest, len(ids))
+		reqs := make([]dftype.CreateRequest, len(ids))
 		for i, id := range ids {
 			p, err := json.Marshal(params{N: i + 1})
 			require.NoError(t, err)
-			reqs[i] = workflow.CreateRequest{ID: id, Params: p}
+			reqs[i] = dftype.CreateRequest{ID: id, Params: p}
 		}
 		_, err := c.CreateBatch(ctx, name, reqs)
 		require.NoError(t, err)
@@ -646,7 +647,7 @@ func (h *helper) waitFor(t *testing.T, what string, cond func() error) {
 func (b *testBundle) requireComplete(t *testing.T, id string, want any) {
 	t.Helper()
 	inst := b.get(t, id)
-	require.Equal(t, workflow.StatusComplete, inst.Status, "%s: error %s: %s", id, inst.ErrorName, inst.ErrorMessage)
+	require.Equal(t, dftype.StatusComplete, inst.Status, "%s: error %s: %s", id, inst.ErrorName, inst.ErrorMessage)
 	wantJSON, err := json.Marshal(want)
 	require.NoError(t, err)
 	require.JSONEq(t, string(wantJSON), string(inst.Output), "%s: output", id)
@@ -703,7 +704,7 @@ func testKillWhileSleeping(t *testing.T, be backend) {
 			if err != nil {
 				return fmt.Errorf("%s: %w", id, err)
 			}
-			if inst.Status != workflow.StatusWaiting {
+			if inst.Status != dftype.StatusWaiting {
 				return fmt.Errorf("%s: status %s", id, inst.Status)
 			}
 		}
@@ -712,7 +713,7 @@ func testKillWhileSleeping(t *testing.T, be backend) {
 	for _, id := range b.ids {
 		require.Zero(t, count(before, id, "b", "start"),
 			"%s: step b started before the kill; the %s sleep is too short for this machine", id, napFor)
-		require.Equal(t, workflow.StatusWaiting, b.get(t, id).Status,
+		require.Equal(t, dftype.StatusWaiting, b.get(t, id).Status,
 			"%s: status at the kill; the %s sleep is too short for this machine", id, napFor)
 	}
 
@@ -742,7 +743,7 @@ func testKillWhileStepRuns(t *testing.T, be backend) {
 		require.Equal(t, []int{1}, doneAttempts(before, id, "a"), "%s: step a completed before the kill", id)
 		require.Empty(t, doneAttempts(before, id, "slow"), "%s: step slow completed before the kill", id)
 		require.Zero(t, count(before, id, "c", "start"), "%s: step c started before the kill", id)
-		require.Equal(t, workflow.StatusRunning, b.get(t, id).Status, "%s: status at the kill", id)
+		require.Equal(t, dftype.StatusRunning, b.get(t, id).Status, "%s: status at the kill", id)
 		task, err := b.store.TaskGet(t.Context(), b.ref(id))
 		require.NoError(t, err)
 		require.Equal(t, db.TaskStatusProcessing, task.Status, "%s: the dead host holds the task's lease", id)
@@ -789,7 +790,7 @@ func testKillInsideCompensation(t *testing.T, be backend) {
 	after, _ := b.restart(t, before)
 	for _, id := range b.ids {
 		inst := b.get(t, id)
-		require.Equal(t, workflow.StatusErrored, inst.Status, "%s", id)
+		require.Equal(t, dftype.StatusErrored, inst.Status, "%s", id)
 		require.Equal(t, "NonRetryableError", inst.ErrorName, "%s: the original error is kept", id)
 		require.Contains(t, inst.ErrorMessage, "s4 failed for good", "%s", id)
 
@@ -874,7 +875,7 @@ func testKillAfterChildStarted(t *testing.T, be backend) {
 		require.Len(t, kids, 1, "%s: one child, not two", id)
 		kid := kids[0]
 		require.Equal(t, kidWorkflow, kid.WorkflowName)
-		require.Equal(t, workflow.StatusComplete, kid.Status, "%s: its child %s", id, kid.ID)
+		require.Equal(t, dftype.StatusComplete, kid.Status, "%s: its child %s", id, kid.ID)
 		require.Equal(t, 1, count(after, kid.ID, "k", "start"), "%s: step k of its child starts", id)
 	}
 }

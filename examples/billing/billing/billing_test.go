@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/billing/billing"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -135,7 +136,7 @@ func TestBillingPaid(t *testing.T) {
 	b.create(t, "inv-1")
 
 	b.h.RunUntilIdle()
-	b.h.RequireStatus(billing.BillingName, "inv-1", workflow.StatusWaiting)
+	b.h.RequireStatus(billing.BillingName, "inv-1", dftype.StatusWaiting)
 	require.Equal(t, []call{{Key: "inv-1", Attempt: 1, At: start}}, b.fakes.calls(&b.fakes.charges))
 
 	b.h.SendEvent(billing.BillingName, "inv-1", billing.ApprovalEvent, billing.Approval{Approved: true, By: "grace"})
@@ -165,7 +166,7 @@ func TestBillingChargeRetries(t *testing.T) {
 	b.create(t, "inv-2")
 
 	b.h.RunUntilIdle()
-	b.h.RequireStatus(billing.BillingName, "inv-2", workflow.StatusWaiting)
+	b.h.RequireStatus(billing.BillingName, "inv-2", dftype.StatusWaiting)
 
 	// DefaultChargeRetries: retry n waits 10s·2^(n−1), so 10 s, then 20 s more.
 	require.Equal(t, []call{
@@ -195,7 +196,7 @@ func TestBillingCardDeclined(t *testing.T) {
 	b.create(t, "inv-3")
 
 	b.h.RunUntilIdle()
-	info := b.h.RequireStatus(billing.BillingName, "inv-3", workflow.StatusErrored)
+	info := b.h.RequireStatus(billing.BillingName, "inv-3", dftype.StatusErrored)
 	require.Equal(t, "CardDeclined", info.Error.Name)
 	require.Contains(t, info.Error.Message, "card declined")
 	require.Len(t, b.fakes.calls(&b.fakes.charges), 1, "a non-retryable error is not retried")
@@ -208,12 +209,12 @@ func TestBillingApprovalTimeout(t *testing.T) {
 	b.create(t, "inv-4")
 
 	b.h.RunUntilIdle()
-	b.h.RequireStatus(billing.BillingName, "inv-4", workflow.StatusWaiting)
+	b.h.RequireStatus(billing.BillingName, "inv-4", dftype.StatusWaiting)
 	require.Equal(t, start, b.h.Now(), "RunUntilIdle must not jump to the approval timeout")
 
 	b.h.Advance(billing.DefaultApprovalTimeout - time.Second)
 	b.h.RunUntilIdle()
-	b.h.RequireStatus(billing.BillingName, "inv-4", workflow.StatusWaiting)
+	b.h.RequireStatus(billing.BillingName, "inv-4", dftype.StatusWaiting)
 
 	b.h.Advance(time.Second)
 	b.h.RunUntilIdle()
@@ -258,7 +259,7 @@ func TestBillingReceiptRunsIndependently(t *testing.T) {
 	var out billing.Output
 	b.h.RequireOutput(billing.BillingName, "inv-6", &out)
 	require.Equal(t, "inv-6-receipt", out.ReceiptID)
-	b.h.RequireStatus(billing.ReceiptName, "inv-6-receipt", workflow.StatusWaiting)
+	b.h.RequireStatus(billing.ReceiptName, "inv-6-receipt", dftype.StatusWaiting)
 	require.Equal(t, []call{{Key: "R-inv-6", Attempt: 1, At: approvedAt, Failed: true}}, b.fakes.calls(&b.fakes.deliveries))
 
 	// The child goes on by itself; the parent is not touched again.
@@ -295,7 +296,7 @@ func TestBillingReceiptAlreadyExists(t *testing.T) {
 	require.Equal(t, "inv-7-receipt", out.ReceiptID)
 	start := stepNamed(t, b.h.History(billing.BillingName, "inv-7"), "start receipt")
 	require.Equal(t, 1, start.Attempts, "ErrInstanceAlreadyExists counts as success")
-	b.h.RequireStatus(billing.ReceiptName, "inv-7-receipt", workflow.StatusComplete)
+	b.h.RequireStatus(billing.ReceiptName, "inv-7-receipt", dftype.StatusComplete)
 	require.Len(t, b.fakes.calls(&b.fakes.deliveries), 1, "one receipt, delivered once")
 }
 
@@ -305,7 +306,7 @@ func TestBillingInvalidAmount(t *testing.T) {
 	_, err := b.wfs.Billing.Create(b.h.Context(), workflow.CreateOptions[billing.Params]{ID: "inv-8", Params: billing.Params{Customer: "cus_42"}})
 	require.NoError(t, err)
 	b.h.RunUntilIdle()
-	info := b.h.RequireStatus(billing.BillingName, "inv-8", workflow.StatusErrored)
+	info := b.h.RequireStatus(billing.BillingName, "inv-8", dftype.StatusErrored)
 	require.Equal(t, "InvalidAmount", info.Error.Name)
 	require.Empty(t, b.fakes.calls(&b.fakes.charges))
 }

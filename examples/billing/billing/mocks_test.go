@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/billing/billing"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -50,7 +51,7 @@ func TestMockedChargeAndReceipt(t *testing.T) {
 	h.RunUntilIdle()
 	// The retries were real: 10 s, then 20 s (DefaultChargeRetries).
 	require.Equal(t, start.Add(30*time.Second), h.Now())
-	h.RequireStatus(billing.BillingName, "inv-1", workflow.StatusWaiting)
+	h.RequireStatus(billing.BillingName, "inv-1", dftype.StatusWaiting)
 
 	h.SendEvent(billing.BillingName, "inv-1", billing.ApprovalEvent, billing.Approval{Approved: true, By: "grace"})
 	h.RunUntilIdle()
@@ -79,6 +80,6 @@ func TestMockedDeclinedCard(t *testing.T) {
 	_, err = wfs.Billing.Create(h.Context(), workflow.CreateOptions[billing.Params]{ID: "inv-1", Params: invoiceParams})
 	require.NoError(t, err)
 	h.RunUntilIdle()
-	info := h.RequireStatus(billing.BillingName, "inv-1", workflow.StatusErrored)
+	info := h.RequireStatus(billing.BillingName, "inv-1", dftype.StatusErrored)
 	require.Equal(t, "CardDeclined", info.Error.Name)
 }

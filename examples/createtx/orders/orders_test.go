@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/createtx/orders"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -34,7 +35,7 @@ func TestPlaceCommitsTheRowAndTheInstanceTogether(t *testing.T) {
 		ok, err := svc.Exists(h.Context(), "o-1")
 		require.NoError(t, err)
 		require.True(t, ok, "the row is committed")
-		h.RequireStatus(orders.Name, "o-1", workflow.StatusQueued)
+		h.RequireStatus(orders.Name, "o-1", dftype.StatusQueued)
 		h.RunUntilIdle()
 		var out string
 		h.RequireOutput(orders.Name, "o-1", &out)
@@ -62,7 +63,7 @@ func TestARefusedOrderLeavesNeitherRowNorInstance(t *testing.T) {
 		_, err = svc.Place(h.Context(), orders.Order{ID: "o-2", Total: 99_00}, nil)
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		h.RequireStatus(orders.Name, "o-2", workflow.StatusComplete)
+		h.RequireStatus(orders.Name, "o-2", dftype.StatusComplete)
 	})
 }
 
@@ -76,7 +77,7 @@ func TestASecondOrderWithTheSameIDLeavesTheFirstAlone(t *testing.T) {
 		_, err = svc.Place(h.Context(), orders.Order{ID: "o-3", Total: 200}, nil)
 		require.Error(t, err, "the row's primary key refuses it")
 		h.RunUntilIdle()
-		info := h.RequireStatus(orders.Name, "o-3", workflow.StatusComplete)
+		info := h.RequireStatus(orders.Name, "o-3", dftype.StatusComplete)
 		require.JSONEq(t, `{"id":"o-3","total":100}`, string(info.Params))
 	})
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/invoke/shop"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -74,7 +75,7 @@ func TestOrderReservesEveryLineThenCharges(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, children, 4, "three reservations and one charge, each started once")
 		for _, c := range children {
-			require.Equal(t, workflow.StatusComplete, c.Status)
+			require.Equal(t, dftype.StatusComplete, c.Status)
 			require.NotNil(t, c.Parent, "child %s knows its parent", c.ID)
 			require.Equal(t, "o1", c.Parent.InstanceID)
 		}
@@ -101,7 +102,7 @@ func TestOrderGoesOnWithoutALineThatIsOutOfStock(t *testing.T) {
 		require.Equal(t, 3800, s.Amount, "the unavailable line is not charged")
 		require.Equal(t, []string{"reserve tea x2", "reserve pot x1", "charge bob 3800"}, svc.calls())
 
-		child := h.RequireStatus(shop.ReserveName, s.Unavailable[0].Child, workflow.StatusErrored)
+		child := h.RequireStatus(shop.ReserveName, s.Unavailable[0].Child, dftype.StatusErrored)
 		require.Equal(t, "OutOfStock", child.Error.Name)
 	})
 }
@@ -117,7 +118,7 @@ func TestOrderFailsWhenNothingCanBeReserved(t *testing.T) {
 		require.NoError(t, err)
 		h.RunUntilIdle()
 
-		info := h.RequireStatus(shop.OrderName, "o3", workflow.StatusErrored)
+		info := h.RequireStatus(shop.OrderName, "o3", dftype.StatusErrored)
 		require.Contains(t, info.Error.Message, shop.ErrNothingReserved.Error())
 		require.Empty(t, svc.calls(), "no charge")
 		children, err := h.Client.Children(h.Context(), shop.OrderName, "o3")

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/workflow"
 )
 
@@ -25,7 +26,7 @@ type Params struct {
 	Email string `json:"email"`
 	// TipsAfter is how long after verification the tips email goes out.
 	// Zero means DefaultTipsAfter.
-	TipsAfter workflow.Duration `json:"tipsAfter,omitempty"`
+	TipsAfter dftype.Duration `json:"tipsAfter,omitempty"`
 }
 
 // Verification is the payload of a VerifiedEvent.

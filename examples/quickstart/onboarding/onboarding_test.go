@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/duraflow/duraflow/client"
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/quickstart/onboarding"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -86,7 +87,7 @@ func (b *testBundle) create(t *testing.T, id string) {
 	t.Helper()
 	_, err := b.wfs.Onboarding.Create(b.h.Context(), workflow.CreateOptions[onboarding.Params]{
 		ID:     id,
-		Params: onboarding.Params{Email: "ada@example.com", TipsAfter: workflow.Duration(2 * time.Hour)},
+		Params: onboarding.Params{Email: "ada@example.com", TipsAfter: dftype.Duration(2 * time.Hour)},
 	})
 	require.NoError(t, err)
 }
@@ -98,7 +99,7 @@ func TestOnboardingVerified(t *testing.T) {
 	b.create(t, "user-1")
 
 	b.h.RunUntilIdle()
-	b.h.RequireStatus(onboarding.Name, "user-1", workflow.StatusWaiting)
+	b.h.RequireStatus(onboarding.Name, "user-1", dftype.StatusWaiting)
 	require.Equal(t, start, b.h.Now(), "RunUntilIdle must not jump to the verification timeout")
 
 	b.h.Advance(30 * time.Minute)
@@ -153,7 +154,7 @@ func TestOnboardingVerifyTimeout(t *testing.T) {
 	b.create(t, "user-silent")
 
 	b.h.RunUntilIdle()
-	b.h.RequireStatus(onboarding.Name, "user-silent", workflow.StatusWaiting)
+	b.h.RequireStatus(onboarding.Name, "user-silent", dftype.StatusWaiting)
 
 	// RunUntilIdle never jumps to an event timeout; the test moves the clock.
 	b.h.Advance(onboarding.DefaultVerifyTimeout)
@@ -183,7 +184,7 @@ func TestOnboardingWelcomeRetries(t *testing.T) {
 	b.create(t, "user-flaky")
 
 	b.h.RunUntilIdle()
-	b.h.RequireStatus(onboarding.Name, "user-flaky", workflow.StatusWaiting)
+	b.h.RequireStatus(onboarding.Name, "user-flaky", dftype.StatusWaiting)
 
 	// 3 retries, 5 seconds, exponential: retry n waits 5s·2^(n−1).
 	require.Equal(t, []sent{
@@ -206,7 +207,7 @@ func TestOnboardingWelcomeRetriesExhausted(t *testing.T) {
 	b.create(t, "user-bounce")
 
 	b.h.RunUntilIdle()
-	info := b.h.RequireStatus(onboarding.Name, "user-bounce", workflow.StatusErrored)
+	info := b.h.RequireStatus(onboarding.Name, "user-bounce", dftype.StatusErrored)
 	require.Contains(t, info.Error.Message, "smtp: 421")
 
 	sends := b.mailer.Sends()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/duraflow/duraflow/dftype"
 	"github.com/duraflow/duraflow/examples/saga/trip"
 	"github.com/duraflow/duraflow/testharness"
 	"github.com/duraflow/duraflow/workflow"
@@ -70,7 +71,7 @@ func TestTripCancelsWhatWasBookedWhenTheCarIsSoldOut(t *testing.T) {
 		_, err = binding.Create(h.Context(), workflow.CreateOptions[trip.Params]{ID: "no-car"})
 		require.NoError(t, err)
 		h.RunUntilIdle()
-		info := h.RequireStatus(trip.Name, "no-car", workflow.StatusErrored)
+		info := h.RequireStatus(trip.Name, "no-car", dftype.StatusErrored)
 		require.Equal(t, "SoldOut", info.Error.Name, "the original error is kept")
 		require.Equal(t, []string{"book flight", "book hotel", "cancel hotel-2", "cancel flight-1"}, svc.calls())
 	})

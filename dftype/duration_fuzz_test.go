@@ -1,4 +1,4 @@
-package workflow_test
+package dftype_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/duraflow/duraflow/workflow"
+	"github.com/duraflow/duraflow/dftype"
 )
 
 // FuzzParseDuration checks that ParseDuration never panics, never returns a
@@ -22,7 +22,7 @@ func FuzzParseDuration(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, err := workflow.ParseDuration(s)
+		d, err := dftype.ParseDuration(s)
 		if err != nil {
 			return
 		}
@@ -30,9 +30,9 @@ func FuzzParseDuration(f *testing.F) {
 			// Go's own notation ("-1s") is accepted as time.ParseDuration reads it.
 			return
 		}
-		back, err := workflow.ParseDuration(workflow.FormatDuration(d))
-		require.NoError(t, err, "FormatDuration(%d) = %q", d, workflow.FormatDuration(d))
-		require.Equal(t, d, back, "%q → %d → %q", s, d, workflow.FormatDuration(d))
+		back, err := dftype.ParseDuration(dftype.FormatDuration(d))
+		require.NoError(t, err, "FormatDuration(%d) = %q", d, dftype.FormatDuration(d))
+		require.Equal(t, d, back, "%q → %d → %q", s, d, dftype.FormatDuration(d))
 	})
 }
 
@@ -43,7 +43,7 @@ func FuzzDurationJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		var d workflow.Duration
+		var d dftype.Duration
 		if err := json.Unmarshal(b, &d); err != nil || d < 0 {
 			// A negative duration marshals as "-1 millisecond", which
 			// ParseDuration refuses; the fields that take one refuse it too.
@@ -51,7 +51,7 @@ func FuzzDurationJSON(f *testing.F) {
 		}
 		out, err := json.Marshal(d)
 		require.NoError(t, err)
-		var back workflow.Duration
+		var back dftype.Duration
 		require.NoError(t, json.Unmarshal(out, &back), "%s → %s", b, out)
 		require.Equal(t, time.Duration(d), time.Duration(back), "%s → %s", b, out)
 	})

@@ -98,13 +98,13 @@ func sessionCookie(t testing.TB, r *response) *http.Cookie {
 
 // TestConsoleAppliesTheServersLimits starts the server with lowered limits
 // and sends the console's forms past them: an event type of 26 characters
-// against a limit of 8 and a 1,500-byte payload against 1,000 bytes are
+// against a limit of 8 and a 1,500-byte payload against 1,024 bytes are
 // refused with the API's codes (they used to be stored), a form past
 // --max-body-bytes is 413, a page holds --max-page-size instances, and
 // nothing is stored.
 func TestConsoleAppliesTheServersLimits(t *testing.T) {
 	t.Parallel()
-	limits := []string{"--max-event-type-length", "8", "--max-payload-bytes", "1000", "--max-page-size", "2", "--max-body-bytes", "4000"}
+	limits := []string{"--max-event-type-length", "8", "--max-payload-bytes", "1024", "--max-page-size", "2", "--max-body-bytes", "4000"}
 	servers := []*server{sqliteServer(t, limits...)}
 	if postgresReachable() == nil {
 		servers = append(servers, postgresServer(t, limits...))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -94,8 +95,9 @@ func TestDoVoid(t *testing.T) {
 	t.Parallel()
 	testharness.ForEachBackend(t, func(t *testing.T, b testharness.Backend) {
 		h := testharness.New(t, testharness.WithBackend(b))
-		var sent, failed atomic.Int32
+		var sent, failed, runs atomic.Int32
 		workflow.MustRegister(h.Registry, "notify", func(ctx context.Context, ev workflow.Event[struct{}], step workflow.Step) (string, error) {
+			runs.Add(1)
 			if err := workflow.DoVoid(step, "send", func(ctx context.Context) error {
 				sent.Add(1)
 				return nil
@@ -110,7 +112,7 @@ func TestDoVoid(t *testing.T) {
 				return "", errors.New("a failing DoVoid step returned no error")
 			}
 			// A sleep suspends the run: the replay must not send again.
-			if err := step.Sleep("pause", 1); err != nil {
+			if err := step.Sleep("pause", time.Minute); err != nil {
 				return "", err
 			}
 			return "done: " + err.Error(), nil
@@ -121,6 +123,7 @@ func TestDoVoid(t *testing.T) {
 		var out string
 		h.RequireOutput("notify", "n", &out)
 		require.Contains(t, out, "mailbox full")
+		require.GreaterOrEqual(t, runs.Load(), int32(2), "the sleep suspended the run, so it was replayed")
 		require.EqualValues(t, 1, sent.Load(), "a completed step is not run again on replay")
 		require.EqualValues(t, 1, failed.Load())
 		steps := h.History("notify", "n").Steps
